@@ -1,0 +1,223 @@
+//! The one error type of the HTTP API: RFC 9457 problem details with a stable
+//! `type` per failure. Internal errors are logged and hidden from the client.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+
+use crate::domain::lease::retry_after_secs;
+use crate::domain::lock::{LockLease, Refusal};
+use crate::domain::time::rfc3339_ms;
+use crate::domain::{InvalidInput, Millis};
+use crate::leases::LeaseError;
+
+/// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus extension
+/// fields where useful (the holder on a conflict, the field on bad input).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "type": "/problems/lock-held",
+    "title": "The lock is held",
+    "status": 409,
+    "detail": "lb/3f2a is held by node-7/pid-4121 until 2026-11-29T22:13:20.123Z",
+    "holder": "node-7/pid-4121",
+    "expires_at": "2026-11-29T22:13:20.123Z"
+}))]
+pub struct Problem {
+    /// A stable identifier of the kind of failure, such as `/problems/lock-held`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Extension fields (for example `holder`, `expires_at`, `field`).
+    #[serde(flatten)]
+    #[schema(additional_properties)]
+    pub extensions: Map<String, Value>,
+    #[serde(skip)]
+    pub retry_after: Option<u64>,
+}
+
+impl Problem {
+    pub fn new(status: StatusCode, kind: &str, title: &str, detail: impl Into<String>) -> Self {
+        Self {
+            kind: format!("/problems/{kind}"),
+            title: title.to_owned(),
+            status: status.as_u16(),
+            detail: detail.into(),
+            extensions: Map::new(),
+            retry_after: None,
+        }
+    }
+
+    pub fn with(mut self, name: &str, value: impl Into<Value>) -> Self {
+        self.extensions.insert(name.to_owned(), value.into());
+        self
+    }
+
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
+    }
+
+    pub fn invalid(field: &str, message: impl std::fmt::Display) -> Self {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid-request",
+            "The request is invalid",
+            format!("{field}: {message}"),
+        )
+        .with("field", field)
+    }
+
+    pub fn not_found(kind: &str, title: &str, detail: impl Into<String>) -> Self {
+        Problem::new(StatusCode::NOT_FOUND, kind, title, detail)
+    }
+
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %error, "internal error");
+        Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "Internal server error",
+            "the server failed to handle the request; it has been logged",
+        )
+    }
+
+    pub fn unavailable(error: impl std::fmt::Display) -> Self {
+        tracing::warn!(error = %error, "storage unavailable");
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage-unavailable",
+            "Storage is unavailable",
+            "the database cannot take writes right now; retry later",
+        )
+        .retry_after(1)
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let retry_after = self.retry_after;
+        let mut response = (status, axum::Json(self)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if let Some(secs) = retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+impl From<InvalidInput> for Problem {
+    fn from(e: InvalidInput) -> Self {
+        Problem::invalid(&e.field, e.message)
+    }
+}
+
+fn holder_json(lease: &LockLease, now: Millis) -> Value {
+    json!({
+        "holder": lease.lease.holder,
+        "fencing_token": lease.lease.fencing_token,
+        "expires_at": lease.lease.expires_at.map(rfc3339_ms),
+        "expires_in_ms": lease.lease.expires_in_ms(now),
+    })
+}
+
+/// The 409 for a key that cannot be granted now.
+pub fn refusal_problem(key: &str, refusal: &Refusal, now: Millis) -> Problem {
+    match refusal {
+        Refusal::Held {
+            holders,
+            available_at,
+        } => {
+            let first = holders.first();
+            let detail = match first {
+                Some(l) => format!(
+                    "{key} is held by {} until {}",
+                    l.lease.holder,
+                    rfc3339_ms(l.expires_at())
+                ),
+                None => format!("{key} is promised to clients already waiting for it"),
+            };
+            Problem::new(
+                StatusCode::CONFLICT,
+                "lock-held",
+                "The lock is held",
+                detail,
+            )
+            .with("key", key)
+            .with("holder", first.map(|l| l.lease.holder.clone()))
+            .with("expires_at", first.map(|l| rfc3339_ms(l.expires_at())))
+            .with("available_at", rfc3339_ms(*available_at))
+            .with(
+                "holders",
+                holders
+                    .iter()
+                    .map(|l| holder_json(l, now))
+                    .collect::<Vec<_>>(),
+            )
+            .retry_after(retry_after_secs(*available_at, now))
+        }
+        Refusal::Delayed { until } => Problem::new(
+            StatusCode::CONFLICT,
+            "lock-held",
+            "The lock is held",
+            format!(
+                "a lease on {key} expired recently; its lock delay keeps the key until {}",
+                rfc3339_ms(*until)
+            ),
+        )
+        .with("key", key)
+        .with("holder", Value::Null)
+        .with("expires_at", Value::Null)
+        .with("available_at", rfc3339_ms(*until))
+        .with("reason", "lock-delay")
+        .retry_after(retry_after_secs(*until, now)),
+        Refusal::LimitMismatch { current } => Problem::new(
+            StatusCode::CONFLICT,
+            "limit-mismatch",
+            "The key is held with another max_holders",
+            format!(
+                "{key} is held with max_holders {}; every acquirer must name the same limit",
+                current.map_or("unset".to_owned(), |n| n.to_string())
+            ),
+        )
+        .with("key", key)
+        .with("max_holders", *current),
+    }
+}
+
+/// Maps a service error on `key` (or another named resource) to its problem.
+pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
+    match error {
+        LeaseError::Invalid(e) => e.into(),
+        LeaseError::Refused { refusal, now } => refusal_problem(resource, &refusal, now),
+        LeaseError::LeaseLost => Problem::new(
+            StatusCode::CONFLICT,
+            "lease-lost",
+            "The lease is lost",
+            format!(
+                "the token names no live lease on {resource}: it expired, was released, or was taken over"
+            ),
+        ),
+        LeaseError::NotFound => Problem::not_found(
+            "lock-not-found",
+            "The lock is not held",
+            format!("{resource} is not held"),
+        ),
+        LeaseError::IdempotencyMismatch { holder } => Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency-key-reused",
+            "The Idempotency-Key belongs to another request",
+            format!("this Idempotency-Key already holds a lease on {resource} for holder {holder}"),
+        ),
+        LeaseError::Unavailable(m) => Problem::unavailable(m),
+        LeaseError::Internal(m) => Problem::internal(m),
+    }
+}

@@ -1,0 +1,164 @@
+//! Extractors whose rejections are problems, so that bad JSON, a wrong content
+//! type, an oversized body or a bad path or query parameter all answer in the
+//! same format as every other error.
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+
+use super::error::Problem;
+
+/// A JSON body, deserialised with the path of any bad field.
+pub struct AppJson<T>(pub T);
+
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+        || essence.to_ascii_lowercase().ends_with("+json")
+}
+
+fn malformed(error: &serde_json::Error) -> Problem {
+    Problem::new(
+        StatusCode::BAD_REQUEST,
+        "malformed-json",
+        "The body is not valid JSON",
+        format!("the body is not valid JSON: {error}"),
+    )
+}
+
+/// `missing field `ttl_ms`` → `ttl_ms`.
+fn quoted_field(message: &str) -> Option<&str> {
+    let start = message.find('`')? + 1;
+    let len = message[start..].find('`')?;
+    Some(&message[start..start + len])
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Problem> {
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !is_json(content_type) {
+            return Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "The body must be JSON",
+                format!(
+                    "expected Content-Type: application/json, got {}",
+                    if content_type.is_empty() {
+                        "none"
+                    } else {
+                        content_type
+                    }
+                ),
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Problem::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload-too-large",
+                    "The body is too large",
+                    format!(
+                        "the body exceeds the limit of {} bytes",
+                        super::MAX_BODY_BYTES
+                    ),
+                )
+            } else {
+                Problem::invalid("body", rejection.body_text())
+            }
+        })?;
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let inner = e.inner();
+            if inner.is_syntax() || inner.is_eof() {
+                return malformed(inner);
+            }
+            let path = e.path().to_string();
+            let message = inner.to_string();
+            let field = if path == "." {
+                quoted_field(&message).unwrap_or("body").to_owned()
+            } else {
+                path
+            };
+            // serde's message carries the position; the field is named instead.
+            let message = message.split(" at line ").next().unwrap_or(&message);
+            Problem::invalid(&field, message)
+        })?;
+        de.end().map_err(|e| malformed(&e))?;
+        Ok(AppJson(value))
+    }
+}
+
+/// Path parameters, percent-decoded.
+pub struct AppPath<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for AppPath<T> {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(v)| AppPath(v))
+            .map_err(|rejection: PathRejection| {
+                let text = rejection.body_text();
+                let field = if text.contains("key") { "key" } else { "path" };
+                Problem::invalid(field, text)
+            })
+    }
+}
+
+/// Query parameters.
+pub struct AppQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for AppQuery<T> {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(v)| AppQuery(v))
+            .map_err(|rejection: QueryRejection| {
+                let text = rejection.body_text();
+                let detail = text
+                    .strip_prefix("Failed to deserialize query string: ")
+                    .unwrap_or(&text);
+                let field = detail
+                    .split(':')
+                    .next()
+                    .filter(|f| !f.contains(' '))
+                    .unwrap_or("query");
+                Problem::invalid(field, detail)
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types_are_recognised() {
+        assert!(is_json("application/json"));
+        assert!(is_json("application/json; charset=utf-8"));
+        assert!(is_json("application/merge-patch+json"));
+        assert!(!is_json("text/plain"));
+        assert!(!is_json(""));
+    }
+
+    #[test]
+    fn the_field_is_read_from_serde_messages() {
+        assert_eq!(quoted_field("missing field `ttl_ms`"), Some("ttl_ms"));
+        assert_eq!(
+            quoted_field("unknown field `ttl`, expected one of `holder`"),
+            Some("ttl")
+        );
+    }
+}

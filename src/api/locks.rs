@@ -1,0 +1,367 @@
+//! The lock routes: acquire, renew, release, inspect, list, force release.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::{Problem, lease_problem};
+use super::extract::{AppJson, AppPath, AppQuery};
+use crate::domain::lock::LockLease;
+use crate::domain::time::rfc3339_ms;
+use crate::domain::{LockMode, Millis};
+use crate::leases::{AcquireLock, Acquired};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(acquire_lock))
+        .routes(routes!(renew_lock))
+        .routes(routes!(release_lock))
+        .routes(routes!(get_lock, force_release_lock))
+        .routes(routes!(list_locks))
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Exclusive,
+    Shared,
+}
+
+impl From<Mode> for LockMode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Exclusive => LockMode::Exclusive,
+            Mode::Shared => LockMode::Shared,
+        }
+    }
+}
+
+impl From<LockMode> for Mode {
+    fn from(m: LockMode) -> Self {
+        match m {
+            LockMode::Exclusive => Mode::Exclusive,
+            LockMode::Shared => Mode::Shared,
+        }
+    }
+}
+
+/// Asks for a lease on a key.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"holder": "node-7/pid-4121", "ttl_ms": 30000}))]
+pub struct AcquireRequest {
+    /// Free text naming the client; informational only.
+    pub holder: String,
+    /// How long the lease lives unless renewed, 100 ms to the server's maximum.
+    pub ttl_ms: Millis,
+    /// How long to wait for the key if it is held (default 0: answer at once).
+    pub wait_ms: Option<Millis>,
+    /// `exclusive` (default) or `shared`.
+    pub mode: Option<Mode>,
+    /// Makes the key a semaphore of this many leases; every acquirer must name the same.
+    pub max_holders: Option<u32>,
+    /// After a lease on the key expires (not after a release), keep the key unavailable this long.
+    pub lock_delay_ms: Option<Millis>,
+    /// A small JSON object stored with the lease.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// Proves the caller holds the lease.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenewRequest {
+    pub token: String,
+    /// The new TTL from now; the lease's own TTL when omitted.
+    pub ttl_ms: Option<Millis>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseRequest {
+    pub token: String,
+}
+
+/// One holder of a key, as `GET /v1/locks/{key}` lists them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LockHolder {
+    pub holder: String,
+    pub fencing_token: i64,
+    pub acquired_at: String,
+    pub expires_at: String,
+    pub expires_in_ms: Millis,
+}
+
+/// A lease on a lock key. `token` appears only in the answer to the grant.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "key": "lb/3f2a", "holder": "node-7/pid-4121", "fencing_token": 42,
+    "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
+    "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null,
+    "token": "9f86d081884c7d659a2feaa0c55ad015"
+}))]
+pub struct LockLeaseBody {
+    pub key: String,
+    pub holder: String,
+    pub fencing_token: i64,
+    pub acquired_at: String,
+    pub expires_at: String,
+    pub expires_in_ms: Millis,
+    pub metadata: Option<Map<String, Value>>,
+    pub mode: Mode,
+    pub max_holders: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Every live lease on the key (inspect only: a semaphore or shared key has several).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holders: Option<Vec<LockHolder>>,
+}
+
+impl LockLeaseBody {
+    fn new(lease: LockLease, now: Millis, with_token: bool) -> Self {
+        let expires_in_ms = lease.lease.expires_in_ms(now).unwrap_or(0);
+        Self {
+            expires_at: rfc3339_ms(lease.expires_at()),
+            acquired_at: rfc3339_ms(lease.lease.acquired_at),
+            key: lease.key,
+            holder: lease.lease.holder,
+            fencing_token: lease.lease.fencing_token,
+            expires_in_ms,
+            metadata: lease.lease.metadata,
+            mode: lease.mode.into(),
+            max_holders: lease.max_holders,
+            token: with_token.then_some(lease.lease.token),
+            holders: None,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LockPageBody {
+    pub items: Vec<LockLeaseBody>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only keys that start with this text.
+    pub prefix: Option<String>,
+    /// Page size, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
+    headers
+        .get("idempotency-key")
+        .map(|v| {
+            v.to_str()
+                .map(str::to_owned)
+                .map_err(|_| Problem::invalid("Idempotency-Key", "must be visible ASCII"))
+        })
+        .transpose()
+}
+
+/// Acquire a lease on a key.
+#[utoipa::path(
+    post, path = "/v1/locks/{key}/acquire", operation_id = "acquireLock", tag = "locks",
+    params(
+        ("key" = String, Path, description = "The lock key: 1–256 bytes of printable UTF-8; `/` is sent as `%2F`."),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the same live lease with 200."),
+    ),
+    request_body = AcquireRequest,
+    responses(
+        (status = 201, description = "Granted; the answer carries the secret token", body = LockLeaseBody),
+        (status = 200, description = "Idempotent replay of a live grant", body = LockLeaseBody),
+        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lock-held` (with Retry-After) or `limit-mismatch`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`idempotency-key-reused`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn acquire_lock(
+    State(state): State<AppState>,
+    AppPath(key): AppPath<String>,
+    headers: HeaderMap,
+    AppJson(body): AppJson<AcquireRequest>,
+) -> Result<(StatusCode, Json<LockLeaseBody>), Problem> {
+    let request = AcquireLock {
+        key: key.clone(),
+        holder: body.holder,
+        ttl_ms: body.ttl_ms,
+        wait_ms: body.wait_ms.unwrap_or(0),
+        mode: body.mode.unwrap_or_default().into(),
+        max_holders: body.max_holders,
+        lock_delay_ms: body.lock_delay_ms.unwrap_or(0),
+        metadata: body.metadata,
+        idempotency_key: idempotency_key(&headers)?,
+    };
+    let acquired = state
+        .leases
+        .locks()
+        .acquire(request)
+        .await
+        .map_err(|e| lease_problem(&key, e))?;
+    let now = state.leases.now();
+    let (status, lease) = match acquired {
+        Acquired::Granted(lease) => (StatusCode::CREATED, lease),
+        Acquired::Replayed(lease) => (StatusCode::OK, lease),
+    };
+    Ok((status, Json(LockLeaseBody::new(lease, now, true))))
+}
+
+/// Renew a lease, keeping its fencing token.
+#[utoipa::path(
+    post, path = "/v1/locks/{key}/renew", operation_id = "renewLock", tag = "locks",
+    params(("key" = String, Path, description = "The lock key")),
+    request_body = RenewRequest,
+    responses(
+        (status = 200, description = "Renewed", body = LockLeaseBody),
+        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lease-lost`: the token names no live lease", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn renew_lock(
+    State(state): State<AppState>,
+    AppPath(key): AppPath<String>,
+    AppJson(body): AppJson<RenewRequest>,
+) -> Result<Json<LockLeaseBody>, Problem> {
+    let lease = state
+        .leases
+        .locks()
+        .renew(&key, &body.token, body.ttl_ms)
+        .await
+        .map_err(|e| lease_problem(&key, e))?;
+    Ok(Json(LockLeaseBody::new(lease, state.leases.now(), false)))
+}
+
+/// Release a lease.
+#[utoipa::path(
+    post, path = "/v1/locks/{key}/release", operation_id = "releaseLock", tag = "locks",
+    params(("key" = String, Path, description = "The lock key")),
+    request_body = ReleaseRequest,
+    responses(
+        (status = 204, description = "Released"),
+        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lease-lost`: the token names no live lease", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn release_lock(
+    State(state): State<AppState>,
+    AppPath(key): AppPath<String>,
+    AppJson(body): AppJson<ReleaseRequest>,
+) -> Result<StatusCode, Problem> {
+    state
+        .leases
+        .locks()
+        .release(&key, &body.token)
+        .await
+        .map_err(|e| lease_problem(&key, e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Inspect who holds a key (never shows tokens).
+#[utoipa::path(
+    get, path = "/v1/locks/{key}", operation_id = "getLock", tag = "locks",
+    params(("key" = String, Path, description = "The lock key")),
+    responses(
+        (status = 200, description = "The oldest live lease, with every holder in `holders`", body = LockLeaseBody),
+        (status = 400, description = "Invalid key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`lock-not-found`: not held", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_lock(
+    State(state): State<AppState>,
+    AppPath(key): AppPath<String>,
+) -> Result<Json<LockLeaseBody>, Problem> {
+    let held = state
+        .leases
+        .locks()
+        .inspect(&key)
+        .await
+        .map_err(|e| lease_problem(&key, e))?;
+    let now = state.leases.now();
+    let holders = held
+        .iter()
+        .map(|l| LockHolder {
+            holder: l.lease.holder.clone(),
+            fencing_token: l.lease.fencing_token,
+            acquired_at: rfc3339_ms(l.lease.acquired_at),
+            expires_at: rfc3339_ms(l.expires_at()),
+            expires_in_ms: l.lease.expires_in_ms(now).unwrap_or(0),
+        })
+        .collect();
+    let first = held
+        .into_iter()
+        .next()
+        .expect("inspect answers at least one lease");
+    let mut body = LockLeaseBody::new(first, now, false);
+    body.holders = Some(holders);
+    Ok(Json(body))
+}
+
+/// List live leases by key, optionally under a prefix.
+#[utoipa::path(
+    get, path = "/v1/locks", operation_id = "listLocks", tag = "locks",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "A page of live leases (no tokens)", body = LockPageBody),
+        (status = 400, description = "Invalid query", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_locks(
+    State(state): State<AppState>,
+    AppQuery(query): AppQuery<ListQuery>,
+) -> Result<Json<LockPageBody>, Problem> {
+    let page = state
+        .leases
+        .locks()
+        .list(
+            query.prefix.unwrap_or_default(),
+            query.limit,
+            query.cursor.as_deref(),
+        )
+        .await
+        .map_err(|e| lease_problem("the lock list", e))?;
+    let now = state.leases.now();
+    Ok(Json(LockPageBody {
+        items: page
+            .items
+            .into_iter()
+            .map(|l| LockLeaseBody::new(l, now, false))
+            .collect(),
+        next_cursor: page.next.map(|c| c.encode()),
+    }))
+}
+
+/// Remove every lease on a key (admin).
+#[utoipa::path(
+    delete, path = "/v1/locks/{key}", operation_id = "forceReleaseLock", tag = "locks",
+    params(("key" = String, Path, description = "The lock key")),
+    responses(
+        (status = 204, description = "Every lease on the key was removed"),
+        (status = 400, description = "Invalid key", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`lock-not-found`: not held", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn force_release_lock(
+    State(state): State<AppState>,
+    AppPath(key): AppPath<String>,
+) -> Result<StatusCode, Problem> {
+    state
+        .leases
+        .locks()
+        .force_release(&key)
+        .await
+        .map_err(|e| lease_problem(&key, e))?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,91 @@
+//! The HTTP API: axum routes registered through utoipa-axum, so the router and
+//! the OpenAPI document are built from the same list and cannot drift.
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::{Method, StatusCode, Uri};
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::leases::Leases;
+
+pub mod error;
+pub mod extract;
+pub mod locks;
+pub mod ops;
+
+pub use error::Problem;
+
+/// Request bodies larger than this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// Everything a handler needs.
+#[derive(Clone)]
+pub struct AppState {
+    pub leases: Leases,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "leasehold",
+        description = "A durable lease service: keyed locks and subnet reservations, kept in SQLite.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    tags(
+        (name = "locks", description = "Keyed locks: one holder (or N, or shared) per key, with fencing tokens"),
+        (name = "operations", description = "Health, readiness, metrics and this document"),
+    )
+)]
+struct ApiDoc;
+
+fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(locks::router())
+        .merge(ops::router())
+}
+
+/// The OpenAPI document of every registered route.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    routes().split_for_parts().1
+}
+
+/// The complete application router.
+pub fn router(state: AppState) -> Router {
+    let (router, _) = routes().split_for_parts();
+    router
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request| {
+                let route = request
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map_or("unmatched", MatchedPath::as_str);
+                tracing::info_span!("request", http.method = %request.method(), http.route = route)
+            }),
+        )
+        .with_state(state)
+}
+
+async fn no_route(method: Method, uri: Uri) -> Problem {
+    if uri.path().starts_with("/v1/locks//") {
+        return Problem::invalid("key", "must not be empty");
+    }
+    Problem::not_found(
+        "not-found",
+        "No such route",
+        format!("no route for {method} {}", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "Method not allowed",
+        format!("{method} is not allowed on {}", uri.path()),
+    )
+}

@@ -1,0 +1,76 @@
+//! Operations routes: liveness, readiness, metrics, the OpenAPI document.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::Problem;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(metrics))
+        .routes(routes!(openapi_json))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Status {
+    /// `ok` or `ready`.
+    pub status: String,
+}
+
+/// The process answers.
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations",
+    responses((status = 200, description = "Alive", body = Status)))]
+pub async fn healthz() -> Json<Status> {
+    Json(Status {
+        status: "ok".into(),
+    })
+}
+
+/// The database takes a write.
+#[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready", body = Status),
+        (status = 503, description = "`storage-unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Problem> {
+    let now = state.leases.now();
+    state
+        .leases
+        .store
+        .record_alive(now)
+        .await
+        .map_err(Problem::unavailable)?;
+    Ok(Json(Status {
+        status: "ready".into(),
+    }))
+}
+
+/// Prometheus metrics in text format.
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain")))]
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let text = state.leases.metrics.render(&state.leases);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+}
+
+/// This OpenAPI document.
+#[utoipa::path(get, path = "/openapi.json", operation_id = "getOpenApi", tag = "operations",
+    responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
+pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(super::openapi())
+}

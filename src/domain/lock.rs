@@ -1,0 +1,269 @@
+//! Keyed locks: who may take a key, given the leases already on it.
+//!
+//! One key may carry several leases (a semaphore of `max_holders`, or shared
+//! leases); the decision below is the only place that says when they coexist.
+
+use super::lease::{Lease, LockMode};
+use super::{InvalidInput, Millis};
+
+/// A lease held on a lock key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockLease {
+    pub key: String,
+    pub lease: Lease,
+    pub mode: LockMode,
+    /// The semaphore size every acquirer of the key must name; `None` when not named.
+    pub max_holders: Option<u32>,
+    /// After this lease *expires*, the key stays unavailable this long.
+    pub lock_delay_ms: Millis,
+    pub idempotency_key: Option<String>,
+}
+
+impl LockLease {
+    pub fn expires_at(&self) -> Millis {
+        self.lease.expires_at.unwrap_or(Millis::MAX)
+    }
+
+    /// The instant from which this row no longer affects the key at all.
+    pub fn gone_at(&self) -> Millis {
+        self.expires_at().saturating_add(self.lock_delay_ms)
+    }
+}
+
+/// What an acquirer asks for, as far as the decision is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    pub mode: LockMode,
+    pub max_holders: Option<u32>,
+}
+
+/// Why a key cannot be granted now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// Live leases stand in the way; the earliest of them expires at `available_at`.
+    Held {
+        holders: Vec<LockLease>,
+        available_at: Millis,
+    },
+    /// The key's live leases were granted with another `max_holders`.
+    LimitMismatch { current: Option<u32> },
+    /// A lease on the key expired recently and its lock delay runs until `until`.
+    Delayed { until: Millis },
+}
+
+/// Decides whether `claim` can be granted over `rows` (the key's leases that
+/// are live or still in their lock delay; rows past that are ignored).
+pub fn decide(claim: Claim, rows: &[LockLease], now: Millis) -> Result<(), Refusal> {
+    let live: Vec<&LockLease> = rows.iter().filter(|r| r.lease.is_live(now)).collect();
+    if let Some(other) = live.iter().find(|r| r.max_holders != claim.max_holders) {
+        return Err(Refusal::LimitMismatch {
+            current: other.max_holders,
+        });
+    }
+    let delayed_until = rows
+        .iter()
+        .filter(|r| !r.lease.is_live(now) && r.gone_at() > now)
+        .map(LockLease::gone_at)
+        .max();
+    if let Some(until) = delayed_until {
+        return Err(Refusal::Delayed { until });
+    }
+    let fits = match claim.mode {
+        LockMode::Exclusive => {
+            let capacity = claim.max_holders.unwrap_or(1) as usize;
+            live.iter().all(|r| r.mode == LockMode::Exclusive) && live.len() < capacity
+        }
+        LockMode::Shared => {
+            live.iter().all(|r| r.mode == LockMode::Shared)
+                && claim.max_holders.is_none_or(|n| live.len() < n as usize)
+        }
+    };
+    if fits {
+        return Ok(());
+    }
+    let available_at = live.iter().map(|r| r.expires_at()).min().unwrap_or(now);
+    Err(Refusal::Held {
+        holders: live.into_iter().cloned().collect(),
+        available_at,
+    })
+}
+
+/// The smallest string greater than every string that starts with `prefix`,
+/// so that a prefix scan is the range `prefix <= key < bound`. `None` when no
+/// such bound exists (the prefix is all `char::MAX`).
+pub fn prefix_upper_bound(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+/// Where a page of the lock list resumes: after this key and fencing token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    pub key: String,
+    pub fencing_token: i64,
+}
+
+impl ListCursor {
+    /// An opaque text: hex of `fencing:key`.
+    pub fn encode(&self) -> String {
+        hex::encode(format!("{}:{}", self.fencing_token, self.key))
+    }
+
+    pub fn decode(text: &str) -> Result<Self, InvalidInput> {
+        let bad = || InvalidInput::new("cursor", "is not a cursor this server issued");
+        let bytes = hex::decode(text).map_err(|_| bad())?;
+        let text = String::from_utf8(bytes).map_err(|_| bad())?;
+        let (fencing, key) = text.split_once(':').ok_or_else(bad)?;
+        Ok(Self {
+            key: key.to_owned(),
+            fencing_token: fencing.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(
+        mode: LockMode,
+        max_holders: Option<u32>,
+        expires_at: Millis,
+        delay: Millis,
+    ) -> LockLease {
+        LockLease {
+            key: "k".into(),
+            lease: Lease {
+                holder: "h".into(),
+                token: "t".into(),
+                fencing_token: 1,
+                acquired_at: 0,
+                expires_at: Some(expires_at),
+                ttl_ms: 1_000,
+                metadata: None,
+            },
+            mode,
+            max_holders,
+            lock_delay_ms: delay,
+            idempotency_key: None,
+        }
+    }
+
+    const EXCLUSIVE: Claim = Claim {
+        mode: LockMode::Exclusive,
+        max_holders: None,
+    };
+    const SHARED: Claim = Claim {
+        mode: LockMode::Shared,
+        max_holders: None,
+    };
+
+    #[test]
+    fn a_free_key_is_granted() {
+        assert_eq!(decide(EXCLUSIVE, &[], 0), Ok(()));
+    }
+
+    #[test]
+    fn a_live_exclusive_lease_refuses_another_and_says_when_it_expires() {
+        let held = [row(LockMode::Exclusive, None, 5_000, 0)];
+        match decide(EXCLUSIVE, &held, 1_000) {
+            Err(Refusal::Held {
+                holders,
+                available_at,
+            }) => {
+                assert_eq!(holders.len(), 1);
+                assert_eq!(available_at, 5_000);
+            }
+            other => panic!("expected Held, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_expired_lease_is_treated_as_absent() {
+        let expired = [row(LockMode::Exclusive, None, 1_000, 0)];
+        assert_eq!(decide(EXCLUSIVE, &expired, 1_000), Ok(()));
+    }
+
+    #[test]
+    fn a_semaphore_admits_up_to_its_size() {
+        let three = Claim {
+            mode: LockMode::Exclusive,
+            max_holders: Some(3),
+        };
+        let mut rows = vec![];
+        for _ in 0..3 {
+            assert_eq!(decide(three, &rows, 0), Ok(()));
+            rows.push(row(LockMode::Exclusive, Some(3), 9_000, 0));
+        }
+        assert!(matches!(decide(three, &rows, 0), Err(Refusal::Held { .. })));
+    }
+
+    #[test]
+    fn every_acquirer_must_name_the_same_limit() {
+        let rows = [row(LockMode::Exclusive, Some(3), 9_000, 0)];
+        let four = Claim {
+            mode: LockMode::Exclusive,
+            max_holders: Some(4),
+        };
+        assert_eq!(
+            decide(four, &rows, 0),
+            Err(Refusal::LimitMismatch { current: Some(3) })
+        );
+        assert!(matches!(
+            decide(EXCLUSIVE, &rows, 0),
+            Err(Refusal::LimitMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn shared_leases_coexist_but_not_with_an_exclusive_one() {
+        let shared = [row(LockMode::Shared, None, 9_000, 0)];
+        assert_eq!(decide(SHARED, &shared, 0), Ok(()));
+        assert!(matches!(
+            decide(EXCLUSIVE, &shared, 0),
+            Err(Refusal::Held { .. })
+        ));
+        let exclusive = [row(LockMode::Exclusive, None, 9_000, 0)];
+        assert!(matches!(
+            decide(SHARED, &exclusive, 0),
+            Err(Refusal::Held { .. })
+        ));
+    }
+
+    #[test]
+    fn an_expired_lease_with_a_lock_delay_keeps_the_key_until_the_delay_ends() {
+        let rows = [row(LockMode::Exclusive, None, 1_000, 500)];
+        assert_eq!(
+            decide(EXCLUSIVE, &rows, 1_200),
+            Err(Refusal::Delayed { until: 1_500 })
+        );
+        assert_eq!(decide(EXCLUSIVE, &rows, 1_500), Ok(()));
+    }
+
+    #[test]
+    fn prefix_bounds_cover_exactly_the_keys_with_that_prefix() {
+        assert_eq!(prefix_upper_bound("lb/"), Some("lb0".to_owned()));
+        assert_eq!(prefix_upper_bound(""), None);
+        let bound = prefix_upper_bound("a\u{D7FF}").unwrap();
+        assert_eq!(bound, "a\u{E000}");
+        assert_eq!(prefix_upper_bound("b\u{10FFFF}"), Some("c".to_owned()));
+    }
+
+    #[test]
+    fn cursors_round_trip_and_garbage_is_refused() {
+        let c = ListCursor {
+            key: "lb/a:b".into(),
+            fencing_token: 42,
+        };
+        assert_eq!(ListCursor::decode(&c.encode()), Ok(c));
+        assert!(ListCursor::decode("zz").is_err());
+        assert!(ListCursor::decode(&hex::encode("nocolon")).is_err());
+    }
+}

@@ -1,0 +1,13 @@
+//! Pure rules of leasehold: no I/O, no clock, no database. Every function takes
+//! `now` (unix milliseconds) and the rows it decides over.
+
+pub mod lease;
+pub mod lock;
+pub mod time;
+pub mod validate;
+
+/// A point in time or a duration, in milliseconds (unix epoch for points).
+pub type Millis = i64;
+
+pub use lease::{Lease, LockMode};
+pub use validate::InvalidInput;

@@ -1,0 +1,148 @@
+//! Input rules: what a key, a holder, a TTL or metadata may be. Each refusal
+//! names the field and says what was wrong.
+
+use serde_json::{Map, Value};
+
+use super::Millis;
+
+/// A request field that breaks a rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidInput {
+    pub field: String,
+    pub message: String,
+}
+
+impl InvalidInput {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for InvalidInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.field, self.message)
+    }
+}
+
+pub const MIN_TTL_MS: Millis = 100;
+pub const MAX_KEY_BYTES: usize = 256;
+pub const MAX_HOLDER_BYTES: usize = 256;
+pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;
+pub const MAX_METADATA_BYTES: usize = 4096;
+
+/// Text of `1..=max` bytes with no control characters.
+fn printable(field: &str, text: &str, max: usize) -> Result<(), InvalidInput> {
+    if text.is_empty() {
+        return Err(InvalidInput::new(field, "must not be empty"));
+    }
+    if text.len() > max {
+        return Err(InvalidInput::new(
+            field,
+            format!("is {} bytes long; the limit is {max}", text.len()),
+        ));
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(InvalidInput::new(
+            field,
+            format!("contains the control character U+{:04X}", c as u32),
+        ));
+    }
+    Ok(())
+}
+
+pub fn key(key: &str) -> Result<(), InvalidInput> {
+    printable("key", key, MAX_KEY_BYTES)
+}
+
+pub fn holder(holder: &str) -> Result<(), InvalidInput> {
+    printable("holder", holder, MAX_HOLDER_BYTES)
+}
+
+pub fn idempotency_key(value: &str) -> Result<(), InvalidInput> {
+    printable("Idempotency-Key", value, MAX_IDEMPOTENCY_KEY_BYTES)
+}
+
+pub fn ttl(field: &str, ttl_ms: Millis, max_ttl_ms: Millis) -> Result<(), InvalidInput> {
+    if !(MIN_TTL_MS..=max_ttl_ms).contains(&ttl_ms) {
+        return Err(InvalidInput::new(
+            field,
+            format!("must be between {MIN_TTL_MS} and {max_ttl_ms} milliseconds, got {ttl_ms}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A wait or delay: `0..=max`.
+pub fn duration_up_to(field: &str, ms: Millis, max_ms: Millis) -> Result<(), InvalidInput> {
+    if !(0..=max_ms).contains(&ms) {
+        return Err(InvalidInput::new(
+            field,
+            format!("must be between 0 and {max_ms} milliseconds, got {ms}"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn metadata(metadata: &Map<String, Value>) -> Result<(), InvalidInput> {
+    let size = Value::Object(metadata.clone()).to_string().len();
+    if size > MAX_METADATA_BYTES {
+        return Err(InvalidInput::new(
+            "metadata",
+            format!("is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn page_limit(limit: u32, max: u32) -> Result<(), InvalidInput> {
+    if limit == 0 || limit > max {
+        return Err(InvalidInput::new(
+            "limit",
+            format!("must be between 1 and {max}, got {limit}"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_one_to_256_bytes_of_printable_text() {
+        assert!(key("lb/3f2a").is_ok());
+        assert!(key("ключ с пробелом").is_ok());
+        assert_eq!(key("").unwrap_err().message, "must not be empty");
+        assert!(key(&"k".repeat(256)).is_ok());
+        assert!(
+            key(&"k".repeat(257))
+                .unwrap_err()
+                .message
+                .contains("257 bytes")
+        );
+        assert!(key("a\u{7}b").unwrap_err().message.contains("U+0007"));
+        assert!(key("tab\there").is_err());
+    }
+
+    #[test]
+    fn ttl_runs_from_100ms_to_the_maximum() {
+        assert!(ttl("ttl_ms", 100, 1_000).is_ok());
+        assert!(ttl("ttl_ms", 1_000, 1_000).is_ok());
+        let err = ttl("ttl_ms", 0, 1_000).unwrap_err();
+        assert_eq!(err.field, "ttl_ms");
+        assert!(ttl("ttl_ms", 1_001, 1_000).is_err());
+    }
+
+    #[test]
+    fn metadata_is_bounded_in_size() {
+        let mut small = Map::new();
+        small.insert("az".into(), Value::String("eu-west-1a".into()));
+        assert!(metadata(&small).is_ok());
+        let mut big = Map::new();
+        big.insert("blob".into(), Value::String("x".repeat(5_000)));
+        assert_eq!(metadata(&big).unwrap_err().field, "metadata");
+    }
+}

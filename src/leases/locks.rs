@@ -1,0 +1,266 @@
+//! Lock operations: acquire (with waiting), renew, release, inspect, list,
+//! force release.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+
+use super::{LeaseError, Leases, new_token};
+use crate::domain::lock::{ListCursor, LockLease, Refusal};
+use crate::domain::{LockMode, Millis, validate};
+use crate::store::{AcquireOutcome, LockQuery, NewLock};
+use crate::telemetry::Metrics;
+
+/// An acquire request as the service takes it.
+#[derive(Debug, Clone, Default)]
+pub struct AcquireLock {
+    pub key: String,
+    pub holder: String,
+    pub ttl_ms: Millis,
+    pub wait_ms: Millis,
+    pub mode: LockMode,
+    pub max_holders: Option<u32>,
+    pub lock_delay_ms: Millis,
+    pub metadata: Option<Map<String, Value>>,
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Acquired {
+    Granted(LockLease),
+    Replayed(LockLease),
+}
+
+/// One page of leases and where the next starts.
+#[derive(Debug, Clone)]
+pub struct LockPage {
+    pub items: Vec<LockLease>,
+    pub next: Option<ListCursor>,
+}
+
+pub struct LockService<'a> {
+    pub(super) leases: &'a Leases,
+}
+
+impl LockService<'_> {
+    fn validate(&self, req: &AcquireLock) -> Result<(), LeaseError> {
+        let limits = &self.leases.limits;
+        validate::key(&req.key)?;
+        validate::holder(&req.holder)?;
+        validate::ttl("ttl_ms", req.ttl_ms, limits.max_ttl_ms)?;
+        validate::duration_up_to("wait_ms", req.wait_ms, limits.max_wait_ms)?;
+        validate::duration_up_to("lock_delay_ms", req.lock_delay_ms, limits.max_ttl_ms)?;
+        if req.max_holders == Some(0) {
+            return Err(validate::InvalidInput::new("max_holders", "must be at least 1").into());
+        }
+        if let Some(m) = &req.metadata {
+            validate::metadata(m)?;
+        }
+        if let Some(k) = &req.idempotency_key {
+            validate::idempotency_key(k)?;
+        }
+        Ok(())
+    }
+
+    /// Grants the key now, or waits up to `wait_ms` in first-come order.
+    pub async fn acquire(&self, req: AcquireLock) -> Result<Acquired, LeaseError> {
+        let result = self.acquire_or_wait(req).await;
+        let metrics = &self.leases.metrics;
+        match &result {
+            Ok(Acquired::Granted(_)) => Metrics::inc(&metrics.lock_grants),
+            Ok(Acquired::Replayed(_)) => Metrics::inc(&metrics.lock_replays),
+            Err(LeaseError::Refused { .. }) => Metrics::inc(&metrics.lock_conflicts),
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn acquire_or_wait(&self, req: AcquireLock) -> Result<Acquired, LeaseError> {
+        self.validate(&req)?;
+        let leases = self.leases;
+        let new = NewLock {
+            key: req.key.clone(),
+            holder: req.holder,
+            token: new_token(),
+            ttl_ms: req.ttl_ms,
+            mode: req.mode,
+            max_holders: req.max_holders,
+            lock_delay_ms: req.lock_delay_ms,
+            metadata: req.metadata,
+            idempotency_key: req.idempotency_key,
+        };
+        if req.wait_ms == 0 {
+            if leases.waiters.is_queued(&req.key) {
+                return Err(self.queue_refusal(&req.key).await);
+            }
+            return self.try_acquire(new).await;
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms as u64);
+        let ticket = leases.waiters.enqueue(&req.key);
+        let mut stopping = leases.stopping();
+        loop {
+            let mut wake_at = deadline;
+            if ticket.is_head() {
+                match self.try_acquire(new.clone()).await {
+                    Err(LeaseError::Refused { refusal, now })
+                        if !matches!(refusal, Refusal::LimitMismatch { .. }) =>
+                    {
+                        if tokio::time::Instant::now() >= deadline {
+                            return Err(LeaseError::Refused { refusal, now });
+                        }
+                        let clears_at = match &refusal {
+                            Refusal::Held { available_at, .. } => *available_at,
+                            Refusal::Delayed { until } => *until,
+                            Refusal::LimitMismatch { .. } => unreachable!("returned above"),
+                        };
+                        let in_ms = (clears_at - leases.now()).max(0) as u64;
+                        wake_at =
+                            wake_at.min(tokio::time::Instant::now() + Duration::from_millis(in_ms));
+                    }
+                    // Granted, or a refusal that waiting cannot cure. Dropping
+                    // the ticket hands the turn to the next waiter.
+                    done => return done,
+                }
+            } else if tokio::time::Instant::now() >= deadline {
+                return Err(self.queue_refusal(&req.key).await);
+            }
+            let stop = tokio::select! {
+                () = ticket.woken() => false,
+                () = tokio::time::sleep_until(wake_at) => false,
+                _ = stopping.wait_for(|stop| *stop) => true,
+            };
+            if stop {
+                return Err(self.queue_refusal(&req.key).await);
+            }
+        }
+    }
+
+    /// One attempt, run to its end even if the client goes away meanwhile; a
+    /// lease granted to a client that is gone is released at once.
+    async fn try_acquire(&self, new: NewLock) -> Result<Acquired, LeaseError> {
+        let leases = self.leases.clone();
+        let (reply, answer) = oneshot::channel();
+        tokio::spawn(async move {
+            let now = leases.now();
+            let outcome = leases.store.acquire_lock(new, now).await.map(|o| (o, now));
+            if let Err(Ok((AcquireOutcome::Granted(lease), _))) = reply.send(outcome) {
+                // The client went away while its grant was being committed.
+                let now = leases.now();
+                let _ = leases
+                    .store
+                    .release_lock(&lease.key, &lease.lease.token, now)
+                    .await;
+                leases.waiters.wake(&lease.key);
+            }
+        });
+        let (outcome, now) = answer.await.map_err(|_| {
+            LeaseError::Internal("the acquire task ended without an answer".into())
+        })??;
+        match outcome {
+            AcquireOutcome::Granted(lease) => Ok(Acquired::Granted(lease)),
+            AcquireOutcome::Replayed(lease) => Ok(Acquired::Replayed(lease)),
+            AcquireOutcome::Refused(refusal) => Err(LeaseError::Refused { refusal, now }),
+        }
+    }
+
+    /// The refusal for a newcomer while others wait: the key's current holders.
+    async fn queue_refusal(&self, key: &str) -> LeaseError {
+        let now = self.leases.now();
+        match self.leases.store.get_lock(key, now).await {
+            Ok(holders) => {
+                let available_at = holders
+                    .iter()
+                    .map(LockLease::expires_at)
+                    .min()
+                    .unwrap_or(now);
+                LeaseError::Refused {
+                    refusal: Refusal::Held {
+                        holders,
+                        available_at,
+                    },
+                    now,
+                }
+            }
+            Err(e) => e.into(),
+        }
+    }
+
+    pub async fn renew(
+        &self,
+        key: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+    ) -> Result<LockLease, LeaseError> {
+        validate::key(key)?;
+        if let Some(ttl) = ttl_ms {
+            validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
+        }
+        let now = self.leases.now();
+        let lease = self
+            .leases
+            .store
+            .renew_lock(key, token, ttl_ms, now)
+            .await?;
+        Metrics::inc(&self.leases.metrics.lock_renewals);
+        Ok(lease)
+    }
+
+    pub async fn release(&self, key: &str, token: &str) -> Result<(), LeaseError> {
+        validate::key(key)?;
+        let now = self.leases.now();
+        self.leases.store.release_lock(key, token, now).await?;
+        Metrics::inc(&self.leases.metrics.lock_releases);
+        self.leases.waiters.wake(key);
+        Ok(())
+    }
+
+    /// The live leases on a key, oldest first; `NotFound` when it is not held.
+    pub async fn inspect(&self, key: &str) -> Result<Vec<LockLease>, LeaseError> {
+        validate::key(key)?;
+        let now = self.leases.now();
+        let held = self.leases.store.get_lock(key, now).await?;
+        if held.is_empty() {
+            return Err(LeaseError::NotFound);
+        }
+        Ok(held)
+    }
+
+    pub async fn list(
+        &self,
+        prefix: String,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<LockPage, LeaseError> {
+        let max = self.leases.limits.max_page;
+        let limit = limit.unwrap_or(100.min(max));
+        validate::page_limit(limit, max)?;
+        let after = cursor.map(ListCursor::decode).transpose()?;
+        let query = LockQuery {
+            prefix,
+            after,
+            limit: limit + 1,
+        };
+        let now = self.leases.now();
+        let mut items = self.leases.store.list_locks(&query, now).await?;
+        let next = if items.len() > limit as usize {
+            items.truncate(limit as usize);
+            items.last().map(|l| ListCursor {
+                key: l.key.clone(),
+                fencing_token: l.lease.fencing_token,
+            })
+        } else {
+            None
+        };
+        Ok(LockPage { items, next })
+    }
+
+    pub async fn force_release(&self, key: &str) -> Result<u64, LeaseError> {
+        validate::key(key)?;
+        let now = self.leases.now();
+        let removed = self.leases.store.force_release_lock(key, now).await?;
+        Metrics::inc(&self.leases.metrics.lock_force_releases);
+        self.leases.waiters.wake(key);
+        Ok(removed)
+    }
+}

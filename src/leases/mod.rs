@@ -1,0 +1,123 @@
+//! The lease operations over a store: validation, time, tokens, waiting.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::clock::SharedClock;
+use crate::domain::lock::Refusal;
+use crate::domain::{InvalidInput, Millis};
+use crate::store::{Store, StoreError};
+use crate::telemetry::Metrics;
+
+pub mod locks;
+pub mod waiters;
+
+pub use locks::{AcquireLock, Acquired, LockService};
+pub use waiters::{WaiterStats, Waiters};
+
+/// Server-side bounds on what clients may ask.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub default_ttl_ms: Millis,
+    pub max_ttl_ms: Millis,
+    pub max_wait_ms: Millis,
+    pub max_page: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            default_ttl_ms: 60_000,
+            max_ttl_ms: 24 * 3_600_000,
+            max_wait_ms: 5 * 60_000,
+            max_page: 1_000,
+        }
+    }
+}
+
+/// Why an operation did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error("{0}")]
+    Invalid(InvalidInput),
+    #[error("the key cannot be granted now")]
+    Refused { refusal: Refusal, now: Millis },
+    #[error("the lease is lost")]
+    LeaseLost,
+    #[error("not found")]
+    NotFound,
+    #[error("the idempotency key belongs to a lease of holder {holder}")]
+    IdempotencyMismatch { holder: String },
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<InvalidInput> for LeaseError {
+    fn from(e: InvalidInput) -> Self {
+        LeaseError::Invalid(e)
+    }
+}
+
+impl From<StoreError> for LeaseError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::LeaseLost => LeaseError::LeaseLost,
+            StoreError::NotFound => LeaseError::NotFound,
+            StoreError::IdempotencyMismatch { holder } => {
+                LeaseError::IdempotencyMismatch { holder }
+            }
+            StoreError::Unavailable(m) => LeaseError::Unavailable(m),
+            StoreError::Internal(m) => LeaseError::Internal(m),
+        }
+    }
+}
+
+/// What every operation needs: the store, the clock, the limits.
+#[derive(Clone)]
+pub struct Leases {
+    pub store: Arc<dyn Store>,
+    pub clock: SharedClock,
+    pub limits: Limits,
+    pub waiters: Arc<Waiters>,
+    pub metrics: Arc<Metrics>,
+    stop: Arc<watch::Sender<bool>>,
+}
+
+impl Leases {
+    pub fn new(store: Arc<dyn Store>, clock: SharedClock, limits: Limits) -> Self {
+        Self {
+            store,
+            clock,
+            limits,
+            waiters: Arc::new(Waiters::default()),
+            metrics: Arc::new(Metrics::default()),
+            stop: Arc::new(watch::Sender::new(false)),
+        }
+    }
+
+    pub fn now(&self) -> Millis {
+        self.clock.now()
+    }
+
+    /// Ends every wait (waiters answer at once) and the reaper.
+    pub fn shutdown(&self) {
+        self.stop.send_replace(true);
+    }
+
+    /// Turns true when the service is stopping.
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    pub fn locks(&self) -> LockService<'_> {
+        LockService { leases: self }
+    }
+}
+
+/// 128 random bits, as 32 hex digits.
+pub fn new_token() -> String {
+    hex::encode(rand::random::<u128>().to_be_bytes())
+}

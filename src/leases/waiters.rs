@@ -1,0 +1,166 @@
+//! The waiter registry: per key, the queue of acquirers waiting their turn,
+//! first come, first served. Only the head of a queue tries to take the key;
+//! whoever frees the key wakes the head. A key's entry disappears with its
+//! last waiter, so memory follows the number of waiters, not of keys ever seen.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+#[derive(Default)]
+pub struct Waiters {
+    queues: Mutex<HashMap<String, VecDeque<Waiter>>>,
+    next_id: AtomicU64,
+}
+
+struct Waiter {
+    id: u64,
+    wake: Arc<Notify>,
+}
+
+/// A place in a key's queue; dropping it leaves the queue (and wakes whoever
+/// becomes the head), so a waiter whose client went away is never granted.
+pub struct Ticket {
+    waiters: Arc<Waiters>,
+    key: String,
+    id: u64,
+    wake: Arc<Notify>,
+}
+
+/// Sizes for operators and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaiterStats {
+    pub waiters: usize,
+    pub keys: usize,
+}
+
+impl Waiters {
+    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Waiter>>> {
+        // A panic while holding the lock cannot leave a queue half-edited.
+        self.queues.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Joins the tail of `key`'s queue.
+    pub fn enqueue(self: &Arc<Self>, key: &str) -> Ticket {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let wake = Arc::new(Notify::new());
+        self.queues()
+            .entry(key.to_owned())
+            .or_default()
+            .push_back(Waiter {
+                id,
+                wake: wake.clone(),
+            });
+        Ticket {
+            waiters: self.clone(),
+            key: key.to_owned(),
+            id,
+            wake,
+        }
+    }
+
+    /// Whether anyone waits on `key` (a newcomer must then not jump the queue).
+    pub fn is_queued(&self, key: &str) -> bool {
+        self.queues().contains_key(key)
+    }
+
+    /// Tells the head of `key`'s queue to try again.
+    pub fn wake(&self, key: &str) {
+        if let Some(head) = self.queues().get(key).and_then(VecDeque::front) {
+            head.wake.notify_one();
+        }
+    }
+
+    pub fn stats(&self) -> WaiterStats {
+        let queues = self.queues();
+        WaiterStats {
+            waiters: queues.values().map(VecDeque::len).sum(),
+            keys: queues.len(),
+        }
+    }
+}
+
+impl Ticket {
+    pub fn is_head(&self) -> bool {
+        self.waiters
+            .queues()
+            .get(&self.key)
+            .and_then(VecDeque::front)
+            .is_some_and(|w| w.id == self.id)
+    }
+
+    /// Resolves when someone wakes this waiter (a wake sent before the call is kept).
+    pub async fn woken(&self) {
+        self.wake.notified().await;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut queues = self.waiters.queues();
+        let Some(queue) = queues.get_mut(&self.key) else {
+            return;
+        };
+        let was_head = queue.front().is_some_and(|w| w.id == self.id);
+        queue.retain(|w| w.id != self.id);
+        match queue.front() {
+            None => {
+                queues.remove(&self.key);
+            }
+            Some(next) if was_head => next.wake.notify_one(),
+            Some(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_to_arrive_is_the_head_and_leaving_passes_the_turn() {
+        let waiters = Arc::new(Waiters::default());
+        let a = waiters.enqueue("k");
+        let b = waiters.enqueue("k");
+        assert!(a.is_head());
+        assert!(!b.is_head());
+        drop(a);
+        assert!(b.is_head());
+    }
+
+    #[test]
+    fn a_key_is_forgotten_with_its_last_waiter() {
+        let waiters = Arc::new(Waiters::default());
+        let tickets: Vec<Ticket> = (0..100)
+            .map(|i| waiters.enqueue(&format!("k{i}")))
+            .collect();
+        assert_eq!(
+            waiters.stats(),
+            WaiterStats {
+                waiters: 100,
+                keys: 100
+            }
+        );
+        drop(tickets);
+        assert_eq!(
+            waiters.stats(),
+            WaiterStats {
+                waiters: 0,
+                keys: 0
+            }
+        );
+        assert!(!waiters.is_queued("k1"));
+    }
+
+    #[tokio::test]
+    async fn a_wake_sent_before_the_waiter_listens_is_not_lost() {
+        let waiters = Arc::new(Waiters::default());
+        let a = waiters.enqueue("k");
+        waiters.wake("k");
+        tokio::time::timeout(std::time::Duration::from_secs(1), a.woken())
+            .await
+            .expect("the earlier wake is kept");
+    }
+}

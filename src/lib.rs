@@ -1,0 +1,16 @@
+//! leasehold: a durable lease service for keyed locks and subnet reservations.
+//!
+//! The library holds everything; `src/main.rs` is a thin command line over it.
+//! `domain` is pure rules, `store` is all SQL, `leases` runs the operations over a
+//! store (and keeps the waiters), `api` is the HTTP surface.
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod clock;
+pub mod config;
+pub mod domain;
+pub mod leases;
+pub mod reaper;
+pub mod startup;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,82 @@
+//! The `leasehold` command line: `serve`, and `openapi` to print the spec.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use leasehold::config::{ServeConfig, format_duration};
+use leasehold::startup::Application;
+
+#[derive(Parser)]
+#[command(
+    name = "leasehold",
+    version,
+    about = "A durable lease service: keyed locks and subnet reservations"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server.
+    Serve(ServeConfig),
+    /// Print the OpenAPI document.
+    Openapi,
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+async fn serve(config: ServeConfig) -> Result<(), String> {
+    leasehold::telemetry::init_tracing(config.log_format);
+    tracing::info!(
+        listen = %config.listen,
+        db = %config.db.display(),
+        durability = ?config.durability,
+        reaper_interval = %format_duration(config.reaper_interval),
+        reaper_batch = config.reaper_batch,
+        default_ttl = %format_duration(config.default_ttl),
+        max_ttl = %format_duration(config.max_ttl),
+        max_wait = %format_duration(config.max_wait),
+        "starting leasehold"
+    );
+    let app = Application::build(config).await?;
+    tracing::info!(port = app.port(), "listening");
+    app.run_until(shutdown_signal())
+        .await
+        .map_err(|e| format!("server error: {e}"))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(config) => serve(config).await,
+        Command::Openapi => serde_json::to_string_pretty(&leasehold::api::openapi())
+            .map(|text| println!("{text}"))
+            .map_err(|e| e.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("leasehold: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

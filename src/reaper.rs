@@ -1,0 +1,71 @@
+//! The reaper only tidies: it deletes expired rows in small batches, wakes the
+//! waiters of their keys and counts what it removed. Correctness never waits
+//! for it; every grant treats expired rows as absent by itself.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::leases::Leases;
+use crate::store::StoreError;
+use crate::telemetry::Metrics;
+
+/// What one pass removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReapReport {
+    pub locks_removed: u64,
+    pub batches: u32,
+}
+
+/// One pass: batches of at most `batch` rows until none is left past its time.
+pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreError> {
+    let mut report = ReapReport::default();
+    loop {
+        let mut keys = leases.store.reap_locks(leases.now(), batch).await?;
+        if keys.is_empty() {
+            break;
+        }
+        report.batches += 1;
+        report.locks_removed += keys.len() as u64;
+        Metrics::add(&leases.metrics.reaped_locks, keys.len() as u64);
+        let full = keys.len() as u32 >= batch;
+        keys.sort_unstable();
+        keys.dedup();
+        for key in &keys {
+            leases.waiters.wake(key);
+        }
+        if !full {
+            break;
+        }
+        // Let requests in between batches.
+        tokio::task::yield_now().await;
+    }
+    Ok(report)
+}
+
+/// Runs passes every `interval` until `stop` turns true, and records that the
+/// server is alive at each tick (see rule 7: downtime does not steal leases).
+pub async fn run(leases: Leases, interval: Duration, batch: u32, mut stop: watch::Receiver<bool>) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.wait_for(|stopping| *stopping) => return,
+        }
+        match reap_once(&leases, batch).await {
+            Ok(report) if report.locks_removed > 0 => {
+                tracing::debug!(
+                    reaper.removed = report.locks_removed,
+                    reaper.batches = report.batches,
+                    "reaped expired leases"
+                );
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "reaper pass failed"),
+        }
+        if let Err(e) = leases.store.record_alive(leases.now()).await {
+            tracing::warn!(error = %e, "cannot record that the server is alive");
+        }
+    }
+}

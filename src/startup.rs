@@ -1,0 +1,106 @@
+//! Builds the running service from its configuration: database, router,
+//! listener, reaper; and stops it gracefully.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::api::{self, AppState};
+use crate::clock::{SharedClock, SystemClock};
+use crate::config::ServeConfig;
+use crate::leases::{Leases, Limits};
+use crate::store::{SqliteStore, Store};
+
+pub struct Application {
+    listener: TcpListener,
+    leases: Leases,
+    config: ServeConfig,
+}
+
+fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Application {
+    /// Opens the database, resumes the leases that were live when the server
+    /// stopped, and binds the listener. Errors are one line, fit for a user.
+    pub async fn build(config: ServeConfig) -> Result<Self, String> {
+        Self::build_with_clock(config, Arc::new(SystemClock)).await
+    }
+
+    pub async fn build_with_clock(config: ServeConfig, clock: SharedClock) -> Result<Self, String> {
+        let store = SqliteStore::open(&config.db, config.durability).await?;
+        let resumed = store
+            .resume_after_downtime(clock.now())
+            .await
+            .map_err(|e| format!("cannot resume leases in {}: {e}", config.db.display()))?;
+        if resumed > 0 {
+            tracing::info!(
+                leases.resumed = resumed,
+                "leases live at the last stop got a fresh TTL"
+            );
+        }
+        let limits = Limits {
+            default_ttl_ms: millis(config.default_ttl),
+            max_ttl_ms: millis(config.max_ttl),
+            max_wait_ms: millis(config.max_wait),
+            ..Limits::default()
+        };
+        let leases = Leases::new(Arc::new(store), clock, limits);
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+        Ok(Self {
+            listener,
+            leases,
+            config,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    pub fn leases(&self) -> Leases {
+        self.leases.clone()
+    }
+
+    /// Serves until `shutdown` resolves, lets in-flight requests finish (waiters
+    /// answer at once), then records the stop time and closes the database.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let Self {
+            listener,
+            leases,
+            config,
+        } = self;
+        let reaper = tokio::spawn(crate::reaper::run(
+            leases.clone(),
+            config.reaper_interval,
+            config.reaper_batch,
+            leases.stopping(),
+        ));
+        let app = api::router(AppState {
+            leases: leases.clone(),
+        });
+        let stopping = leases.clone();
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                tracing::info!("shutting down: finishing in-flight requests");
+                stopping.shutdown();
+            })
+            .await;
+        leases.shutdown();
+        let _ = reaper.await;
+        if let Err(e) = leases.store.record_alive(leases.now()).await {
+            tracing::warn!(error = %e, "cannot record the stop time");
+        }
+        leases.store.close().await;
+        tracing::info!("stopped");
+        served
+    }
+}

@@ -1,0 +1,191 @@
+//! The embedded SQLite store: one writer connection (writes never race, so no
+//! client sees "database is locked") and a pool of readers on the WAL.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use super::{AcquireOutcome, LockQuery, NewLock, Store, StoreError, StoreResult};
+use crate::domain::Millis;
+use crate::domain::lock::LockLease;
+
+mod locks;
+
+const RECORD_ALIVE: &str =
+    "UPDATE server_state SET alive_at = max(coalesce(alive_at, 0), ?1) WHERE id = 1";
+
+/// How hard a commit waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Durability {
+    /// `synchronous=FULL`: a commit is on disk before it is acknowledged.
+    #[default]
+    Full,
+    /// `synchronous=NORMAL`: survives a process crash; a power loss may lose
+    /// the last commits (never corrupts).
+    Normal,
+}
+
+pub struct SqliteStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Opens (creating the file and its folder if missing) and migrates the database.
+    pub async fn open(path: &Path, durability: Durability) -> Result<Self, String> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create folder {}: {e}", dir.display()))?;
+        }
+        let synchronous = match durability {
+            Durability::Full => SqliteSynchronous::Full,
+            Durability::Normal => SqliteSynchronous::Normal,
+        };
+        let base = SqliteConnectOptions::from_str("sqlite://")
+            .map_err(|e| e.to_string())?
+            .filename(path)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(synchronous)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let cannot_open = |e: sqlx::Error| format!("cannot open database {}: {e}", path.display());
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(base.clone().create_if_missing(true))
+            .await
+            .map_err(cannot_open)?;
+        sqlx::migrate!("./migrations")
+            .run(&writer)
+            .await
+            .map_err(|e| format!("cannot migrate database {}: {e}", path.display()))?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(base.read_only(true))
+            .await
+            .map_err(cannot_open)?;
+        Ok(Self {
+            writer,
+            reader,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Storage failures the client can do nothing about but wait are `Unavailable`;
+/// the rest are internal errors.
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        const BUSY: i64 = 5;
+        const READONLY: i64 = 8;
+        const IOERR: i64 = 10;
+        const FULL: i64 = 13;
+        const CANTOPEN: i64 = 14;
+        match &error {
+            sqlx::Error::Database(db) => {
+                let primary = db
+                    .code()
+                    .and_then(|c| c.parse::<i64>().ok())
+                    .map(|c| c & 0xff);
+                match primary {
+                    Some(BUSY | READONLY | IOERR | FULL | CANTOPEN) => {
+                        StoreError::Unavailable(db.message().to_owned())
+                    }
+                    _ => StoreError::Internal(error.to_string()),
+                }
+            }
+            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => {
+                StoreError::Unavailable(error.to_string())
+            }
+            _ => StoreError::Internal(error.to_string()),
+        }
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn acquire_lock(&self, lock: NewLock, now: Millis) -> StoreResult<AcquireOutcome> {
+        self.acquire_lock_tx(lock, now).await
+    }
+
+    async fn renew_lock(
+        &self,
+        key: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<LockLease> {
+        self.renew_lock_tx(key, token, ttl_ms, now).await
+    }
+
+    async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()> {
+        self.release_lock_tx(key, token, now).await
+    }
+
+    async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
+        self.live_locks_of(key, now).await
+    }
+
+    async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>> {
+        self.list_locks_page(query, now).await
+    }
+
+    async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
+        self.force_release_tx(key, now).await
+    }
+
+    async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
+        self.reap_locks_batch(now, batch).await
+    }
+
+    async fn record_alive(&self, now: Millis) -> StoreResult<()> {
+        sqlx::query(RECORD_ALIVE)
+            .bind(now)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64> {
+        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let alive_at: Option<Millis> =
+            sqlx::query_scalar("SELECT alive_at FROM server_state WHERE id = 1")
+                .fetch_one(&mut *tx)
+                .await?;
+        let mut extended = 0;
+        if let Some(alive_at) = alive_at {
+            extended = sqlx::query(
+                "UPDATE lock_leases SET expires_at = max(expires_at, ?1 + ttl_ms) \
+                 WHERE expires_at > ?2",
+            )
+            .bind(now)
+            .bind(alive_at)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
+        sqlx::query(RECORD_ALIVE)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(extended)
+    }
+
+    async fn close(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
+    }
+}
