@@ -1,0 +1,236 @@
+//! `spawn_app()` starts the service in-process on port 0 with its own database
+//! file; `ServerProcess` runs the real binary for crash and restart tests.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use leasehold::config::ServeConfig;
+use leasehold::leases::Leases;
+use leasehold::startup::Application;
+use reqwest::{Response, StatusCode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub leases: Leases,
+    pub db: PathBuf,
+    pub dir: Arc<TempDir>,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Starts the service with the default configuration, adjusted by `tweak`.
+pub async fn spawn_app_with(tweak: impl FnOnce(&mut ServeConfig)) -> TestApp {
+    let dir = Arc::new(TempDir::new().expect("temp dir"));
+    spawn_app_in(dir, tweak).await
+}
+
+/// Starts the service on the database in `dir` (kept when a test restarts it).
+pub async fn spawn_app_in(dir: Arc<TempDir>, tweak: impl FnOnce(&mut ServeConfig)) -> TestApp {
+    let db = dir.path().join("leasehold.db");
+    let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), db.clone());
+    tweak(&mut config);
+    let app = Application::build(config)
+        .await
+        .expect("the service starts");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let leases = app.leases();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async move {
+        let _ = stopped.await;
+    }));
+    TestApp {
+        address,
+        client: reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()
+            .unwrap(),
+        leases,
+        db,
+        dir,
+        stop: Some(stop),
+        server: Some(server),
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Response {
+        self.client
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn delete(&self, path: &str) -> Response {
+        self.client
+            .delete(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn acquire(&self, key: &str, holder: &str, ttl_ms: i64) -> Response {
+        self.post(
+            &format!("/v1/locks/{}/acquire", encode(key)),
+            json!({"holder": holder, "ttl_ms": ttl_ms}),
+        )
+        .await
+    }
+
+    /// Acquires and asserts the grant; returns the lease with its token.
+    pub async fn must_acquire(&self, key: &str, holder: &str, ttl_ms: i64) -> Value {
+        let response = self.acquire(key, holder, ttl_ms).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "acquire {key}");
+        response.json().await.unwrap()
+    }
+
+    pub async fn renew(&self, key: &str, token: &str) -> Response {
+        self.post(
+            &format!("/v1/locks/{}/renew", encode(key)),
+            json!({"token": token}),
+        )
+        .await
+    }
+
+    pub async fn release(&self, key: &str, token: &str) -> Response {
+        self.post(
+            &format!("/v1/locks/{}/release", encode(key)),
+            json!({"token": token}),
+        )
+        .await
+    }
+
+    /// Stops the server gracefully and waits for the database to close.
+    pub async fn stop(mut self) -> Arc<TempDir> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.unwrap().unwrap();
+        }
+        self.dir.clone()
+    }
+}
+
+/// Percent-encodes a key for a path segment (`/` as `%2F`).
+pub fn encode(key: &str) -> String {
+    let mut out = String::new();
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Reads a problem+json answer, checking its status and `type`.
+pub async fn problem(response: Response, status: StatusCode, kind: &str) -> Value {
+    assert_eq!(response.status(), status);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["type"], format!("/problems/{kind}"), "{body}");
+    assert_eq!(body["status"], status.as_u16());
+    body
+}
+
+/// The real `leasehold serve` binary on its own port.
+pub struct ServerProcess {
+    pub child: Child,
+    pub address: String,
+}
+
+impl ServerProcess {
+    /// Starts `leasehold serve` on `db`, on a free port, and waits until it listens.
+    pub fn start(db: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+            .arg(db)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("leasehold starts");
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let port = loop {
+            let line = lines
+                .next()
+                .expect("the server says where it listens")
+                .unwrap();
+            if let Some(rest) = line.split("port=").nth(1) {
+                break rest.trim().parse::<u16>().unwrap();
+            }
+        };
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines.by_ref() {});
+        Self {
+            child,
+            address: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM, then waits for a clean exit.
+    pub fn terminate(mut self) {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "graceful stop exits 0, got {status}");
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub async fn wait_until_ready(client: &reqwest::Client, address: &str) {
+    for _ in 0..100 {
+        if let Ok(r) = client.get(format!("{address}/readyz")).send().await
+            && r.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{address} never became ready");
+}

@@ -1,0 +1,3 @@
+//! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
+
+mod helpers;
