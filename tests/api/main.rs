@@ -1,3 +1,6 @@
 //! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
 
 mod helpers;
+mod lock_rules;
+mod locks;
+mod restarts;

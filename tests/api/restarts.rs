@@ -1,0 +1,151 @@
+//! Crashes and downtime, with the real binary on a real file.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::helpers::{ServerProcess, wait_until_ready};
+
+async fn acquire(
+    client: &reqwest::Client,
+    server: &ServerProcess,
+    key: &str,
+    ttl_ms: i64,
+) -> Value {
+    let response = client
+        .post(format!("{}/v1/locks/{key}/acquire", server.address))
+        .json(&json!({"holder": "h", "ttl_ms": ttl_ms}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    response.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_grant_survives_sigkill_with_its_token_and_fencing_token() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("nested/folder/leasehold.db");
+    let client = reqwest::Client::new();
+    let server = ServerProcess::start(&db, &[]);
+    let lease = acquire(&client, &server, "survivor", 60_000).await;
+    server.kill();
+
+    let server = ServerProcess::start(&db, &[]);
+    wait_until_ready(&client, &server.address).await;
+    let shown: Value = client
+        .get(format!("{}/v1/locks/survivor", server.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["fencing_token"], lease["fencing_token"]);
+    let renewed = client
+        .post(format!("{}/v1/locks/survivor/renew", server.address))
+        .json(&json!({"token": lease["token"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        renewed.status(),
+        StatusCode::OK,
+        "the same token still works"
+    );
+    let next = acquire(&client, &server, "another", 60_000).await;
+    assert!(next["fencing_token"].as_i64() > lease["fencing_token"].as_i64());
+}
+
+#[tokio::test]
+async fn downtime_does_not_steal_a_lease() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("leasehold.db");
+    let client = reqwest::Client::new();
+    let server = ServerProcess::start(&db, &[]);
+    let lease = acquire(&client, &server, "kept", 2_000).await;
+    let expired = acquire(&client, &server, "lapsed", 100).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.terminate();
+
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let server = ServerProcess::start(&db, &[]);
+    wait_until_ready(&client, &server.address).await;
+    let shown = client
+        .get(format!("{}/v1/locks/kept", server.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        shown.status(),
+        StatusCode::OK,
+        "still held after 3 s of downtime"
+    );
+    let shown: Value = shown.json().await.unwrap();
+    let left = shown["expires_in_ms"].as_i64().unwrap();
+    assert!(left > 1_500, "a fresh TTL from the start, got {left} ms");
+    let renewed = client
+        .post(format!("{}/v1/locks/kept/renew", server.address))
+        .json(&json!({"token": lease["token"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(renewed.status(), StatusCode::OK);
+    // A lease that had expired before the stop stays expired.
+    let gone = client
+        .get(format!("{}/v1/locks/lapsed", server.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND, "{expired}");
+}
+
+#[tokio::test]
+async fn fencing_tokens_keep_growing_across_restarts() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("leasehold.db");
+    let client = reqwest::Client::new();
+    let mut last = 0;
+    for round in 0..3 {
+        let server = ServerProcess::start(&db, &[]);
+        let lease = acquire(&client, &server, &format!("k{round}"), 100).await;
+        let fencing = lease["fencing_token"].as_i64().unwrap();
+        assert!(fencing > last);
+        last = fencing;
+        server.kill();
+    }
+}
+
+#[tokio::test]
+async fn start_up_failures_are_one_line_and_exit_non_zero() {
+    let dir = TempDir::new().unwrap();
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "not a folder").unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(blocker.join("leasehold.db"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last = stderr.lines().last().unwrap();
+    assert!(last.starts_with("leasehold: cannot"), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"));
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(["serve", "--listen", &address, "--db"])
+        .arg(dir.path().join("ok.db"))
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("leasehold: cannot listen on {address}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"));
+}
