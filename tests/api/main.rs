@@ -4,3 +4,4 @@ mod helpers;
 mod lock_rules;
 mod locks;
 mod restarts;
+mod waiting;
