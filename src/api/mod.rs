@@ -26,8 +26,36 @@ pub struct AppState {
     pub leases: Leases,
 }
 
+/// Declares the bearer-token scheme; requests may carry `Authorization: Bearer …`.
+struct BearerScheme;
+
+impl utoipa::Modify for BearerScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{
+            HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+        };
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearerAuth",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("An API token, when the server runs with an auth file"))
+                    .build(),
+            ),
+        );
+        // Anonymous access is allowed unless the server requires tokens.
+        openapi.security = Some(vec![
+            SecurityRequirement::default(),
+            SecurityRequirement::new("bearerAuth", Vec::<String>::new()),
+        ]);
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
+    modifiers(&BearerScheme),
+    servers((url = "http://127.0.0.1:8474", description = "The default local server")),
     info(
         title = "leasehold",
         description = "A durable lease service: keyed locks and subnet reservations, kept in SQLite.",

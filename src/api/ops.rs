@@ -1,5 +1,7 @@
 //! Operations routes: liveness, readiness, metrics, the OpenAPI document.
 
+use std::sync::OnceLock;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::header;
@@ -18,6 +20,13 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(readyz))
         .routes(routes!(metrics))
         .routes(routes!(openapi_json))
+        .routes(routes!(docs))
+}
+
+/// The OpenAPI document as JSON text, built once.
+fn spec_json() -> &'static str {
+    static SPEC: OnceLock<String> = OnceLock::new();
+    SPEC.get_or_init(|| serde_json::to_string(&super::openapi()).expect("the document serialises"))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -71,6 +80,22 @@ pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
 /// This OpenAPI document.
 #[utoipa::path(get, path = "/openapi.json", operation_id = "getOpenApi", tag = "operations",
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
-pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
-    Json(super::openapi())
+pub async fn openapi_json() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], spec_json())
+}
+
+/// A browsable page of this API, served from the binary (no external assets).
+#[utoipa::path(get, path = "/docs", operation_id = "getDocs", tag = "operations",
+    responses((status = 200, description = "The API documentation page", body = String, content_type = "text/html")))]
+pub async fn docs() -> impl IntoResponse {
+    static PAGE: OnceLock<String> = OnceLock::new();
+    let page = PAGE.get_or_init(|| {
+        // The document is embedded in a <script> element: keep "</" out of it.
+        let spec = spec_json().replace("</", "<\\/");
+        include_str!("../../assets/docs.html").replace("__SPEC__", &spec)
+    });
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page.as_str(),
+    )
 }

@@ -3,5 +3,6 @@
 mod helpers;
 mod lock_rules;
 mod locks;
+mod ops;
 mod restarts;
 mod waiting;
