@@ -20,8 +20,10 @@ use crate::domain::Millis;
 use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 
+mod free_blocks;
 mod locks;
 mod pools;
+mod reservations;
 mod subnets;
 
 /// The message of the trigger that refuses overlapping reservations.

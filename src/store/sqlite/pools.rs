@@ -1,12 +1,12 @@
-//! Pools and their free space in SQLite: the buddy table of maximal free
-//! aligned blocks, and the few indexed reads the allocator needs from it.
+//! Pools in SQLite: definitions, usage over live reservations, and the purge
+//! of a pool's expired reservations.
 
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
 use super::SqliteStore;
+use super::free_blocks::{give_back, insert_free, largest_plain};
 use crate::domain::Millis;
-use crate::domain::allocator::{Grant, carve};
 use crate::domain::cidr::{AddressCount, Block, Family};
 use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
 use crate::store::{DeletePoolOutcome, PutPoolOutcome, StoreError, StoreResult};
@@ -20,7 +20,7 @@ fn family_code(family: Family) -> i64 {
     }
 }
 
-fn corrupt(what: &str) -> StoreError {
+pub(super) fn corrupt(what: &str) -> StoreError {
     StoreError::Internal(format!("stored {what} is invalid"))
 }
 
@@ -60,164 +60,6 @@ pub(super) async fn find_pool(
 
 pub(super) async fn load_pool(conn: &mut SqliteConnection, name: &str) -> StoreResult<Pool> {
     find_pool(conn, name).await?.ok_or(StoreError::PoolNotFound)
-}
-
-async fn insert_free(conn: &mut SqliteConnection, pool: &str, block: Block) -> StoreResult<()> {
-    sqlx::query("INSERT INTO pool_free_blocks (pool, start, prefix_len) VALUES (?1, ?2, ?3)")
-        .bind(pool)
-        .bind(&block.start_bytes()[..])
-        .bind(i64::from(block.prefix_len()))
-        .execute(conn)
-        .await?;
-    Ok(())
-}
-
-/// Takes a grant out of the free space: its free block goes, the rest of it stays.
-pub(super) async fn take_free(
-    conn: &mut SqliteConnection,
-    pool: &str,
-    grant: Grant,
-) -> StoreResult<()> {
-    let removed = sqlx::query(
-        "DELETE FROM pool_free_blocks WHERE pool = ?1 AND start = ?2 AND prefix_len = ?3",
-    )
-    .bind(pool)
-    .bind(&grant.from.start_bytes()[..])
-    .bind(i64::from(grant.from.prefix_len()))
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    if removed != 1 {
-        return Err(StoreError::Internal(format!(
-            "{} is not a free block",
-            grant.from
-        )));
-    }
-    for rest in carve(grant.from, grant.block) {
-        insert_free(conn, pool, rest).await?;
-    }
-    Ok(())
-}
-
-/// Gives a block back to the free space, merged with its free buddies.
-pub(super) async fn give_back(
-    conn: &mut SqliteConnection,
-    pool: &Pool,
-    block: Block,
-) -> StoreResult<()> {
-    let mut block = block;
-    while block != pool.cidr {
-        let (Some(buddy), Some(parent)) = (block.buddy(), block.parent()) else {
-            break;
-        };
-        let merged = sqlx::query(
-            "DELETE FROM pool_free_blocks WHERE pool = ?1 AND start = ?2 AND prefix_len = ?3",
-        )
-        .bind(&pool.name)
-        .bind(&buddy.start_bytes()[..])
-        .bind(i64::from(buddy.prefix_len()))
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        if merged == 0 {
-            break;
-        }
-        block = parent;
-    }
-    insert_free(conn, &pool.name, block).await
-}
-
-/// The free block starting last at or before `address`: the only one that can hold it.
-pub(super) async fn free_block_at(
-    conn: &mut SqliteConnection,
-    pool: &Pool,
-    address: u128,
-) -> StoreResult<Option<Block>> {
-    let row: Option<(Vec<u8>, i64)> = sqlx::query_as(
-        "SELECT start, prefix_len FROM pool_free_blocks WHERE pool = ?1 AND start <= ?2 \
-         ORDER BY start DESC LIMIT 1",
-    )
-    .bind(&pool.name)
-    .bind(&address.to_be_bytes()[..])
-    .fetch_optional(conn)
-    .await?;
-    let block = row
-        .map(|(start, len)| block_of(pool.cidr.family(), &start, len))
-        .transpose()?;
-    Ok(block.filter(|b| b.start() <= address && address <= b.last()))
-}
-
-/// `AND NOT (start BETWEEN …)` for every exclude: free blocks starting inside
-/// an exclude are covered by it (or are one of the few that contain it, which
-/// the caller handles apart).
-fn outside_excludes(excludes: &[Block], first_param: usize) -> String {
-    (0..excludes.len())
-        .map(|i| {
-            let p = first_param + 2 * i;
-            format!(" AND NOT (start BETWEEN ?{p} AND ?{})", p + 1)
-        })
-        .collect()
-}
-
-/// The first free block in best-fit order (`prefix_len` from `max_len` down
-/// to the pool's, then lowest address) outside the excludes and not in `skip`.
-pub(super) async fn best_plain(
-    conn: &mut SqliteConnection,
-    pool: &Pool,
-    max_len: u8,
-    excludes: &[Block],
-    skip: &[Block],
-) -> StoreResult<Option<Block>> {
-    let sql = format!(
-        "SELECT start, prefix_len FROM pool_free_blocks WHERE pool = ?1 AND prefix_len <= ?2{} \
-         ORDER BY prefix_len DESC, start LIMIT ?3",
-        outside_excludes(excludes, 4)
-    );
-    let mut query = sqlx::query_as::<_, (Vec<u8>, i64)>(sqlx::AssertSqlSafe(sql))
-        .bind(&pool.name)
-        .bind(i64::from(max_len))
-        .bind(skip.len() as i64 + 1);
-    for x in excludes {
-        query = query
-            .bind(x.start_bytes().to_vec())
-            .bind(x.last_bytes().to_vec());
-    }
-    for (start, len) in query.fetch_all(conn).await? {
-        let block = block_of(pool.cidr.family(), &start, len)?;
-        if !skip.contains(&block) {
-            return Ok(Some(block));
-        }
-    }
-    Ok(None)
-}
-
-/// The largest free block (lowest address among equals) outside the excludes
-/// and not in `skip`: one indexed probe per prefix length present.
-pub(super) async fn largest_plain(
-    conn: &mut SqliteConnection,
-    pool: &Pool,
-    excludes: &[Block],
-    skip: &[Block],
-) -> StoreResult<Option<Block>> {
-    let mut after: i64 = -1;
-    loop {
-        let level: Option<i64> = sqlx::query_scalar(
-            "SELECT min(prefix_len) FROM pool_free_blocks WHERE pool = ?1 AND prefix_len > ?2",
-        )
-        .bind(&pool.name)
-        .bind(after)
-        .fetch_one(&mut *conn)
-        .await?;
-        let Some(level) = level else {
-            return Ok(None);
-        };
-        let len = u8::try_from(level).map_err(|_| corrupt("prefix length"))?;
-        let found = best_plain(conn, pool, len, excludes, skip).await?;
-        if let Some(b) = found.filter(|b| i64::from(b.prefix_len()) == level) {
-            return Ok(Some(b));
-        }
-        after = level;
-    }
 }
 
 /// Deletes the pool's expired reservations and frees their blocks (rule 1:
