@@ -19,9 +19,15 @@ const TOTAL: usize = 60_000;
 const CONCURRENCY: usize = 16;
 const WINDOW: usize = 1_000;
 
-fn median(samples: &mut [Duration]) -> Duration {
+/// Median, mean and 99th percentile of a window of samples.
+fn summary(samples: &mut [Duration]) -> (Duration, Duration, Duration) {
     samples.sort_unstable();
-    samples[samples.len() / 2]
+    let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
+    (
+        samples[samples.len() / 2],
+        mean,
+        samples[samples.len() * 99 / 100],
+    )
 }
 
 #[tokio::main]
@@ -82,7 +88,8 @@ async fn main() {
     all.sort_unstable_by_key(|(n, _)| *n);
     let mut first: Vec<Duration> = all[..WINDOW].iter().map(|(_, d)| *d).collect();
     let mut last: Vec<Duration> = all[TOTAL - WINDOW..].iter().map(|(_, d)| *d).collect();
-    let (first, last) = (median(&mut first), median(&mut last));
+    let (first, first_mean, first_p99) = summary(&mut first);
+    let (last, last_mean, last_p99) = summary(&mut last);
     let pool: serde_json::Value = client
         .get(format!("{address}/v1/pools/bench"))
         .send()
@@ -105,6 +112,10 @@ async fn main() {
     println!(
         "  ratio last/first: {:.2}",
         last.as_secs_f64() / first.as_secs_f64()
+    );
+    println!(
+        "  mean {first_mean:?} -> {last_mean:?}, p99 {first_p99:?} -> {last_p99:?} \
+         (queueing for the one writer included)"
     );
     println!(
         "  pool: {} reserved, {} free addresses, largest free {}",
