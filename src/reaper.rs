@@ -14,6 +14,7 @@ use crate::telemetry::Metrics;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReapReport {
     pub locks_removed: u64,
+    pub reservations_removed: u64,
     pub batches: u32,
 }
 
@@ -40,6 +41,20 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
         // Let requests in between batches.
         tokio::task::yield_now().await;
     }
+    // Expired reservations: their blocks go back to the pools' free space.
+    loop {
+        let removed = leases.store.reap_reservations(leases.now(), batch).await?;
+        if removed == 0 {
+            break;
+        }
+        report.batches += 1;
+        report.reservations_removed += removed;
+        Metrics::add(&leases.metrics.reaped_reservations, removed);
+        if removed < u64::from(batch) {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
     Ok(report)
 }
 
@@ -54,9 +69,10 @@ pub async fn run(leases: Leases, interval: Duration, batch: u32, mut stop: watch
             _ = stop.wait_for(|stopping| *stopping) => return,
         }
         match reap_once(&leases, batch).await {
-            Ok(report) if report.locks_removed > 0 => {
+            Ok(report) if report.locks_removed + report.reservations_removed > 0 => {
                 tracing::debug!(
                     reaper.removed = report.locks_removed,
+                    reaper.reservations_removed = report.reservations_removed,
                     reaper.batches = report.batches,
                     "reaped expired leases"
                 );

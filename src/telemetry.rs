@@ -1,6 +1,7 @@
 //! Logs (tracing) and the counters behind `GET /metrics`.
 
 use std::fmt::Write;
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tracing_subscriber::EnvFilter;
@@ -18,9 +19,10 @@ pub enum LogFormat {
 pub fn init_tracing(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
+    // Colours only on a terminal: piped or collected logs stay plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
@@ -39,6 +41,11 @@ pub struct Metrics {
     pub lock_conflicts: AtomicU64,
     pub lock_force_releases: AtomicU64,
     pub reaped_locks: AtomicU64,
+    pub reservation_grants: AtomicU64,
+    pub reservation_conflicts: AtomicU64,
+    pub reservation_confirms: AtomicU64,
+    pub reservation_releases: AtomicU64,
+    pub reaped_reservations: AtomicU64,
 }
 
 impl Metrics {
@@ -53,7 +60,7 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self, leases: &Leases) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 7] = [
+        let counters: [(&str, &str, &AtomicU64); 12] = [
             (
                 "leasehold_lock_grants_total",
                 "Lock leases granted",
@@ -88,6 +95,31 @@ impl Metrics {
                 "leasehold_reaped_locks_total",
                 "Expired lock rows deleted by the reaper",
                 &self.reaped_locks,
+            ),
+            (
+                "leasehold_reservation_grants_total",
+                "Subnet reservations granted",
+                &self.reservation_grants,
+            ),
+            (
+                "leasehold_reservation_conflicts_total",
+                "Reservations refused with 409 (pool exhausted or subnet unavailable)",
+                &self.reservation_conflicts,
+            ),
+            (
+                "leasehold_reservation_confirms_total",
+                "Reservations confirmed into allocations",
+                &self.reservation_confirms,
+            ),
+            (
+                "leasehold_reservation_releases_total",
+                "Reservations released by their holder or force-released",
+                &self.reservation_releases,
+            ),
+            (
+                "leasehold_reaped_reservations_total",
+                "Expired reservations deleted by the reaper",
+                &self.reaped_reservations,
             ),
         ];
         for (name, help, value) in counters {

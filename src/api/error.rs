@@ -116,7 +116,11 @@ impl IntoResponse for Problem {
 
 impl From<InvalidInput> for Problem {
     fn from(e: InvalidInput) -> Self {
-        Problem::invalid(&e.field, e.message)
+        let problem = Problem::invalid(&e.field, e.message);
+        match e.hint {
+            Some(hint) => problem.with("hint", hint),
+            None => problem,
+        }
     }
 }
 
@@ -219,5 +223,11 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
         ),
         LeaseError::Unavailable(m) => Problem::unavailable(m),
         LeaseError::Internal(m) => Problem::internal(m),
+        e @ (LeaseError::PoolNotFound
+        | LeaseError::ReservationNotFound
+        | LeaseError::PoolConflict { .. }
+        | LeaseError::PoolInUse { .. }
+        | LeaseError::SubnetRefused { .. }
+        | LeaseError::SubnetOverlap) => super::pool_problems::subnet_problem(resource, None, e),
     }
 }

@@ -161,7 +161,7 @@ pub struct ListQuery {
     pub cursor: Option<String>,
 }
 
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
     headers
         .get("idempotency-key")
         .map(|v| {

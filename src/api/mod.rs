@@ -14,6 +14,9 @@ pub mod error;
 pub mod extract;
 pub mod locks;
 pub mod ops;
+pub mod pool_problems;
+pub mod pools;
+pub mod reservations;
 
 pub use error::Problem;
 
@@ -63,6 +66,7 @@ impl utoipa::Modify for BearerScheme {
     ),
     tags(
         (name = "locks", description = "Keyed locks: one holder (or N, or shared) per key, with fencing tokens"),
+        (name = "pools", description = "Subnet pools and reservations: free blocks handed out best fit, then lowest address"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )
 )]
@@ -71,6 +75,8 @@ struct ApiDoc;
 fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(locks::router())
+        .merge(pools::router())
+        .merge(reservations::router())
         .merge(ops::router())
 }
 

@@ -1,8 +1,11 @@
 //! Pure rules of leasehold: no I/O, no clock, no database. Every function takes
 //! `now` (unix milliseconds) and the rows it decides over.
 
+pub mod allocator;
+pub mod cidr;
 pub mod lease;
 pub mod lock;
+pub mod subnet;
 pub mod time;
 pub mod validate;
 

@@ -10,6 +10,8 @@ use super::Millis;
 pub struct InvalidInput {
     pub field: String,
     pub message: String,
+    /// A corrected value the client may send instead.
+    pub hint: Option<String>,
 }
 
 impl InvalidInput {
@@ -17,7 +19,13 @@ impl InvalidInput {
         Self {
             field: field.into(),
             message: message.into(),
+            hint: None,
         }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
     }
 }
 

@@ -6,14 +6,17 @@ use tokio::sync::watch;
 
 use crate::clock::SharedClock;
 use crate::domain::lock::Refusal;
+use crate::domain::subnet::{Pool, ReserveRefusal};
 use crate::domain::{InvalidInput, Millis};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 
 pub mod locks;
+pub mod subnets;
 pub mod waiters;
 
 pub use locks::{AcquireLock, Acquired, LockService};
+pub use subnets::{Page, PutPool, ReserveSubnet, Reserved, SubnetService};
 pub use waiters::{WaiterStats, Waiters};
 
 /// Server-side bounds on what clients may ask.
@@ -49,6 +52,29 @@ pub enum LeaseError {
     NotFound,
     #[error("the idempotency key belongs to a lease of holder {holder}")]
     IdempotencyMismatch { holder: String },
+    #[error("no such pool")]
+    PoolNotFound,
+    #[error("no such live reservation")]
+    ReservationNotFound,
+    #[error("the pool exists with another {differs:?}")]
+    PoolConflict {
+        existing: Pool,
+        differs: Vec<&'static str>,
+    },
+    #[error("the pool has live reservations")]
+    PoolInUse {
+        reserved: u64,
+        allocated: u64,
+        clears_at: Option<Millis>,
+        now: Millis,
+    },
+    #[error("the subnet cannot be reserved now")]
+    SubnetRefused {
+        refusal: ReserveRefusal,
+        now: Millis,
+    },
+    #[error("the subnet overlaps a live reservation")]
+    SubnetOverlap,
     #[error("storage unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -66,6 +92,8 @@ impl From<StoreError> for LeaseError {
         match e {
             StoreError::LeaseLost => LeaseError::LeaseLost,
             StoreError::NotFound => LeaseError::NotFound,
+            StoreError::PoolNotFound => LeaseError::PoolNotFound,
+            StoreError::SubnetOverlap => LeaseError::SubnetOverlap,
             StoreError::IdempotencyMismatch { holder } => {
                 LeaseError::IdempotencyMismatch { holder }
             }
@@ -114,6 +142,10 @@ impl Leases {
 
     pub fn locks(&self) -> LockService<'_> {
         LockService { leases: self }
+    }
+
+    pub fn subnets(&self) -> SubnetService<'_> {
+        SubnetService { leases: self }
     }
 }
 

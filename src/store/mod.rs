@@ -4,8 +4,11 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+use crate::domain::allocator::Want;
+use crate::domain::cidr::Block;
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
-use crate::domain::{LockMode, Millis};
+use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
+use crate::domain::{InvalidInput, LockMode, Millis};
 
 pub mod sqlite;
 
@@ -41,6 +44,63 @@ pub struct LockQuery {
     pub limit: u32,
 }
 
+/// A reservation to grant, with its secret token already drawn.
+#[derive(Debug, Clone)]
+pub struct NewReservation {
+    pub pool: String,
+    pub want: Want,
+    /// The caller's networks, in any family; the grant overlaps none of them.
+    pub excludes: Vec<Block>,
+    pub holder: String,
+    pub token: String,
+    pub ttl_ms: Millis,
+    pub metadata: Option<Map<String, Value>>,
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReserveOutcome {
+    Granted(Reservation),
+    /// The same `Idempotency-Key` already holds this live reservation.
+    Replayed(Reservation),
+    Refused(ReserveRefusal),
+    /// The request does not fit the pool (family, prefix length, not inside).
+    Invalid(InvalidInput),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PutPoolOutcome {
+    Created(PoolUsage),
+    /// The pool exists with the same definition.
+    Unchanged(PoolUsage),
+    /// The pool exists with another definition; `differs` names the fields.
+    Conflict {
+        existing: Pool,
+        differs: Vec<&'static str>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeletePoolOutcome {
+    Deleted,
+    /// Live reservations keep the pool; when none is allocated, the last of
+    /// them expires at `clears_at`.
+    InUse {
+        reserved: u64,
+        allocated: u64,
+        clears_at: Option<Millis>,
+    },
+}
+
+/// One page of a pool's live reservations, in address order.
+#[derive(Debug, Clone, Default)]
+pub struct ReservationQuery {
+    pub pool: String,
+    /// The first address (16 big-endian bytes) of the last reservation seen.
+    pub after: Option<Vec<u8>>,
+    pub limit: u32,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The token names no live lease: expired, released, or taken over.
@@ -48,6 +108,12 @@ pub enum StoreError {
     LeaseLost,
     #[error("not found")]
     NotFound,
+    #[error("no such pool")]
+    PoolNotFound,
+    /// The database refused a reservation overlapping a live one (the
+    /// backstop behind the allocator).
+    #[error("the subnet overlaps a live reservation")]
+    SubnetOverlap,
     /// The `Idempotency-Key` belongs to a live lease of another holder.
     #[error("the idempotency key belongs to a lease of holder {holder}")]
     IdempotencyMismatch { holder: String },
@@ -84,6 +150,56 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes at most `batch` lock rows past their expiry and lock delay, as a
     /// compare-and-delete that re-checks the time, and returns their keys.
     async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>>;
+    /// Creates a pool, or checks that the existing one has the same definition.
+    async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome>;
+    /// The pool and its usage over live reservations; `PoolNotFound`.
+    async fn get_pool_usage(&self, name: &str, now: Millis) -> StoreResult<PoolUsage>;
+    /// Pools in name order, after `after`.
+    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>>;
+    /// Deletes a pool without live reservations (expired ones go with it).
+    async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome>;
+    /// Compare-and-insert in one write transaction: the pool's expired
+    /// reservations are deleted and their blocks freed first, then the
+    /// allocator decides over the free blocks.
+    async fn reserve_subnet(&self, new: NewReservation, now: Millis)
+    -> StoreResult<ReserveOutcome>;
+    /// Extends a live reservation; an allocated one is returned unchanged.
+    async fn renew_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<Reservation>;
+    /// Makes a live reservation allocated (no expiry); idempotent.
+    async fn confirm_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<Reservation>;
+    async fn release_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// A live reservation; `NotFound` (or `PoolNotFound`).
+    async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation>;
+    async fn list_reservations(
+        &self,
+        query: &ReservationQuery,
+        now: Millis,
+    ) -> StoreResult<Vec<Reservation>>;
+    /// Removes a live reservation whatever its token; `NotFound` when none.
+    async fn force_release_reservation(&self, pool: &str, id: &str, now: Millis)
+    -> StoreResult<()>;
+    /// Deletes at most `batch` expired reservations (compare-and-delete),
+    /// returns their blocks to the free space, and counts them.
+    async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64>;
     /// Records that the server is running at `now` (a write: also the readiness probe).
     async fn record_alive(&self, now: Millis) -> StoreResult<()>;
     /// On start: leases live at the last recorded `alive_at` get a full TTL from

@@ -5,4 +5,5 @@ mod lock_rules;
 mod locks;
 mod ops;
 mod restarts;
+mod subnets;
 mod waiting;

@@ -1,11 +1,11 @@
 //! Lock leases in SQLite. Every write is one `BEGIN IMMEDIATE` transaction on
 //! the single writer connection, committed before the caller answers.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
-use super::SqliteStore;
+use super::{SqliteStore, parse_metadata};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::{Lease, LockMode, Millis};
 use crate::store::{AcquireOutcome, LockQuery, NewLock, StoreError, StoreResult};
@@ -14,11 +14,7 @@ const COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, acq
                        expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key";
 
 fn from_row(row: &SqliteRow) -> StoreResult<LockLease> {
-    let metadata: Option<String> = row.try_get("metadata")?;
-    let metadata = metadata
-        .map(|text| serde_json::from_str::<Map<String, Value>>(&text))
-        .transpose()
-        .map_err(|e| StoreError::Internal(format!("stored metadata is not a JSON object: {e}")))?;
+    let metadata = parse_metadata(row.try_get("metadata")?)?;
     let mode: String = row.try_get("mode")?;
     let max_holders: Option<i64> = row.try_get("max_holders")?;
     Ok(LockLease {

@@ -10,11 +10,24 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use super::{AcquireOutcome, LockQuery, NewLock, Store, StoreError, StoreResult};
+use serde_json::{Map, Value};
+
+use super::{
+    AcquireOutcome, DeletePoolOutcome, LockQuery, NewLock, NewReservation, PutPoolOutcome,
+    ReservationQuery, ReserveOutcome, Store, StoreError, StoreResult,
+};
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
+use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 
+mod free_blocks;
 mod locks;
+mod pools;
+mod reservations;
+mod subnets;
+
+/// The message of the trigger that refuses overlapping reservations.
+const OVERLAP_ABORT: &str = "subnet overlaps a live reservation";
 
 const RECORD_ALIVE: &str =
     "UPDATE server_state SET alive_at = max(coalesce(alive_at, 0), ?1) WHERE id = 1";
@@ -84,6 +97,13 @@ impl SqliteStore {
     }
 }
 
+/// Stored metadata: a JSON object or nothing.
+fn parse_metadata(text: Option<String>) -> StoreResult<Option<Map<String, Value>>> {
+    text.map(|text| serde_json::from_str::<Map<String, Value>>(&text))
+        .transpose()
+        .map_err(|e| StoreError::Internal(format!("stored metadata is not a JSON object: {e}")))
+}
+
 /// Storage failures the client can do nothing about but wait are `Unavailable`;
 /// the rest are internal errors.
 impl From<sqlx::Error> for StoreError {
@@ -94,6 +114,9 @@ impl From<sqlx::Error> for StoreError {
         const FULL: i64 = 13;
         const CANTOPEN: i64 = 14;
         match &error {
+            sqlx::Error::Database(db) if db.message().contains(OVERLAP_ABORT) => {
+                StoreError::SubnetOverlap
+            }
             sqlx::Error::Database(db) => {
                 let primary = db
                     .code()
@@ -150,6 +173,87 @@ impl Store for SqliteStore {
         self.reap_locks_batch(now, batch).await
     }
 
+    async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
+        self.put_pool_tx(pool, now).await
+    }
+
+    async fn get_pool_usage(&self, name: &str, now: Millis) -> StoreResult<PoolUsage> {
+        self.pool_usage_tx(name, now).await
+    }
+
+    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
+        self.list_pools_page(after, limit).await
+    }
+
+    async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome> {
+        self.delete_pool_tx(name, now).await
+    }
+
+    async fn reserve_subnet(
+        &self,
+        new: NewReservation,
+        now: Millis,
+    ) -> StoreResult<ReserveOutcome> {
+        self.reserve_tx(new, now).await
+    }
+
+    async fn renew_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        self.renew_reservation_tx(pool, id, token, ttl_ms, now)
+            .await
+    }
+
+    async fn confirm_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        self.confirm_reservation_tx(pool, id, token, now).await
+    }
+
+    async fn release_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.release_reservation_tx(pool, id, token, now).await
+    }
+
+    async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation> {
+        self.get_reservation_row(pool, id, now).await
+    }
+
+    async fn list_reservations(
+        &self,
+        query: &ReservationQuery,
+        now: Millis,
+    ) -> StoreResult<Vec<Reservation>> {
+        self.list_reservations_page(query, now).await
+    }
+
+    async fn force_release_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.force_release_reservation_tx(pool, id, now).await
+    }
+
+    async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64> {
+        self.reap_reservations_batch(now, batch).await
+    }
+
     async fn record_alive(&self, now: Millis) -> StoreResult<()> {
         sqlx::query(RECORD_ALIVE)
             .bind(now)
@@ -168,6 +272,16 @@ impl Store for SqliteStore {
         if let Some(alive_at) = alive_at {
             extended = sqlx::query(
                 "UPDATE lock_leases SET expires_at = max(expires_at, ?1 + ttl_ms) \
+                 WHERE expires_at > ?2",
+            )
+            .bind(now)
+            .bind(alive_at)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            // Reserved (not allocated) reservations alike; allocated ones never expire.
+            extended += sqlx::query(
+                "UPDATE subnet_reservations SET expires_at = max(expires_at, ?1 + ttl_ms) \
                  WHERE expires_at > ?2",
             )
             .bind(now)

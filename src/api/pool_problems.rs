@@ -1,0 +1,164 @@
+//! The problems of the pool and reservation routes: unknown pools and
+//! reservations, conflicting pool definitions, pools in use, and subnets that
+//! cannot be reserved now.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::error::{Problem, lease_problem};
+use crate::domain::Millis;
+use crate::domain::lease::retry_after_secs;
+use crate::domain::subnet::{Reservation, ReserveRefusal};
+use crate::domain::time::rfc3339_ms;
+use crate::leases::LeaseError;
+
+fn conflict_json(r: &Reservation) -> Value {
+    json!({
+        "id": r.id(),
+        "subnet": r.subnet.to_string(),
+        "holder": r.lease.holder,
+        "state": r.state().as_str(),
+        "expires_at": r.lease.expires_at.map(rfc3339_ms),
+    })
+}
+
+/// The 409 for a reservation that cannot be granted now.
+pub fn refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Millis) -> Problem {
+    match refusal {
+        ReserveRefusal::Exhausted {
+            largest_free,
+            retry_at,
+        } => {
+            let detail = match largest_free {
+                Some(b) => format!(
+                    "pool {pool} has no free block that large outside the excludes; the largest is {b}"
+                ),
+                None => format!("pool {pool} has no free address outside the excludes"),
+            };
+            let problem = Problem::new(
+                StatusCode::CONFLICT,
+                "pool-exhausted",
+                "The pool is exhausted",
+                detail,
+            )
+            .with("pool", pool)
+            .with("largest_free", largest_free.map(|b| b.to_string()));
+            match retry_at {
+                Some(at) => problem.retry_after(retry_after_secs(*at, now)),
+                None => problem,
+            }
+        }
+        ReserveRefusal::Unavailable {
+            conflicts,
+            more_conflicts,
+            excluded,
+        } => {
+            let detail = if conflicts.is_empty() && !excluded.is_empty() {
+                format!("the subnet overlaps the excluded network {}", excluded[0])
+            } else {
+                let names: Vec<String> = conflicts.iter().map(|r| r.subnet.to_string()).collect();
+                format!(
+                    "the subnet overlaps live reservations of pool {pool}: {}{}",
+                    names.join(", "),
+                    if *more_conflicts { ", …" } else { "" }
+                )
+            };
+            let problem = Problem::new(
+                StatusCode::CONFLICT,
+                "subnet-unavailable",
+                "The subnet is unavailable",
+                detail,
+            )
+            .with("pool", pool)
+            .with(
+                "conflicts",
+                conflicts.iter().map(conflict_json).collect::<Vec<_>>(),
+            )
+            .with("more_conflicts", *more_conflicts)
+            .with(
+                "excluded",
+                excluded.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+            );
+            // Excludes never clear by themselves; expiring reservations do.
+            let earliest = conflicts.iter().filter_map(|r| r.lease.expires_at).min();
+            match earliest {
+                Some(at) if excluded.is_empty() => problem.retry_after(retry_after_secs(at, now)),
+                _ => problem,
+            }
+        }
+    }
+}
+
+/// Maps a service error on a pool (and a reservation `id` in it) to its problem.
+pub fn subnet_problem(pool: &str, id: Option<&str>, error: LeaseError) -> Problem {
+    match error {
+        LeaseError::PoolNotFound => Problem::not_found(
+            "pool-not-found",
+            "No such pool",
+            format!("there is no pool named {pool}"),
+        )
+        .with("pool", pool),
+        LeaseError::ReservationNotFound => Problem::not_found(
+            "reservation-not-found",
+            "No such reservation",
+            format!(
+                "pool {pool} has no live reservation {}",
+                id.unwrap_or_default()
+            ),
+        )
+        .with("pool", pool)
+        .with("id", id),
+        LeaseError::PoolConflict { existing, differs } => Problem::new(
+            StatusCode::CONFLICT,
+            "pool-conflict",
+            "The pool exists with another definition",
+            format!(
+                "pool {pool} exists with cidr {} and other {}; delete it first to redefine it",
+                existing.cidr,
+                differs.join(" and ")
+            ),
+        )
+        .with("pool", pool)
+        .with("differs", differs)
+        .with("cidr", existing.cidr.to_string())
+        .with("labels", json!(existing.labels)),
+        LeaseError::PoolInUse {
+            reserved,
+            allocated,
+            clears_at,
+            now,
+        } => {
+            let problem = Problem::new(
+                StatusCode::CONFLICT,
+                "pool-in-use",
+                "The pool has live reservations",
+                format!(
+                    "pool {pool} has {reserved} reserved and {allocated} allocated subnets; release them first"
+                ),
+            )
+            .with("pool", pool)
+            .with("reserved_count", reserved)
+            .with("allocated_count", allocated);
+            match clears_at {
+                Some(at) => problem.retry_after(retry_after_secs(at, now)),
+                None => problem,
+            }
+        }
+        LeaseError::SubnetRefused { refusal, now } => refusal_problem(pool, &refusal, now),
+        LeaseError::SubnetOverlap => Problem::new(
+            StatusCode::CONFLICT,
+            "subnet-unavailable",
+            "The subnet is unavailable",
+            format!("the subnet overlaps a live reservation of pool {pool}"),
+        )
+        .with("pool", pool)
+        .with("conflicts", Vec::<Value>::new()),
+        other => {
+            let resource = match id {
+                Some(id) => format!("reservation {id} of pool {pool}"),
+                None => format!("pool {pool}"),
+            };
+            lease_problem(&resource, other)
+        }
+    }
+}

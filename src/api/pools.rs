@@ -1,0 +1,215 @@
+//! The pool routes: create or check, inspect with usage, list, delete.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::Problem;
+use super::extract::{AppJson, AppPath, AppQuery};
+use super::pool_problems::subnet_problem;
+use crate::domain::cidr::Family;
+use crate::domain::subnet::{Pool, PoolUsage};
+use crate::domain::time::rfc3339_ms;
+use crate::leases::PutPool;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(put_pool, get_pool, delete_pool))
+        .routes(routes!(list_pools))
+}
+
+/// Defines a pool. The same definition again is a no-op.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"cidr": "10.0.0.0/8", "labels": {"driver": "bridge"}}))]
+pub struct PutPoolRequest {
+    /// An aligned IPv4 or IPv6 block (host bits clear).
+    pub cidr: String,
+    /// Free-form text labels.
+    pub labels: Option<BTreeMap<String, String>>,
+}
+
+/// A pool as listed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PoolSummaryBody {
+    pub name: String,
+    pub cidr: String,
+    /// `ipv4` or `ipv6`.
+    pub family: String,
+    pub labels: BTreeMap<String, String>,
+    pub created_at: String,
+}
+
+impl From<Pool> for PoolSummaryBody {
+    fn from(pool: Pool) -> Self {
+        Self {
+            family: match pool.cidr.family() {
+                Family::V4 => "ipv4".into(),
+                Family::V6 => "ipv6".into(),
+            },
+            cidr: pool.cidr.to_string(),
+            created_at: rfc3339_ms(pool.created_at),
+            name: pool.name,
+            labels: pool.labels,
+        }
+    }
+}
+
+/// A pool with its usage over live reservations. Address counts are decimal
+/// strings: IPv6 counts exceed what JSON numbers carry exactly.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "name": "docker", "cidr": "10.0.0.0/8", "family": "ipv4", "labels": {},
+    "created_at": "2026-11-29T22:13:20.123Z", "reserved_count": 1, "allocated_count": 2,
+    "free_addresses": "16776448", "total_addresses": "16777216", "largest_free": "10.128.0.0/9"
+}))]
+pub struct PoolBody {
+    #[serde(flatten)]
+    pub pool: PoolSummaryBody,
+    /// Live reservations not yet confirmed.
+    pub reserved_count: u64,
+    /// Confirmed reservations.
+    pub allocated_count: u64,
+    pub free_addresses: String,
+    pub total_addresses: String,
+    /// The largest free aligned block (lowest address among equals), or null.
+    pub largest_free: Option<String>,
+}
+
+impl From<PoolUsage> for PoolBody {
+    fn from(usage: PoolUsage) -> Self {
+        Self {
+            total_addresses: usage.pool.cidr.size().to_string(),
+            pool: usage.pool.into(),
+            reserved_count: usage.reserved,
+            allocated_count: usage.allocated,
+            free_addresses: usage.free.to_string(),
+            largest_free: usage.largest_free.map(|b| b.to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PoolPageBody {
+    pub items: Vec<PoolSummaryBody>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Page size, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Create a pool, or check that it exists with this definition.
+#[utoipa::path(
+    put, path = "/v1/pools/{pool}", operation_id = "putPool", tag = "pools",
+    params(("pool" = String, Path, description = "The pool name: `[a-z0-9][a-z0-9-_.]{0,62}`")),
+    request_body = PutPoolRequest,
+    responses(
+        (status = 201, description = "Created", body = PoolBody),
+        (status = 200, description = "It exists with the same cidr and labels", body = PoolBody),
+        (status = 400, description = "Invalid name or cidr (with `hint` when host bits are set)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`pool-conflict`: it exists with another cidr or labels (`differs` names them)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn put_pool(
+    State(state): State<AppState>,
+    AppPath(pool): AppPath<String>,
+    AppJson(body): AppJson<PutPoolRequest>,
+) -> Result<(StatusCode, Json<PoolBody>), Problem> {
+    let put = state
+        .leases
+        .subnets()
+        .put_pool(&pool, &body.cidr, body.labels)
+        .await
+        .map_err(|e| subnet_problem(&pool, None, e))?;
+    Ok(match put {
+        PutPool::Created(usage) => (StatusCode::CREATED, Json(usage.into())),
+        PutPool::Unchanged(usage) => (StatusCode::OK, Json(usage.into())),
+    })
+}
+
+/// A pool with its usage.
+#[utoipa::path(
+    get, path = "/v1/pools/{pool}", operation_id = "getPool", tag = "pools",
+    params(("pool" = String, Path, description = "The pool name")),
+    responses(
+        (status = 200, description = "The pool and its usage", body = PoolBody),
+        (status = 400, description = "Invalid name", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_pool(
+    State(state): State<AppState>,
+    AppPath(pool): AppPath<String>,
+) -> Result<Json<PoolBody>, Problem> {
+    let usage = state
+        .leases
+        .subnets()
+        .pool(&pool)
+        .await
+        .map_err(|e| subnet_problem(&pool, None, e))?;
+    Ok(Json(usage.into()))
+}
+
+/// List pools by name.
+#[utoipa::path(
+    get, path = "/v1/pools", operation_id = "listPools", tag = "pools",
+    params(PageQuery),
+    responses(
+        (status = 200, description = "A page of pools", body = PoolPageBody),
+        (status = 400, description = "Invalid query", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_pools(
+    State(state): State<AppState>,
+    AppQuery(query): AppQuery<PageQuery>,
+) -> Result<Json<PoolPageBody>, Problem> {
+    let page = state
+        .leases
+        .subnets()
+        .list_pools(query.limit, query.cursor.as_deref())
+        .await
+        .map_err(|e| subnet_problem("list", None, e))?;
+    Ok(Json(PoolPageBody {
+        items: page.items.into_iter().map(Into::into).collect(),
+        next_cursor: page.next,
+    }))
+}
+
+/// Delete a pool without live reservations.
+#[utoipa::path(
+    delete, path = "/v1/pools/{pool}", operation_id = "deletePool", tag = "pools",
+    params(("pool" = String, Path, description = "The pool name")),
+    responses(
+        (status = 204, description = "Deleted, with its expired reservations"),
+        (status = 400, description = "Invalid name", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`pool-in-use`: it has live reservations (Retry-After when all of them will expire)", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_pool(
+    State(state): State<AppState>,
+    AppPath(pool): AppPath<String>,
+) -> Result<StatusCode, Problem> {
+    state
+        .leases
+        .subnets()
+        .delete_pool(&pool)
+        .await
+        .map_err(|e| subnet_problem(&pool, None, e))?;
+    Ok(StatusCode::NO_CONTENT)
+}

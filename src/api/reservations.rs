@@ -1,0 +1,311 @@
+//! The reservation routes: reserve, list, inspect, renew, confirm, release,
+//! force release.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::error::Problem;
+use super::extract::{AppJson, AppPath, AppQuery};
+use super::locks::{ReleaseRequest, RenewRequest, idempotency_key};
+use super::pool_problems::subnet_problem;
+use super::pools::PageQuery;
+use crate::domain::Millis;
+use crate::domain::subnet::Reservation;
+use crate::domain::time::rfc3339_ms;
+use crate::leases::{ReserveSubnet, Reserved};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(reserve_subnet, list_reservations))
+        .routes(routes!(get_reservation, force_release_reservation))
+        .routes(routes!(renew_reservation))
+        .routes(routes!(confirm_reservation))
+        .routes(routes!(release_reservation))
+}
+
+/// Asks for a free block of `prefix_len`, or for the named `subnet`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"holder": "node-7/pid-4121", "prefix_len": 24, "exclude": ["172.17.0.0/16"]}))]
+pub struct ReserveRequest {
+    /// Free text naming the client; informational only.
+    pub holder: String,
+    /// Any free block of this length (exactly one of `prefix_len` and `subnet`).
+    pub prefix_len: Option<u8>,
+    /// This aligned block of the pool (exactly one of `prefix_len` and `subnet`).
+    pub subnet: Option<String>,
+    /// How long the reservation lives unless renewed or confirmed (default 60 s).
+    pub ttl_ms: Option<Millis>,
+    /// Networks the grant must not overlap (the caller's own). Host bits are
+    /// cleared; networks of the other family are ignored.
+    pub exclude: Option<Vec<String>>,
+    /// A small JSON object stored with the reservation.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// Proves the caller holds the reservation.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmRequest {
+    pub token: String,
+}
+
+/// A reservation. `token` appears only in the answer to the grant.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "id": "r_000000000000002a", "pool": "docker", "subnet": "10.0.3.0/24", "prefix_len": 24,
+    "state": "reserved", "holder": "node-7/pid-4121", "fencing_token": 42,
+    "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:14:20.123Z",
+    "expires_in_ms": 60000, "metadata": null, "token": "9f86d081884c7d659a2feaa0c55ad015"
+}))]
+pub struct ReservationBody {
+    pub id: String,
+    pub pool: String,
+    pub subnet: String,
+    pub prefix_len: u8,
+    /// `reserved`, or `allocated` once confirmed.
+    pub state: String,
+    pub holder: String,
+    pub fencing_token: i64,
+    pub acquired_at: String,
+    /// Null once allocated.
+    pub expires_at: Option<String>,
+    /// Null once allocated.
+    pub expires_in_ms: Option<Millis>,
+    pub metadata: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl ReservationBody {
+    fn new(r: Reservation, now: Millis, with_token: bool) -> Self {
+        Self {
+            id: r.id(),
+            state: r.state().as_str().to_owned(),
+            subnet: r.subnet.to_string(),
+            prefix_len: r.subnet.prefix_len(),
+            expires_at: r.lease.expires_at.map(rfc3339_ms),
+            expires_in_ms: r.lease.expires_in_ms(now),
+            acquired_at: rfc3339_ms(r.lease.acquired_at),
+            pool: r.pool,
+            holder: r.lease.holder,
+            fencing_token: r.lease.fencing_token,
+            metadata: r.lease.metadata,
+            token: with_token.then_some(r.lease.token),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationPageBody {
+    pub items: Vec<ReservationBody>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Reserve a subnet of a pool.
+#[utoipa::path(
+    post, path = "/v1/pools/{pool}/reservations", operation_id = "reserveSubnet", tag = "pools",
+    params(
+        ("pool" = String, Path, description = "The pool name"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the same live reservation with 200."),
+    ),
+    request_body = ReserveRequest,
+    responses(
+        (status = 201, description = "Granted; the answer carries the secret token", body = ReservationBody),
+        (status = 200, description = "Idempotent replay of a live grant", body = ReservationBody),
+        (status = 400, description = "Invalid request (with `hint` for a subnet with host bits set)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`pool-exhausted` (with `largest_free`) or `subnet-unavailable` (with `conflicts`); Retry-After when a blocking reservation will expire", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`idempotency-key-reused`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn reserve_subnet(
+    State(state): State<AppState>,
+    AppPath(pool): AppPath<String>,
+    headers: HeaderMap,
+    AppJson(body): AppJson<ReserveRequest>,
+) -> Result<(StatusCode, Json<ReservationBody>), Problem> {
+    let request = ReserveSubnet {
+        pool: pool.clone(),
+        holder: body.holder,
+        prefix_len: body.prefix_len,
+        subnet: body.subnet,
+        ttl_ms: body.ttl_ms,
+        exclude: body.exclude.unwrap_or_default(),
+        metadata: body.metadata,
+        idempotency_key: idempotency_key(&headers)?,
+    };
+    let reserved = state
+        .leases
+        .subnets()
+        .reserve(request)
+        .await
+        .map_err(|e| subnet_problem(&pool, None, e))?;
+    let now = state.leases.now();
+    let (status, r) = match reserved {
+        Reserved::Granted(r) => (StatusCode::CREATED, r),
+        Reserved::Replayed(r) => (StatusCode::OK, r),
+    };
+    Ok((status, Json(ReservationBody::new(r, now, true))))
+}
+
+/// List a pool's live reservations in address order (never shows tokens).
+#[utoipa::path(
+    get, path = "/v1/pools/{pool}/reservations", operation_id = "listReservations", tag = "pools",
+    params(("pool" = String, Path, description = "The pool name"), PageQuery),
+    responses(
+        (status = 200, description = "A page of live reservations", body = ReservationPageBody),
+        (status = 400, description = "Invalid query", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_reservations(
+    State(state): State<AppState>,
+    AppPath(pool): AppPath<String>,
+    AppQuery(query): AppQuery<PageQuery>,
+) -> Result<Json<ReservationPageBody>, Problem> {
+    let page = state
+        .leases
+        .subnets()
+        .list(&pool, query.limit, query.cursor.as_deref())
+        .await
+        .map_err(|e| subnet_problem(&pool, None, e))?;
+    let now = state.leases.now();
+    Ok(Json(ReservationPageBody {
+        items: page
+            .items
+            .into_iter()
+            .map(|r| ReservationBody::new(r, now, false))
+            .collect(),
+        next_cursor: page.next,
+    }))
+}
+
+/// Inspect a live reservation (never shows its token).
+#[utoipa::path(
+    get, path = "/v1/pools/{pool}/reservations/{id}", operation_id = "getReservation", tag = "pools",
+    params(("pool" = String, Path, description = "The pool name"), ("id" = String, Path, description = "The reservation id")),
+    responses(
+        (status = 200, description = "The reservation", body = ReservationBody),
+        (status = 404, description = "`pool-not-found` or `reservation-not-found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_reservation(
+    State(state): State<AppState>,
+    AppPath((pool, id)): AppPath<(String, String)>,
+) -> Result<Json<ReservationBody>, Problem> {
+    let r = state
+        .leases
+        .subnets()
+        .get(&pool, &id)
+        .await
+        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+    Ok(Json(ReservationBody::new(r, state.leases.now(), false)))
+}
+
+/// Renew a reservation, keeping its subnet and fencing token. An allocated
+/// reservation has no expiry and comes back unchanged.
+#[utoipa::path(
+    post, path = "/v1/pools/{pool}/reservations/{id}/renew", operation_id = "renewReservation", tag = "pools",
+    params(("pool" = String, Path, description = "The pool name"), ("id" = String, Path, description = "The reservation id")),
+    request_body = RenewRequest,
+    responses(
+        (status = 200, description = "Renewed", body = ReservationBody),
+        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lease-lost`: the token names no live reservation", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn renew_reservation(
+    State(state): State<AppState>,
+    AppPath((pool, id)): AppPath<(String, String)>,
+    AppJson(body): AppJson<RenewRequest>,
+) -> Result<Json<ReservationBody>, Problem> {
+    let r = state
+        .leases
+        .subnets()
+        .renew(&pool, &id, &body.token, body.ttl_ms)
+        .await
+        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+    Ok(Json(ReservationBody::new(r, state.leases.now(), false)))
+}
+
+/// Confirm a reservation: it becomes `allocated` and no longer expires.
+#[utoipa::path(
+    post, path = "/v1/pools/{pool}/reservations/{id}/confirm", operation_id = "confirmReservation", tag = "pools",
+    params(("pool" = String, Path, description = "The pool name"), ("id" = String, Path, description = "The reservation id")),
+    request_body = ConfirmRequest,
+    responses(
+        (status = 200, description = "Allocated (confirming again is a no-op)", body = ReservationBody),
+        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lease-lost`: expired first, released, or not this token", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn confirm_reservation(
+    State(state): State<AppState>,
+    AppPath((pool, id)): AppPath<(String, String)>,
+    AppJson(body): AppJson<ConfirmRequest>,
+) -> Result<Json<ReservationBody>, Problem> {
+    let r = state
+        .leases
+        .subnets()
+        .confirm(&pool, &id, &body.token)
+        .await
+        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+    Ok(Json(ReservationBody::new(r, state.leases.now(), false)))
+}
+
+/// Release a reservation (reserved or allocated).
+#[utoipa::path(
+    post, path = "/v1/pools/{pool}/reservations/{id}/release", operation_id = "releaseReservation", tag = "pools",
+    params(("pool" = String, Path, description = "The pool name"), ("id" = String, Path, description = "The reservation id")),
+    request_body = ReleaseRequest,
+    responses(
+        (status = 204, description = "Released"),
+        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lease-lost`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn release_reservation(
+    State(state): State<AppState>,
+    AppPath((pool, id)): AppPath<(String, String)>,
+    AppJson(body): AppJson<ReleaseRequest>,
+) -> Result<StatusCode, Problem> {
+    state
+        .leases
+        .subnets()
+        .release(&pool, &id, &body.token)
+        .await
+        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Remove a live reservation whatever its token (admin).
+#[utoipa::path(
+    delete, path = "/v1/pools/{pool}/reservations/{id}", operation_id = "forceReleaseReservation", tag = "pools",
+    params(("pool" = String, Path, description = "The pool name"), ("id" = String, Path, description = "The reservation id")),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 404, description = "`pool-not-found` or `reservation-not-found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn force_release_reservation(
+    State(state): State<AppState>,
+    AppPath((pool, id)): AppPath<(String, String)>,
+) -> Result<StatusCode, Problem> {
+    state
+        .leases
+        .subnets()
+        .force_release(&pool, &id)
+        .await
+        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+    Ok(StatusCode::NO_CONTENT)
+}

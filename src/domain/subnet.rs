@@ -1,0 +1,256 @@
+//! Subnet pools and reservations: what they are, how they are named, and when
+//! a pool definition conflicts with the existing one.
+
+use std::collections::BTreeMap;
+
+use super::cidr::{AddressCount, Block, CidrError};
+use super::lease::Lease;
+use super::{InvalidInput, Millis};
+
+pub const MAX_POOL_NAME_BYTES: usize = 63;
+pub const MAX_LABELS_BYTES: usize = 4096;
+pub const MAX_EXCLUDES: usize = 256;
+
+/// A named range of addresses that reservations are cut from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    pub name: String,
+    pub cidr: Block,
+    pub labels: BTreeMap<String, String>,
+    pub created_at: Millis,
+}
+
+/// A pool and what is taken of it, over live reservations only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolUsage {
+    pub pool: Pool,
+    pub reserved: u64,
+    pub allocated: u64,
+    pub free: AddressCount,
+    pub largest_free: Option<Block>,
+}
+
+/// `reserved` until confirmed, then `allocated` (no expiry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReservationState {
+    Reserved,
+    Allocated,
+}
+
+impl ReservationState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReservationState::Reserved => "reserved",
+            ReservationState::Allocated => "allocated",
+        }
+    }
+}
+
+/// A lease held on a subnet of a pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    pub pool: String,
+    pub subnet: Block,
+    pub lease: Lease,
+    pub idempotency_key: Option<String>,
+}
+
+impl Reservation {
+    /// The fencing token is unique across all grants and never reused, so
+    /// the id is made of it.
+    pub fn id(&self) -> String {
+        reservation_id(self.lease.fencing_token)
+    }
+
+    pub fn state(&self) -> ReservationState {
+        match self.lease.expires_at {
+            Some(_) => ReservationState::Reserved,
+            None => ReservationState::Allocated,
+        }
+    }
+}
+
+pub fn reservation_id(fencing_token: i64) -> String {
+    format!("r_{fencing_token:016x}")
+}
+
+/// The fencing token an id names; `None` for a text this server never issues.
+pub fn parse_reservation_id(id: &str) -> Option<i64> {
+    let hex = id.strip_prefix("r_").filter(|h| h.len() == 16)?;
+    if !hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    i64::from_str_radix(hex, 16).ok()
+}
+
+/// Why a reservation cannot be granted now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReserveRefusal {
+    /// No usable free block holds the request; `largest_free` is the largest
+    /// that the request (with its excludes) could have had.
+    Exhausted {
+        largest_free: Option<Block>,
+        /// When the earliest reservation of the pool expires, if any does.
+        retry_at: Option<Millis>,
+    },
+    /// The named subnet overlaps live reservations (at most `MAX_CONFLICTS` of
+    /// them are listed) or the request's own excludes.
+    Unavailable {
+        conflicts: Vec<Reservation>,
+        more_conflicts: bool,
+        excluded: Vec<Block>,
+    },
+}
+
+/// How many overlapping reservations a `subnet-unavailable` answer lists.
+pub const MAX_CONFLICTS: usize = 100;
+
+/// `[a-z0-9][a-z0-9-_.]{0,62}`.
+pub fn pool_name(name: &str) -> Result<(), InvalidInput> {
+    let bad = || {
+        InvalidInput::new(
+            "pool",
+            format!(
+                "{name:?} is not a pool name: 1 to 63 of a-z, 0-9, '-', '_', '.', starting with a letter or digit"
+            ),
+        )
+    };
+    let mut bytes = name.bytes();
+    let first_ok = bytes
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let rest_ok =
+        bytes.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"-_.".contains(&c));
+    if !first_ok || !rest_ok || name.len() > MAX_POOL_NAME_BYTES {
+        return Err(bad());
+    }
+    Ok(())
+}
+
+/// Labels are a small object of non-empty keys to text.
+pub fn labels(labels: &BTreeMap<String, String>) -> Result<(), InvalidInput> {
+    if labels.keys().any(|k| k.is_empty()) {
+        return Err(InvalidInput::new("labels", "keys must not be empty"));
+    }
+    let size = serde_json::to_string(labels).map_or(usize::MAX, |t| t.len());
+    if size > MAX_LABELS_BYTES {
+        return Err(InvalidInput::new(
+            "labels",
+            format!("are {size} bytes as JSON; the limit is {MAX_LABELS_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+/// What differs between an existing pool and a definition of the same name:
+/// empty when they are identical.
+pub fn pool_differences(
+    existing: &Pool,
+    cidr: Block,
+    labels: &BTreeMap<String, String>,
+) -> Vec<&'static str> {
+    let mut differs = Vec::new();
+    if existing.cidr != cidr {
+        differs.push("cidr");
+    }
+    if &existing.labels != labels {
+        differs.push("labels");
+    }
+    differs
+}
+
+/// Parses a CIDR field; host bits set are refused with the aligned network as a hint.
+pub fn cidr(field: &str, text: &str) -> Result<Block, InvalidInput> {
+    Block::parse(text).map_err(|e| {
+        let invalid = InvalidInput::new(field, e.to_string());
+        match e {
+            CidrError::HostBits { aligned } => invalid.with_hint(aligned.to_string()),
+            CidrError::Malformed(_) => invalid,
+        }
+    })
+}
+
+/// The networks a caller excludes. They are its hosts' networks, often written
+/// with an interface address (`192.168.1.5/24`), so host bits are cleared
+/// rather than refused.
+pub fn excludes(texts: &[String]) -> Result<Vec<Block>, InvalidInput> {
+    if texts.len() > MAX_EXCLUDES {
+        return Err(InvalidInput::new(
+            "exclude",
+            format!(
+                "lists {} networks; the limit is {MAX_EXCLUDES}",
+                texts.len()
+            ),
+        ));
+    }
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| match Block::parse(text) {
+            Ok(block) | Err(CidrError::HostBits { aligned: block }) => Ok(block),
+            Err(e) => Err(InvalidInput::new(format!("exclude[{i}]"), e.to_string())),
+        })
+        .collect()
+}
+
+/// An opaque resumption point of a list ordered by a text or an address.
+pub fn encode_cursor(bytes: &[u8]) -> String {
+    hex::encode(bytes)
+}
+
+pub fn decode_cursor(text: &str) -> Result<Vec<u8>, InvalidInput> {
+    hex::decode(text)
+        .ok()
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| InvalidInput::new("cursor", "is not a cursor this server issued"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_names_follow_the_pattern() {
+        for ok in ["a", "docker-nets", "k8s_pods.eu-1", &"a".repeat(63)] {
+            assert!(pool_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "-a", "A", "a/b", "ünï", &"a".repeat(64), ".a"] {
+            assert_eq!(pool_name(bad).unwrap_err().field, "pool", "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_round_trip_and_foreign_texts_name_nothing() {
+        assert_eq!(reservation_id(42), "r_000000000000002a");
+        assert_eq!(parse_reservation_id("r_000000000000002a"), Some(42));
+        assert_eq!(parse_reservation_id("r_2a"), None);
+        assert_eq!(parse_reservation_id("r_000000000000002A"), None);
+        assert_eq!(parse_reservation_id("x_000000000000002a"), None);
+    }
+
+    #[test]
+    fn cidrs_with_host_bits_are_refused_with_a_hint_but_excludes_are_cleared() {
+        let err = cidr("subnet", "192.168.1.5/24").unwrap_err();
+        assert_eq!(err.hint.as_deref(), Some("192.168.1.0/24"));
+        let texts = vec!["192.168.1.5/24".to_owned(), "fe80::1/64".to_owned()];
+        let parsed = excludes(&texts).unwrap();
+        assert_eq!(parsed[0].to_string(), "192.168.1.0/24");
+        let bad = excludes(&["10.0.0.0/8".to_owned(), "nope".to_owned()]).unwrap_err();
+        assert_eq!(bad.field, "exclude[1]");
+    }
+
+    #[test]
+    fn differences_name_what_differs() {
+        let pool = Pool {
+            name: "p".into(),
+            cidr: Block::parse("10.0.0.0/8").unwrap(),
+            labels: BTreeMap::new(),
+            created_at: 0,
+        };
+        let other = Block::parse("10.0.0.0/16").unwrap();
+        let labels = BTreeMap::from([("env".to_owned(), "prod".to_owned())]);
+        assert!(pool_differences(&pool, pool.cidr, &BTreeMap::new()).is_empty());
+        assert_eq!(pool_differences(&pool, other, &labels), ["cidr", "labels"]);
+        assert_eq!(pool_differences(&pool, pool.cidr, &labels), ["labels"]);
+    }
+}

@@ -1,0 +1,298 @@
+//! Subnet pools and reservations: validation, time and tokens around the
+//! store's pool and reservation verbs.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::{LeaseError, Leases, new_token};
+use crate::domain::allocator::Want;
+use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
+use crate::domain::{InvalidInput, Millis, validate};
+use crate::store::{
+    DeletePoolOutcome, NewReservation, PutPoolOutcome, ReservationQuery, ReserveOutcome, StoreError,
+};
+use crate::telemetry::Metrics;
+
+/// A reserve request as the service takes it.
+#[derive(Debug, Clone, Default)]
+pub struct ReserveSubnet {
+    pub pool: String,
+    pub holder: String,
+    pub prefix_len: Option<u8>,
+    pub subnet: Option<String>,
+    /// The server's default TTL when `None`.
+    pub ttl_ms: Option<Millis>,
+    pub exclude: Vec<String>,
+    pub metadata: Option<Map<String, Value>>,
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reserved {
+    Granted(Reservation),
+    Replayed(Reservation),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PutPool {
+    Created(PoolUsage),
+    Unchanged(PoolUsage),
+}
+
+/// One page and the cursor of the next (`None` on the last page).
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+pub struct SubnetService<'a> {
+    pub(super) leases: &'a Leases,
+}
+
+/// On the reservation routes "not found" is about the reservation.
+fn reservation_error(e: StoreError) -> LeaseError {
+    match e {
+        StoreError::NotFound => LeaseError::ReservationNotFound,
+        e => e.into(),
+    }
+}
+
+impl SubnetService<'_> {
+    fn now(&self) -> Millis {
+        self.leases.now()
+    }
+
+    /// The page size asked for, and one more to learn whether a next page exists.
+    fn page_limit(&self, limit: Option<u32>) -> Result<u32, LeaseError> {
+        let max = self.leases.limits.max_page;
+        let limit = limit.unwrap_or(100.min(max));
+        validate::page_limit(limit, max)?;
+        Ok(limit)
+    }
+
+    fn page<T>(mut items: Vec<T>, limit: u32, cursor: impl Fn(&T) -> String) -> Page<T> {
+        let next = (items.len() > limit as usize).then(|| {
+            items.truncate(limit as usize);
+            items.last().map(&cursor)
+        });
+        Page {
+            items,
+            next: next.flatten(),
+        }
+    }
+
+    pub async fn put_pool(
+        &self,
+        name: &str,
+        cidr: &str,
+        labels: Option<BTreeMap<String, String>>,
+    ) -> Result<PutPool, LeaseError> {
+        subnet::pool_name(name)?;
+        let cidr = subnet::cidr("cidr", cidr)?;
+        let labels = labels.unwrap_or_default();
+        subnet::labels(&labels)?;
+        let now = self.now();
+        let pool = Pool {
+            name: name.to_owned(),
+            cidr,
+            labels,
+            created_at: now,
+        };
+        match self.leases.store.put_pool(pool, now).await? {
+            PutPoolOutcome::Created(usage) => Ok(PutPool::Created(usage)),
+            PutPoolOutcome::Unchanged(usage) => Ok(PutPool::Unchanged(usage)),
+            PutPoolOutcome::Conflict { existing, differs } => {
+                Err(LeaseError::PoolConflict { existing, differs })
+            }
+        }
+    }
+
+    pub async fn pool(&self, name: &str) -> Result<PoolUsage, LeaseError> {
+        subnet::pool_name(name)?;
+        Ok(self.leases.store.get_pool_usage(name, self.now()).await?)
+    }
+
+    pub async fn list_pools(
+        &self,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<Page<Pool>, LeaseError> {
+        let limit = self.page_limit(limit)?;
+        let after = cursor
+            .map(subnet::decode_cursor)
+            .transpose()?
+            .map(|bytes| String::from_utf8(bytes).map_err(|_| cursor_error()))
+            .transpose()?;
+        let items = self
+            .leases
+            .store
+            .list_pools(after.as_deref(), limit + 1)
+            .await?;
+        Ok(Self::page(items, limit, |p| {
+            subnet::encode_cursor(p.name.as_bytes())
+        }))
+    }
+
+    pub async fn delete_pool(&self, name: &str) -> Result<(), LeaseError> {
+        subnet::pool_name(name)?;
+        let now = self.now();
+        match self.leases.store.delete_pool(name, now).await? {
+            DeletePoolOutcome::Deleted => Ok(()),
+            DeletePoolOutcome::InUse {
+                reserved,
+                allocated,
+                clears_at,
+            } => Err(LeaseError::PoolInUse {
+                reserved,
+                allocated,
+                clears_at,
+                now,
+            }),
+        }
+    }
+
+    fn want(req: &ReserveSubnet) -> Result<Want, InvalidInput> {
+        match (req.prefix_len, &req.subnet) {
+            (Some(len), None) => Ok(Want::PrefixLen(len)),
+            (None, Some(text)) => Ok(Want::Subnet(subnet::cidr("subnet", text)?)),
+            (Some(_), Some(_)) => Err(InvalidInput::new(
+                "subnet",
+                "give either prefix_len or subnet, not both",
+            )),
+            (None, None) => Err(InvalidInput::new(
+                "prefix_len",
+                "is required unless a subnet is named",
+            )),
+        }
+    }
+
+    pub async fn reserve(&self, req: ReserveSubnet) -> Result<Reserved, LeaseError> {
+        let limits = &self.leases.limits;
+        subnet::pool_name(&req.pool)?;
+        validate::holder(&req.holder)?;
+        let want = Self::want(&req)?;
+        let ttl_ms = req.ttl_ms.unwrap_or(limits.default_ttl_ms);
+        validate::ttl("ttl_ms", ttl_ms, limits.max_ttl_ms)?;
+        let excludes = subnet::excludes(&req.exclude)?;
+        if let Some(m) = &req.metadata {
+            validate::metadata(m)?;
+        }
+        if let Some(k) = &req.idempotency_key {
+            validate::idempotency_key(k)?;
+        }
+        let new = NewReservation {
+            pool: req.pool,
+            want,
+            excludes,
+            holder: req.holder,
+            token: new_token(),
+            ttl_ms,
+            metadata: req.metadata,
+            idempotency_key: req.idempotency_key,
+        };
+        let now = self.now();
+        let metrics = &self.leases.metrics;
+        match self.leases.store.reserve_subnet(new, now).await? {
+            ReserveOutcome::Granted(r) => {
+                Metrics::inc(&metrics.reservation_grants);
+                Ok(Reserved::Granted(r))
+            }
+            ReserveOutcome::Replayed(r) => Ok(Reserved::Replayed(r)),
+            ReserveOutcome::Invalid(e) => Err(e.into()),
+            ReserveOutcome::Refused(refusal) => {
+                Metrics::inc(&metrics.reservation_conflicts);
+                Err(LeaseError::SubnetRefused { refusal, now })
+            }
+        }
+    }
+
+    pub async fn list(
+        &self,
+        pool: &str,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<Page<Reservation>, LeaseError> {
+        subnet::pool_name(pool)?;
+        let limit = self.page_limit(limit)?;
+        let after = cursor.map(subnet::decode_cursor).transpose()?;
+        if after.as_ref().is_some_and(|a| a.len() != 16) {
+            return Err(cursor_error().into());
+        }
+        let query = ReservationQuery {
+            pool: pool.to_owned(),
+            after,
+            limit: limit + 1,
+        };
+        let items = self
+            .leases
+            .store
+            .list_reservations(&query, self.now())
+            .await?;
+        Ok(Self::page(items, limit, |r| {
+            subnet::encode_cursor(&r.subnet.start_bytes())
+        }))
+    }
+
+    pub async fn get(&self, pool: &str, id: &str) -> Result<Reservation, LeaseError> {
+        subnet::pool_name(pool)?;
+        let now = self.now();
+        (self.leases.store.get_reservation(pool, id, now).await).map_err(reservation_error)
+    }
+
+    /// Extends a reserved reservation; an allocated one has no expiry to
+    /// extend and comes back unchanged.
+    pub async fn renew(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+    ) -> Result<Reservation, LeaseError> {
+        subnet::pool_name(pool)?;
+        if let Some(ttl) = ttl_ms {
+            validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
+        }
+        let now = self.now();
+        let store = &self.leases.store;
+        (store.renew_reservation(pool, id, token, ttl_ms, now).await).map_err(reservation_error)
+    }
+
+    pub async fn confirm(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+    ) -> Result<Reservation, LeaseError> {
+        subnet::pool_name(pool)?;
+        let now = self.now();
+        let store = &self.leases.store;
+        let r =
+            (store.confirm_reservation(pool, id, token, now).await).map_err(reservation_error)?;
+        Metrics::inc(&self.leases.metrics.reservation_confirms);
+        Ok(r)
+    }
+
+    pub async fn release(&self, pool: &str, id: &str, token: &str) -> Result<(), LeaseError> {
+        subnet::pool_name(pool)?;
+        let now = self.now();
+        let store = &self.leases.store;
+        (store.release_reservation(pool, id, token, now).await).map_err(reservation_error)?;
+        Metrics::inc(&self.leases.metrics.reservation_releases);
+        Ok(())
+    }
+
+    pub async fn force_release(&self, pool: &str, id: &str) -> Result<(), LeaseError> {
+        subnet::pool_name(pool)?;
+        let now = self.now();
+        let store = &self.leases.store;
+        (store.force_release_reservation(pool, id, now).await).map_err(reservation_error)?;
+        Metrics::inc(&self.leases.metrics.reservation_releases);
+        Ok(())
+    }
+}
+
+fn cursor_error() -> InvalidInput {
+    InvalidInput::new("cursor", "is not a cursor this server issued")
+}
