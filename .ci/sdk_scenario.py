@@ -13,12 +13,25 @@ from leasehold_client.api.locks import (
     release_lock,
     renew_lock,
 )
+from leasehold_client.api.pools import (
+    confirm_reservation,
+    delete_pool,
+    get_pool,
+    put_pool,
+    release_reservation,
+    reserve_subnet,
+)
 from leasehold_client.models import (
     AcquireRequest,
+    ConfirmRequest,
     LockLeaseBody,
+    PoolBody,
     Problem,
+    PutPoolRequest,
     ReleaseRequest,
     RenewRequest,
+    ReservationBody,
+    ReserveRequest,
 )
 
 
@@ -64,9 +77,50 @@ def locks(client):
     check(gone.status_code == 404, "the released key is not held")
 
 
+def pools(client):
+    pool = "sdk-docker"
+    created = put_pool.sync_detailed(
+        pool=pool, client=client, body=PutPoolRequest(cidr="10.20.0.0/16")
+    )
+    check(created.status_code == 201, "put pool answers 201")
+
+    reserved = reserve_subnet.sync_detailed(
+        pool=pool, client=client, body=ReserveRequest(holder="sdk-net", prefix_len=24)
+    )
+    check(reserved.status_code == 201, "reserve answers 201")
+    reservation = reserved.parsed
+    check(isinstance(reservation, ReservationBody), "the reservation is typed")
+    check(reservation.subnet == "10.20.0.0/24", "the first /24 is the lowest address")
+    check(reservation.state == "reserved" and reservation.token, "reserved, with a token")
+
+    confirmed = confirm_reservation.sync_detailed(
+        pool=pool, id=reservation.id, client=client, body=ConfirmRequest(token=reservation.token)
+    )
+    check(confirmed.status_code == 200, "confirm answers 200")
+    check(confirmed.parsed.state == "allocated", "now allocated")
+    check(confirmed.parsed.expires_at is None, "an allocation does not expire")
+
+    usage = get_pool.sync(pool=pool, client=client)
+    check(isinstance(usage, PoolBody), "pool usage is typed")
+    check(usage.allocated_count == 1 and usage.reserved_count == 0, "usage counts the allocation")
+    check(usage.free_addresses == str(65536 - 256), "free addresses are exact")
+
+    in_use = delete_pool.sync_detailed(pool=pool, client=client)
+    check(in_use.status_code == 409, "a pool in use is not deleted")
+
+    released = release_reservation.sync_detailed(
+        pool=pool, id=reservation.id, client=client, body=ReleaseRequest(token=reservation.token)
+    )
+    check(released.status_code == 204, "release answers 204")
+    usage = get_pool.sync(pool=pool, client=client)
+    check(usage.allocated_count == 0 and usage.free_addresses == "65536", "the pool is free again")
+    check(delete_pool.sync_detailed(pool=pool, client=client).status_code == 204, "delete pool")
+
+
 def main():
     client = Client(base_url=sys.argv[1], raise_on_unexpected_status=True)
     locks(client)
+    pools(client)
     print("sdk scenario passed")
 
 

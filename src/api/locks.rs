@@ -60,15 +60,15 @@ pub struct AcquireRequest {
     /// Free text naming the client; informational only.
     pub holder: String,
     /// How long the lease lives unless renewed, 100 ms to the server's maximum.
-    pub ttl_ms: Millis,
+    pub ttl_ms: i64,
     /// How long to wait for the key if it is held (default 0: answer at once).
-    pub wait_ms: Option<Millis>,
+    pub wait_ms: Option<i64>,
     /// `exclusive` (default) or `shared`.
     pub mode: Option<Mode>,
     /// Makes the key a semaphore of this many leases; every acquirer must name the same.
     pub max_holders: Option<u32>,
     /// After a lease on the key expires (not after a release), keep the key unavailable this long.
-    pub lock_delay_ms: Option<Millis>,
+    pub lock_delay_ms: Option<i64>,
     /// A small JSON object stored with the lease.
     pub metadata: Option<Map<String, Value>>,
 }
@@ -79,7 +79,7 @@ pub struct AcquireRequest {
 pub struct RenewRequest {
     pub token: String,
     /// The new TTL from now; the lease's own TTL when omitted.
-    pub ttl_ms: Option<Millis>,
+    pub ttl_ms: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -95,7 +95,7 @@ pub struct LockHolder {
     pub fencing_token: i64,
     pub acquired_at: String,
     pub expires_at: String,
-    pub expires_in_ms: Millis,
+    pub expires_in_ms: i64,
 }
 
 /// A lease on a lock key. `token` appears only in the answer to the grant.
@@ -112,7 +112,7 @@ pub struct LockLeaseBody {
     pub fencing_token: i64,
     pub acquired_at: String,
     pub expires_at: String,
-    pub expires_in_ms: Millis,
+    pub expires_in_ms: i64,
     pub metadata: Option<Map<String, Value>>,
     pub mode: Mode,
     pub max_holders: Option<u32>,

@@ -42,7 +42,7 @@ pub struct ReserveRequest {
     /// This aligned block of the pool (exactly one of `prefix_len` and `subnet`).
     pub subnet: Option<String>,
     /// How long the reservation lives unless renewed or confirmed (default 60 s).
-    pub ttl_ms: Option<Millis>,
+    pub ttl_ms: Option<i64>,
     /// Networks the grant must not overlap (the caller's own). Host bits are
     /// cleared; networks of the other family are ignored.
     pub exclude: Option<Vec<String>>,
@@ -78,7 +78,7 @@ pub struct ReservationBody {
     /// Null once allocated.
     pub expires_at: Option<String>,
     /// Null once allocated.
-    pub expires_in_ms: Option<Millis>,
+    pub expires_in_ms: Option<i64>,
     pub metadata: Option<Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
