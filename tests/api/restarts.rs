@@ -149,3 +149,41 @@ async fn start_up_failures_are_one_line_and_exit_non_zero() {
     );
     assert!(!stderr.contains("panicked"));
 }
+
+#[tokio::test]
+async fn sigterm_lets_in_flight_requests_finish_and_closes_cleanly() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("leasehold.db");
+    let client = reqwest::Client::new();
+    let server = ServerProcess::start(&db, &[]);
+    acquire(&client, &server, "busy", 60_000).await;
+    // A waiter is in flight when the stop arrives: it gets its answer.
+    let waiter = {
+        let (client, url) = (
+            client.clone(),
+            format!("{}/v1/locks/busy/acquire", server.address),
+        );
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .json(&json!({"holder": "w", "ttl_ms": 1_000, "wait_ms": 30_000}))
+                .send()
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    server.terminate();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the stop does not wait out the wait"
+    );
+    let answer = waiter
+        .await
+        .unwrap()
+        .expect("the in-flight request is answered");
+    assert_eq!(answer.status(), StatusCode::CONFLICT);
+    // Closed cleanly: no WAL left behind for the next start to recover.
+    let wal = dir.path().join("leasehold.db-wal");
+    assert!(!wal.exists() || std::fs::metadata(&wal).unwrap().len() == 0);
+}

@@ -270,25 +270,19 @@ impl Store for SqliteStore {
                 .await?;
         let mut extended = 0;
         if let Some(alive_at) = alive_at {
-            extended = sqlx::query(
-                "UPDATE lock_leases SET expires_at = max(expires_at, ?1 + ttl_ms) \
-                 WHERE expires_at > ?2",
-            )
-            .bind(now)
-            .bind(alive_at)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            // Reserved (not allocated) reservations alike; allocated ones never expire.
-            extended += sqlx::query(
-                "UPDATE subnet_reservations SET expires_at = max(expires_at, ?1 + ttl_ms) \
-                 WHERE expires_at > ?2",
-            )
-            .bind(now)
-            .bind(alive_at)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+            // Allocated reservations have no expiry and are left alone.
+            for table in ["lock_leases", "subnet_reservations"] {
+                let sql = format!(
+                    "UPDATE {table} SET expires_at = max(expires_at, ?1 + ttl_ms) \
+                     WHERE expires_at > ?2"
+                );
+                extended += sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(now)
+                    .bind(alive_at)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+            }
         }
         sqlx::query(RECORD_ALIVE)
             .bind(now)
