@@ -129,6 +129,15 @@ impl Metrics {
                 value.load(Ordering::Relaxed)
             );
         }
+        let commits = leases.store.commit_stats();
+        let _ = writeln!(
+            out,
+            "# HELP leasehold_commits_total Write transactions committed (each one fsync)\n\
+             # TYPE leasehold_commits_total counter\nleasehold_commits_total {}\n\
+             # HELP leasehold_committed_writes_total Writes carried by those transactions (group commit)\n\
+             # TYPE leasehold_committed_writes_total counter\nleasehold_committed_writes_total {}",
+            commits.commits, commits.writes
+        );
         let stats = leases.waiters.stats();
         let _ = writeln!(
             out,

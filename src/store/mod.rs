@@ -101,7 +101,7 @@ pub struct ReservationQuery {
     pub limit: u32,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The token names no live lease: expired, released, or taken over.
     #[error("the lease is lost")]
@@ -125,6 +125,13 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// How writes were grouped into commits so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommitStats {
+    pub commits: u64,
+    pub writes: u64,
+}
 
 /// The storage leasehold runs on. Every method takes `now` from the service's
 /// clock; no implementation reads a clock of its own.
@@ -205,6 +212,8 @@ pub trait Store: Send + Sync + 'static {
     /// On start: leases live at the last recorded `alive_at` get a full TTL from
     /// `now`. Returns how many were extended.
     async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64>;
+    /// Write transactions committed, and the writes they carried (group commit).
+    fn commit_stats(&self) -> CommitStats;
     /// Flushes and closes the database.
     async fn close(&self);
 }

@@ -55,57 +55,59 @@ impl SqliteStore {
         new: NewLock,
         now: Millis,
     ) -> StoreResult<AcquireOutcome> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        if let Some(idem) = &new.idempotency_key {
-            let sql = format!(
-                "SELECT {COLUMNS} FROM lock_leases \
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    if let Some(idem) = &new.idempotency_key {
+                        let sql = format!(
+                            "SELECT {COLUMNS} FROM lock_leases \
                  WHERE key = ?1 AND idempotency_key = ?2 AND expires_at > ?3"
-            );
-            let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(&new.key)
-                .bind(idem)
-                .bind(now)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if let Some(row) = replay {
-                let lease = from_row(&row)?;
-                if lease.lease.holder != new.holder {
-                    return Err(StoreError::IdempotencyMismatch {
-                        holder: lease.lease.holder,
-                    });
-                }
-                return Ok(AcquireOutcome::Replayed(lease));
-            }
-        }
-        // Rows past their expiry and lock delay are absent: remove them here,
-        // so correctness never waits for the reaper.
-        sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
-            .bind(&new.key)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        let sql =
-            format!("SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token");
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(&new.key)
-            .fetch_all(&mut *tx)
-            .await?;
-        let claim = Claim {
-            mode: new.mode,
-            max_holders: new.max_holders,
-        };
-        if let Err(refusal) = lock::decide(claim, &from_rows(&rows)?, now) {
-            // Nothing was changed but the removal of absent rows; keep it.
-            tx.commit().await?;
-            return Ok(AcquireOutcome::Refused(refusal));
-        }
-        let fencing_token = next_fencing_token(&mut tx).await?;
-        let metadata = new
-            .metadata
-            .as_ref()
-            .map(|m| Value::Object(m.clone()).to_string());
-        let expires_at = now + new.ttl_ms;
-        sqlx::query(
+                        );
+                        let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
+                            .bind(&new.key)
+                            .bind(idem)
+                            .bind(now)
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                        if let Some(row) = replay {
+                            let lease = from_row(&row)?;
+                            if lease.lease.holder != new.holder {
+                                return Err(StoreError::IdempotencyMismatch {
+                                    holder: lease.lease.holder,
+                                });
+                            }
+                            return Ok(AcquireOutcome::Replayed(lease));
+                        }
+                    }
+                    // Rows past their expiry and lock delay are absent: remove them here,
+                    // so correctness never waits for the reaper.
+                    sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
+                        .bind(&new.key)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    let sql = format!(
+                        "SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token"
+                    );
+                    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(&new.key)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                    let claim = Claim {
+                        mode: new.mode,
+                        max_holders: new.max_holders,
+                    };
+                    if let Err(refusal) = lock::decide(claim, &from_rows(&rows)?, now) {
+                        // Nothing was changed but the removal of absent rows; keep it.
+                        return Ok(AcquireOutcome::Refused(refusal));
+                    }
+                    let fencing_token = next_fencing_token(&mut *tx).await?;
+                    let metadata = new
+                        .metadata
+                        .as_ref()
+                        .map(|m| Value::Object(m.clone()).to_string());
+                    let expires_at = now + new.ttl_ms;
+                    sqlx::query(
             "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, max_holders, \
              acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -124,23 +126,25 @@ impl SqliteStore {
         .bind(&new.idempotency_key)
         .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
-        Ok(AcquireOutcome::Granted(LockLease {
-            key: new.key,
-            lease: Lease {
-                holder: new.holder,
-                token: new.token,
-                fencing_token,
-                acquired_at: now,
-                expires_at: Some(expires_at),
-                ttl_ms: new.ttl_ms,
-                metadata: new.metadata,
-            },
-            mode: new.mode,
-            max_holders: new.max_holders,
-            lock_delay_ms: new.lock_delay_ms,
-            idempotency_key: new.idempotency_key,
-        }))
+                    Ok(AcquireOutcome::Granted(LockLease {
+                        key: new.key,
+                        lease: Lease {
+                            holder: new.holder,
+                            token: new.token,
+                            fencing_token,
+                            acquired_at: now,
+                            expires_at: Some(expires_at),
+                            ttl_ms: new.ttl_ms,
+                            metadata: new.metadata,
+                        },
+                        mode: new.mode,
+                        max_holders: new.max_holders,
+                        lock_delay_ms: new.lock_delay_ms,
+                        idempotency_key: new.idempotency_key,
+                    }))
+                })
+            })
+            .await
     }
 
     pub(super) async fn renew_lock_tx(
@@ -155,15 +159,22 @@ impl SqliteStore {
              expires_at = ?3 + coalesce(?4, ttl_ms) \
              WHERE key = ?1 AND token = ?2 AND expires_at > ?3 RETURNING {COLUMNS}"
         );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(key)
-            .bind(token)
-            .bind(now)
-            .bind(ttl_ms)
-            .fetch_optional(&self.writer)
-            .await?
-            .ok_or(StoreError::LeaseLost)?;
-        from_row(&row)
+        let (key, token) = (key.to_owned(), token.to_owned());
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(key)
+                        .bind(token)
+                        .bind(now)
+                        .bind(ttl_ms)
+                        .fetch_optional(&mut *tx)
+                        .await?
+                        .ok_or(StoreError::LeaseLost)?;
+                    from_row(&row)
+                })
+            })
+            .await
     }
 
     pub(super) async fn release_lock_tx(
@@ -172,19 +183,26 @@ impl SqliteStore {
         token: &str,
         now: Millis,
     ) -> StoreResult<()> {
-        let removed = sqlx::query(
-            "DELETE FROM lock_leases WHERE key = ?1 AND token = ?2 AND expires_at > ?3",
-        )
-        .bind(key)
-        .bind(token)
-        .bind(now)
-        .execute(&self.writer)
-        .await?
-        .rows_affected();
-        if removed == 0 {
-            return Err(StoreError::LeaseLost);
-        }
-        Ok(())
+        let (key, token) = (key.to_owned(), token.to_owned());
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    let removed = sqlx::query(
+                        "DELETE FROM lock_leases WHERE key = ?1 AND token = ?2 AND expires_at > ?3",
+                    )
+                    .bind(key)
+                    .bind(token)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                    if removed == 0 {
+                        return Err(StoreError::LeaseLost);
+                    }
+                    Ok(())
+                })
+            })
+            .await
     }
 
     pub(super) async fn live_locks_of(
@@ -233,23 +251,29 @@ impl SqliteStore {
     }
 
     pub(super) async fn force_release_tx(&self, key: &str, now: Millis) -> StoreResult<u64> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let live: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM lock_leases WHERE key = ?1 AND expires_at > ?2",
-        )
-        .bind(key)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-        if live == 0 {
-            return Err(StoreError::NotFound);
-        }
-        sqlx::query("DELETE FROM lock_leases WHERE key = ?1")
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(live as u64)
+        let key = key.to_owned();
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    let key = key.as_str();
+                    let live: i64 = sqlx::query_scalar(
+                        "SELECT count(*) FROM lock_leases WHERE key = ?1 AND expires_at > ?2",
+                    )
+                    .bind(key)
+                    .bind(now)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if live == 0 {
+                        return Err(StoreError::NotFound);
+                    }
+                    sqlx::query("DELETE FROM lock_leases WHERE key = ?1")
+                        .bind(key)
+                        .execute(&mut *tx)
+                        .await?;
+                    Ok(live as u64)
+                })
+            })
+            .await
     }
 
     pub(super) async fn reap_locks_batch(
@@ -258,14 +282,20 @@ impl SqliteStore {
         batch: u32,
     ) -> StoreResult<Vec<String>> {
         // Compare-and-delete: the DELETE itself checks the time again.
-        Ok(sqlx::query_scalar(
-            "DELETE FROM lock_leases WHERE fencing_token IN \
-             (SELECT fencing_token FROM lock_leases WHERE gone_at <= ?1 LIMIT ?2) \
-             AND gone_at <= ?1 RETURNING key",
-        )
-        .bind(now)
-        .bind(i64::from(batch))
-        .fetch_all(&self.writer)
-        .await?)
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    Ok(sqlx::query_scalar(
+                        "DELETE FROM lock_leases WHERE fencing_token IN \
+                         (SELECT fencing_token FROM lock_leases WHERE gone_at <= ?1 LIMIT ?2) \
+                         AND gone_at <= ?1 RETURNING key",
+                    )
+                    .bind(now)
+                    .bind(i64::from(batch))
+                    .fetch_all(&mut *tx)
+                    .await?)
+                })
+            })
+            .await
     }
 }

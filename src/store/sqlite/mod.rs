@@ -12,9 +12,11 @@ use sqlx::sqlite::{
 
 use serde_json::{Map, Value};
 
+use std::sync::atomic::Ordering;
+
 use super::{
-    AcquireOutcome, DeletePoolOutcome, LockQuery, NewLock, NewReservation, PutPoolOutcome,
-    ReservationQuery, ReserveOutcome, Store, StoreError, StoreResult,
+    AcquireOutcome, CommitStats, DeletePoolOutcome, LockQuery, NewLock, NewReservation,
+    PutPoolOutcome, ReservationQuery, ReserveOutcome, Store, StoreError, StoreResult,
 };
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
@@ -25,6 +27,9 @@ mod locks;
 mod pools;
 mod reservations;
 mod subnets;
+mod writer;
+
+use writer::Writer;
 
 /// The message of the trigger that refuses overlapping reservations.
 const OVERLAP_ABORT: &str = "subnet overlaps a live reservation";
@@ -44,7 +49,8 @@ pub enum Durability {
 }
 
 pub struct SqliteStore {
-    writer: SqlitePool,
+    writer: Writer,
+    writer_pool: SqlitePool,
     reader: SqlitePool,
     path: PathBuf,
 }
@@ -68,7 +74,7 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
         let cannot_open = |e: sqlx::Error| format!("cannot open database {}: {e}", path.display());
-        let writer = SqlitePoolOptions::new()
+        let writer_pool = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
             .acquire_timeout(Duration::from_secs(30))
@@ -76,7 +82,7 @@ impl SqliteStore {
             .await
             .map_err(cannot_open)?;
         sqlx::migrate!("./migrations")
-            .run(&writer)
+            .run(&writer_pool)
             .await
             .map_err(|e| format!("cannot migrate database {}: {e}", path.display()))?;
         let reader = SqlitePoolOptions::new()
@@ -85,8 +91,10 @@ impl SqliteStore {
             .connect_with(base.read_only(true))
             .await
             .map_err(cannot_open)?;
+        let conn = writer_pool.acquire().await.map_err(cannot_open)?;
         Ok(Self {
-            writer,
+            writer: Writer::start(conn),
+            writer_pool,
             reader,
             path: path.to_owned(),
         })
@@ -255,45 +263,64 @@ impl Store for SqliteStore {
     }
 
     async fn record_alive(&self, now: Millis) -> StoreResult<()> {
-        sqlx::query(RECORD_ALIVE)
-            .bind(now)
-            .execute(&self.writer)
-            .await?;
-        Ok(())
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    sqlx::query(RECORD_ALIVE)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
     }
 
     async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let alive_at: Option<Millis> =
-            sqlx::query_scalar("SELECT alive_at FROM server_state WHERE id = 1")
-                .fetch_one(&mut *tx)
-                .await?;
-        let mut extended = 0;
-        if let Some(alive_at) = alive_at {
-            // Allocated reservations have no expiry and are left alone.
-            for table in ["lock_leases", "subnet_reservations"] {
-                let sql = format!(
-                    "UPDATE {table} SET expires_at = max(expires_at, ?1 + ttl_ms) \
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    let alive_at: Option<Millis> =
+                        sqlx::query_scalar("SELECT alive_at FROM server_state WHERE id = 1")
+                            .fetch_one(&mut *tx)
+                            .await?;
+                    let mut extended = 0;
+                    if let Some(alive_at) = alive_at {
+                        // Allocated reservations have no expiry and are left alone.
+                        for table in ["lock_leases", "subnet_reservations"] {
+                            let sql = format!(
+                                "UPDATE {table} SET expires_at = max(expires_at, ?1 + ttl_ms) \
                      WHERE expires_at > ?2"
-                );
-                extended += sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(now)
-                    .bind(alive_at)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-            }
+                            );
+                            extended += sqlx::query(sqlx::AssertSqlSafe(sql))
+                                .bind(now)
+                                .bind(alive_at)
+                                .execute(&mut *tx)
+                                .await?
+                                .rows_affected();
+                        }
+                    }
+                    sqlx::query(RECORD_ALIVE)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    Ok(extended)
+                })
+            })
+            .await
+    }
+
+    fn commit_stats(&self) -> CommitStats {
+        let stats = self.writer.stats();
+        CommitStats {
+            commits: stats.batches.load(Ordering::Relaxed),
+            writes: stats.writes.load(Ordering::Relaxed),
         }
-        sqlx::query(RECORD_ALIVE)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(extended)
     }
 
     async fn close(&self) {
-        self.reader.close().await;
         self.writer.close().await;
+        self.reader.close().await;
+        self.writer_pool.close().await;
     }
 }

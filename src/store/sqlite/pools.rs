@@ -117,20 +117,21 @@ async fn usage(conn: &mut SqliteConnection, pool: Pool) -> StoreResult<PoolUsage
 
 impl SqliteStore {
     pub(super) async fn put_pool_tx(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        if let Some(existing) = find_pool(&mut tx, &pool.name).await? {
-            let differs = pool_differences(&existing, pool.cidr, &pool.labels);
-            if !differs.is_empty() {
-                return Ok(PutPoolOutcome::Conflict { existing, differs });
-            }
-            purge_expired(&mut tx, &existing, now).await?;
-            let usage = usage(&mut tx, existing).await?;
-            tx.commit().await?;
-            return Ok(PutPoolOutcome::Unchanged(usage));
-        }
-        let labels =
-            serde_json::to_string(&pool.labels).map_err(|e| StoreError::Internal(e.to_string()))?;
-        sqlx::query(
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    if let Some(existing) = find_pool(&mut *tx, &pool.name).await? {
+                        let differs = pool_differences(&existing, pool.cidr, &pool.labels);
+                        if !differs.is_empty() {
+                            return Ok(PutPoolOutcome::Conflict { existing, differs });
+                        }
+                        purge_expired(&mut *tx, &existing, now).await?;
+                        let usage = usage(&mut *tx, existing).await?;
+                        return Ok(PutPoolOutcome::Unchanged(usage));
+                    }
+                    let labels = serde_json::to_string(&pool.labels)
+                        .map_err(|e| StoreError::Internal(e.to_string()))?;
+                    sqlx::query(
             "INSERT INTO subnet_pools (name, family, start, prefix_len, labels, created_at) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )
@@ -142,21 +143,29 @@ impl SqliteStore {
         .bind(pool.created_at)
         .execute(&mut *tx)
         .await?;
-        insert_free(&mut tx, &pool.name, pool.cidr).await?;
-        let usage = usage(&mut tx, pool).await?;
-        tx.commit().await?;
-        Ok(PutPoolOutcome::Created(usage))
+                    insert_free(&mut *tx, &pool.name, pool.cidr).await?;
+                    let usage = usage(&mut *tx, pool).await?;
+                    Ok(PutPoolOutcome::Created(usage))
+                })
+            })
+            .await
     }
 
     /// A short write transaction: purging the pool's expired reservations
     /// first makes the counts and the free space exact.
     pub(super) async fn pool_usage_tx(&self, name: &str, now: Millis) -> StoreResult<PoolUsage> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let pool = load_pool(&mut tx, name).await?;
-        purge_expired(&mut tx, &pool, now).await?;
-        let usage = usage(&mut tx, pool).await?;
-        tx.commit().await?;
-        Ok(usage)
+        let name = name.to_owned();
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    let name = name.as_str();
+                    let pool = load_pool(&mut *tx, name).await?;
+                    purge_expired(&mut *tx, &pool, now).await?;
+                    let usage = usage(&mut *tx, pool).await?;
+                    Ok(usage)
+                })
+            })
+            .await
     }
 
     pub(super) async fn list_pools_page(
@@ -180,34 +189,40 @@ impl SqliteStore {
         name: &str,
         now: Millis,
     ) -> StoreResult<DeletePoolOutcome> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let pool = load_pool(&mut tx, name).await?;
-        purge_expired(&mut tx, &pool, now).await?;
-        let (allocated, reserved, last_expiry): (i64, i64, Option<Millis>) = sqlx::query_as(
-            "SELECT count(*) FILTER (WHERE expires_at IS NULL), \
+        let name = name.to_owned();
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    let name = name.as_str();
+                    let pool = load_pool(&mut *tx, name).await?;
+                    purge_expired(&mut *tx, &pool, now).await?;
+                    let (allocated, reserved, last_expiry): (i64, i64, Option<Millis>) =
+                        sqlx::query_as(
+                            "SELECT count(*) FILTER (WHERE expires_at IS NULL), \
              count(*) FILTER (WHERE expires_at IS NOT NULL), max(expires_at) \
              FROM subnet_reservations WHERE pool = ?1",
-        )
-        .bind(name)
-        .fetch_one(&mut *tx)
-        .await?;
-        if allocated + reserved > 0 {
-            tx.commit().await?;
-            return Ok(DeletePoolOutcome::InUse {
-                reserved: reserved as u64,
-                allocated: allocated as u64,
-                clears_at: last_expiry.filter(|_| allocated == 0),
-            });
-        }
-        sqlx::query("DELETE FROM pool_free_blocks WHERE pool = ?1")
-            .bind(name)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("DELETE FROM subnet_pools WHERE name = ?1")
-            .bind(name)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(DeletePoolOutcome::Deleted)
+                        )
+                        .bind(name)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    if allocated + reserved > 0 {
+                        return Ok(DeletePoolOutcome::InUse {
+                            reserved: reserved as u64,
+                            allocated: allocated as u64,
+                            clears_at: last_expiry.filter(|_| allocated == 0),
+                        });
+                    }
+                    sqlx::query("DELETE FROM pool_free_blocks WHERE pool = ?1")
+                        .bind(name)
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query("DELETE FROM subnet_pools WHERE name = ?1")
+                        .bind(name)
+                        .execute(&mut *tx)
+                        .await?;
+                    Ok(DeletePoolOutcome::Deleted)
+                })
+            })
+            .await
     }
 }

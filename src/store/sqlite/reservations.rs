@@ -23,17 +23,28 @@ impl SqliteStore {
         now: Millis,
         ttl_ms: Option<Millis>,
     ) -> StoreResult<Reservation> {
-        let mut conn = self.writer.acquire().await?;
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(pool)
-            .bind(fencing_of(id))
-            .bind(now)
-            .bind(token)
-            .bind(ttl_ms)
-            .fetch_optional(&mut *conn)
-            .await?;
-        let pool = load_pool(&mut conn, pool).await?;
-        from_row(pool.cidr.family(), &row.ok_or(StoreError::LeaseLost)?)
+        let pool = pool.to_owned();
+        let id = id.to_owned();
+        let token = token.to_owned();
+        self.writer
+            .write(move |conn| {
+                Box::pin(async move {
+                    let pool = pool.as_str();
+                    let id = id.as_str();
+                    let token = token.as_str();
+                    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(pool)
+                        .bind(fencing_of(id))
+                        .bind(now)
+                        .bind(token)
+                        .bind(ttl_ms)
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                    let pool = load_pool(&mut *conn, pool).await?;
+                    from_row(pool.cidr.family(), &row.ok_or(StoreError::LeaseLost)?)
+                })
+            })
+            .await
     }
 
     pub(super) async fn renew_reservation_tx(
@@ -76,8 +87,16 @@ impl SqliteStore {
         token: Option<&str>,
         now: Millis,
     ) -> StoreResult<bool> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let pool = load_pool(&mut tx, pool).await?;
+        let pool = pool.to_owned();
+        let id = id.to_owned();
+        let token = token.map(str::to_owned);
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+            let pool = pool.as_str();
+            let id = id.as_str();
+            let token = token.as_deref();
+        let pool = load_pool(&mut *tx, pool).await?;
         let sql = format!(
             "DELETE FROM subnet_reservations WHERE pool = ?1 AND fencing_token = ?2 AND {LIVE} \
              AND (?4 IS NULL OR token = ?4) RETURNING first_addr, prefix_len"
@@ -92,9 +111,11 @@ impl SqliteStore {
         let Some((start, len)) = removed else {
             return Ok(false);
         };
-        give_back(&mut tx, &pool, block_of(pool.cidr.family(), &start, len)?).await?;
-        tx.commit().await?;
+        give_back(&mut *tx, &pool, block_of(pool.cidr.family(), &start, len)?).await?;
         Ok(true)
+                })
+            })
+            .await
     }
 
     pub(super) async fn release_reservation_tx(
@@ -171,28 +192,33 @@ impl SqliteStore {
         now: Millis,
         batch: u32,
     ) -> StoreResult<u64> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        // Compare-and-delete: the DELETE itself checks the time again.
-        let freed: Vec<(String, Vec<u8>, i64)> = sqlx::query_as(
-            "DELETE FROM subnet_reservations WHERE fencing_token IN \
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+                    // Compare-and-delete: the DELETE itself checks the time again.
+                    let freed: Vec<(String, Vec<u8>, i64)> = sqlx::query_as(
+                        "DELETE FROM subnet_reservations WHERE fencing_token IN \
              (SELECT fencing_token FROM subnet_reservations WHERE expires_at <= ?1 LIMIT ?2) \
              AND expires_at <= ?1 RETURNING pool, first_addr, prefix_len",
-        )
-        .bind(now)
-        .bind(i64::from(batch))
-        .fetch_all(&mut *tx)
-        .await?;
-        let mut pools: HashMap<String, Option<Pool>> = HashMap::new();
-        for (name, start, len) in &freed {
-            if !pools.contains_key(name) {
-                let pool = find_pool(&mut tx, name).await?;
-                pools.insert(name.clone(), pool);
-            }
-            if let Some(Some(pool)) = pools.get(name) {
-                give_back(&mut tx, pool, block_of(pool.cidr.family(), start, *len)?).await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(freed.len() as u64)
+                    )
+                    .bind(now)
+                    .bind(i64::from(batch))
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    let mut pools: HashMap<String, Option<Pool>> = HashMap::new();
+                    for (name, start, len) in &freed {
+                        if !pools.contains_key(name) {
+                            let pool = find_pool(&mut *tx, name).await?;
+                            pools.insert(name.clone(), pool);
+                        }
+                        if let Some(Some(pool)) = pools.get(name) {
+                            give_back(&mut *tx, pool, block_of(pool.cidr.family(), start, *len)?)
+                                .await?;
+                        }
+                    }
+                    Ok(freed.len() as u64)
+                })
+            })
+            .await
     }
 }

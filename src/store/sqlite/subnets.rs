@@ -104,8 +104,10 @@ impl SqliteStore {
         new: NewReservation,
         now: Millis,
     ) -> StoreResult<ReserveOutcome> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        let pool = load_pool(&mut tx, &new.pool).await?;
+        self.writer
+            .write(move |tx| {
+                Box::pin(async move {
+        let pool = load_pool(&mut *tx, &new.pool).await?;
         let family = pool.cidr.family();
         if let Err(invalid) = check_want(pool.cidr, new.want) {
             return Ok(ReserveOutcome::Invalid(invalid));
@@ -131,14 +133,13 @@ impl SqliteStore {
                 return Ok(ReserveOutcome::Replayed(reservation));
             }
         }
-        purge_expired(&mut tx, &pool, now).await?;
+        purge_expired(&mut *tx, &pool, now).await?;
         let excludes = relevant_excludes(pool.cidr, &new.excludes);
         let grant = match new.want {
-            Want::PrefixLen(len) => match find_grant(&mut tx, &pool, len, &excludes).await? {
+            Want::PrefixLen(len) => match find_grant(&mut *tx, &pool, len, &excludes).await? {
                 Ok(grant) => grant,
                 Err(largest_free) => {
-                    let retry_at = earliest_expiry(&mut tx, &pool.name).await?;
-                    tx.commit().await?;
+                    let retry_at = earliest_expiry(&mut *tx, &pool.name).await?;
                     return Ok(ReserveOutcome::Refused(ReserveRefusal::Exhausted {
                         largest_free,
                         retry_at,
@@ -151,17 +152,16 @@ impl SqliteStore {
                     .copied()
                     .filter(|x| x.overlaps(subnet))
                     .collect();
-                let free = free_block_at(&mut tx, &pool, subnet.start()).await?;
+                let free = free_block_at(&mut *tx, &pool, subnet.start()).await?;
                 match free.filter(|f| f.contains(subnet)) {
                     Some(from) if excluded.is_empty() => Grant {
                         from,
                         block: subnet,
                     },
                     _ => {
-                        let mut conflicts = conflicts(&mut tx, &pool, subnet).await?;
+                        let mut conflicts = conflicts(&mut *tx, &pool, subnet).await?;
                         let more_conflicts = conflicts.len() > MAX_CONFLICTS;
                         conflicts.truncate(MAX_CONFLICTS);
-                        tx.commit().await?;
                         return Ok(ReserveOutcome::Refused(ReserveRefusal::Unavailable {
                             conflicts,
                             more_conflicts,
@@ -171,8 +171,8 @@ impl SqliteStore {
                 }
             }
         };
-        take_free(&mut tx, &pool.name, grant).await?;
-        let fencing_token = next_fencing_token(&mut tx).await?;
+        take_free(&mut *tx, &pool.name, grant).await?;
+        let fencing_token = next_fencing_token(&mut *tx).await?;
         let metadata = new
             .metadata
             .as_ref()
@@ -197,7 +197,6 @@ impl SqliteStore {
         .bind(&new.idempotency_key)
         .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
         Ok(ReserveOutcome::Granted(Reservation {
             pool: pool.name,
             subnet: grant.block,
@@ -212,5 +211,8 @@ impl SqliteStore {
             },
             idempotency_key: new.idempotency_key,
         }))
+                })
+            })
+            .await
     }
 }

@@ -1,0 +1,297 @@
+//! Group commit: every write runs on the one writer connection, and writes
+//! that arrive together share one transaction and one fsync.
+//!
+//! Each write is a job run inside its own savepoint, so one request's failure
+//! rolls back only its own changes; later jobs in the batch see the effects
+//! of earlier ones (two acquires of one key in one batch: one wins). Nobody
+//! is answered before the batch's `COMMIT` has returned, so every answer
+//! still follows a durable commit.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use sqlx::pool::PoolConnection;
+use sqlx::{Sqlite, SqliteConnection};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::store::{StoreError, StoreResult};
+
+/// The most writes one transaction carries.
+pub const MAX_BATCH: usize = 256;
+
+/// A write waiting for its batch: run it, then tell its caller how the batch ended.
+trait Job: Send {
+    /// Runs the write; `false` when it failed (its savepoint is rolled back).
+    fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, bool>;
+    /// Answers the caller once the batch is committed (or has failed).
+    fn finish(self: Box<Self>, commit: StoreResult<()>);
+}
+
+struct Write<T, F> {
+    work: Option<F>,
+    result: Option<StoreResult<T>>,
+    reply: oneshot::Sender<StoreResult<T>>,
+}
+
+impl<T, F> Job for Write<T, F>
+where
+    T: Send + 'static,
+    F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
+{
+    fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, bool> {
+        let work = self.work.take().expect("a job runs once");
+        Box::pin(async move {
+            let result = work(conn).await;
+            let ok = result.is_ok();
+            self.result = Some(result);
+            ok
+        })
+    }
+
+    fn finish(self: Box<Self>, commit: StoreResult<()>) {
+        // A failed commit undoes the whole batch, so every answer in it is that failure.
+        let answer = match (commit, self.result) {
+            (Ok(()), Some(result)) => result,
+            (Ok(()), None) => Err(StoreError::Internal("a write was never run".into())),
+            (Err(e), _) => Err(e),
+        };
+        let _ = self.reply.send(answer);
+    }
+}
+
+/// Counts of what the writer committed: `writes / batches` is the mean batch size.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    pub batches: AtomicU64,
+    pub writes: AtomicU64,
+}
+
+/// The handle writes are sent through.
+pub struct Writer {
+    jobs: mpsc::Sender<Box<dyn Job>>,
+    stats: Arc<WriterStats>,
+    stop: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
+}
+
+impl Writer {
+    /// Starts the writer task on `conn`, the only connection that writes.
+    pub fn start(conn: PoolConnection<Sqlite>) -> Self {
+        let (jobs, queue) = mpsc::channel(4 * MAX_BATCH);
+        let (stop, stopped) = oneshot::channel();
+        let stats = Arc::new(WriterStats::default());
+        let task = tokio::spawn(run(conn, queue, stopped, stats.clone()));
+        Self {
+            jobs,
+            stats,
+            stop: Mutex::new(Some((stop, task))),
+        }
+    }
+
+    pub fn stats(&self) -> &WriterStats {
+        &self.stats
+    }
+
+    /// Finishes the writes already queued, refuses new ones, and gives the
+    /// connection back to its pool.
+    pub async fn close(&self) {
+        let stop = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((stop, task)) = stop {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
+    }
+
+    /// Runs `work` in the next batch and answers after that batch committed.
+    pub async fn write<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
+            + Send
+            + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(Write {
+            work: Some(work),
+            result: None,
+            reply,
+        });
+        self.jobs
+            .send(job)
+            .await
+            .map_err(|_| StoreError::Unavailable("the database is closed".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Unavailable("the database writer stopped".into()))?
+    }
+}
+
+async fn exec(conn: &mut SqliteConnection, sql: &'static str) -> StoreResult<()> {
+    sqlx::raw_sql(sql).execute(conn).await?;
+    Ok(())
+}
+
+/// Takes every job already queued (up to `MAX_BATCH`), runs them in one
+/// transaction, commits once, answers them all; and again.
+async fn run(
+    mut conn: PoolConnection<Sqlite>,
+    mut queue: mpsc::Receiver<Box<dyn Job>>,
+    mut stopped: oneshot::Receiver<()>,
+    stats: Arc<WriterStats>,
+) {
+    let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
+    let mut stopping = false;
+    loop {
+        let received = tokio::select! {
+            biased;
+            n = queue.recv_many(&mut batch, MAX_BATCH) => n,
+            _ = &mut stopped, if !stopping => {
+                // Take no more, but run what is already queued.
+                stopping = true;
+                queue.close();
+                queue.recv_many(&mut batch, MAX_BATCH).await
+            }
+        };
+        if received == 0 {
+            break;
+        }
+        let commit = run_batch(&mut conn, &mut batch).await;
+        if commit.is_err() {
+            let _ = exec(&mut conn, "ROLLBACK").await;
+        } else {
+            stats.batches.fetch_add(1, Ordering::Relaxed);
+            stats
+                .writes
+                .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        }
+        for job in batch.drain(..) {
+            job.finish(commit.clone());
+        }
+    }
+    drop(conn);
+}
+
+async fn run_batch(conn: &mut SqliteConnection, batch: &mut [Box<dyn Job>]) -> StoreResult<()> {
+    exec(conn, "BEGIN IMMEDIATE").await?;
+    for job in batch.iter_mut() {
+        exec(conn, "SAVEPOINT job").await?;
+        if !job.run(conn).await {
+            exec(conn, "ROLLBACK TO job").await?;
+        }
+        exec(conn, "RELEASE job").await?;
+    }
+    exec(conn, "COMMIT").await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use sqlx::SqlitePool;
+    use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+
+    use super::*;
+
+    async fn writer_on_a_fresh_file() -> (tempfile::TempDir, SqlitePool, Writer) {
+        let dir = tempfile::TempDir::new().unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("w.db"))
+            .create_if_missing(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .unwrap();
+        sqlx::raw_sql("CREATE TABLE t (k TEXT PRIMARY KEY)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let writer = Writer::start(pool.acquire().await.unwrap());
+        (dir, pool, writer)
+    }
+
+    fn insert(
+        k: String,
+    ) -> impl for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<bool>> + Send + 'static
+    {
+        move |conn| {
+            Box::pin(async move {
+                // A second insert of one key sees the first, even in the same batch.
+                let taken: Option<String> = sqlx::query_scalar("SELECT k FROM t WHERE k = ?1")
+                    .bind(&k)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                if taken.is_some() {
+                    return Ok(false);
+                }
+                sqlx::query("INSERT INTO t (k) VALUES (?1)")
+                    .bind(&k)
+                    .execute(&mut *conn)
+                    .await?;
+                if k.starts_with("fail") {
+                    return Err(StoreError::Internal(
+                        "this write fails after writing".into(),
+                    ));
+                }
+                Ok(true)
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_writes_share_commits_and_a_failure_stays_its_own() {
+        let (_dir, pool, writer) = writer_on_a_fresh_file().await;
+        let writer = Arc::new(writer);
+        let mut tasks = vec![];
+        for i in 0..200 {
+            let writer = writer.clone();
+            let key = match i % 10 {
+                0 => format!("fail-{i}"),
+                1 => "contested".to_owned(),
+                _ => format!("k-{i}"),
+            };
+            tasks.push(tokio::spawn(async move { writer.write(insert(key)).await }));
+        }
+        let mut won = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(true) => won += 1,
+                Ok(false) => {}
+                Err(StoreError::Internal(_)) => {}
+                Err(e) => panic!("unexpected {e}"),
+            }
+        }
+        // 160 distinct keys + one winner of "contested"; the failed writes left nothing.
+        assert_eq!(won, 161);
+        writer.close().await;
+        let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM t")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(rows, 161);
+        let failed: i64 = sqlx::query_scalar("SELECT count(*) FROM t WHERE k LIKE 'fail%'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(failed, 0);
+        let stats = writer.stats();
+        let (batches, writes) = (
+            stats.batches.load(Ordering::Relaxed),
+            stats.writes.load(Ordering::Relaxed),
+        );
+        assert_eq!(writes, 200);
+        assert!(batches < writes, "{writes} writes took {batches} commits");
+    }
+
+    #[tokio::test]
+    async fn a_closed_writer_refuses_new_writes() {
+        let (_dir, _pool, writer) = writer_on_a_fresh_file().await;
+        assert!(writer.write(insert("a".into())).await.unwrap());
+        writer.close().await;
+        assert!(matches!(
+            writer.write(insert("b".into())).await,
+            Err(StoreError::Unavailable(_))
+        ));
+    }
+}
