@@ -17,7 +17,7 @@ use tempfile::TempDir;
 use crate::helpers::{ServerProcess, wait_until_ready};
 
 const KILLS: usize = 20;
-const KEYS: u32 = 12;
+const KEYS: u32 = 256;
 const TTL_MS: i64 = 120_000;
 
 /// An acknowledged lock grant and what became of it.

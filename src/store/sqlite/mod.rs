@@ -91,9 +91,8 @@ impl SqliteStore {
             .connect_with(base.read_only(true))
             .await
             .map_err(cannot_open)?;
-        let conn = writer_pool.acquire().await.map_err(cannot_open)?;
         Ok(Self {
-            writer: Writer::start(conn),
+            writer: Writer::start(writer_pool.clone()),
             writer_pool,
             reader,
             path: path.to_owned(),

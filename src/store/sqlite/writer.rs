@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use sqlx::pool::PoolConnection;
-use sqlx::{Sqlite, SqliteConnection};
+use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -76,12 +76,12 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Starts the writer task on `conn`, the only connection that writes.
-    pub fn start(conn: PoolConnection<Sqlite>) -> Self {
+    /// Starts the writer task on `pool`'s one connection, the only one that writes.
+    pub fn start(pool: SqlitePool) -> Self {
         let (jobs, queue) = mpsc::channel(4 * MAX_BATCH);
         let (stop, stopped) = oneshot::channel();
         let stats = Arc::new(WriterStats::default());
-        let task = tokio::spawn(run(conn, queue, stopped, stats.clone()));
+        let task = tokio::spawn(run(pool, queue, stopped, stats.clone()));
         Self {
             jobs,
             stats,
@@ -135,13 +135,14 @@ async fn exec(conn: &mut SqliteConnection, sql: &'static str) -> StoreResult<()>
 /// Takes every job already queued (up to `MAX_BATCH`), runs them in one
 /// transaction, commits once, answers them all; and again.
 async fn run(
-    mut conn: PoolConnection<Sqlite>,
+    pool: SqlitePool,
     mut queue: mpsc::Receiver<Box<dyn Job>>,
     mut stopped: oneshot::Receiver<()>,
     stats: Arc<WriterStats>,
 ) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut stopping = false;
+    let mut conn: Option<PoolConnection<Sqlite>> = None;
     loop {
         let received = tokio::select! {
             biased;
@@ -156,9 +157,21 @@ async fn run(
         if received == 0 {
             break;
         }
-        let commit = run_batch(&mut conn, &mut batch).await;
+        let commit = match conn.as_mut() {
+            Some(c) => run_batch(c, &mut batch).await,
+            None => match pool.acquire().await {
+                Ok(c) => run_batch(conn.insert(c), &mut batch).await,
+                Err(e) => Err(e.into()),
+            },
+        };
         if commit.is_err() {
-            let _ = exec(&mut conn, "ROLLBACK").await;
+            // A commit that failed on a disk error (full, read-only, I/O) can
+            // leave the connection in a transaction no ROLLBACK ends: close it,
+            // and the next batch opens a fresh one, so writes resume with the disk.
+            if let Some(mut c) = conn.take() {
+                let _ = exec(&mut c, "ROLLBACK").await;
+                let _ = c.close().await;
+            }
         } else {
             stats.batches.fetch_add(1, Ordering::Relaxed);
             stats
@@ -169,7 +182,6 @@ async fn run(
             job.finish(commit.clone());
         }
     }
-    drop(conn);
 }
 
 async fn run_batch(conn: &mut SqliteConnection, batch: &mut [Box<dyn Job>]) -> StoreResult<()> {
@@ -188,7 +200,6 @@ async fn run_batch(conn: &mut SqliteConnection, batch: &mut [Box<dyn Job>]) -> S
 mod tests {
     use std::sync::atomic::Ordering;
 
-    use sqlx::SqlitePool;
     use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
     use super::*;
@@ -207,7 +218,7 @@ mod tests {
             .execute(&pool)
             .await
             .unwrap();
-        let writer = Writer::start(pool.acquire().await.unwrap());
+        let writer = Writer::start(pool.clone());
         (dir, pool, writer)
     }
 
