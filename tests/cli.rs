@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 struct Server {
     url: String,
     dir: TempDir,
-    _stop: oneshot::Sender<()>,
+    stop: Option<oneshot::Sender<()>>,
 }
 
 async fn spawn_server() -> Server {
@@ -36,11 +36,17 @@ async fn spawn_server() -> Server {
     Server {
         url,
         dir,
-        _stop: stop,
+        stop: Some(stop),
     }
 }
 
 impl Server {
+    fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
     /// The binary, pointed at this server.
     fn leasehold(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_leasehold"));
@@ -186,6 +192,40 @@ async fn a_force_release_stops_the_whole_command_and_exits_6() {
     for pid in pids {
         assert!(process_is_gone(pid), "process {pid} still runs");
     }
+}
+
+#[tokio::test]
+async fn a_lease_that_cannot_be_renewed_stops_the_command_when_its_ttl_runs_out() {
+    let mut server = spawn_server().await;
+    let started = server.path("started");
+    let script = format!("echo up > {started}; sleep 60");
+    let child = server
+        .leasehold(&[
+            "lock",
+            "run",
+            "unreachable",
+            "--ttl",
+            "1s",
+            "--kill-after",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&started, 1).await;
+    server.stop();
+
+    let output = tokio::time::timeout(Duration::from_secs(5), child.wait_with_output())
+        .await
+        .expect("the command is stopped once the TTL has passed")
+        .unwrap();
+    assert_eq!(output.status.code(), Some(6));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("no renewal got through"), "{stderr}");
 }
 
 #[tokio::test]

@@ -56,6 +56,9 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
         .clone()
         .ok_or_else(|| CliError::new(exit::OTHER, "the server granted the lock without a token"))?;
 
+    // From here on, SIGINT and SIGTERM are for the command, not for us.
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
     let mut child = match Command::new(&args.command[0])
         .args(&args.command[1..])
         .env("LEASEHOLD_KEY", &args.key)
@@ -90,8 +93,6 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
         lost_tx,
     ));
 
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
-    let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
     let outcome = loop {
         tokio::select! {
             status = child.wait() => break Ok(status.map_err(io_error)?),
