@@ -20,11 +20,16 @@ struct Server {
 }
 
 async fn spawn_server() -> Server {
+    spawn_server_with(|_| {}).await
+}
+
+async fn spawn_server_with(tweak: impl FnOnce(&mut ServeConfig)) -> Server {
     let dir = TempDir::new().expect("temp dir");
-    let config = ServeConfig::new(
+    let mut config = ServeConfig::new(
         "127.0.0.1:0".parse().unwrap(),
         dir.path().join("leasehold.db"),
     );
+    tweak(&mut config);
     let app = Application::build(config)
         .await
         .expect("the service starts");
@@ -139,6 +144,45 @@ async fn two_lock_runs_on_one_key_take_turns() {
         404,
         "released after both"
     );
+}
+
+#[tokio::test]
+async fn a_wait_longer_than_the_server_allows_is_made_of_several_polls() {
+    let server = spawn_server_with(|c| c.max_wait = Duration::from_secs(1)).await;
+    let log = server.path("polls.log");
+    let first = server
+        .leasehold(&[
+            "lock",
+            "run",
+            "polls",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo first >> {log}; sleep 3; echo first-done >> {log}"),
+        ])
+        .spawn()
+        .unwrap();
+    wait_for_lines(&log, 1).await;
+    let second = server
+        .run(&[
+            "lock",
+            "run",
+            "polls",
+            "--wait",
+            "20s",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo second >> {log}"),
+        ])
+        .await;
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    assert_eq!(
+        first.wait_with_output().await.unwrap().status.code(),
+        Some(0)
+    );
+    let lines = wait_for_lines(&log, 3).await;
+    assert_eq!(lines, ["first", "first-done", "second"]);
 }
 
 #[tokio::test]

@@ -26,6 +26,8 @@ use crate::config::parse_duration;
 
 /// The longest single long poll: the server's default maximum wait.
 const MAX_POLL: Duration = Duration::from_secs(300);
+/// Less than this left of `--wait` is not worth another poll.
+const MIN_POLL: Duration = Duration::from_millis(50);
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -122,23 +124,24 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
 }
 
 /// Acquires the lock, long-polling again after each `lock-held` until `--wait`
-/// has passed.
+/// has passed. A server that allows shorter waits than [`MAX_POLL`] refuses
+/// the poll as invalid; shorter polls are tried then.
 async fn acquire(client: &Client, args: &RunArgs, holder: &str) -> Result<LockLease, CliError> {
     let deadline = Instant::now() + args.wait;
+    let mut max_poll = MAX_POLL;
     loop {
-        let left = deadline
+        let poll = deadline
             .saturating_duration_since(Instant::now())
-            .min(MAX_POLL);
+            .min(max_poll);
         let request = AcquireLock {
             holder: holder.to_owned(),
             ttl_ms: millis(args.ttl),
-            wait_ms: (!left.is_zero()).then(|| millis(left)),
+            wait_ms: (!poll.is_zero()).then(|| millis(poll)),
             metadata: None,
         };
         match client.acquire_lock(&args.key, &request).await {
-            Err(e)
-                if e.is_problem("lock-held")
-                    && Instant::now() + Duration::from_millis(50) < deadline => {}
+            Err(e) if e.is_problem("lock-held") && Instant::now() + MIN_POLL < deadline => {}
+            Err(e) if e.field() == Some("wait_ms") && poll > MIN_POLL => max_poll = poll / 2,
             other => return Ok(other?),
         }
     }

@@ -4,6 +4,8 @@
 //! [`ClientError::Problem`] carrying the server's problem+json, so callers can
 //! branch on the HTTP status or the stable problem `type`.
 
+mod locks;
+mod subnets;
 mod types;
 
 use std::time::Duration;
@@ -51,6 +53,14 @@ impl ClientError {
     pub fn status(&self) -> Option<u16> {
         match self {
             Self::Problem { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The request field a 400 names, e.g. `wait_ms`.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::Problem { body, .. } => body.get("field").and_then(Value::as_str),
             _ => None,
         }
     }
@@ -188,145 +198,6 @@ impl Client {
             Self::pool_path(pool),
             utf8_percent_encode(id, PATH_SEGMENT)
         )
-    }
-
-    /// Acquires a lease on `key`, long-polling up to `wait_ms`. The request may
-    /// take that long, so it gets that much time plus a margin.
-    pub async fn acquire_lock(
-        &self,
-        key: &str,
-        req: &AcquireLock,
-    ) -> Result<LockLease, ClientError> {
-        let path = format!("{}/acquire", Self::lock_path(key));
-        let timeout = Duration::from_millis(req.wait_ms.unwrap_or(0)) + Duration::from_secs(30);
-        self.call(self.request(Method::POST, &path).json(req).timeout(timeout))
-            .await
-    }
-
-    pub async fn renew_lock(
-        &self,
-        key: &str,
-        token: &str,
-        ttl: Option<Duration>,
-    ) -> Result<LockLease, ClientError> {
-        let path = format!("{}/renew", Self::lock_path(key));
-        self.post(&path, &renew_body(token, ttl)).await
-    }
-
-    pub async fn release_lock(&self, key: &str, token: &str) -> Result<(), ClientError> {
-        let path = format!("{}/release", Self::lock_path(key));
-        self.post_empty(&path, &json!({ "token": token })).await
-    }
-
-    pub async fn get_lock(&self, key: &str) -> Result<LockLease, ClientError> {
-        self.get(&Self::lock_path(key), &[]).await
-    }
-
-    pub async fn list_locks(
-        &self,
-        prefix: Option<&str>,
-        limit: Option<u32>,
-        cursor: Option<&str>,
-    ) -> Result<Page<LockLease>, ClientError> {
-        let mut query = page_query(limit, cursor);
-        if let Some(prefix) = prefix {
-            query.push(("prefix", prefix.to_owned()));
-        }
-        self.get("/v1/locks", &query).await
-    }
-
-    /// Removes every lease on `key` without its token (admin).
-    pub async fn force_release_lock(&self, key: &str) -> Result<(), ClientError> {
-        self.delete(&Self::lock_path(key)).await
-    }
-
-    pub async fn put_pool(
-        &self,
-        pool: &str,
-        cidr: &str,
-        labels: &std::collections::BTreeMap<String, String>,
-    ) -> Result<Pool, ClientError> {
-        let body = json!({ "cidr": cidr, "labels": labels });
-        self.call(
-            self.request(Method::PUT, &Self::pool_path(pool))
-                .json(&body),
-        )
-        .await
-    }
-
-    pub async fn get_pool(&self, pool: &str) -> Result<Pool, ClientError> {
-        self.get(&Self::pool_path(pool), &[]).await
-    }
-
-    pub async fn list_pools(
-        &self,
-        limit: Option<u32>,
-        cursor: Option<&str>,
-    ) -> Result<Page<Pool>, ClientError> {
-        self.get("/v1/pools", &page_query(limit, cursor)).await
-    }
-
-    pub async fn delete_pool(&self, pool: &str) -> Result<(), ClientError> {
-        self.delete(&Self::pool_path(pool)).await
-    }
-
-    pub async fn reserve_subnet(
-        &self,
-        pool: &str,
-        req: &ReserveSubnet,
-    ) -> Result<Reservation, ClientError> {
-        let path = format!("{}/reservations", Self::pool_path(pool));
-        self.post(&path, req).await
-    }
-
-    pub async fn renew_reservation(
-        &self,
-        pool: &str,
-        id: &str,
-        token: &str,
-        ttl: Option<Duration>,
-    ) -> Result<Reservation, ClientError> {
-        let path = format!("{}/renew", Self::reservation_path(pool, id));
-        self.post(&path, &renew_body(token, ttl)).await
-    }
-
-    pub async fn confirm_reservation(
-        &self,
-        pool: &str,
-        id: &str,
-        token: &str,
-    ) -> Result<Reservation, ClientError> {
-        let path = format!("{}/confirm", Self::reservation_path(pool, id));
-        self.post(&path, &json!({ "token": token })).await
-    }
-
-    pub async fn release_reservation(
-        &self,
-        pool: &str,
-        id: &str,
-        token: &str,
-    ) -> Result<(), ClientError> {
-        let path = format!("{}/release", Self::reservation_path(pool, id));
-        self.post_empty(&path, &json!({ "token": token })).await
-    }
-
-    /// Removes a reservation without its token (admin).
-    pub async fn force_release_reservation(&self, pool: &str, id: &str) -> Result<(), ClientError> {
-        self.delete(&Self::reservation_path(pool, id)).await
-    }
-
-    pub async fn get_reservation(&self, pool: &str, id: &str) -> Result<Reservation, ClientError> {
-        self.get(&Self::reservation_path(pool, id), &[]).await
-    }
-
-    pub async fn list_reservations(
-        &self,
-        pool: &str,
-        limit: Option<u32>,
-        cursor: Option<&str>,
-    ) -> Result<Page<Reservation>, ClientError> {
-        let path = format!("{}/reservations", Self::pool_path(pool));
-        self.get(&path, &page_query(limit, cursor)).await
     }
 }
 
