@@ -45,8 +45,8 @@ Exit codes of the client commands:
   4  not found (404)
   5  server unreachable, or a server error (5xx)
   6  lock run: the lease was lost while the command ran; it was stopped
-`lock run` otherwise exits with the command's own code, or 128+N if the
-command died of signal N.";
+`lock run` otherwise exits with the command's own code, 128+N if the command
+died of signal N, 127 if it was not found, 126 if it could not be started.";
 
 /// How to reach the server, and how to print answers.
 #[derive(Debug, Clone, Args)]
