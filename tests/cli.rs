@@ -280,6 +280,12 @@ async fn the_commands_exit_code_is_leaseholds() {
         .await;
     assert_eq!(output.status.code(), Some(7));
     assert_eq!(server.lock_status("code").await, 404, "released");
+
+    let missing = server
+        .run(&["lock", "run", "code", "--", "/no/such/command"])
+        .await;
+    assert_eq!(missing.status.code(), Some(127));
+    assert_eq!(server.lock_status("code").await, 404, "released");
 }
 
 #[tokio::test]
