@@ -178,12 +178,12 @@ fn status(r: &Reservation) -> String {
 
 fn show(r: &Reservation) -> String {
     format!(
-        "{} {} in pool {}: {} by {} (fencing token {})",
+        "{} {} in pool {}, held by {} (fencing token {}): {}",
         r.id,
         r.subnet,
         r.pool,
-        status(r),
         r.holder,
-        r.fencing_token
+        r.fencing_token,
+        status(r)
     )
 }
