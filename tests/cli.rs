@@ -54,7 +54,7 @@ impl Server {
 
     /// The binary, pointed at this server.
     fn leasehold(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_leasehold"));
+        let mut cmd = Command::new(leasehold_binary());
         cmd.args(args)
             .env("LEASEHOLD_URL", &self.url)
             .env_remove("LEASEHOLD_TOKEN")
@@ -78,6 +78,12 @@ impl Server {
             .status()
             .as_u16()
     }
+}
+
+/// The binary under test: this package's build, or `LEASEHOLD_BIN` (to test
+/// an installed or packaged binary).
+fn leasehold_binary() -> String {
+    std::env::var("LEASEHOLD_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_leasehold").to_owned())
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -377,7 +383,7 @@ async fn a_reservation_printed_as_json_is_confirmed_by_a_script() {
     "#;
     let output = Command::new("sh")
         .args(["-c", script])
-        .env("LEASEHOLD", env!("CARGO_BIN_EXE_leasehold"))
+        .env("LEASEHOLD", leasehold_binary())
         .env("LEASEHOLD_URL", &server.url)
         .output()
         .await
