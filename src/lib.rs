@@ -6,6 +6,8 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod domain;

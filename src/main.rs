@@ -1,8 +1,10 @@
-//! The `leasehold` command line: `serve`, and `openapi` to print the spec.
+//! The `leasehold` command line: `serve`, the client commands (`lock`, `pool`,
+//! `subnet`, in `leasehold::cli`), and `openapi` to print the spec.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use leasehold::cli::{self, EXIT_CODES_HELP};
 use leasehold::config::{ServeConfig, format_duration};
 use leasehold::startup::Application;
 
@@ -10,7 +12,8 @@ use leasehold::startup::Application;
 #[command(
     name = "leasehold",
     version,
-    about = "A durable lease service: keyed locks and subnet reservations"
+    about = "A durable lease service: keyed locks and subnet reservations",
+    after_help = EXIT_CODES_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -21,6 +24,12 @@ struct Cli {
 enum Command {
     /// Run the server.
     Serve(ServeConfig),
+    /// Keyed locks: run a command under one, acquire, renew, release, show, list.
+    Lock(cli::lock::LockCommand),
+    /// Subnet pools: put, show, list, delete.
+    Pool(cli::pool::PoolCommand),
+    /// Subnet reservations of a pool: reserve, renew, confirm, release, show, list.
+    Subnet(cli::subnet::SubnetCommand),
     /// Print the OpenAPI document.
     Openapi,
 }
@@ -68,6 +77,9 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(config) => serve(config).await,
+        Command::Lock(cmd) => return cli::finish(cli::lock::execute(cmd).await),
+        Command::Pool(cmd) => return cli::finish(cli::pool::execute(cmd).await),
+        Command::Subnet(cmd) => return cli::finish(cli::subnet::execute(cmd).await),
         Command::Openapi => serde_json::to_string_pretty(&leasehold::api::openapi())
             .map(|text| println!("{text}"))
             .map_err(|e| e.to_string()),

@@ -1,0 +1,180 @@
+//! `leasehold lock …`: acquire, renew, release, show and list lock leases, and
+//! `lock run` (in [`super::run`]) to run a command under one.
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::output::{expires_in, human_ms, more, table};
+use super::run::RunArgs;
+use super::{CliError, ClientArgs, default_holder, exit};
+use crate::client::{AcquireLock, LockLease, millis};
+use crate::config::parse_duration;
+
+#[derive(Debug, Args)]
+pub struct LockCommand {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    #[command(subcommand)]
+    pub action: LockAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LockAction {
+    /// Run a command while holding a lock; renew it meanwhile, release it after.
+    Run(RunArgs),
+    /// Acquire a lease on a key and print it with its secret token.
+    Acquire {
+        key: String,
+        /// How long the lease lives unless renewed.
+        #[arg(long, default_value = "30s", value_parser = parse_duration)]
+        ttl: Duration,
+        /// How long to wait for the key if it is held (at most the server's maximum).
+        #[arg(long, default_value = "0s", value_parser = parse_duration)]
+        wait: Duration,
+        /// Who holds it (informational); `host/pid-N` by default.
+        #[arg(long)]
+        holder: Option<String>,
+    },
+    /// Renew a lease, keeping its fencing token.
+    Renew {
+        key: String,
+        /// The secret token from `lock acquire`.
+        lease_token: String,
+        /// The new TTL from now; the lease's own TTL when omitted.
+        #[arg(long, value_parser = parse_duration)]
+        ttl: Option<Duration>,
+    },
+    /// Release a lease (or, with --force and no token, every lease on the key).
+    Release {
+        key: String,
+        /// The secret token from `lock acquire`.
+        #[arg(required_unless_present = "force")]
+        lease_token: Option<String>,
+        /// Remove every lease on the key without its token (admin).
+        #[arg(long, conflicts_with = "lease_token")]
+        force: bool,
+    },
+    /// Show who holds a key.
+    Show { key: String },
+    /// List live leases.
+    List {
+        /// Only keys that start with this text.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Page size (1 to 1000).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// `next_cursor` of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+}
+
+pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
+    let args = cmd.client;
+    let client = args.client()?;
+    match cmd.action {
+        LockAction::Run(run) => return super::run::execute(&client, run).await,
+        LockAction::Acquire {
+            key,
+            ttl,
+            wait,
+            holder,
+        } => {
+            let request = AcquireLock {
+                holder: holder.unwrap_or_else(default_holder),
+                ttl_ms: millis(ttl),
+                wait_ms: (!wait.is_zero()).then(|| millis(wait)),
+                metadata: None,
+            };
+            let lease = client.acquire_lock(&key, &request).await?;
+            args.print(&lease, |l| {
+                format!(
+                    "acquired {} (fencing token {}), {}\ntoken: {}\n",
+                    l.key,
+                    l.fencing_token,
+                    expires_in(l.expires_in_ms),
+                    l.token.as_deref().unwrap_or("-")
+                )
+            });
+        }
+        LockAction::Renew {
+            key,
+            lease_token,
+            ttl,
+        } => {
+            let lease = client.renew_lock(&key, &lease_token, ttl).await?;
+            args.print(&lease, |l| {
+                format!("renewed {}, {}\n", l.key, expires_in(l.expires_in_ms))
+            });
+        }
+        LockAction::Release {
+            key,
+            lease_token,
+            force,
+        } => {
+            match (lease_token, force) {
+                (Some(token), _) => client.release_lock(&key, &token).await?,
+                (None, true) => client.force_release_lock(&key).await?,
+                (None, false) => return Err(CliError::new(exit::USAGE, "a lease token is needed")),
+            }
+            if !args.json {
+                println!("released {key}");
+            }
+        }
+        LockAction::Show { key } => {
+            let lease = client.get_lock(&key).await?;
+            args.print(&lease, show);
+        }
+        LockAction::List {
+            prefix,
+            limit,
+            cursor,
+        } => {
+            let page = client
+                .list_locks(prefix.as_deref(), limit, cursor.as_deref())
+                .await?;
+            args.print(&page, |p| {
+                let rows: Vec<Vec<String>> = p.items.iter().map(row).collect();
+                table(&["key", "holder", "fencing", "expires"], &rows)
+                    + &more(p.next_cursor.as_deref())
+            });
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn row(l: &LockLease) -> Vec<String> {
+    vec![
+        l.key.clone(),
+        l.holder.clone(),
+        l.fencing_token.to_string(),
+        expires_in(l.expires_in_ms),
+    ]
+}
+
+fn show(l: &LockLease) -> String {
+    let mut text = format!(
+        "{} is held by {} (fencing token {}), {}, acquired at {}\n",
+        l.key,
+        l.holder,
+        l.fencing_token,
+        expires_in(l.expires_in_ms),
+        l.acquired_at
+    );
+    if let Some(holders) = l.holders.as_ref().filter(|h| h.len() > 1) {
+        let rows: Vec<Vec<String>> = holders
+            .iter()
+            .map(|h| {
+                vec![
+                    h.holder.clone(),
+                    h.fencing_token.to_string(),
+                    format!("expires in {}", human_ms(h.expires_in_ms)),
+                ]
+            })
+            .collect();
+        text.push_str(&table(&["holder", "fencing", "expires"], &rows));
+    }
+    text
+}

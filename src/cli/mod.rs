@@ -1,0 +1,139 @@
+//! The client commands of the `leasehold` binary: `lock`, `pool`, `subnet`.
+//!
+//! Each command talks to a server through [`crate::client::Client`], prints a
+//! human-readable answer (or the server's JSON with `--json`), and maps a
+//! refusal to one line on stderr and a documented exit code ([`exit`]).
+
+pub mod lock;
+pub mod output;
+pub mod pool;
+pub mod run;
+pub mod subnet;
+
+use std::process::ExitCode;
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::client::{Client, ClientError, DEFAULT_URL};
+
+/// The exit codes of the client commands, as `leasehold --help` lists them.
+pub mod exit {
+    pub const OK: u8 = 0;
+    /// Any other failure.
+    pub const OTHER: u8 = 1;
+    /// Bad input or usage (a 400 from the server, or a flag clap refused).
+    pub const USAGE: u8 = 2;
+    /// Held or conflicting (409): the lock is held, the pool is exhausted, the
+    /// lease was lost.
+    pub const CONFLICT: u8 = 3;
+    /// Not found (404).
+    pub const NOT_FOUND: u8 = 4;
+    /// The server is unreachable or failed (5xx).
+    pub const UNAVAILABLE: u8 = 5;
+    /// `lock run`: the lease was lost while the command ran; it was stopped.
+    pub const LEASE_LOST: u8 = 6;
+}
+
+/// The exit codes, for `leasehold --help`.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes of the client commands:
+  0  success
+  1  any other error
+  2  bad input or usage (the server answered 400, or a flag is wrong)
+  3  held or conflicting (409: lock held, pool exhausted, lease lost)
+  4  not found (404)
+  5  server unreachable, or a server error (5xx)
+  6  lock run: the lease was lost while the command ran; it was stopped
+`lock run` otherwise exits with the command's own code, 128+N if the command
+died of signal N, 127 if it was not found, 126 if it could not be started.";
+
+/// How to reach the server, and how to print answers.
+#[derive(Debug, Clone, Args)]
+pub struct ClientArgs {
+    /// The leasehold server.
+    #[arg(long, env = "LEASEHOLD_URL", default_value = DEFAULT_URL, global = true)]
+    pub server: String,
+    /// Sent as `Authorization: Bearer <token>`.
+    #[arg(long, env = "LEASEHOLD_TOKEN", hide_env_values = true, global = true)]
+    pub token: Option<String>,
+    /// Print the server's JSON (one line) instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+impl ClientArgs {
+    pub fn client(&self) -> Result<Client, CliError> {
+        Ok(Client::new(&self.server, self.token.clone())?)
+    }
+
+    /// Prints `value` as one line of JSON, or `human` of it.
+    pub fn print<T: Serialize>(&self, value: &T, human: impl FnOnce(&T) -> String) {
+        if self.json {
+            match serde_json::to_string(value) {
+                Ok(text) => println!("{text}"),
+                Err(e) => eprintln!("leasehold: {e}"),
+            }
+        } else {
+            let text = human(value);
+            if !text.is_empty() {
+                println!("{}", text.trim_end());
+            }
+        }
+    }
+}
+
+/// A failed command: the message for stderr and the exit code.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl CliError {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ClientError> for CliError {
+    fn from(err: ClientError) -> Self {
+        let code = match &err {
+            ClientError::Problem { status, .. } => match status {
+                400 | 422 => exit::USAGE,
+                404 => exit::NOT_FOUND,
+                409 => exit::CONFLICT,
+                500..=599 => exit::UNAVAILABLE,
+                _ => exit::OTHER,
+            },
+            ClientError::Unreachable { .. } => exit::UNAVAILABLE,
+            ClientError::Unexpected(_) => exit::OTHER,
+        };
+        // One line, whatever the server put in its detail.
+        let message = err.to_string().replace('\n', " ");
+        Self { code, message }
+    }
+}
+
+/// Turns a command's result into the process's exit code, saying why on stderr.
+pub fn finish(result: Result<u8, CliError>) -> ExitCode {
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("leasehold: {}", err.message);
+            ExitCode::from(err.code)
+        }
+    }
+}
+
+/// `host/pid-N`: the holder named when `--holder` is not given.
+pub fn default_holder() -> String {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}/pid-{}", std::process::id())
+}

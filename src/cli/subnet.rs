@@ -1,0 +1,189 @@
+//! `leasehold subnet …`: reserve a subnet of a pool, then renew, confirm or
+//! release it; show and list reservations.
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::output::{expires_in, more, table};
+use super::{CliError, ClientArgs, default_holder, exit};
+use crate::client::{Reservation, ReserveSubnet, millis};
+use crate::config::parse_duration;
+
+#[derive(Debug, Args)]
+pub struct SubnetCommand {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The pool the subnet belongs to.
+    #[arg(long, global = true)]
+    pub pool: Option<String>,
+    #[command(subcommand)]
+    pub action: SubnetAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SubnetAction {
+    /// Reserve a free block of --prefix-len, or the named --subnet.
+    Reserve {
+        /// Any free block of this length.
+        #[arg(long, required_unless_present = "subnet", conflicts_with = "subnet")]
+        prefix_len: Option<u8>,
+        /// This aligned block of the pool.
+        #[arg(long)]
+        subnet: Option<String>,
+        /// A network the grant must not overlap; repeat for more.
+        #[arg(long)]
+        exclude: Vec<String>,
+        /// How long the reservation lives unless renewed or confirmed (server default 60s).
+        #[arg(long, value_parser = parse_duration)]
+        ttl: Option<Duration>,
+        /// Who holds it (informational); `host/pid-N` by default.
+        #[arg(long)]
+        holder: Option<String>,
+    },
+    /// Renew a reservation.
+    Renew {
+        id: String,
+        /// The secret token from `subnet reserve`.
+        lease_token: String,
+        /// The new TTL from now; the reservation's own TTL when omitted.
+        #[arg(long, value_parser = parse_duration)]
+        ttl: Option<Duration>,
+    },
+    /// Confirm a reservation: it is allocated and no longer expires.
+    Confirm {
+        id: String,
+        /// The secret token from `subnet reserve`.
+        lease_token: String,
+    },
+    /// Release a reservation (or, with --force and no token, remove it).
+    Release {
+        id: String,
+        /// The secret token from `subnet reserve`.
+        #[arg(required_unless_present = "force")]
+        lease_token: Option<String>,
+        /// Remove it without its token (admin).
+        #[arg(long, conflicts_with = "lease_token")]
+        force: bool,
+    },
+    /// Show a reservation.
+    Show { id: String },
+    /// List a pool's live reservations in address order.
+    List {
+        /// Page size (1 to 1000).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// `next_cursor` of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+}
+
+pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
+    let args = cmd.client;
+    let client = args.client()?;
+    let pool = cmd
+        .pool
+        .ok_or_else(|| CliError::new(exit::USAGE, "--pool is required"))?;
+    match cmd.action {
+        SubnetAction::Reserve {
+            prefix_len,
+            subnet,
+            exclude,
+            ttl,
+            holder,
+        } => {
+            let request = ReserveSubnet {
+                holder: holder.unwrap_or_else(default_holder),
+                prefix_len,
+                subnet,
+                ttl_ms: ttl.map(millis),
+                exclude,
+                metadata: None,
+            };
+            let r = client.reserve_subnet(&pool, &request).await?;
+            args.print(&r, |r| {
+                format!(
+                    "{}\ntoken: {}\n",
+                    show(r),
+                    r.token.as_deref().unwrap_or("-")
+                )
+            });
+        }
+        SubnetAction::Renew {
+            id,
+            lease_token,
+            ttl,
+        } => {
+            let r = client
+                .renew_reservation(&pool, &id, &lease_token, ttl)
+                .await?;
+            args.print(&r, show);
+        }
+        SubnetAction::Confirm { id, lease_token } => {
+            let r = client.confirm_reservation(&pool, &id, &lease_token).await?;
+            args.print(&r, show);
+        }
+        SubnetAction::Release {
+            id,
+            lease_token,
+            force,
+        } => {
+            match (lease_token, force) {
+                (Some(token), _) => client.release_reservation(&pool, &id, &token).await?,
+                (None, true) => client.force_release_reservation(&pool, &id).await?,
+                (None, false) => return Err(CliError::new(exit::USAGE, "a lease token is needed")),
+            }
+            if !args.json {
+                println!("released {id}");
+            }
+        }
+        SubnetAction::Show { id } => {
+            let r = client.get_reservation(&pool, &id).await?;
+            args.print(&r, show);
+        }
+        SubnetAction::List { limit, cursor } => {
+            let page = client
+                .list_reservations(&pool, limit, cursor.as_deref())
+                .await?;
+            args.print(&page, |p| {
+                let rows: Vec<Vec<String>> = p
+                    .items
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.id.clone(),
+                            r.subnet.clone(),
+                            r.holder.clone(),
+                            r.fencing_token.to_string(),
+                            status(r),
+                        ]
+                    })
+                    .collect();
+                table(&["id", "subnet", "holder", "fencing", "state"], &rows)
+                    + &more(p.next_cursor.as_deref())
+            });
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// `reserved, expires in 40s` or `allocated`.
+fn status(r: &Reservation) -> String {
+    match r.expires_in_ms {
+        Some(ms) => format!("{}, {}", r.state, expires_in(ms)),
+        None => r.state.clone(),
+    }
+}
+
+fn show(r: &Reservation) -> String {
+    format!(
+        "{} {} in pool {}, held by {} (fencing token {}): {}",
+        r.id,
+        r.subnet,
+        r.pool,
+        r.holder,
+        r.fencing_token,
+        status(r)
+    )
+}

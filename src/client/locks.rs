@@ -1,0 +1,60 @@
+//! The lock operations of [`Client`].
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use super::{AcquireLock, Client, ClientError, LockLease, Page, page_query, renew_body};
+
+impl Client {
+    /// Acquires a lease on `key`, long-polling up to `wait_ms`. The request may
+    /// take that long, so it gets that much time plus a margin.
+    pub async fn acquire_lock(
+        &self,
+        key: &str,
+        req: &AcquireLock,
+    ) -> Result<LockLease, ClientError> {
+        let path = format!("{}/acquire", Self::lock_path(key));
+        let timeout = Duration::from_millis(req.wait_ms.unwrap_or(0)) + Duration::from_secs(30);
+        self.call(self.request(Method::POST, &path).json(req).timeout(timeout))
+            .await
+    }
+
+    pub async fn renew_lock(
+        &self,
+        key: &str,
+        token: &str,
+        ttl: Option<Duration>,
+    ) -> Result<LockLease, ClientError> {
+        let path = format!("{}/renew", Self::lock_path(key));
+        self.post(&path, &renew_body(token, ttl)).await
+    }
+
+    pub async fn release_lock(&self, key: &str, token: &str) -> Result<(), ClientError> {
+        let path = format!("{}/release", Self::lock_path(key));
+        self.post_empty(&path, &json!({ "token": token })).await
+    }
+
+    pub async fn get_lock(&self, key: &str) -> Result<LockLease, ClientError> {
+        self.get(&Self::lock_path(key), &[]).await
+    }
+
+    pub async fn list_locks(
+        &self,
+        prefix: Option<&str>,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<Page<LockLease>, ClientError> {
+        let mut query = page_query(limit, cursor);
+        if let Some(prefix) = prefix {
+            query.push(("prefix", prefix.to_owned()));
+        }
+        self.get("/v1/locks", &query).await
+    }
+
+    /// Removes every lease on `key` without its token (admin).
+    pub async fn force_release_lock(&self, key: &str) -> Result<(), ClientError> {
+        self.delete(&Self::lock_path(key)).await
+    }
+}

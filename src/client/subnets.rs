@@ -1,0 +1,100 @@
+//! The pool and reservation operations of [`Client`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use super::{Client, ClientError, Page, Pool, Reservation, ReserveSubnet, page_query, renew_body};
+
+impl Client {
+    pub async fn put_pool(
+        &self,
+        pool: &str,
+        cidr: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Pool, ClientError> {
+        let body = json!({ "cidr": cidr, "labels": labels });
+        self.call(
+            self.request(Method::PUT, &Self::pool_path(pool))
+                .json(&body),
+        )
+        .await
+    }
+
+    pub async fn get_pool(&self, pool: &str) -> Result<Pool, ClientError> {
+        self.get(&Self::pool_path(pool), &[]).await
+    }
+
+    pub async fn list_pools(
+        &self,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<Page<Pool>, ClientError> {
+        self.get("/v1/pools", &page_query(limit, cursor)).await
+    }
+
+    pub async fn delete_pool(&self, pool: &str) -> Result<(), ClientError> {
+        self.delete(&Self::pool_path(pool)).await
+    }
+
+    pub async fn reserve_subnet(
+        &self,
+        pool: &str,
+        req: &ReserveSubnet,
+    ) -> Result<Reservation, ClientError> {
+        let path = format!("{}/reservations", Self::pool_path(pool));
+        self.post(&path, req).await
+    }
+
+    pub async fn renew_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        ttl: Option<Duration>,
+    ) -> Result<Reservation, ClientError> {
+        let path = format!("{}/renew", Self::reservation_path(pool, id));
+        self.post(&path, &renew_body(token, ttl)).await
+    }
+
+    pub async fn confirm_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+    ) -> Result<Reservation, ClientError> {
+        let path = format!("{}/confirm", Self::reservation_path(pool, id));
+        self.post(&path, &json!({ "token": token })).await
+    }
+
+    pub async fn release_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+    ) -> Result<(), ClientError> {
+        let path = format!("{}/release", Self::reservation_path(pool, id));
+        self.post_empty(&path, &json!({ "token": token })).await
+    }
+
+    /// Removes a reservation without its token (admin).
+    pub async fn force_release_reservation(&self, pool: &str, id: &str) -> Result<(), ClientError> {
+        self.delete(&Self::reservation_path(pool, id)).await
+    }
+
+    pub async fn get_reservation(&self, pool: &str, id: &str) -> Result<Reservation, ClientError> {
+        self.get(&Self::reservation_path(pool, id), &[]).await
+    }
+
+    pub async fn list_reservations(
+        &self,
+        pool: &str,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<Page<Reservation>, ClientError> {
+        let path = format!("{}/reservations", Self::pool_path(pool));
+        self.get(&path, &page_query(limit, cursor)).await
+    }
+}

@@ -1,0 +1,440 @@
+//! The `leasehold` binary as a client: each test starts the service in-process
+//! on port 0 with a fresh database and runs the real binary against it.
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use leasehold::config::ServeConfig;
+use leasehold::startup::Application;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tempfile::TempDir;
+use tokio::process::Command;
+use tokio::sync::oneshot;
+
+struct Server {
+    url: String,
+    dir: TempDir,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+async fn spawn_server() -> Server {
+    spawn_server_with(|_| {}).await
+}
+
+async fn spawn_server_with(tweak: impl FnOnce(&mut ServeConfig)) -> Server {
+    let dir = TempDir::new().expect("temp dir");
+    let mut config = ServeConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        dir.path().join("leasehold.db"),
+    );
+    tweak(&mut config);
+    let app = Application::build(config)
+        .await
+        .expect("the service starts");
+    let url = format!("http://127.0.0.1:{}", app.port());
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(app.run_until(async move {
+        let _ = stopped.await;
+    }));
+    Server {
+        url,
+        dir,
+        stop: Some(stop),
+    }
+}
+
+impl Server {
+    fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// The binary, pointed at this server.
+    fn leasehold(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(leasehold_binary());
+        cmd.args(args)
+            .env("LEASEHOLD_URL", &self.url)
+            .env_remove("LEASEHOLD_TOKEN")
+            .current_dir(self.dir.path())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        self.leasehold(args).output().await.expect("leasehold runs")
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    async fn lock_status(&self, key: &str) -> u16 {
+        reqwest::get(format!("{}/v1/locks/{key}", self.url))
+            .await
+            .expect("the server answers")
+            .status()
+            .as_u16()
+    }
+}
+
+/// The binary under test: this package's build, or `LEASEHOLD_BIN` (to test
+/// an installed or packaged binary).
+fn leasehold_binary() -> String {
+    std::env::var("LEASEHOLD_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_leasehold").to_owned())
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Waits until `path` has at least `lines` lines, and returns them.
+async fn wait_for_lines(path: &str, lines: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let content = std::fs::read_to_string(path).unwrap_or_default();
+        let found: Vec<String> = content.lines().map(str::to_owned).collect();
+        if found.len() >= lines {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "{path} never had {lines} lines");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Gone, or a zombie nobody has reaped yet: either way it runs no more.
+fn process_is_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn two_lock_runs_on_one_key_take_turns() {
+    let server = spawn_server().await;
+    let log = server.path("turns.log");
+    let script = format!(
+        "echo start $LEASEHOLD_FENCING_TOKEN $(date +%s%N) >> {log}; sleep 1; \
+         echo end $LEASEHOLD_FENCING_TOKEN $(date +%s%N) >> {log}"
+    );
+    let args = [
+        "lock", "run", "turns", "--wait", "30s", "--ttl", "3s", "--", "sh", "-c", &script,
+    ];
+    let (first, second) = tokio::join!(server.run(&args), server.run(&args));
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+
+    let lines: Vec<Vec<String>> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').map(str::to_owned).collect())
+        .collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    // start A, end A, start B, end B: the second began after the first ended.
+    assert_eq!(lines[0][0], "start");
+    assert_eq!(lines[1][0], "end");
+    assert_eq!(lines[1][1], lines[0][1]);
+    assert_eq!(lines[2][0], "start");
+    assert_eq!(lines[3][1], lines[2][1]);
+    let end_a: u128 = lines[1][2].parse().unwrap();
+    let start_b: u128 = lines[2][2].parse().unwrap();
+    assert!(end_a <= start_b, "{lines:?}");
+    assert_eq!(
+        server.lock_status("turns").await,
+        404,
+        "released after both"
+    );
+}
+
+#[tokio::test]
+async fn a_wait_longer_than_the_server_allows_is_made_of_several_polls() {
+    let server = spawn_server_with(|c| c.max_wait = Duration::from_secs(1)).await;
+    let log = server.path("polls.log");
+    let first = server
+        .leasehold(&[
+            "lock",
+            "run",
+            "polls",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo first >> {log}; sleep 3; echo first-done >> {log}"),
+        ])
+        .spawn()
+        .unwrap();
+    wait_for_lines(&log, 1).await;
+    let second = server
+        .run(&[
+            "lock",
+            "run",
+            "polls",
+            "--wait",
+            "20s",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo second >> {log}"),
+        ])
+        .await;
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
+    assert_eq!(
+        first.wait_with_output().await.unwrap().status.code(),
+        Some(0)
+    );
+    let lines = wait_for_lines(&log, 3).await;
+    assert_eq!(lines, ["first", "first-done", "second"]);
+}
+
+#[tokio::test]
+async fn a_force_release_stops_the_whole_command_and_exits_6() {
+    let server = spawn_server().await;
+    let pids = server.path("pids");
+    let script = format!("echo $$ > {pids}; sleep 60 & echo $! >> {pids}; wait");
+    let child = server
+        .leasehold(&[
+            "lock",
+            "run",
+            "lost",
+            "--ttl",
+            "1500ms",
+            "--kill-after",
+            "2s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids: Vec<i32> = wait_for_lines(&pids, 2)
+        .await
+        .iter()
+        .map(|p| p.parse().unwrap())
+        .collect();
+
+    let released = Instant::now();
+    let answer = reqwest::Client::new()
+        .delete(format!("{}/v1/locks/lost", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 204);
+
+    let output = child.wait_with_output().await.unwrap();
+    assert!(
+        released.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        released.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(6));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.starts_with("leasehold: lost the lock lost"),
+        "{stderr}"
+    );
+    for pid in pids {
+        assert!(process_is_gone(pid), "process {pid} still runs");
+    }
+}
+
+#[tokio::test]
+async fn a_lease_that_cannot_be_renewed_stops_the_command_when_its_ttl_runs_out() {
+    let mut server = spawn_server().await;
+    let started = server.path("started");
+    let script = format!("echo up > {started}; sleep 60");
+    let child = server
+        .leasehold(&[
+            "lock",
+            "run",
+            "unreachable",
+            "--ttl",
+            "1s",
+            "--kill-after",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&started, 1).await;
+    server.stop();
+
+    let output = tokio::time::timeout(Duration::from_secs(5), child.wait_with_output())
+        .await
+        .expect("the command is stopped once the TTL has passed")
+        .unwrap();
+    assert_eq!(output.status.code(), Some(6));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("no renewal got through"), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_commands_exit_code_is_leaseholds() {
+    let server = spawn_server().await;
+    let output = server
+        .run(&["lock", "run", "code", "--", "sh", "-c", "exit 7"])
+        .await;
+    assert_eq!(output.status.code(), Some(7));
+    assert_eq!(server.lock_status("code").await, 404, "released");
+
+    let missing = server
+        .run(&["lock", "run", "code", "--", "/no/such/command"])
+        .await;
+    assert_eq!(missing.status.code(), Some(127));
+    assert_eq!(server.lock_status("code").await, 404, "released");
+}
+
+#[tokio::test]
+async fn the_command_sees_the_lease_in_its_environment() {
+    let server = spawn_server().await;
+    let output = server
+        .run(&[
+            "lock",
+            "run",
+            "env/key",
+            "--holder",
+            "cron-7",
+            "--",
+            "sh",
+            "-c",
+            "echo $LEASEHOLD_KEY $LEASEHOLD_HOLDER $LEASEHOLD_FENCING_TOKEN",
+        ])
+        .await;
+    assert_eq!(text(&output.stdout).trim(), "env/key cron-7 1");
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_command_and_releases_the_lock() {
+    let server = spawn_server().await;
+    let started = server.path("started");
+    let script = format!("echo up > {started}; sleep 30");
+    let child = server
+        .leasehold(&[
+            "lock", "run", "term", "--ttl", "10s", "--", "sh", "-c", &script,
+        ])
+        .spawn()
+        .unwrap();
+    wait_for_lines(&started, 1).await;
+    assert_eq!(server.lock_status("term").await, 200, "held while it runs");
+
+    let pid = Pid::from_raw(child.id().unwrap() as i32);
+    kill(pid, Signal::SIGTERM).unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(5), child.wait_with_output())
+        .await
+        .expect("leasehold ends soon after SIGTERM")
+        .unwrap();
+    assert_eq!(output.status.code(), Some(128 + 15), "died of SIGTERM");
+    assert_eq!(server.lock_status("term").await, 404, "released");
+}
+
+#[tokio::test]
+async fn lock_run_on_a_held_key_without_wait_exits_3_and_runs_nothing() {
+    let server = spawn_server().await;
+    let held = server.run(&["lock", "acquire", "busy"]).await;
+    assert_eq!(held.status.code(), Some(0));
+    let marker = server.path("ran");
+    let output = server
+        .run(&["lock", "run", "busy", "--", "touch", &marker])
+        .await;
+    assert_eq!(output.status.code(), Some(3));
+    assert!(text(&output.stderr).starts_with("leasehold: busy is held by"));
+    assert!(!Path::new(&marker).exists());
+}
+
+#[tokio::test]
+async fn lock_show_and_list_say_when_the_lease_expires() {
+    let server = spawn_server().await;
+    let acquired = server
+        .run(&["lock", "acquire", "lb/3f2a", "--ttl", "1m"])
+        .await;
+    assert!(text(&acquired.stdout).contains("token: "));
+
+    let show = text(&server.run(&["lock", "show", "lb/3f2a"]).await.stdout);
+    assert!(show.contains("expires in"), "{show}");
+    let list = text(&server.run(&["lock", "list"]).await.stdout);
+    assert!(
+        list.contains("lb/3f2a") && list.contains("expires in"),
+        "{list}"
+    );
+}
+
+#[tokio::test]
+async fn a_reservation_printed_as_json_is_confirmed_by_a_script() {
+    let server = spawn_server().await;
+    let pool = server.run(&["pool", "put", "docker", "10.0.0.0/16"]).await;
+    assert_eq!(pool.status.code(), Some(0), "{}", text(&pool.stderr));
+
+    let script = r#"
+        set -e
+        out=$("$LEASEHOLD" subnet reserve --pool docker --prefix-len 24 --exclude 10.0.0.0/24 --json)
+        id=$(echo "$out" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+        token=$(echo "$out" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
+        "$LEASEHOLD" subnet confirm --pool docker "$id" "$token" --json
+    "#;
+    let output = Command::new("sh")
+        .args(["-c", script])
+        .env("LEASEHOLD", leasehold_binary())
+        .env("LEASEHOLD_URL", &server.url)
+        .output()
+        .await
+        .unwrap();
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(stdout.contains(r#""state":"allocated""#), "{stdout}");
+    assert!(stdout.contains(r#""subnet":"10.0.1.0/24""#), "{stdout}");
+
+    let list = text(
+        &server
+            .run(&["subnet", "list", "--pool", "docker"])
+            .await
+            .stdout,
+    );
+    assert!(
+        list.contains("10.0.1.0/24") && list.contains("allocated"),
+        "{list}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_one_line_and_exit_code_5() {
+    let server = spawn_server().await;
+    let output = server
+        .leasehold(&["lock", "show", "x"])
+        .env("LEASEHOLD_URL", "http://127.0.0.1:1")
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(5));
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("leasehold: cannot reach the server at http://127.0.0.1:1"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn refusals_map_to_documented_exit_codes() {
+    let server = spawn_server().await;
+    let missing = server.run(&["lock", "show", "nobody"]).await;
+    assert_eq!(missing.status.code(), Some(4));
+    assert_eq!(text(&missing.stderr).lines().count(), 1);
+
+    let bad = server.run(&["pool", "put", "docker", "10.0.0.1/16"]).await;
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+
+    let usage = server.run(&["lock", "acquire", "k", "--ttl", "soon"]).await;
+    assert_eq!(usage.status.code(), Some(2));
+}
