@@ -14,6 +14,16 @@ pub mod sqlite;
 
 pub use sqlite::{Durability, SqliteStore};
 
+use crate::telemetry::CommitStats;
+
+/// Live leases in the store, by kind (the `leasehold_live_leases` gauge).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveLeases {
+    pub locks: u64,
+    /// Reserved and allocated reservations alike.
+    pub reservations: u64,
+}
+
 /// A lock lease to grant, with its secret token already drawn.
 #[derive(Debug, Clone)]
 pub struct NewLock {
@@ -205,6 +215,12 @@ pub trait Store: Send + Sync + 'static {
     /// On start: leases live at the last recorded `alive_at` get a full TTL from
     /// `now`. Returns how many were extended.
     async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64>;
+    /// Counts the live leases at `now`.
+    async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases>;
+    /// Commit latency and batch size, where the store measures them.
+    fn commit_stats(&self) -> Option<&CommitStats> {
+        None
+    }
     /// Flushes and closes the database.
     async fn close(&self);
 }

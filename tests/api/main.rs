@@ -3,6 +3,7 @@
 mod helpers;
 mod lock_rules;
 mod locks;
+mod metrics;
 mod ops;
 mod restarts;
 mod subnets;

@@ -96,7 +96,7 @@ impl SqliteStore {
         };
         if let Err(refusal) = lock::decide(claim, &from_rows(&rows)?, now) {
             // Nothing was changed but the removal of absent rows; keep it.
-            tx.commit().await?;
+            self.commit(tx).await?;
             return Ok(AcquireOutcome::Refused(refusal));
         }
         let fencing_token = next_fencing_token(&mut tx).await?;
@@ -124,7 +124,7 @@ impl SqliteStore {
         .bind(&new.idempotency_key)
         .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(AcquireOutcome::Granted(LockLease {
             key: new.key,
             lease: Lease {
@@ -155,12 +155,14 @@ impl SqliteStore {
              expires_at = ?3 + coalesce(?4, ttl_ms) \
              WHERE key = ?1 AND token = ?2 AND expires_at > ?3 RETURNING {COLUMNS}"
         );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let statement = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(key)
             .bind(token)
             .bind(now)
             .bind(ttl_ms)
-            .fetch_optional(&self.writer)
+            .fetch_optional(&self.writer);
+        let row = self
+            .autocommit(statement)
             .await?
             .ok_or(StoreError::LeaseLost)?;
         from_row(&row)
@@ -172,15 +174,14 @@ impl SqliteStore {
         token: &str,
         now: Millis,
     ) -> StoreResult<()> {
-        let removed = sqlx::query(
+        let statement = sqlx::query(
             "DELETE FROM lock_leases WHERE key = ?1 AND token = ?2 AND expires_at > ?3",
         )
         .bind(key)
         .bind(token)
         .bind(now)
-        .execute(&self.writer)
-        .await?
-        .rows_affected();
+        .execute(&self.writer);
+        let removed = self.autocommit(statement).await?.rows_affected();
         if removed == 0 {
             return Err(StoreError::LeaseLost);
         }
@@ -248,7 +249,7 @@ impl SqliteStore {
             .bind(key)
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(live as u64)
     }
 
@@ -258,14 +259,14 @@ impl SqliteStore {
         batch: u32,
     ) -> StoreResult<Vec<String>> {
         // Compare-and-delete: the DELETE itself checks the time again.
-        Ok(sqlx::query_scalar(
+        let statement = sqlx::query_scalar(
             "DELETE FROM lock_leases WHERE fencing_token IN \
              (SELECT fencing_token FROM lock_leases WHERE gone_at <= ?1 LIMIT ?2) \
              AND gone_at <= ?1 RETURNING key",
         )
         .bind(now)
         .bind(i64::from(batch))
-        .fetch_all(&self.writer)
-        .await?)
+        .fetch_all(&self.writer);
+        self.autocommit(statement).await
     }
 }

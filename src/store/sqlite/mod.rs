@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use sqlx::sqlite::{
@@ -13,12 +13,13 @@ use sqlx::sqlite::{
 use serde_json::{Map, Value};
 
 use super::{
-    AcquireOutcome, DeletePoolOutcome, LockQuery, NewLock, NewReservation, PutPoolOutcome,
-    ReservationQuery, ReserveOutcome, Store, StoreError, StoreResult,
+    AcquireOutcome, DeletePoolOutcome, LiveLeases, LockQuery, NewLock, NewReservation,
+    PutPoolOutcome, ReservationQuery, ReserveOutcome, Store, StoreError, StoreResult,
 };
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
+use crate::telemetry::CommitStats;
 
 mod free_blocks;
 mod locks;
@@ -47,6 +48,7 @@ pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
     path: PathBuf,
+    commits: CommitStats,
 }
 
 impl SqliteStore {
@@ -89,11 +91,32 @@ impl SqliteStore {
             writer,
             reader,
             path: path.to_owned(),
+            commits: CommitStats::default(),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Runs one write statement in autocommit mode: its execution is its
+    /// commit, timed as such.
+    async fn autocommit<T>(
+        &self,
+        statement: impl std::future::Future<Output = Result<T, sqlx::Error>>,
+    ) -> StoreResult<T> {
+        let started = Instant::now();
+        let out = statement.await?;
+        self.commits.observe(started.elapsed(), 1);
+        Ok(out)
+    }
+
+    /// Commits a write transaction of one request, timing the commit.
+    async fn commit(&self, tx: sqlx::Transaction<'_, sqlx::Sqlite>) -> StoreResult<()> {
+        let started = Instant::now();
+        tx.commit().await?;
+        self.commits.observe(started.elapsed(), 1);
+        Ok(())
     }
 }
 
@@ -255,11 +278,28 @@ impl Store for SqliteStore {
     }
 
     async fn record_alive(&self, now: Millis) -> StoreResult<()> {
-        sqlx::query(RECORD_ALIVE)
-            .bind(now)
-            .execute(&self.writer)
+        self.autocommit(sqlx::query(RECORD_ALIVE).bind(now).execute(&self.writer))
             .await?;
         Ok(())
+    }
+
+    async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
+        let (locks, reservations): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM lock_leases WHERE expires_at > ?1), \
+             (SELECT count(*) FROM subnet_reservations \
+              WHERE expires_at IS NULL OR expires_at > ?1)",
+        )
+        .bind(now)
+        .fetch_one(&self.reader)
+        .await?;
+        Ok(LiveLeases {
+            locks: u64::try_from(locks).unwrap_or(0),
+            reservations: u64::try_from(reservations).unwrap_or(0),
+        })
+    }
+
+    fn commit_stats(&self) -> Option<&CommitStats> {
+        Some(&self.commits)
     }
 
     async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64> {
@@ -294,7 +334,7 @@ impl Store for SqliteStore {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(extended)
     }
 

@@ -125,7 +125,7 @@ impl SqliteStore {
             }
             purge_expired(&mut tx, &existing, now).await?;
             let usage = usage(&mut tx, existing).await?;
-            tx.commit().await?;
+            self.commit(tx).await?;
             return Ok(PutPoolOutcome::Unchanged(usage));
         }
         let labels =
@@ -144,7 +144,7 @@ impl SqliteStore {
         .await?;
         insert_free(&mut tx, &pool.name, pool.cidr).await?;
         let usage = usage(&mut tx, pool).await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(PutPoolOutcome::Created(usage))
     }
 
@@ -155,7 +155,7 @@ impl SqliteStore {
         let pool = load_pool(&mut tx, name).await?;
         purge_expired(&mut tx, &pool, now).await?;
         let usage = usage(&mut tx, pool).await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(usage)
     }
 
@@ -192,7 +192,7 @@ impl SqliteStore {
         .fetch_one(&mut *tx)
         .await?;
         if allocated + reserved > 0 {
-            tx.commit().await?;
+            self.commit(tx).await?;
             return Ok(DeletePoolOutcome::InUse {
                 reserved: reserved as u64,
                 allocated: allocated as u64,
@@ -207,7 +207,7 @@ impl SqliteStore {
             .bind(name)
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(DeletePoolOutcome::Deleted)
     }
 }

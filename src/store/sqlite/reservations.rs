@@ -93,7 +93,7 @@ impl SqliteStore {
             return Ok(false);
         };
         give_back(&mut tx, &pool, block_of(pool.cidr.family(), &start, len)?).await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(true)
     }
 
@@ -192,7 +192,7 @@ impl SqliteStore {
                 give_back(&mut tx, pool, block_of(pool.cidr.family(), start, *len)?).await?;
             }
         }
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(freed.len() as u64)
     }
 }

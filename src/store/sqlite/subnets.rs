@@ -138,7 +138,7 @@ impl SqliteStore {
                 Ok(grant) => grant,
                 Err(largest_free) => {
                     let retry_at = earliest_expiry(&mut tx, &pool.name).await?;
-                    tx.commit().await?;
+                    self.commit(tx).await?;
                     return Ok(ReserveOutcome::Refused(ReserveRefusal::Exhausted {
                         largest_free,
                         retry_at,
@@ -161,7 +161,7 @@ impl SqliteStore {
                         let mut conflicts = conflicts(&mut tx, &pool, subnet).await?;
                         let more_conflicts = conflicts.len() > MAX_CONFLICTS;
                         conflicts.truncate(MAX_CONFLICTS);
-                        tx.commit().await?;
+                        self.commit(tx).await?;
                         return Ok(ReserveOutcome::Refused(ReserveRefusal::Unavailable {
                             conflicts,
                             more_conflicts,
@@ -197,7 +197,7 @@ impl SqliteStore {
         .bind(&new.idempotency_key)
         .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
+        self.commit(tx).await?;
         Ok(ReserveOutcome::Granted(Reservation {
             pool: pool.name,
             subnet: grant.block,

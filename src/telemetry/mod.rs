@@ -7,6 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tracing_subscriber::EnvFilter;
 
 use crate::leases::Leases;
+use crate::store::LiveLeases;
+
+pub mod histogram;
+pub mod http;
+
+pub use histogram::Histogram;
+pub use http::RequestMetrics;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LogFormat {
@@ -46,6 +53,32 @@ pub struct Metrics {
     pub reservation_confirms: AtomicU64,
     pub reservation_releases: AtomicU64,
     pub reaped_reservations: AtomicU64,
+    pub requests: RequestMetrics,
+}
+
+/// What the store measures of its write transactions.
+#[derive(Debug)]
+pub struct CommitStats {
+    /// Time the commit itself takes (the wait for the disk), in seconds.
+    pub latency: Histogram,
+    /// Statements (client requests) committed together; one per commit today.
+    pub batch_size: Histogram,
+}
+
+impl Default for CommitStats {
+    fn default() -> Self {
+        Self {
+            latency: Histogram::latency(),
+            batch_size: Histogram::new(histogram::SIZE_BUCKETS),
+        }
+    }
+}
+
+impl CommitStats {
+    pub fn observe(&self, elapsed: std::time::Duration, batch: usize) {
+        self.latency.observe_duration(elapsed);
+        self.batch_size.observe(batch as f64);
+    }
 }
 
 impl Metrics {
@@ -57,8 +90,8 @@ impl Metrics {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// The Prometheus text exposition.
-    pub fn render(&self, leases: &Leases) -> String {
+    /// The Prometheus text exposition; `live` is counted by the store.
+    pub fn render(&self, leases: &Leases, live: LiveLeases) -> String {
         let mut out = String::new();
         let counters: [(&str, &str, &AtomicU64); 12] = [
             (
@@ -138,6 +171,31 @@ impl Metrics {
              # TYPE leasehold_waiter_keys gauge\nleasehold_waiter_keys {}",
             stats.waiters, stats.keys
         );
+        let _ = writeln!(
+            out,
+            "# HELP leasehold_live_leases Live leases in the store by kind\n\
+             # TYPE leasehold_live_leases gauge\n\
+             leasehold_live_leases{{kind=\"lock\"}} {}\n\
+             leasehold_live_leases{{kind=\"reservation\"}} {}",
+            live.locks, live.reservations
+        );
+        if let Some(commits) = leases.store.commit_stats() {
+            out.push_str(
+                "# HELP leasehold_commit_duration_seconds Time a write transaction takes to commit\n\
+                 # TYPE leasehold_commit_duration_seconds histogram\n",
+            );
+            commits
+                .latency
+                .render(&mut out, "leasehold_commit_duration_seconds", "");
+            out.push_str(
+                "# HELP leasehold_commit_batch_size Statements (requests) per committed write transaction\n\
+                 # TYPE leasehold_commit_batch_size histogram\n",
+            );
+            commits
+                .batch_size
+                .render(&mut out, "leasehold_commit_batch_size", "");
+        }
+        self.requests.render(&mut out);
         out
     }
 }
