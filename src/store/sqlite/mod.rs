@@ -6,6 +6,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use sqlx::Connection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -74,6 +75,20 @@ impl SqliteStore {
             .max_connections(1)
             .min_connections(1)
             .acquire_timeout(Duration::from_secs(30))
+            // A COMMIT that fails on a disk error (full, read-only, I/O) can
+            // leave the connection inside a transaction that no ROLLBACK
+            // ends; every later BEGIN would then fail. Such a connection is
+            // replaced by a fresh one, so writes resume once the disk does.
+            .before_acquire(|conn, _| {
+                Box::pin(async move {
+                    if conn.is_in_transaction() {
+                        // A dropped transaction's rollback may still be queued.
+                        let alive = conn.ping().await.is_ok();
+                        return Ok(alive && !conn.is_in_transaction());
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(base.clone().create_if_missing(true))
             .await
             .map_err(cannot_open)?;
