@@ -12,6 +12,7 @@ use crate::domain::{InvalidInput, LockMode, Millis};
 
 pub mod sqlite;
 
+pub use sqlite::maintenance::{backup, integrity_check};
 pub use sqlite::{Durability, SqliteStore};
 
 use crate::telemetry::CommitStats;

@@ -1,5 +1,6 @@
 //! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
 
+mod backup;
 mod helpers;
 mod lock_rules;
 mod locks;

@@ -24,6 +24,7 @@ use crate::telemetry::CommitStats;
 
 mod free_blocks;
 mod locks;
+pub mod maintenance;
 mod pools;
 mod reservations;
 mod subnets;
