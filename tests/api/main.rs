@@ -1,6 +1,7 @@
 //! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
 
 mod backup;
+mod container;
 mod helpers;
 mod lock_rules;
 mod locks;
