@@ -4,9 +4,7 @@
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{Method, StatusCode, Uri};
-use tower_http::LatencyUnit;
-use tower_http::trace::{DefaultOnResponse, TraceLayer};
-use tracing::Level;
+use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -107,12 +105,8 @@ pub fn router(state: AppState) -> Router {
                         .map_or("unmatched", MatchedPath::as_str);
                     tracing::info_span!("request", http.method = %request.method(), http.route = route)
                 })
-                // One line per request, in its span: status and latency.
-                .on_response(
-                    DefaultOnResponse::new()
-                        .level(Level::INFO)
-                        .latency_unit(LatencyUnit::Millis),
-                ),
+                // `track_requests` logs each request once, in this span.
+                .on_response(()),
         )
         .with_state(state)
 }

@@ -1,4 +1,5 @@
-//! Request latency by matched route, method and status class. The route is the
+//! Request latency by matched route, method and status class, and one log
+//! line per request. The route is the
 //! template (`/v1/locks/{key}/acquire`), never the concrete path, so the set of
 //! series is bounded by the router, whatever keys clients send.
 
@@ -88,11 +89,20 @@ pub async fn track_requests(
     let method = request.method().clone();
     let started = Instant::now();
     let response = next.run(request).await;
-    state.leases.metrics.requests.observe(
-        &route,
-        &method,
-        response.status(),
-        started.elapsed().as_secs_f64(),
-    );
+    let seconds = started.elapsed().as_secs_f64();
+    let status = response.status();
+    state
+        .leases
+        .metrics
+        .requests
+        .observe(&route, &method, status, seconds);
+    // Inside the request span (route, method). Probes come every few seconds:
+    // they log at debug, so they do not drown the requests that matter.
+    let latency_ms = (seconds * 1e4).round() / 10.0;
+    if matches!(route.as_str(), "/healthz" | "/readyz" | "/metrics") {
+        tracing::debug!(http.status = status.as_u16(), latency_ms, "request served");
+    } else {
+        tracing::info!(http.status = status.as_u16(), latency_ms, "request served");
+    }
     response
 }
