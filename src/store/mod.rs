@@ -15,7 +15,7 @@ pub mod sqlite;
 pub use sqlite::maintenance::{backup, integrity_check};
 pub use sqlite::{Durability, SqliteStore};
 
-use crate::telemetry::CommitStats;
+use crate::telemetry::StoreStats;
 
 /// Live leases in the store, by kind (the `leasehold_live_leases` gauge).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -218,8 +218,8 @@ pub trait Store: Send + Sync + 'static {
     async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64>;
     /// Counts the live leases at `now`.
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases>;
-    /// Commit latency and batch size, where the store measures them.
-    fn commit_stats(&self) -> Option<&CommitStats> {
+    /// Commit latency, batch size and expiries, where the store measures them.
+    fn stats(&self) -> Option<&StoreStats> {
         None
     }
     /// Flushes and closes the database.

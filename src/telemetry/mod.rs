@@ -56,26 +56,33 @@ pub struct Metrics {
     pub requests: RequestMetrics,
 }
 
-/// What the store measures of its write transactions.
+/// What the store measures: its commits, and the leases it removed because
+/// they had expired.
 #[derive(Debug)]
-pub struct CommitStats {
+pub struct StoreStats {
     /// Time the commit itself takes (the wait for the disk), in seconds.
     pub latency: Histogram,
     /// Statements (client requests) committed together; one per commit today.
     pub batch_size: Histogram,
+    /// Expired lock leases deleted, by a grant that found them or the reaper.
+    pub expired_locks: AtomicU64,
+    /// Expired reservations deleted, by a grant that found them or the reaper.
+    pub expired_reservations: AtomicU64,
 }
 
-impl Default for CommitStats {
+impl Default for StoreStats {
     fn default() -> Self {
         Self {
             latency: Histogram::latency(),
             batch_size: Histogram::new(histogram::SIZE_BUCKETS),
+            expired_locks: AtomicU64::new(0),
+            expired_reservations: AtomicU64::new(0),
         }
     }
 }
 
-impl CommitStats {
-    pub fn observe(&self, elapsed: std::time::Duration, batch: usize) {
+impl StoreStats {
+    pub fn observe_commit(&self, elapsed: std::time::Duration, batch: usize) {
         self.latency.observe_duration(elapsed);
         self.batch_size.observe(batch as f64);
     }
@@ -179,19 +186,28 @@ impl Metrics {
              leasehold_live_leases{{kind=\"reservation\"}} {}",
             live.locks, live.reservations
         );
-        if let Some(commits) = leases.store.commit_stats() {
+        if let Some(stats) = leases.store.stats() {
+            let _ = writeln!(
+                out,
+                "# HELP leasehold_expired_leases_total Leases deleted because they expired, by a grant that found them or by the reaper\n\
+                 # TYPE leasehold_expired_leases_total counter\n\
+                 leasehold_expired_leases_total{{kind=\"lock\"}} {}\n\
+                 leasehold_expired_leases_total{{kind=\"reservation\"}} {}",
+                stats.expired_locks.load(Ordering::Relaxed),
+                stats.expired_reservations.load(Ordering::Relaxed)
+            );
             out.push_str(
                 "# HELP leasehold_commit_duration_seconds Time a write transaction takes to commit\n\
                  # TYPE leasehold_commit_duration_seconds histogram\n",
             );
-            commits
+            stats
                 .latency
                 .render(&mut out, "leasehold_commit_duration_seconds", "");
             out.push_str(
                 "# HELP leasehold_commit_batch_size Statements (requests) per committed write transaction\n\
                  # TYPE leasehold_commit_batch_size histogram\n",
             );
-            commits
+            stats
                 .batch_size
                 .render(&mut out, "leasehold_commit_batch_size", "");
         }

@@ -34,7 +34,7 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
     // The reaper runs only when the test says so.
     let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3600)).await;
 
-    // 5 grants, the last one short-lived; 1 conflict; 2 renewals; 3 releases.
+    // 6 grants, the last two short-lived; 1 conflict; 2 renewals; 3 releases.
     let mut tokens = Vec::new();
     for i in 1..=4 {
         let lease = app
@@ -42,8 +42,10 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
             .await;
         tokens.push(lease["token"].as_str().unwrap().to_owned());
     }
-    app.must_acquire("metrics/secret-key-5", "node-1", 100)
-        .await;
+    for i in 5..=6 {
+        app.must_acquire(&format!("metrics/secret-key-{i}"), "node-1", 100)
+            .await;
+    }
     let conflict = app.acquire("metrics/secret-key-1", "node-2", 60_000).await;
     assert_eq!(conflict.status(), StatusCode::CONFLICT);
     for (i, token) in tokens.iter().enumerate().take(2) {
@@ -55,7 +57,7 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
         let released = app.release(&key, token).await;
         assert_eq!(released.status(), StatusCode::NO_CONTENT);
     }
-    // Two reservations, one confirmed.
+    // Two reservations, one confirmed, and a short one.
     let pool = app
         .client
         .put(app.url("/v1/pools/metrics"))
@@ -75,6 +77,13 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
         assert_eq!(r.status(), StatusCode::CREATED);
         reservations.push(r.json::<serde_json::Value>().await.unwrap());
     }
+    let short = app
+        .post(
+            "/v1/pools/metrics/reservations",
+            json!({"holder": "node-1", "prefix_len": 24, "ttl_ms": 100}),
+        )
+        .await;
+    assert_eq!(short.status(), StatusCode::CREATED);
     let confirmed = app
         .post(
             &format!(
@@ -88,8 +97,14 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
 
     scrape(&app).await;
 
-    // The short lease expires; one reaper pass deletes it.
+    // The short leases expire: a grant on key 6 finds its expired lease and
+    // deletes it (a 7th grant), then one reaper pass deletes key 5's.
     tokio::time::sleep(Duration::from_millis(200)).await;
+    app.must_acquire("metrics/secret-key-6", "node-2", 60_000)
+        .await;
+    // Reading the pool's usage purges its expired reservation.
+    let usage = app.get("/v1/pools/metrics").await;
+    assert_eq!(usage.status(), StatusCode::OK);
     let report = leasehold::reaper::reap_once(&app.leases, 500)
         .await
         .unwrap();
@@ -97,18 +112,20 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
 
     let text = scrape(&app).await;
     for (name, expected) in [
-        ("leasehold_lock_grants_total", 5.0),
+        ("leasehold_lock_grants_total", 7.0),
         ("leasehold_lock_conflicts_total", 1.0),
         ("leasehold_lock_renewals_total", 2.0),
         ("leasehold_lock_releases_total", 3.0),
         ("leasehold_lock_replays_total", 0.0),
         ("leasehold_reaped_locks_total", 1.0),
-        ("leasehold_reservation_grants_total", 2.0),
+        ("leasehold_reservation_grants_total", 3.0),
         ("leasehold_reservation_confirms_total", 1.0),
         ("leasehold_reservation_releases_total", 0.0),
         ("leasehold_reaped_reservations_total", 0.0),
         ("leasehold_waiters", 0.0),
-        ("leasehold_live_leases{kind=\"lock\"}", 1.0),
+        ("leasehold_expired_leases_total{kind=\"lock\"}", 2.0),
+        ("leasehold_expired_leases_total{kind=\"reservation\"}", 1.0),
+        ("leasehold_live_leases{kind=\"lock\"}", 2.0),
         ("leasehold_live_leases{kind=\"reservation\"}", 2.0),
     ] {
         assert_eq!(sample(&text, name), expected, "{name}");
@@ -117,11 +134,11 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
     // Request latency by route template and status class.
     let acquire = "leasehold_http_request_duration_seconds_count\
                    {route=\"/v1/locks/{key}/acquire\",method=\"POST\"";
-    assert_eq!(sample(&text, &format!("{acquire},status=\"2xx\"}}")), 5.0);
+    assert_eq!(sample(&text, &format!("{acquire},status=\"2xx\"}}")), 7.0);
     assert_eq!(sample(&text, &format!("{acquire},status=\"4xx\"}}")), 1.0);
     let acquire_inf = "leasehold_http_request_duration_seconds_bucket\
                        {route=\"/v1/locks/{key}/acquire\",method=\"POST\",status=\"2xx\",le=\"+Inf\"}";
-    assert_eq!(sample(&text, acquire_inf), 5.0);
+    assert_eq!(sample(&text, acquire_inf), 7.0);
     let route = |r: &str| {
         format!(
             "leasehold_http_request_duration_seconds_count{{route=\"{r}\",method=\"POST\",status=\"2xx\"}}"
@@ -129,7 +146,7 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
     };
     assert_eq!(sample(&text, &route("/v1/locks/{key}/renew")), 2.0);
     assert_eq!(sample(&text, &route("/v1/locks/{key}/release")), 3.0);
-    assert_eq!(sample(&text, &route("/v1/pools/{pool}/reservations")), 2.0);
+    assert_eq!(sample(&text, &route("/v1/pools/{pool}/reservations")), 3.0);
     // The earlier scrape is counted too, under its own route.
     assert_eq!(
         sample(
@@ -142,7 +159,7 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
     // Every write above committed once (plus start-up and readiness writes),
     // one statement per commit.
     let commits = sample(&text, "leasehold_commit_duration_seconds_count");
-    assert!(commits >= 16.0, "{commits} commits");
+    assert!(commits >= 18.0, "{commits} commits");
     assert_eq!(sample(&text, "leasehold_commit_batch_size_count"), commits);
     assert_eq!(
         sample(&text, "leasehold_commit_batch_size_bucket{le=\"1\"}"),

@@ -9,6 +9,7 @@ use super::{SqliteStore, parse_metadata};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::{Lease, LockMode, Millis};
 use crate::store::{AcquireOutcome, LockQuery, NewLock, StoreError, StoreResult};
+use crate::telemetry::Metrics;
 
 const COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, acquired_at, \
                        expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key";
@@ -55,7 +56,7 @@ impl SqliteStore {
         new: NewLock,
         now: Millis,
     ) -> StoreResult<AcquireOutcome> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin().await?;
         if let Some(idem) = &new.idempotency_key {
             let sql = format!(
                 "SELECT {COLUMNS} FROM lock_leases \
@@ -79,11 +80,13 @@ impl SqliteStore {
         }
         // Rows past their expiry and lock delay are absent: remove them here,
         // so correctness never waits for the reaper.
-        sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
+        let expired = sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
             .bind(&new.key)
             .bind(now)
             .execute(&mut *tx)
-            .await?;
+            .await?
+            .rows_affected();
+        self.note_expired(expired, 0);
         let sql =
             format!("SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token");
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -234,7 +237,7 @@ impl SqliteStore {
     }
 
     pub(super) async fn force_release_tx(&self, key: &str, now: Millis) -> StoreResult<u64> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin().await?;
         let live: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM lock_leases WHERE key = ?1 AND expires_at > ?2",
         )
@@ -267,6 +270,8 @@ impl SqliteStore {
         .bind(now)
         .bind(i64::from(batch))
         .fetch_all(&self.writer);
-        self.autocommit(statement).await
+        let keys: Vec<String> = self.autocommit(statement).await?;
+        Metrics::add(&self.stats.expired_locks, keys.len() as u64);
+        Ok(keys)
     }
 }

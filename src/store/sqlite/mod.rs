@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -20,7 +21,7 @@ use super::{
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
-use crate::telemetry::CommitStats;
+use crate::telemetry::{Metrics, StoreStats};
 
 mod free_blocks;
 mod locks;
@@ -50,7 +51,10 @@ pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
     path: PathBuf,
-    commits: CommitStats,
+    stats: StoreStats,
+    /// Expired rows the open write transaction deleted: counted in `stats`
+    /// only when it commits. There is one writer, so one open transaction.
+    pending_expired: Mutex<(u64, u64)>,
 }
 
 impl SqliteStore {
@@ -107,7 +111,8 @@ impl SqliteStore {
             writer,
             reader,
             path: path.to_owned(),
-            commits: CommitStats::default(),
+            stats: StoreStats::default(),
+            pending_expired: Mutex::new((0, 0)),
         })
     }
 
@@ -123,15 +128,39 @@ impl SqliteStore {
     ) -> StoreResult<T> {
         let started = Instant::now();
         let out = statement.await?;
-        self.commits.observe(started.elapsed(), 1);
+        self.stats.observe_commit(started.elapsed(), 1);
         Ok(out)
+    }
+
+    /// Begins a write transaction on the single writer.
+    async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        let tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        // Whatever an earlier, rolled-back transaction noted never happened.
+        *self.pending() = (0, 0);
+        Ok(tx)
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
+        self.pending_expired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes expired rows the open transaction deleted (locks, reservations).
+    fn note_expired(&self, locks: u64, reservations: u64) {
+        let mut pending = self.pending();
+        pending.0 += locks;
+        pending.1 += reservations;
     }
 
     /// Commits a write transaction of one request, timing the commit.
     async fn commit(&self, tx: sqlx::Transaction<'_, sqlx::Sqlite>) -> StoreResult<()> {
         let started = Instant::now();
         tx.commit().await?;
-        self.commits.observe(started.elapsed(), 1);
+        self.stats.observe_commit(started.elapsed(), 1);
+        let (locks, reservations) = std::mem::take(&mut *self.pending());
+        Metrics::add(&self.stats.expired_locks, locks);
+        Metrics::add(&self.stats.expired_reservations, reservations);
         Ok(())
     }
 }
@@ -314,12 +343,12 @@ impl Store for SqliteStore {
         })
     }
 
-    fn commit_stats(&self) -> Option<&CommitStats> {
-        Some(&self.commits)
+    fn stats(&self) -> Option<&StoreStats> {
+        Some(&self.stats)
     }
 
     async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin().await?;
         let alive_at: Option<Millis> =
             sqlx::query_scalar("SELECT alive_at FROM server_state WHERE id = 1")
                 .fetch_one(&mut *tx)

@@ -117,13 +117,14 @@ async fn usage(conn: &mut SqliteConnection, pool: Pool) -> StoreResult<PoolUsage
 
 impl SqliteStore {
     pub(super) async fn put_pool_tx(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin().await?;
         if let Some(existing) = find_pool(&mut tx, &pool.name).await? {
             let differs = pool_differences(&existing, pool.cidr, &pool.labels);
             if !differs.is_empty() {
                 return Ok(PutPoolOutcome::Conflict { existing, differs });
             }
-            purge_expired(&mut tx, &existing, now).await?;
+            let expired = purge_expired(&mut tx, &existing, now).await?;
+            self.note_expired(0, expired);
             let usage = usage(&mut tx, existing).await?;
             self.commit(tx).await?;
             return Ok(PutPoolOutcome::Unchanged(usage));
@@ -151,9 +152,10 @@ impl SqliteStore {
     /// A short write transaction: purging the pool's expired reservations
     /// first makes the counts and the free space exact.
     pub(super) async fn pool_usage_tx(&self, name: &str, now: Millis) -> StoreResult<PoolUsage> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin().await?;
         let pool = load_pool(&mut tx, name).await?;
-        purge_expired(&mut tx, &pool, now).await?;
+        let expired = purge_expired(&mut tx, &pool, now).await?;
+        self.note_expired(0, expired);
         let usage = usage(&mut tx, pool).await?;
         self.commit(tx).await?;
         Ok(usage)
@@ -180,9 +182,10 @@ impl SqliteStore {
         name: &str,
         now: Millis,
     ) -> StoreResult<DeletePoolOutcome> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin().await?;
         let pool = load_pool(&mut tx, name).await?;
-        purge_expired(&mut tx, &pool, now).await?;
+        let expired = purge_expired(&mut tx, &pool, now).await?;
+        self.note_expired(0, expired);
         let (allocated, reserved, last_expiry): (i64, i64, Option<Millis>) = sqlx::query_as(
             "SELECT count(*) FILTER (WHERE expires_at IS NULL), \
              count(*) FILTER (WHERE expires_at IS NOT NULL), max(expires_at) \

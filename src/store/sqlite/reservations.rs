@@ -76,7 +76,7 @@ impl SqliteStore {
         token: Option<&str>,
         now: Millis,
     ) -> StoreResult<bool> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin().await?;
         let pool = load_pool(&mut tx, pool).await?;
         let sql = format!(
             "DELETE FROM subnet_reservations WHERE pool = ?1 AND fencing_token = ?2 AND {LIVE} \
@@ -171,7 +171,7 @@ impl SqliteStore {
         now: Millis,
         batch: u32,
     ) -> StoreResult<u64> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin().await?;
         // Compare-and-delete: the DELETE itself checks the time again.
         let freed: Vec<(String, Vec<u8>, i64)> = sqlx::query_as(
             "DELETE FROM subnet_reservations WHERE fencing_token IN \
@@ -192,6 +192,7 @@ impl SqliteStore {
                 give_back(&mut tx, pool, block_of(pool.cidr.family(), start, *len)?).await?;
             }
         }
+        self.note_expired(0, freed.len() as u64);
         self.commit(tx).await?;
         Ok(freed.len() as u64)
     }

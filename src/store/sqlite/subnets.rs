@@ -104,7 +104,7 @@ impl SqliteStore {
         new: NewReservation,
         now: Millis,
     ) -> StoreResult<ReserveOutcome> {
-        let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin().await?;
         let pool = load_pool(&mut tx, &new.pool).await?;
         let family = pool.cidr.family();
         if let Err(invalid) = check_want(pool.cidr, new.want) {
@@ -131,7 +131,8 @@ impl SqliteStore {
                 return Ok(ReserveOutcome::Replayed(reservation));
             }
         }
-        purge_expired(&mut tx, &pool, now).await?;
+        let expired = purge_expired(&mut tx, &pool, now).await?;
+        self.note_expired(0, expired);
         let excludes = relevant_excludes(pool.cidr, &new.excludes);
         let grant = match new.want {
             Want::PrefixLen(len) => match find_grant(&mut tx, &pool, len, &excludes).await? {
