@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::Connection;
@@ -21,7 +21,7 @@ use super::{
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
-use crate::telemetry::{Metrics, StoreStats};
+use crate::telemetry::StoreStats;
 
 mod free_blocks;
 mod locks;
@@ -29,6 +29,7 @@ pub mod maintenance;
 mod pools;
 mod reservations;
 mod subnets;
+mod writes;
 
 /// The message of the trigger that refuses overlapping reservations.
 const OVERLAP_ABORT: &str = "subnet overlaps a live reservation";
@@ -118,50 +119,6 @@ impl SqliteStore {
 
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Runs one write statement in autocommit mode: its execution is its
-    /// commit, timed as such.
-    async fn autocommit<T>(
-        &self,
-        statement: impl std::future::Future<Output = Result<T, sqlx::Error>>,
-    ) -> StoreResult<T> {
-        let started = Instant::now();
-        let out = statement.await?;
-        self.stats.observe_commit(started.elapsed(), 1);
-        Ok(out)
-    }
-
-    /// Begins a write transaction on the single writer.
-    async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        let tx = self.writer.begin_with("BEGIN IMMEDIATE").await?;
-        // Whatever an earlier, rolled-back transaction noted never happened.
-        *self.pending() = (0, 0);
-        Ok(tx)
-    }
-
-    fn pending(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
-        self.pending_expired
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Notes expired rows the open transaction deleted (locks, reservations).
-    fn note_expired(&self, locks: u64, reservations: u64) {
-        let mut pending = self.pending();
-        pending.0 += locks;
-        pending.1 += reservations;
-    }
-
-    /// Commits a write transaction of one request, timing the commit.
-    async fn commit(&self, tx: sqlx::Transaction<'_, sqlx::Sqlite>) -> StoreResult<()> {
-        let started = Instant::now();
-        tx.commit().await?;
-        self.stats.observe_commit(started.elapsed(), 1);
-        let (locks, reservations) = std::mem::take(&mut *self.pending());
-        Metrics::add(&self.stats.expired_locks, locks);
-        Metrics::add(&self.stats.expired_reservations, reservations);
-        Ok(())
     }
 }
 
