@@ -60,17 +60,20 @@ struct Immutable(Vec<std::path::PathBuf>);
 
 impl Immutable {
     fn set(paths: Vec<std::path::PathBuf>) -> Option<Self> {
-        for path in &paths {
+        // Each path joins the guard once frozen, so a partial failure thaws it.
+        let mut frozen = Self(Vec::new());
+        for path in paths {
             let status = std::process::Command::new("chattr")
                 .arg("+i")
-                .arg(path)
+                .arg(&path)
                 .status()
                 .ok()?;
             if !status.success() {
                 return None;
             }
+            frozen.0.push(path);
         }
-        Some(Self(paths))
+        Some(frozen)
     }
 }
 
