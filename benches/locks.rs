@@ -40,7 +40,14 @@ async fn main() {
 
     let started = Instant::now();
     let deadline = started + Duration::from_secs(seconds);
-    let before = leases.store.commit_stats();
+    let batches = |leases: &leasehold::leases::Leases| {
+        let stats = leases
+            .store
+            .stats()
+            .expect("the SQLite store measures its commits");
+        (stats.batch_size.count(), stats.batch_size.sum() as u64)
+    };
+    let before = batches(&leases);
     let mut tasks = vec![];
     for c in 0..clients {
         let (client, base) = (client.clone(), base.clone());
@@ -77,11 +84,11 @@ async fn main() {
         all.extend(task.await.unwrap());
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let after = leases.store.commit_stats();
+    let after = batches(&leases);
     all.sort_unstable();
     let pairs = all.len() as f64;
-    let commits = (after.commits - before.commits).max(1);
-    let writes = after.writes - before.writes;
+    let commits = (after.0 - before.0).max(1);
+    let writes = after.1 - before.1;
     println!("clients                     {clients}");
     println!("acquire+release pairs/s     {:.0}", pairs / elapsed);
     println!("requests/s                  {:.0}", 2.0 * pairs / elapsed);

@@ -32,6 +32,19 @@ enum Command {
     Subnet(cli::subnet::SubnetCommand),
     /// Print the OpenAPI document.
     Openapi,
+    /// Copy the database consistently (safe while the server runs).
+    Backup {
+        #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db")]
+        db: std::path::PathBuf,
+        /// The copy to write; must not exist.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
+    /// Check the database's integrity; exits non-zero on a problem.
+    Check {
+        #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db")]
+        db: std::path::PathBuf,
+    },
 }
 
 async fn shutdown_signal() {
@@ -83,6 +96,21 @@ async fn main() -> ExitCode {
         Command::Openapi => serde_json::to_string_pretty(&leasehold::api::openapi())
             .map(|text| println!("{text}"))
             .map_err(|e| e.to_string()),
+        Command::Backup { db, out } => leasehold::store::backup(&db, &out).await.map(|bytes| {
+            println!(
+                "backed up {} to {} ({bytes} bytes)",
+                db.display(),
+                out.display()
+            )
+        }),
+        Command::Check { db } => match leasehold::store::integrity_check(&db).await {
+            Ok(problems) if problems.is_empty() => {
+                println!("ok");
+                Ok(())
+            }
+            Ok(problems) => Err(problems.join("\n")),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -92,14 +92,21 @@ pub fn router(state: AppState) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::telemetry::http::track_requests,
+        ))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request| {
-                let route = request
-                    .extensions()
-                    .get::<MatchedPath>()
-                    .map_or("unmatched", MatchedPath::as_str);
-                tracing::info_span!("request", http.method = %request.method(), http.route = route)
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request| {
+                    let route = request
+                        .extensions()
+                        .get::<MatchedPath>()
+                        .map_or("unmatched", MatchedPath::as_str);
+                    tracing::info_span!("request", http.method = %request.method(), http.route = route)
+                })
+                // `track_requests` logs each request once, in this span.
+                .on_response(()),
         )
         .with_state(state)
 }

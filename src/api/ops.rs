@@ -66,15 +66,21 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Probl
 /// Prometheus metrics in text format.
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain")))]
-pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    let text = state.leases.metrics.render(&state.leases);
-    (
+pub async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse, Problem> {
+    let live = state
+        .leases
+        .store
+        .live_leases(state.leases.now())
+        .await
+        .map_err(Problem::unavailable)?;
+    let text = state.leases.metrics.render(&state.leases, live);
+    Ok((
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
         text,
-    )
+    ))
 }
 
 /// This OpenAPI document.

@@ -12,7 +12,18 @@ use crate::domain::{InvalidInput, LockMode, Millis};
 
 pub mod sqlite;
 
+pub use sqlite::maintenance::{backup, integrity_check};
 pub use sqlite::{Durability, SqliteStore};
+
+use crate::telemetry::StoreStats;
+
+/// Live leases in the store, by kind (the `leasehold_live_leases` gauge).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveLeases {
+    pub locks: u64,
+    /// Reserved and allocated reservations alike.
+    pub reservations: u64,
+}
 
 /// A lock lease to grant, with its secret token already drawn.
 #[derive(Debug, Clone)]
@@ -126,13 +137,6 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// How writes were grouped into commits so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CommitStats {
-    pub commits: u64,
-    pub writes: u64,
-}
-
 /// The storage leasehold runs on. Every method takes `now` from the service's
 /// clock; no implementation reads a clock of its own.
 #[async_trait]
@@ -212,8 +216,12 @@ pub trait Store: Send + Sync + 'static {
     /// On start: leases live at the last recorded `alive_at` get a full TTL from
     /// `now`. Returns how many were extended.
     async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64>;
-    /// Write transactions committed, and the writes they carried (group commit).
-    fn commit_stats(&self) -> CommitStats;
+    /// Counts the live leases at `now`.
+    async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases>;
+    /// Commit latency, batch size and expiries, where the store measures them.
+    fn stats(&self) -> Option<&StoreStats> {
+        None
+    }
     /// Flushes and closes the database.
     async fn close(&self);
 }

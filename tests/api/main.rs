@@ -1,9 +1,12 @@
 //! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
 
+mod backup;
+mod container;
 mod crash;
 mod helpers;
 mod lock_rules;
 mod locks;
+mod metrics;
 mod ops;
 mod restarts;
 mod subnets;

@@ -3,7 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{problem, spawn_app};
 
 #[tokio::test]
 async fn health_and_readiness_answer() {
@@ -52,4 +52,79 @@ async fn the_docs_page_is_self_contained_and_names_every_operation() {
             "the page loads nothing from elsewhere ({external})"
         );
     }
+}
+
+/// Makes files immutable (`chattr +i`), which stops writes even by root, and
+/// makes them writable again when dropped.
+struct Immutable(Vec<std::path::PathBuf>);
+
+impl Immutable {
+    fn set(paths: Vec<std::path::PathBuf>) -> Option<Self> {
+        // Each path joins the guard once frozen, so a partial failure thaws it.
+        let mut frozen = Self(Vec::new());
+        for path in paths {
+            let status = std::process::Command::new("chattr")
+                .arg("+i")
+                .arg(&path)
+                .status()
+                .ok()?;
+            if !status.success() {
+                return None;
+            }
+            frozen.0.push(path);
+        }
+        Some(frozen)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(path)
+                .status();
+        }
+    }
+}
+
+#[tokio::test]
+async fn readiness_fails_while_the_database_cannot_be_written_and_recovers() {
+    let app = spawn_app().await;
+    assert_eq!(app.get("/readyz").await.status(), StatusCode::OK);
+    // The database and its write-ahead log; the -shm index stays writable
+    // (SQLite maps it into memory).
+    let wal = app.db.with_extension("db-wal");
+    assert!(wal.exists(), "the database runs in WAL mode");
+    let Some(frozen) = Immutable::set(vec![app.db.clone(), wal]) else {
+        eprintln!(
+            "skipped: chattr +i is not available here (needs CAP_LINUX_IMMUTABLE on ext4/xfs)"
+        );
+        return;
+    };
+    let body = problem(
+        app.get("/readyz").await,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "storage-unavailable",
+    )
+    .await;
+    assert!(body["detail"].is_string(), "{body}");
+    // Writes fail the same way; the process stays alive.
+    let write = app.acquire("ready/while-frozen", "node-1", 60_000).await;
+    problem(
+        write,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "storage-unavailable",
+    )
+    .await;
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+
+    drop(frozen);
+    assert_eq!(app.get("/readyz").await.status(), StatusCode::OK);
+    // Write transactions work again too, not only the readiness write.
+    app.must_acquire("ready/after-thaw", "node-1", 60_000).await;
+    let fresh = app
+        .must_acquire("ready/while-frozen", "node-1", 60_000)
+        .await;
+    assert_eq!(fresh["holder"], "node-1");
 }

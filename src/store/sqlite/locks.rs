@@ -55,6 +55,7 @@ impl SqliteStore {
         new: NewLock,
         now: Millis,
     ) -> StoreResult<AcquireOutcome> {
+        let stats = self.stats.clone();
         self.writer
             .write(move |tx| {
                 Box::pin(async move {
@@ -81,11 +82,14 @@ impl SqliteStore {
                     }
                     // Rows past their expiry and lock delay are absent: remove them here,
                     // so correctness never waits for the reaper.
-                    sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
-                        .bind(&new.key)
-                        .bind(now)
-                        .execute(&mut *tx)
-                        .await?;
+                    let expired =
+                        sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
+                            .bind(&new.key)
+                            .bind(now)
+                            .execute(&mut *tx)
+                            .await?
+                            .rows_affected();
+                    stats.note_expired(expired, 0);
                     let sql = format!(
                         "SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token"
                     );
@@ -282,10 +286,11 @@ impl SqliteStore {
         batch: u32,
     ) -> StoreResult<Vec<String>> {
         // Compare-and-delete: the DELETE itself checks the time again.
+        let stats = self.stats.clone();
         self.writer
             .write(move |tx| {
                 Box::pin(async move {
-                    Ok(sqlx::query_scalar(
+                    let keys: Vec<String> = sqlx::query_scalar(
                         "DELETE FROM lock_leases WHERE fencing_token IN \
                          (SELECT fencing_token FROM lock_leases WHERE gone_at <= ?1 LIMIT ?2) \
                          AND gone_at <= ?1 RETURNING key",
@@ -293,7 +298,9 @@ impl SqliteStore {
                     .bind(now)
                     .bind(i64::from(batch))
                     .fetch_all(&mut *tx)
-                    .await?)
+                    .await?;
+                    stats.note_expired(keys.len() as u64, 0);
+                    Ok(keys)
                 })
             })
             .await

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,18 +13,18 @@ use sqlx::sqlite::{
 
 use serde_json::{Map, Value};
 
-use std::sync::atomic::Ordering;
-
 use super::{
-    AcquireOutcome, CommitStats, DeletePoolOutcome, LockQuery, NewLock, NewReservation,
+    AcquireOutcome, DeletePoolOutcome, LiveLeases, LockQuery, NewLock, NewReservation,
     PutPoolOutcome, ReservationQuery, ReserveOutcome, Store, StoreError, StoreResult,
 };
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
+use crate::telemetry::StoreStats;
 
 mod free_blocks;
 mod locks;
+pub mod maintenance;
 mod pools;
 mod reservations;
 mod subnets;
@@ -53,6 +54,7 @@ pub struct SqliteStore {
     writer_pool: SqlitePool,
     reader: SqlitePool,
     path: PathBuf,
+    stats: Arc<StoreStats>,
 }
 
 impl SqliteStore {
@@ -91,11 +93,13 @@ impl SqliteStore {
             .connect_with(base.read_only(true))
             .await
             .map_err(cannot_open)?;
+        let stats = Arc::new(StoreStats::default());
         Ok(Self {
-            writer: Writer::start(writer_pool.clone()),
+            writer: Writer::start(writer_pool.clone(), stats.clone()),
             writer_pool,
             reader,
             path: path.to_owned(),
+            stats,
         })
     }
 
@@ -275,6 +279,25 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
+        let (locks, reservations): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM lock_leases WHERE expires_at > ?1), \
+             (SELECT count(*) FROM subnet_reservations \
+              WHERE expires_at IS NULL OR expires_at > ?1)",
+        )
+        .bind(now)
+        .fetch_one(&self.reader)
+        .await?;
+        Ok(LiveLeases {
+            locks: u64::try_from(locks).unwrap_or(0),
+            reservations: u64::try_from(reservations).unwrap_or(0),
+        })
+    }
+
+    fn stats(&self) -> Option<&StoreStats> {
+        Some(&self.stats)
+    }
+
     async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64> {
         self.writer
             .write(move |tx| {
@@ -307,14 +330,6 @@ impl Store for SqliteStore {
                 })
             })
             .await
-    }
-
-    fn commit_stats(&self) -> CommitStats {
-        let stats = self.writer.stats();
-        CommitStats {
-            commits: stats.batches.load(Ordering::Relaxed),
-            writes: stats.writes.load(Ordering::Relaxed),
-        }
     }
 
     async fn close(&self) {

@@ -117,6 +117,7 @@ async fn usage(conn: &mut SqliteConnection, pool: Pool) -> StoreResult<PoolUsage
 
 impl SqliteStore {
     pub(super) async fn put_pool_tx(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
+        let stats = self.stats.clone();
         self.writer
             .write(move |tx| {
                 Box::pin(async move {
@@ -125,7 +126,8 @@ impl SqliteStore {
                         if !differs.is_empty() {
                             return Ok(PutPoolOutcome::Conflict { existing, differs });
                         }
-                        purge_expired(&mut *tx, &existing, now).await?;
+                        let expired = purge_expired(&mut *tx, &existing, now).await?;
+                        stats.note_expired(0, expired);
                         let usage = usage(&mut *tx, existing).await?;
                         return Ok(PutPoolOutcome::Unchanged(usage));
                     }
@@ -155,12 +157,14 @@ impl SqliteStore {
     /// first makes the counts and the free space exact.
     pub(super) async fn pool_usage_tx(&self, name: &str, now: Millis) -> StoreResult<PoolUsage> {
         let name = name.to_owned();
+        let stats = self.stats.clone();
         self.writer
             .write(move |tx| {
                 Box::pin(async move {
                     let name = name.as_str();
                     let pool = load_pool(&mut *tx, name).await?;
-                    purge_expired(&mut *tx, &pool, now).await?;
+                    let expired = purge_expired(&mut *tx, &pool, now).await?;
+                    stats.note_expired(0, expired);
                     let usage = usage(&mut *tx, pool).await?;
                     Ok(usage)
                 })
@@ -190,12 +194,14 @@ impl SqliteStore {
         now: Millis,
     ) -> StoreResult<DeletePoolOutcome> {
         let name = name.to_owned();
+        let stats = self.stats.clone();
         self.writer
             .write(move |tx| {
                 Box::pin(async move {
                     let name = name.as_str();
                     let pool = load_pool(&mut *tx, name).await?;
-                    purge_expired(&mut *tx, &pool, now).await?;
+                    let expired = purge_expired(&mut *tx, &pool, now).await?;
+                    stats.note_expired(0, expired);
                     let (allocated, reserved, last_expiry): (i64, i64, Option<Millis>) =
                         sqlx::query_as(
                             "SELECT count(*) FILTER (WHERE expires_at IS NULL), \

@@ -192,6 +192,7 @@ impl SqliteStore {
         now: Millis,
         batch: u32,
     ) -> StoreResult<u64> {
+        let stats = self.stats.clone();
         self.writer
             .write(move |tx| {
                 Box::pin(async move {
@@ -216,6 +217,7 @@ impl SqliteStore {
                                 .await?;
                         }
                     }
+                    stats.note_expired(0, freed.len() as u64);
                     Ok(freed.len() as u64)
                 })
             })

@@ -104,6 +104,7 @@ impl SqliteStore {
         new: NewReservation,
         now: Millis,
     ) -> StoreResult<ReserveOutcome> {
+        let stats = self.stats.clone();
         self.writer
             .write(move |tx| {
                 Box::pin(async move {
@@ -133,7 +134,8 @@ impl SqliteStore {
                 return Ok(ReserveOutcome::Replayed(reservation));
             }
         }
-        purge_expired(&mut *tx, &pool, now).await?;
+        let expired = purge_expired(&mut *tx, &pool, now).await?;
+        stats.note_expired(0, expired);
         let excludes = relevant_excludes(pool.cidr, &new.excludes);
         let grant = match new.want {
             Want::PrefixLen(len) => match find_grant(&mut *tx, &pool, len, &excludes).await? {

@@ -7,8 +7,8 @@
 //! is answered before the batch's `COMMIT` has returned, so every answer
 //! still follows a durable commit.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use sqlx::pool::PoolConnection;
@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::store::{StoreError, StoreResult};
+use crate::telemetry::StoreStats;
 
 /// The most writes one transaction carries.
 pub const MAX_BATCH: usize = 256;
@@ -61,36 +62,23 @@ where
     }
 }
 
-/// Counts of what the writer committed: `writes / batches` is the mean batch size.
-#[derive(Debug, Default)]
-pub struct WriterStats {
-    pub batches: AtomicU64,
-    pub writes: AtomicU64,
-}
-
 /// The handle writes are sent through.
 pub struct Writer {
     jobs: mpsc::Sender<Box<dyn Job>>,
-    stats: Arc<WriterStats>,
     stop: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
 }
 
 impl Writer {
     /// Starts the writer task on `pool`'s one connection, the only one that writes.
-    pub fn start(pool: SqlitePool) -> Self {
+    /// Commit latency, batch sizes and the expiries writes noted go to `stats`.
+    pub fn start(pool: SqlitePool, stats: Arc<StoreStats>) -> Self {
         let (jobs, queue) = mpsc::channel(4 * MAX_BATCH);
         let (stop, stopped) = oneshot::channel();
-        let stats = Arc::new(WriterStats::default());
-        let task = tokio::spawn(run(pool, queue, stopped, stats.clone()));
+        let task = tokio::spawn(run(pool, queue, stopped, stats));
         Self {
             jobs,
-            stats,
             stop: Mutex::new(Some((stop, task))),
         }
-    }
-
-    pub fn stats(&self) -> &WriterStats {
-        &self.stats
     }
 
     /// Finishes the writes already queued, refuses new ones, and gives the
@@ -138,7 +126,7 @@ async fn run(
     pool: SqlitePool,
     mut queue: mpsc::Receiver<Box<dyn Job>>,
     mut stopped: oneshot::Receiver<()>,
-    stats: Arc<WriterStats>,
+    stats: Arc<StoreStats>,
 ) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut stopping = false;
@@ -164,7 +152,10 @@ async fn run(
                 Err(e) => Err(e.into()),
             },
         };
-        if commit.is_err() {
+        if let Ok(elapsed) = &commit {
+            stats.observe_commit(*elapsed, batch.len());
+        } else {
+            stats.discard_pending();
             // A commit that failed on a disk error (full, read-only, I/O) can
             // leave the connection in a transaction no ROLLBACK ends: close it,
             // and the next batch opens a fresh one, so writes resume with the disk.
@@ -172,19 +163,19 @@ async fn run(
                 let _ = exec(&mut c, "ROLLBACK").await;
                 let _ = c.close().await;
             }
-        } else {
-            stats.batches.fetch_add(1, Ordering::Relaxed);
-            stats
-                .writes
-                .fetch_add(batch.len() as u64, Ordering::Relaxed);
         }
+        let commit = commit.map(|_| ());
         for job in batch.drain(..) {
             job.finish(commit.clone());
         }
     }
 }
 
-async fn run_batch(conn: &mut SqliteConnection, batch: &mut [Box<dyn Job>]) -> StoreResult<()> {
+/// Runs a batch in one transaction; answers how long its `COMMIT` took.
+async fn run_batch(
+    conn: &mut SqliteConnection,
+    batch: &mut [Box<dyn Job>],
+) -> StoreResult<Duration> {
     exec(conn, "BEGIN IMMEDIATE").await?;
     for job in batch.iter_mut() {
         exec(conn, "SAVEPOINT job").await?;
@@ -193,18 +184,18 @@ async fn run_batch(conn: &mut SqliteConnection, batch: &mut [Box<dyn Job>]) -> S
         }
         exec(conn, "RELEASE job").await?;
     }
-    exec(conn, "COMMIT").await
+    let started = Instant::now();
+    exec(conn, "COMMIT").await?;
+    Ok(started.elapsed())
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::Ordering;
-
     use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
     use super::*;
 
-    async fn writer_on_a_fresh_file() -> (tempfile::TempDir, SqlitePool, Writer) {
+    async fn writer_on_a_fresh_file() -> (tempfile::TempDir, SqlitePool, Writer, Arc<StoreStats>) {
         let dir = tempfile::TempDir::new().unwrap();
         let options = SqliteConnectOptions::new()
             .filename(dir.path().join("w.db"))
@@ -218,8 +209,9 @@ mod tests {
             .execute(&pool)
             .await
             .unwrap();
-        let writer = Writer::start(pool.clone());
-        (dir, pool, writer)
+        let stats = Arc::new(StoreStats::default());
+        let writer = Writer::start(pool.clone(), stats.clone());
+        (dir, pool, writer, stats)
     }
 
     fn insert(
@@ -252,7 +244,7 @@ mod tests {
 
     #[tokio::test]
     async fn concurrent_writes_share_commits_and_a_failure_stays_its_own() {
-        let (_dir, pool, writer) = writer_on_a_fresh_file().await;
+        let (_dir, pool, writer, stats) = writer_on_a_fresh_file().await;
         let writer = Arc::new(writer);
         let mut tasks = vec![];
         for i in 0..200 {
@@ -286,18 +278,14 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(failed, 0);
-        let stats = writer.stats();
-        let (batches, writes) = (
-            stats.batches.load(Ordering::Relaxed),
-            stats.writes.load(Ordering::Relaxed),
-        );
+        let (batches, writes) = (stats.batch_size.count(), stats.batch_size.sum() as u64);
         assert_eq!(writes, 200);
         assert!(batches < writes, "{writes} writes took {batches} commits");
     }
 
     #[tokio::test]
     async fn a_closed_writer_refuses_new_writes() {
-        let (_dir, _pool, writer) = writer_on_a_fresh_file().await;
+        let (_dir, _pool, writer, _stats) = writer_on_a_fresh_file().await;
         assert!(writer.write(insert("a".into())).await.unwrap());
         writer.close().await;
         assert!(matches!(

@@ -7,6 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tracing_subscriber::EnvFilter;
 
 use crate::leases::Leases;
+use crate::store::LiveLeases;
+
+pub mod histogram;
+pub mod http;
+
+pub use histogram::Histogram;
+pub use http::RequestMetrics;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LogFormat {
@@ -46,6 +53,64 @@ pub struct Metrics {
     pub reservation_confirms: AtomicU64,
     pub reservation_releases: AtomicU64,
     pub reaped_reservations: AtomicU64,
+    pub requests: RequestMetrics,
+}
+
+/// What the store measures: its commits, and the leases it removed because
+/// they had expired.
+#[derive(Debug)]
+pub struct StoreStats {
+    /// Time the commit itself takes (the wait for the disk), in seconds.
+    pub latency: Histogram,
+    /// Statements (client requests) committed together; one per commit today.
+    pub batch_size: Histogram,
+    /// Expired lock leases deleted, by a grant that found them or the reaper.
+    pub expired_locks: AtomicU64,
+    /// Expired reservations deleted, by a grant that found them or the reaper.
+    pub expired_reservations: AtomicU64,
+    /// Expiries noted by writes of the open batch: counted once it commits.
+    pending_expired: std::sync::Mutex<(u64, u64)>,
+}
+
+impl Default for StoreStats {
+    fn default() -> Self {
+        Self {
+            latency: Histogram::latency(),
+            batch_size: Histogram::new(histogram::SIZE_BUCKETS),
+            expired_locks: AtomicU64::new(0),
+            expired_reservations: AtomicU64::new(0),
+            pending_expired: std::sync::Mutex::new((0, 0)),
+        }
+    }
+}
+
+impl StoreStats {
+    fn pending(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
+        self.pending_expired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes expired rows (locks, reservations) a write of the open batch deleted.
+    pub fn note_expired(&self, locks: u64, reservations: u64) {
+        let mut pending = self.pending();
+        pending.0 += locks;
+        pending.1 += reservations;
+    }
+
+    /// A batch of `batch` writes committed in `elapsed`: its expiries count now.
+    pub fn observe_commit(&self, elapsed: std::time::Duration, batch: usize) {
+        self.latency.observe_duration(elapsed);
+        self.batch_size.observe(batch as f64);
+        let (locks, reservations) = std::mem::take(&mut *self.pending());
+        Metrics::add(&self.expired_locks, locks);
+        Metrics::add(&self.expired_reservations, reservations);
+    }
+
+    /// A batch failed: whatever it noted never happened.
+    pub fn discard_pending(&self) {
+        *self.pending() = (0, 0);
+    }
 }
 
 impl Metrics {
@@ -57,8 +122,8 @@ impl Metrics {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// The Prometheus text exposition.
-    pub fn render(&self, leases: &Leases) -> String {
+    /// The Prometheus text exposition; `live` is counted by the store.
+    pub fn render(&self, leases: &Leases, live: LiveLeases) -> String {
         let mut out = String::new();
         let counters: [(&str, &str, &AtomicU64); 12] = [
             (
@@ -129,15 +194,6 @@ impl Metrics {
                 value.load(Ordering::Relaxed)
             );
         }
-        let commits = leases.store.commit_stats();
-        let _ = writeln!(
-            out,
-            "# HELP leasehold_commits_total Write transactions committed (each one fsync)\n\
-             # TYPE leasehold_commits_total counter\nleasehold_commits_total {}\n\
-             # HELP leasehold_committed_writes_total Writes carried by those transactions (group commit)\n\
-             # TYPE leasehold_committed_writes_total counter\nleasehold_committed_writes_total {}",
-            commits.commits, commits.writes
-        );
         let stats = leases.waiters.stats();
         let _ = writeln!(
             out,
@@ -147,6 +203,40 @@ impl Metrics {
              # TYPE leasehold_waiter_keys gauge\nleasehold_waiter_keys {}",
             stats.waiters, stats.keys
         );
+        let _ = writeln!(
+            out,
+            "# HELP leasehold_live_leases Live leases in the store by kind\n\
+             # TYPE leasehold_live_leases gauge\n\
+             leasehold_live_leases{{kind=\"lock\"}} {}\n\
+             leasehold_live_leases{{kind=\"reservation\"}} {}",
+            live.locks, live.reservations
+        );
+        if let Some(stats) = leases.store.stats() {
+            let _ = writeln!(
+                out,
+                "# HELP leasehold_expired_leases_total Leases deleted because they expired, by a grant that found them or by the reaper\n\
+                 # TYPE leasehold_expired_leases_total counter\n\
+                 leasehold_expired_leases_total{{kind=\"lock\"}} {}\n\
+                 leasehold_expired_leases_total{{kind=\"reservation\"}} {}",
+                stats.expired_locks.load(Ordering::Relaxed),
+                stats.expired_reservations.load(Ordering::Relaxed)
+            );
+            out.push_str(
+                "# HELP leasehold_commit_duration_seconds Time a write transaction takes to commit\n\
+                 # TYPE leasehold_commit_duration_seconds histogram\n",
+            );
+            stats
+                .latency
+                .render(&mut out, "leasehold_commit_duration_seconds", "");
+            out.push_str(
+                "# HELP leasehold_commit_batch_size Statements (requests) per committed write transaction\n\
+                 # TYPE leasehold_commit_batch_size histogram\n",
+            );
+            stats
+                .batch_size
+                .render(&mut out, "leasehold_commit_batch_size", "");
+        }
+        self.requests.render(&mut out);
         out
     }
 }

@@ -1,0 +1,171 @@
+//! `/metrics` after a scripted workload: every counter moved by exactly the
+//! work done, request histograms by route template, bounded labels.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{TestApp, spawn_app_with};
+
+/// The value of one series, `name` including its `{labels}` if any.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no series {name} in\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+async fn scrape(app: &TestApp) -> String {
+    let response = app.get("/metrics").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    response.text().await.unwrap()
+}
+
+#[tokio::test]
+async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
+    // The reaper runs only when the test says so.
+    let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3600)).await;
+
+    // 6 grants, the last two short-lived; 1 conflict; 2 renewals; 3 releases.
+    let mut tokens = Vec::new();
+    for i in 1..=4 {
+        let lease = app
+            .must_acquire(&format!("metrics/secret-key-{i}"), "node-1", 60_000)
+            .await;
+        tokens.push(lease["token"].as_str().unwrap().to_owned());
+    }
+    for i in 5..=6 {
+        app.must_acquire(&format!("metrics/secret-key-{i}"), "node-1", 100)
+            .await;
+    }
+    let conflict = app.acquire("metrics/secret-key-1", "node-2", 60_000).await;
+    assert_eq!(conflict.status(), StatusCode::CONFLICT);
+    for (i, token) in tokens.iter().enumerate().take(2) {
+        let key = format!("metrics/secret-key-{}", i + 1);
+        assert_eq!(app.renew(&key, token).await.status(), StatusCode::OK);
+    }
+    for (i, token) in tokens.iter().enumerate().take(3) {
+        let key = format!("metrics/secret-key-{}", i + 1);
+        let released = app.release(&key, token).await;
+        assert_eq!(released.status(), StatusCode::NO_CONTENT);
+    }
+    // Two reservations, one confirmed, and a short one.
+    let pool = app
+        .client
+        .put(app.url("/v1/pools/metrics"))
+        .json(&json!({"cidr": "10.0.0.0/16"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pool.status(), StatusCode::CREATED);
+    let mut reservations = Vec::new();
+    for _ in 0..2 {
+        let r = app
+            .post(
+                "/v1/pools/metrics/reservations",
+                json!({"holder": "node-1", "prefix_len": 24}),
+            )
+            .await;
+        assert_eq!(r.status(), StatusCode::CREATED);
+        reservations.push(r.json::<serde_json::Value>().await.unwrap());
+    }
+    let short = app
+        .post(
+            "/v1/pools/metrics/reservations",
+            json!({"holder": "node-1", "prefix_len": 24, "ttl_ms": 100}),
+        )
+        .await;
+    assert_eq!(short.status(), StatusCode::CREATED);
+    let confirmed = app
+        .post(
+            &format!(
+                "/v1/pools/metrics/reservations/{}/confirm",
+                reservations[0]["id"].as_str().unwrap()
+            ),
+            json!({"token": reservations[0]["token"]}),
+        )
+        .await;
+    assert_eq!(confirmed.status(), StatusCode::OK);
+
+    scrape(&app).await;
+
+    // The short leases expire: a grant on key 6 finds its expired lease and
+    // deletes it (a 7th grant), then one reaper pass deletes key 5's.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.must_acquire("metrics/secret-key-6", "node-2", 60_000)
+        .await;
+    // Reading the pool's usage purges its expired reservation.
+    let usage = app.get("/v1/pools/metrics").await;
+    assert_eq!(usage.status(), StatusCode::OK);
+    let report = leasehold::reaper::reap_once(&app.leases, 500)
+        .await
+        .unwrap();
+    assert_eq!(report.locks_removed, 1);
+
+    let text = scrape(&app).await;
+    for (name, expected) in [
+        ("leasehold_lock_grants_total", 7.0),
+        ("leasehold_lock_conflicts_total", 1.0),
+        ("leasehold_lock_renewals_total", 2.0),
+        ("leasehold_lock_releases_total", 3.0),
+        ("leasehold_lock_replays_total", 0.0),
+        ("leasehold_reaped_locks_total", 1.0),
+        ("leasehold_reservation_grants_total", 3.0),
+        ("leasehold_reservation_confirms_total", 1.0),
+        ("leasehold_reservation_releases_total", 0.0),
+        ("leasehold_reaped_reservations_total", 0.0),
+        ("leasehold_waiters", 0.0),
+        ("leasehold_expired_leases_total{kind=\"lock\"}", 2.0),
+        ("leasehold_expired_leases_total{kind=\"reservation\"}", 1.0),
+        ("leasehold_live_leases{kind=\"lock\"}", 2.0),
+        ("leasehold_live_leases{kind=\"reservation\"}", 2.0),
+    ] {
+        assert_eq!(sample(&text, name), expected, "{name}");
+    }
+
+    // Request latency by route template and status class.
+    let acquire = "leasehold_http_request_duration_seconds_count\
+                   {route=\"/v1/locks/{key}/acquire\",method=\"POST\"";
+    assert_eq!(sample(&text, &format!("{acquire},status=\"2xx\"}}")), 7.0);
+    assert_eq!(sample(&text, &format!("{acquire},status=\"4xx\"}}")), 1.0);
+    let acquire_inf = "leasehold_http_request_duration_seconds_bucket\
+                       {route=\"/v1/locks/{key}/acquire\",method=\"POST\",status=\"2xx\",le=\"+Inf\"}";
+    assert_eq!(sample(&text, acquire_inf), 7.0);
+    let route = |r: &str| {
+        format!(
+            "leasehold_http_request_duration_seconds_count{{route=\"{r}\",method=\"POST\",status=\"2xx\"}}"
+        )
+    };
+    assert_eq!(sample(&text, &route("/v1/locks/{key}/renew")), 2.0);
+    assert_eq!(sample(&text, &route("/v1/locks/{key}/release")), 3.0);
+    assert_eq!(sample(&text, &route("/v1/pools/{pool}/reservations")), 3.0);
+    // The earlier scrape is counted too, under its own route.
+    assert_eq!(
+        sample(
+            &text,
+            "leasehold_http_request_duration_seconds_count{route=\"/metrics\",method=\"GET\",status=\"2xx\"}"
+        ),
+        1.0
+    );
+
+    // Every write above committed once (plus start-up and readiness writes),
+    // one statement per commit.
+    let commits = sample(&text, "leasehold_commit_duration_seconds_count");
+    assert!(commits >= 18.0, "{commits} commits");
+    assert_eq!(sample(&text, "leasehold_commit_batch_size_count"), commits);
+    assert_eq!(
+        sample(&text, "leasehold_commit_batch_size_bucket{le=\"1\"}"),
+        commits
+    );
+
+    // Labels never carry a key.
+    assert!(!text.contains("secret-key"), "{text}");
+}
