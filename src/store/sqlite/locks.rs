@@ -80,16 +80,6 @@ impl SqliteStore {
                             return Ok(AcquireOutcome::Replayed(lease));
                         }
                     }
-                    // Rows past their expiry and lock delay are absent: remove them here,
-                    // so correctness never waits for the reaper.
-                    let expired =
-                        sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
-                            .bind(&new.key)
-                            .bind(now)
-                            .execute(&mut *tx)
-                            .await?
-                            .rows_affected();
-                    stats.note_expired(expired, 0);
                     let sql = format!(
                         "SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token"
                     );
@@ -97,11 +87,25 @@ impl SqliteStore {
                         .bind(&new.key)
                         .fetch_all(&mut *tx)
                         .await?;
+                    let mut rows = from_rows(&rows)?;
+                    // Rows past their expiry and lock delay are absent: remove them here,
+                    // so correctness never waits for the reaper.
+                    if rows.iter().any(|r| r.gone_at() <= now) {
+                        let expired =
+                            sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
+                                .bind(&new.key)
+                                .bind(now)
+                                .execute(&mut *tx)
+                                .await?
+                                .rows_affected();
+                        stats.note_expired(expired, 0);
+                        rows.retain(|r| r.gone_at() > now);
+                    }
                     let claim = Claim {
                         mode: new.mode,
                         max_holders: new.max_holders,
                     };
-                    if let Err(refusal) = lock::decide(claim, &from_rows(&rows)?, now) {
+                    if let Err(refusal) = lock::decide(claim, &rows, now) {
                         // Nothing was changed but the removal of absent rows; keep it.
                         return Ok(AcquireOutcome::Refused(refusal));
                     }

@@ -176,14 +176,18 @@ async fn run_batch(
     conn: &mut SqliteConnection,
     batch: &mut [Box<dyn Job>],
 ) -> StoreResult<Duration> {
-    exec(conn, "BEGIN IMMEDIATE").await?;
-    for job in batch.iter_mut() {
-        exec(conn, "SAVEPOINT job").await?;
+    // Each write runs in its own savepoint; the statements that close one
+    // and open the next travel together.
+    exec(conn, "BEGIN IMMEDIATE; SAVEPOINT job").await?;
+    for (i, job) in batch.iter_mut().enumerate() {
+        if i > 0 {
+            exec(conn, "RELEASE job; SAVEPOINT job").await?;
+        }
         if !job.run(conn).await {
             exec(conn, "ROLLBACK TO job").await?;
         }
-        exec(conn, "RELEASE job").await?;
     }
+    exec(conn, "RELEASE job").await?;
     let started = Instant::now();
     exec(conn, "COMMIT").await?;
     Ok(started.elapsed())
