@@ -76,6 +76,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         default_ttl = %format_duration(config.default_ttl),
         max_ttl = %format_duration(config.max_ttl),
         max_wait = %format_duration(config.max_wait),
+        log_format = ?config.log_format,
         "starting leasehold"
     );
     let app = Application::build(config).await?;

@@ -76,6 +76,7 @@ pub struct AcquireRequest {
 /// Proves the caller holds the lease.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"token": "9f86d081884c7d659a2feaa0c55ad015", "ttl_ms": 30000}))]
 pub struct RenewRequest {
     pub token: String,
     /// The new TTL from now; the lease's own TTL when omitted.
@@ -84,6 +85,7 @@ pub struct RenewRequest {
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"token": "9f86d081884c7d659a2feaa0c55ad015"}))]
 pub struct ReleaseRequest {
     pub token: String,
 }

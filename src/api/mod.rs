@@ -82,7 +82,51 @@ fn routes() -> OpenApiRouter<AppState> {
 
 /// The OpenAPI document of every registered route.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    routes().split_for_parts().1
+    let mut doc = routes().split_for_parts().1;
+    add_common_problems(&mut doc);
+    doc
+}
+
+/// The problems any operation of a kind can answer, added to each: a body
+/// that is too large, not JSON or malformed; storage that cannot be used.
+fn add_common_problems(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{Content, Ref, ResponseBuilder};
+    let problem = |description: &str| {
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/problem+json",
+                Content::new(Some(Ref::from_schema_name("Problem"))),
+            )
+            .build()
+    };
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let touches_storage = path.starts_with("/v1/") || path == "/v1" || path == "/metrics";
+        let ops = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+        ];
+        for op in ops.into_iter().flatten().filter(|_| touches_storage) {
+            let responses = &mut op.responses.responses;
+            if op.request_body.is_some() {
+                for (status, description) in [
+                    ("400", "`invalid-request` or `malformed-json`"),
+                    ("413", "`payload-too-large`: the body exceeds 64 KiB"),
+                    ("415", "`unsupported-media-type`: the body must be JSON"),
+                ] {
+                    responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| problem(description).into());
+                }
+            }
+            responses.entry("503".to_owned()).or_insert_with(|| {
+                problem("`storage-unavailable`: the database cannot be used now (Retry-After)")
+                    .into()
+            });
+        }
+    }
 }
 
 /// The complete application router.

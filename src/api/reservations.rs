@@ -53,6 +53,7 @@ pub struct ReserveRequest {
 /// Proves the caller holds the reservation.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"token": "9f86d081884c7d659a2feaa0c55ad015"}))]
 pub struct ConfirmRequest {
     pub token: String,
 }

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use leasehold::clock::{ManualClock, SharedClock, SystemClock};
 use leasehold::config::ServeConfig;
 use leasehold::leases::Leases;
 use leasehold::startup::Application;
@@ -40,10 +41,24 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut ServeConfig)) -> TestApp {
 
 /// Starts the service on the database in `dir` (kept when a test restarts it).
 pub async fn spawn_app_in(dir: Arc<TempDir>, tweak: impl FnOnce(&mut ServeConfig)) -> TestApp {
+    spawn_app_on(dir, tweak, Arc::new(SystemClock)).await
+}
+
+/// Starts the service with a clock the test moves by hand.
+pub async fn spawn_app_with_clock(clock: ManualClock) -> TestApp {
+    let dir = Arc::new(TempDir::new().expect("temp dir"));
+    spawn_app_on(dir, |_| {}, Arc::new(clock)).await
+}
+
+async fn spawn_app_on(
+    dir: Arc<TempDir>,
+    tweak: impl FnOnce(&mut ServeConfig),
+    clock: SharedClock,
+) -> TestApp {
     let db = dir.path().join("leasehold.db");
     let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), db.clone());
     tweak(&mut config);
-    let app = Application::build(config)
+    let app = Application::build_with_clock(config, clock)
         .await
         .expect("the service starts");
     let address = format!("http://127.0.0.1:{}", app.port());

@@ -9,7 +9,7 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::sqlite::SqliteConnectOptions;
 
-use crate::helpers::{TestApp, problem, spawn_app, spawn_app_with};
+use crate::helpers::{TestApp, problem, spawn_app, spawn_app_with, spawn_app_with_clock};
 
 #[tokio::test]
 async fn sixty_four_clients_race_for_one_key_and_exactly_one_wins() {
@@ -240,4 +240,39 @@ async fn a_grant_is_on_disk_before_it_is_acknowledged() {
         .get(0);
     assert!(sync >= 0);
     pool.close().await;
+}
+
+#[tokio::test]
+async fn the_servers_clock_decides_and_clients_get_durations() {
+    let clock = leasehold::clock::ManualClock::new(1_700_000_000_000);
+    let app = spawn_app_with_clock(clock.clone()).await;
+    let lease = app.must_acquire("k", "a", 60_000).await;
+    assert_eq!(lease["acquired_at"], "2023-11-14T22:13:20.000Z");
+    assert_eq!(lease["expires_at"], "2023-11-14T22:14:20.000Z");
+    assert_eq!(lease["expires_in_ms"], 60_000);
+    clock.advance(59_999);
+    let shown: Value = app.get("/v1/locks/k").await.json().await.unwrap();
+    assert_eq!(shown["expires_in_ms"], 1);
+    problem(
+        app.acquire("k", "b", 1_000).await,
+        StatusCode::CONFLICT,
+        "lock-held",
+    )
+    .await;
+    clock.advance(1);
+    problem(
+        app.get("/v1/locks/k").await,
+        StatusCode::NOT_FOUND,
+        "lock-not-found",
+    )
+    .await;
+    let next = app.must_acquire("k", "b", 1_000).await;
+    assert_eq!(next["acquired_at"], "2023-11-14T22:14:20.000Z");
+    let token = lease["token"].as_str().unwrap();
+    problem(
+        app.renew("k", token).await,
+        StatusCode::CONFLICT,
+        "lease-lost",
+    )
+    .await;
 }

@@ -78,7 +78,9 @@ impl SqliteStore {
         let cannot_open = |e: sqlx::Error| format!("cannot open database {}: {e}", path.display());
         let writer_pool = SqlitePoolOptions::new()
             .max_connections(1)
-            .min_connections(1)
+            // No idle connection opened in the background: one opened while the
+            // file cannot be written would silently be read-only. The writer
+            // opens its connection itself, and a fresh one after a failure.
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(base.clone().create_if_missing(true))
             .await
