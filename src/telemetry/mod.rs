@@ -62,7 +62,7 @@ pub struct Metrics {
 pub struct StoreStats {
     /// Time the commit itself takes (the wait for the disk), in seconds.
     pub latency: Histogram,
-    /// Statements (client requests) committed together; one per commit today.
+    /// Writes (client requests) committed together in one transaction.
     pub batch_size: Histogram,
     /// Expired lock leases deleted, by a grant that found them or the reaper.
     pub expired_locks: AtomicU64,
