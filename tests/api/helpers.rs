@@ -142,6 +142,22 @@ impl TestApp {
         .await
     }
 
+    /// Both renew and release of `token` on `key` answer 409 `lease-lost`.
+    pub async fn assert_lease_lost(&self, key: &str, token: &str) {
+        problem(
+            self.renew(key, token).await,
+            StatusCode::CONFLICT,
+            "lease-lost",
+        )
+        .await;
+        problem(
+            self.release(key, token).await,
+            StatusCode::CONFLICT,
+            "lease-lost",
+        )
+        .await;
+    }
+
     /// Stops the server gracefully and waits for the database to close.
     pub async fn stop(mut self) -> Arc<TempDir> {
         if let Some(stop) = self.stop.take() {

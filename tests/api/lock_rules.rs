@@ -134,18 +134,7 @@ async fn an_expired_lease_is_absent_without_the_reaper() {
     let new = app.must_acquire("k", "new", 10_000).await;
     assert!(new["fencing_token"].as_i64() > old["fencing_token"].as_i64());
     let token = old["token"].as_str().unwrap();
-    problem(
-        app.renew("k", token).await,
-        StatusCode::CONFLICT,
-        "lease-lost",
-    )
-    .await;
-    problem(
-        app.release("k", token).await,
-        StatusCode::CONFLICT,
-        "lease-lost",
-    )
-    .await;
+    app.assert_lease_lost("k", token).await;
 }
 
 #[tokio::test]
@@ -158,18 +147,7 @@ async fn renew_or_release_after_someone_else_took_the_key_is_lease_lost() {
     );
     app.must_acquire("k", "second", 10_000).await;
     let token = first["token"].as_str().unwrap();
-    problem(
-        app.renew("k", token).await,
-        StatusCode::CONFLICT,
-        "lease-lost",
-    )
-    .await;
-    problem(
-        app.release("k", token).await,
-        StatusCode::CONFLICT,
-        "lease-lost",
-    )
-    .await;
+    app.assert_lease_lost("k", token).await;
     problem(
         app.renew("k", "00000000000000000000000000000000").await,
         StatusCode::CONFLICT,
