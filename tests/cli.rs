@@ -438,3 +438,58 @@ async fn refusals_map_to_documented_exit_codes() {
     let usage = server.run(&["lock", "acquire", "k", "--ttl", "soon"]).await;
     assert_eq!(usage.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn lock_acquire_speaks_semaphores_shared_locks_and_idempotency() {
+    let server = spawn_server().await;
+    let take = |key: &'static str, extra: &'static [&'static str]| {
+        let mut args = vec!["lock", "acquire", key, "--json"];
+        args.extend_from_slice(extra);
+        args
+    };
+    for _ in 0..2 {
+        let ok = server.run(&take("sem", &["--max-holders", "2"])).await;
+        assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    }
+    let full = server.run(&take("sem", &["--max-holders", "2"])).await;
+    assert_eq!(full.status.code(), Some(3));
+    let mismatch = server.run(&take("sem", &["--max-holders", "3"])).await;
+    assert_eq!(mismatch.status.code(), Some(3));
+    assert!(
+        text(&mismatch.stderr).contains("max_holders"),
+        "{}",
+        text(&mismatch.stderr)
+    );
+
+    for _ in 0..2 {
+        let shared = server
+            .run(&take(
+                "rw",
+                &["--shared", "--metadata", r#"{"role":"reader"}"#],
+            ))
+            .await;
+        assert_eq!(shared.status.code(), Some(0), "{}", text(&shared.stderr));
+        assert!(text(&shared.stdout).contains("\"mode\":\"shared\""));
+    }
+    let writer = server.run(&take("rw", &[])).await;
+    assert_eq!(writer.status.code(), Some(3));
+
+    let first = server
+        .run(&take("job", &["--idempotency-key", "run-1", "--holder", "cron-1"]))
+        .await;
+    let again = server
+        .run(&take("job", &["--idempotency-key", "run-1", "--holder", "cron-1"]))
+        .await;
+    let token = |out: &Output| {
+        let lease: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+        lease["token"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        token(&first),
+        token(&again),
+        "a retry returns the same lease"
+    );
+
+    let bad = server.run(&take("x", &["--metadata", "[1]"])).await;
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -8,6 +8,8 @@ use clap::{Args, Subcommand};
 use super::output::{expires_in, human_ms, more, table};
 use super::run::RunArgs;
 use super::{CliError, ClientArgs, default_holder, exit};
+use serde_json::{Map, Value};
+
 use crate::client::{AcquireLock, LockLease, millis};
 use crate::config::parse_duration;
 
@@ -35,6 +37,21 @@ pub enum LockAction {
         /// Who holds it (informational); `host/pid-N` by default.
         #[arg(long)]
         holder: Option<String>,
+        /// A shared lease: coexists with other shared leases, not with an exclusive one.
+        #[arg(long)]
+        shared: bool,
+        /// Make the key a semaphore of N leases (every acquirer names the same N).
+        #[arg(long, value_name = "N")]
+        max_holders: Option<u32>,
+        /// After this lease expires (not when released), keep the key unavailable this long.
+        #[arg(long, value_parser = parse_duration)]
+        lock_delay: Option<Duration>,
+        /// A JSON object stored with the lease.
+        #[arg(long, value_parser = parse_metadata)]
+        metadata: Option<Map<String, Value>>,
+        /// Retrying with the same key returns the same live lease.
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
     /// Renew a lease, keeping its fencing token.
     Renew {
@@ -71,6 +88,14 @@ pub enum LockAction {
     },
 }
 
+fn parse_metadata(text: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("must be a JSON object, such as {\"az\": \"eu-west-1a\"}".into()),
+        Err(e) => Err(format!("is not JSON: {e}")),
+    }
+}
+
 pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
     let args = cmd.client;
     let client = args.client()?;
@@ -81,12 +106,21 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
             ttl,
             wait,
             holder,
+            shared,
+            max_holders,
+            lock_delay,
+            metadata,
+            idempotency_key,
         } => {
             let request = AcquireLock {
                 holder: holder.unwrap_or_else(default_holder),
                 ttl_ms: millis(ttl),
                 wait_ms: (!wait.is_zero()).then(|| millis(wait)),
-                metadata: None,
+                mode: shared.then(|| "shared".to_owned()),
+                max_holders,
+                lock_delay_ms: lock_delay.map(millis),
+                metadata,
+                idempotency_key,
             };
             let lease = client.acquire_lock(&key, &request).await?;
             args.print(&lease, |l| {

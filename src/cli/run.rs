@@ -137,7 +137,7 @@ async fn acquire(client: &Client, args: &RunArgs, holder: &str) -> Result<LockLe
             holder: holder.to_owned(),
             ttl_ms: millis(args.ttl),
             wait_ms: (!poll.is_zero()).then(|| millis(poll)),
-            metadata: None,
+            ..AcquireLock::default()
         };
         match client.acquire_lock(&args.key, &request).await {
             Err(e) if e.is_problem("lock-held") && Instant::now() + MIN_POLL < deadline => {}

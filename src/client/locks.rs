@@ -17,8 +17,11 @@ impl Client {
     ) -> Result<LockLease, ClientError> {
         let path = format!("{}/acquire", Self::lock_path(key));
         let timeout = Duration::from_millis(req.wait_ms.unwrap_or(0)) + Duration::from_secs(30);
-        self.call(self.request(Method::POST, &path).json(req).timeout(timeout))
-            .await
+        let mut request = self.request(Method::POST, &path).json(req).timeout(timeout);
+        if let Some(key) = &req.idempotency_key {
+            request = request.header("Idempotency-Key", key);
+        }
+        self.call(request).await
     }
 
     pub async fn renew_lock(

@@ -9,14 +9,24 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The body of `POST /v1/locks/{key}/acquire`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct AcquireLock {
     pub holder: String,
     pub ttl_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<u64>,
+    /// `exclusive` (the server's default) or `shared`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_holders: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_delay_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// Sent as the `Idempotency-Key` header.
+    #[serde(skip)]
+    pub idempotency_key: Option<String>,
 }
 
 /// The body of `POST /v1/pools/{pool}/reservations`.
