@@ -475,10 +475,16 @@ async fn lock_acquire_speaks_semaphores_shared_locks_and_idempotency() {
     assert_eq!(writer.status.code(), Some(3));
 
     let first = server
-        .run(&take("job", &["--idempotency-key", "run-1", "--holder", "cron-1"]))
+        .run(&take(
+            "job",
+            &["--idempotency-key", "run-1", "--holder", "cron-1"],
+        ))
         .await;
     let again = server
-        .run(&take("job", &["--idempotency-key", "run-1", "--holder", "cron-1"]))
+        .run(&take(
+            "job",
+            &["--idempotency-key", "run-1", "--holder", "cron-1"],
+        ))
         .await;
     let token = |out: &Output| {
         let lease: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();

@@ -90,6 +90,12 @@ impl LockService<'_> {
             metadata: req.metadata,
             idempotency_key: req.idempotency_key,
         };
+        // A retry of a live grant is answered at once, even while others wait.
+        if leases.waiters.is_queued(&req.key)
+            && let Some(replay) = self.replay(&new).await?
+        {
+            return Ok(replay);
+        }
         if req.wait_ms == 0 {
             if leases.waiters.is_queued(&req.key) {
                 return Err(self.queue_refusal(&req.key).await);
@@ -161,6 +167,31 @@ impl LockService<'_> {
             AcquireOutcome::Granted(lease) => Ok(Acquired::Granted(lease)),
             AcquireOutcome::Replayed(lease) => Ok(Acquired::Replayed(lease)),
             AcquireOutcome::Refused(refusal) => Err(LeaseError::Refused { refusal, now }),
+        }
+    }
+
+    /// The live lease this request's `Idempotency-Key` already holds, if any
+    /// (the store makes the same check inside its grant transaction).
+    async fn replay(&self, new: &NewLock) -> Result<Option<Acquired>, LeaseError> {
+        let Some(idem) = &new.idempotency_key else {
+            return Ok(None);
+        };
+        let held = self
+            .leases
+            .store
+            .get_lock(&new.key, self.leases.now())
+            .await?;
+        match held
+            .into_iter()
+            .find(|l| l.idempotency_key.as_ref() == Some(idem))
+        {
+            Some(lease) if lease.lease.holder != new.holder => {
+                Err(LeaseError::IdempotencyMismatch {
+                    holder: lease.lease.holder,
+                })
+            }
+            Some(lease) => Ok(Some(Acquired::Replayed(lease))),
+            None => Ok(None),
         }
     }
 

@@ -340,3 +340,36 @@ async fn lock_delay_holds_an_expired_key_but_not_a_released_one() {
     tokio::time::sleep(Duration::from_millis(wait.max(0) as u64 + 50)).await;
     app.must_acquire("delayed", "b", 1_000).await;
 }
+
+#[tokio::test]
+async fn an_idempotent_retry_is_answered_even_while_others_wait() {
+    let app = Arc::new(spawn_app().await);
+    let send = |app: Arc<TestApp>| async move {
+        app.client
+            .post(app.url("/v1/locks/job/acquire"))
+            .header("Idempotency-Key", "run-7")
+            .json(&json!({"holder": "cron", "ttl_ms": 30_000}))
+            .send()
+            .await
+            .unwrap()
+    };
+    let first: Value = send(app.clone()).await.json().await.unwrap();
+    let waiter = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            acquire_with(
+                &app,
+                "job",
+                json!({"holder": "w", "ttl_ms": 1_000, "wait_ms": 2_000}),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(gauge(&app, "leasehold_waiters").await, 1);
+    let retry = send(app.clone()).await;
+    assert_eq!(retry.status(), StatusCode::OK);
+    let retry: Value = retry.json().await.unwrap();
+    assert_eq!(retry["token"], first["token"]);
+    problem(waiter.await.unwrap(), StatusCode::CONFLICT, "lock-held").await;
+}
