@@ -183,7 +183,7 @@ pub fn refusal_problem(key: &str, refusal: &Refusal, now: Millis) -> Problem {
         .with("available_at", rfc3339_ms(*until))
         .with("reason", "lock-delay")
         .retry_after(retry_after_secs(*until, now)),
-        Refusal::LimitMismatch { current } => Problem::new(
+        Refusal::LimitMismatch { current, clears_at } => Problem::new(
             StatusCode::CONFLICT,
             "limit-mismatch",
             "The key is held with another max_holders",
@@ -193,7 +193,8 @@ pub fn refusal_problem(key: &str, refusal: &Refusal, now: Millis) -> Problem {
             ),
         )
         .with("key", key)
-        .with("max_holders", *current),
+        .with("max_holders", *current)
+        .retry_after(retry_after_secs(*clears_at, now)),
     }
 }
 

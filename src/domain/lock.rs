@@ -45,8 +45,12 @@ pub enum Refusal {
         holders: Vec<LockLease>,
         available_at: Millis,
     },
-    /// The key's live leases were granted with another `max_holders`.
-    LimitMismatch { current: Option<u32> },
+    /// The key's live leases were granted with another `max_holders`; the
+    /// last of them expires at `clears_at`.
+    LimitMismatch {
+        current: Option<u32>,
+        clears_at: Millis,
+    },
     /// A lease on the key expired recently and its lock delay runs until `until`.
     Delayed { until: Millis },
 }
@@ -58,6 +62,7 @@ pub fn decide(claim: Claim, rows: &[LockLease], now: Millis) -> Result<(), Refus
     if let Some(other) = live.iter().find(|r| r.max_holders != claim.max_holders) {
         return Err(Refusal::LimitMismatch {
             current: other.max_holders,
+            clears_at: live.iter().map(|r| r.expires_at()).max().unwrap_or(now),
         });
     }
     let delayed_until = rows
@@ -214,7 +219,10 @@ mod tests {
         };
         assert_eq!(
             decide(four, &rows, 0),
-            Err(Refusal::LimitMismatch { current: Some(3) })
+            Err(Refusal::LimitMismatch {
+                current: Some(3),
+                clears_at: 9_000
+            })
         );
         assert!(matches!(
             decide(EXCLUSIVE, &rows, 0),

@@ -229,6 +229,11 @@ async fn every_acquirer_of_a_semaphore_must_name_the_same_limit() {
         StatusCode::CREATED
     );
     let two = json!({"holder": "b", "ttl_ms": 10_000, "max_holders": 2});
+    let refused = acquire_with(&app, "sem", two.clone()).await;
+    assert!(
+        refused.headers().contains_key("retry-after"),
+        "it clears by itself"
+    );
     let p = problem(
         acquire_with(&app, "sem", two).await,
         StatusCode::CONFLICT,
