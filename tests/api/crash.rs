@@ -36,6 +36,8 @@ struct Records {
     grants: Vec<Grant>,
     reservations: Vec<(String, String, String)>, // (id, subnet, token) acknowledged
     released_reservations: HashSet<String>,
+    /// Reservations whose release was sent (its outcome may be unknown).
+    release_sent: HashSet<String>,
     violations: Vec<String>,
     server_errors: usize,
 }
@@ -105,6 +107,7 @@ async fn client_loop(
                     records.lock().unwrap().server_errors += 1;
                 }
             } else if let Some((rid, token)) = reservation.take() {
+                records.lock().unwrap().release_sent.insert(rid.clone());
                 let response = client
                     .post(format!("{base}/v1/pools/crash/reservations/{rid}/release"))
                     .json(&json!({"token": token}))
@@ -278,26 +281,36 @@ async fn acknowledged_leases_survive_twenty_sigkills() {
         .json()
         .await
         .unwrap();
-    let live: Vec<&str> = listed["items"]
-        .as_array()
-        .unwrap()
+    let items = listed["items"].as_array().unwrap();
+    assert!(
+        listed["next_cursor"].is_null(),
+        "one page holds every live reservation"
+    );
+    let live: HashMap<&str, &str> = items
         .iter()
-        .map(|r| r["subnet"].as_str().unwrap())
+        .map(|r| (r["id"].as_str().unwrap(), r["subnet"].as_str().unwrap()))
         .collect();
-    let unique: HashSet<&str> = live.iter().copied().collect();
+    let blocks: HashSet<&str> = live.values().copied().collect();
     assert_eq!(
-        unique.len(),
+        blocks.len(),
         live.len(),
         "no two live /24s are the same block"
     );
     for (rid, subnet, _) in &records.reservations {
-        if !records.released_reservations.contains(rid) {
+        if records.released_reservations.contains(rid) {
             assert!(
-                live.contains(&subnet.as_str()),
+                !live.contains_key(rid.as_str()),
+                "released reservation {rid} is still live"
+            );
+        } else if !records.release_sent.contains(rid) {
+            assert_eq!(
+                live.get(rid.as_str()),
+                Some(&subnet.as_str()),
                 "reservation {rid} ({subnet}) was lost"
             );
         }
     }
+
     server.terminate();
     let options = SqliteConnectOptions::new().filename(&db).read_only(true);
     let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();

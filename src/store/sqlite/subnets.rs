@@ -18,6 +18,7 @@ use crate::domain::subnet::{
 };
 use crate::domain::{Lease, Millis};
 use crate::store::{NewReservation, ReserveOutcome, StoreError, StoreResult};
+use crate::telemetry::StoreStats;
 
 pub(super) const COLUMNS: &str = "fencing_token, pool, first_addr, prefix_len, holder, token, acquired_at, \
                        expires_at, ttl_ms, metadata, idempotency_key";
@@ -106,115 +107,122 @@ impl SqliteStore {
     ) -> StoreResult<ReserveOutcome> {
         let stats = self.stats.clone();
         self.writer
-            .write(move |tx| {
-                Box::pin(async move {
-        let pool = load_pool(&mut *tx, &new.pool).await?;
-        let family = pool.cidr.family();
-        if let Err(invalid) = check_want(pool.cidr, new.want) {
-            return Ok(ReserveOutcome::Invalid(invalid));
-        }
-        if let Some(idem) = &new.idempotency_key {
-            let sql = format!(
-                "SELECT {COLUMNS} FROM subnet_reservations \
-                 WHERE pool = ?1 AND idempotency_key = ?2 AND {LIVE}"
-            );
-            let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(&new.pool)
-                .bind(idem)
-                .bind(now)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if let Some(row) = replay {
-                let reservation = from_row(family, &row)?;
-                if reservation.lease.holder != new.holder {
-                    return Err(StoreError::IdempotencyMismatch {
-                        holder: reservation.lease.holder,
-                    });
-                }
-                return Ok(ReserveOutcome::Replayed(reservation));
-            }
-        }
-        let expired = purge_expired(&mut *tx, &pool, now).await?;
-        stats.note_expired(0, expired);
-        let excludes = relevant_excludes(pool.cidr, &new.excludes);
-        let grant = match new.want {
-            Want::PrefixLen(len) => match find_grant(&mut *tx, &pool, len, &excludes).await? {
-                Ok(grant) => grant,
-                Err(largest_free) => {
-                    let retry_at = earliest_expiry(&mut *tx, &pool.name).await?;
-                    return Ok(ReserveOutcome::Refused(ReserveRefusal::Exhausted {
-                        largest_free,
-                        retry_at,
-                    }));
-                }
-            },
-            Want::Subnet(subnet) => {
-                let excluded: Vec<Block> = excludes
-                    .iter()
-                    .copied()
-                    .filter(|x| x.overlaps(subnet))
-                    .collect();
-                let free = free_block_at(&mut *tx, &pool, subnet.start()).await?;
-                match free.filter(|f| f.contains(subnet)) {
-                    Some(from) if excluded.is_empty() => Grant {
-                        from,
-                        block: subnet,
-                    },
-                    _ => {
-                        let mut conflicts = conflicts(&mut *tx, &pool, subnet).await?;
-                        let more_conflicts = conflicts.len() > MAX_CONFLICTS;
-                        conflicts.truncate(MAX_CONFLICTS);
-                        return Ok(ReserveOutcome::Refused(ReserveRefusal::Unavailable {
-                            conflicts,
-                            more_conflicts,
-                            excluded,
-                        }));
-                    }
-                }
-            }
-        };
-        take_free(&mut *tx, &pool.name, grant).await?;
-        let fencing_token = next_fencing_token(&mut *tx).await?;
-        let metadata = new
-            .metadata
-            .as_ref()
-            .map(|m| Value::Object(m.clone()).to_string());
-        let expires_at = now + new.ttl_ms;
-        sqlx::query(
-            "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, last_addr, prefix_len, \
-             holder, token, acquired_at, expires_at, ttl_ms, metadata, idempotency_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        )
-        .bind(fencing_token)
-        .bind(&pool.name)
-        .bind(&grant.block.start_bytes()[..])
-        .bind(&grant.block.last_bytes()[..])
-        .bind(i64::from(grant.block.prefix_len()))
-        .bind(&new.holder)
-        .bind(&new.token)
-        .bind(now)
-        .bind(expires_at)
-        .bind(new.ttl_ms)
-        .bind(&metadata)
-        .bind(&new.idempotency_key)
-        .execute(&mut *tx)
-        .await?;
-        Ok(ReserveOutcome::Granted(Reservation {
-            pool: pool.name,
-            subnet: grant.block,
-            lease: Lease {
-                holder: new.holder,
-                token: new.token,
-                fencing_token,
-                acquired_at: now,
-                expires_at: Some(expires_at),
-                ttl_ms: new.ttl_ms,
-                metadata: new.metadata,
-            },
-            idempotency_key: new.idempotency_key,
-        }))
-                })
-            })
+            .write(move |tx| Box::pin(async move { reserve(tx, new, now, &stats).await }))
             .await
     }
+}
+
+/// The reserve transaction: replay, purge of the pool's expired reservations,
+/// the allocator's decision, and the insert.
+async fn reserve(
+    tx: &mut SqliteConnection,
+    new: NewReservation,
+    now: Millis,
+    stats: &StoreStats,
+) -> StoreResult<ReserveOutcome> {
+    let pool = load_pool(&mut *tx, &new.pool).await?;
+    let family = pool.cidr.family();
+    if let Err(invalid) = check_want(pool.cidr, new.want) {
+        return Ok(ReserveOutcome::Invalid(invalid));
+    }
+    if let Some(idem) = &new.idempotency_key {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM subnet_reservations \
+                 WHERE pool = ?1 AND idempotency_key = ?2 AND {LIVE}"
+        );
+        let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&new.pool)
+            .bind(idem)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some(row) = replay {
+            let reservation = from_row(family, &row)?;
+            if reservation.lease.holder != new.holder {
+                return Err(StoreError::IdempotencyMismatch {
+                    holder: reservation.lease.holder,
+                });
+            }
+            return Ok(ReserveOutcome::Replayed(reservation));
+        }
+    }
+    let expired = purge_expired(&mut *tx, &pool, now).await?;
+    stats.note_expired(0, expired);
+    let excludes = relevant_excludes(pool.cidr, &new.excludes);
+    let grant = match new.want {
+        Want::PrefixLen(len) => match find_grant(&mut *tx, &pool, len, &excludes).await? {
+            Ok(grant) => grant,
+            Err(largest_free) => {
+                let retry_at = earliest_expiry(&mut *tx, &pool.name).await?;
+                return Ok(ReserveOutcome::Refused(ReserveRefusal::Exhausted {
+                    largest_free,
+                    retry_at,
+                }));
+            }
+        },
+        Want::Subnet(subnet) => {
+            let excluded: Vec<Block> = excludes
+                .iter()
+                .copied()
+                .filter(|x| x.overlaps(subnet))
+                .collect();
+            let free = free_block_at(&mut *tx, &pool, subnet.start()).await?;
+            match free.filter(|f| f.contains(subnet)) {
+                Some(from) if excluded.is_empty() => Grant {
+                    from,
+                    block: subnet,
+                },
+                _ => {
+                    let mut conflicts = conflicts(&mut *tx, &pool, subnet).await?;
+                    let more_conflicts = conflicts.len() > MAX_CONFLICTS;
+                    conflicts.truncate(MAX_CONFLICTS);
+                    return Ok(ReserveOutcome::Refused(ReserveRefusal::Unavailable {
+                        conflicts,
+                        more_conflicts,
+                        excluded,
+                    }));
+                }
+            }
+        }
+    };
+    take_free(&mut *tx, &pool.name, grant).await?;
+    let fencing_token = next_fencing_token(&mut *tx).await?;
+    let metadata = new
+        .metadata
+        .as_ref()
+        .map(|m| Value::Object(m.clone()).to_string());
+    let expires_at = now + new.ttl_ms;
+    sqlx::query(
+        "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, last_addr, prefix_len, \
+             holder, token, acquired_at, expires_at, ttl_ms, metadata, idempotency_key) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )
+    .bind(fencing_token)
+    .bind(&pool.name)
+    .bind(&grant.block.start_bytes()[..])
+    .bind(&grant.block.last_bytes()[..])
+    .bind(i64::from(grant.block.prefix_len()))
+    .bind(&new.holder)
+    .bind(&new.token)
+    .bind(now)
+    .bind(expires_at)
+    .bind(new.ttl_ms)
+    .bind(&metadata)
+    .bind(&new.idempotency_key)
+    .execute(&mut *tx)
+    .await?;
+    Ok(ReserveOutcome::Granted(Reservation {
+        pool: pool.name,
+        subnet: grant.block,
+        lease: Lease {
+            holder: new.holder,
+            token: new.token,
+            fencing_token,
+            acquired_at: now,
+            expires_at: Some(expires_at),
+            ttl_ms: new.ttl_ms,
+            metadata: new.metadata,
+        },
+        idempotency_key: new.idempotency_key,
+    }))
 }
