@@ -49,6 +49,26 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// A lease granted at `now` for `ttl_ms`.
+    pub fn granted(
+        holder: String,
+        token: String,
+        fencing_token: i64,
+        now: Millis,
+        ttl_ms: Millis,
+        metadata: Option<Map<String, Value>>,
+    ) -> Self {
+        Self {
+            holder,
+            token,
+            fencing_token,
+            acquired_at: now,
+            expires_at: Some(now + ttl_ms),
+            ttl_ms,
+            metadata,
+        }
+    }
+
     /// A lease is live until the instant it expires; from `expires_at` on it is
     /// treated as absent, whether or not the reaper has removed it yet.
     pub fn is_live(&self, now: Millis) -> bool {

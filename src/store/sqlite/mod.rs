@@ -117,6 +117,13 @@ fn parse_metadata(text: Option<String>) -> StoreResult<Option<Map<String, Value>
         .map_err(|e| StoreError::Internal(format!("stored metadata is not a JSON object: {e}")))
 }
 
+/// Metadata as stored: JSON text, or NULL.
+fn metadata_text(metadata: &Option<Map<String, Value>>) -> Option<String> {
+    metadata
+        .as_ref()
+        .map(|m| Value::Object(m.clone()).to_string())
+}
+
 /// Storage failures the client can do nothing about but wait are `Unavailable`;
 /// the rest are internal errors.
 impl From<sqlx::Error> for StoreError {

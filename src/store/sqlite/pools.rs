@@ -10,6 +10,7 @@ use crate::domain::Millis;
 use crate::domain::cidr::{AddressCount, Block, Family};
 use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
 use crate::store::{DeletePoolOutcome, PutPoolOutcome, StoreError, StoreResult};
+use crate::telemetry::StoreStats;
 
 const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at";
 
@@ -81,6 +82,19 @@ pub(super) async fn purge_expired(
         give_back(conn, pool, block_of(pool.cidr.family(), start, *len)?).await?;
     }
     Ok(freed.len() as u64)
+}
+
+/// Loads a pool and purges its expired reservations (counted when the batch commits).
+async fn load_purged(
+    conn: &mut SqliteConnection,
+    name: &str,
+    now: Millis,
+    stats: &StoreStats,
+) -> StoreResult<Pool> {
+    let pool = load_pool(conn, name).await?;
+    let expired = purge_expired(conn, &pool, now).await?;
+    stats.note_expired(0, expired);
+    Ok(pool)
 }
 
 /// Counts and free space of a pool whose expired reservations are purged.
@@ -162,9 +176,7 @@ impl SqliteStore {
             .write(move |tx| {
                 Box::pin(async move {
                     let name = name.as_str();
-                    let pool = load_pool(&mut *tx, name).await?;
-                    let expired = purge_expired(&mut *tx, &pool, now).await?;
-                    stats.note_expired(0, expired);
+                    let pool = load_purged(&mut *tx, name, now, &stats).await?;
                     let usage = usage(&mut *tx, pool).await?;
                     Ok(usage)
                 })
@@ -199,9 +211,7 @@ impl SqliteStore {
             .write(move |tx| {
                 Box::pin(async move {
                     let name = name.as_str();
-                    let pool = load_pool(&mut *tx, name).await?;
-                    let expired = purge_expired(&mut *tx, &pool, now).await?;
-                    stats.note_expired(0, expired);
+                    load_purged(&mut *tx, name, now, &stats).await?;
                     let (allocated, reserved, last_expiry): (i64, i64, Option<Millis>) =
                         sqlx::query_as(
                             "SELECT count(*) FILTER (WHERE expires_at IS NULL), \

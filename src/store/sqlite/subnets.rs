@@ -3,14 +3,13 @@
 //! the free-block table with a handful of indexed reads, insert. The cost does
 //! not grow with the number of live reservations.
 
-use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::locks::next_fencing_token;
 use super::pools::{block_of, load_pool, purge_expired};
-use super::{SqliteStore, parse_metadata};
+use super::{SqliteStore, metadata_text, parse_metadata};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::{Block, Family};
 use crate::domain::subnet::{
@@ -187,10 +186,7 @@ async fn reserve(
     };
     take_free(&mut *tx, &pool.name, grant).await?;
     let fencing_token = next_fencing_token(&mut *tx).await?;
-    let metadata = new
-        .metadata
-        .as_ref()
-        .map(|m| Value::Object(m.clone()).to_string());
+    let metadata = metadata_text(&new.metadata);
     let expires_at = now + new.ttl_ms;
     sqlx::query(
         "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, last_addr, prefix_len, \
@@ -214,15 +210,14 @@ async fn reserve(
     Ok(ReserveOutcome::Granted(Reservation {
         pool: pool.name,
         subnet: grant.block,
-        lease: Lease {
-            holder: new.holder,
-            token: new.token,
+        lease: Lease::granted(
+            new.holder,
+            new.token,
             fencing_token,
-            acquired_at: now,
-            expires_at: Some(expires_at),
-            ttl_ms: new.ttl_ms,
-            metadata: new.metadata,
-        },
+            now,
+            new.ttl_ms,
+            new.metadata,
+        ),
         idempotency_key: new.idempotency_key,
     }))
 }
