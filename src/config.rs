@@ -35,6 +35,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{text:?} is too long"))
 }
 
+/// A duration longer than zero.
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        d if d.is_zero() => Err(format!("{text:?}: must be longer than zero")),
+        d => Ok(d),
+    }
+}
+
 /// Formats a duration the way `parse_duration` reads it.
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
@@ -74,6 +82,22 @@ pub struct ServeConfig {
     /// The longest `wait_ms` a client may ask for.
     #[arg(long, env = "LEASEHOLD_MAX_WAIT", default_value = "5m", value_parser = parse_duration)]
     pub max_wait: Duration,
+    /// Requests served at once; past it new requests answer 503 `overloaded`
+    /// at once (health, readiness and metrics are never refused).
+    #[arg(long, env = "LEASEHOLD_MAX_IN_FLIGHT", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_in_flight: u32,
+    /// Acquires waiting (`wait_ms`) for a key at once; they do not count as in
+    /// flight while they wait. Past it, a waiting acquire answers 503 `overloaded`.
+    #[arg(long, env = "LEASEHOLD_MAX_WAITERS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_waiters: u32,
+    /// Time a client has to send a request's headers; a keep-alive connection
+    /// idle this long is closed too.
+    #[arg(long, env = "LEASEHOLD_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_positive_duration)]
+    pub header_timeout: Duration,
+    /// Time a client has to send a request's body, once its headers arrived
+    /// (408 `request-timeout` after it).
+    #[arg(long, env = "LEASEHOLD_BODY_TIMEOUT", default_value = "30s", value_parser = parse_positive_duration)]
+    pub body_timeout: Duration,
     /// Log format.
     #[arg(long, env = "LEASEHOLD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -91,6 +115,10 @@ impl ServeConfig {
             default_ttl: Duration::from_secs(60),
             max_ttl: Duration::from_secs(24 * 3600),
             max_wait: Duration::from_secs(300),
+            max_in_flight: 1024,
+            max_waiters: 4096,
+            header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
             log_format: LogFormat::Text,
         }
     }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod domain;
 pub mod leases;
 pub mod reaper;
+pub mod serve;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

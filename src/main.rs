@@ -76,6 +76,10 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         default_ttl = %format_duration(config.default_ttl),
         max_ttl = %format_duration(config.max_ttl),
         max_wait = %format_duration(config.max_wait),
+        max_in_flight = config.max_in_flight,
+        max_waiters = config.max_waiters,
+        header_timeout = %format_duration(config.header_timeout),
+        body_timeout = %format_duration(config.body_timeout),
         log_format = ?config.log_format,
         "starting leasehold"
     );

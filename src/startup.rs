@@ -10,6 +10,7 @@ use crate::api::{self, AppState};
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::ServeConfig;
 use crate::leases::{Leases, Limits};
+use crate::serve::ConnectionLimits;
 use crate::store::{SqliteStore, Store};
 
 pub struct Application {
@@ -45,6 +46,9 @@ impl Application {
             default_ttl_ms: millis(config.default_ttl),
             max_ttl_ms: millis(config.max_ttl),
             max_wait_ms: millis(config.max_wait),
+            max_in_flight: config.max_in_flight as usize,
+            max_waiters: config.max_waiters as usize,
+            body_timeout: config.body_timeout,
             ..Limits::default()
         };
         let leases = Leases::new(Arc::new(store), clock, limits);
@@ -87,13 +91,15 @@ impl Application {
             leases: leases.clone(),
         });
         let stopping = leases.clone();
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                tracing::info!("shutting down: finishing in-flight requests");
-                stopping.shutdown();
-            })
-            .await;
+        let connections = ConnectionLimits {
+            header_timeout: config.header_timeout,
+        };
+        crate::serve::serve(listener, app, connections, async move {
+            shutdown.await;
+            tracing::info!("shutting down: finishing in-flight requests");
+            stopping.shutdown();
+        })
+        .await;
         leases.shutdown();
         let _ = reaper.await;
         if let Err(e) = leases.store.record_alive(leases.now()).await {
@@ -101,6 +107,6 @@ impl Application {
         }
         leases.store.close().await;
         tracing::info!("stopped");
-        served
+        Ok(())
     }
 }

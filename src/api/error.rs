@@ -11,7 +11,7 @@ use crate::domain::lease::retry_after_secs;
 use crate::domain::lock::{LockLease, Refusal};
 use crate::domain::time::rfc3339_ms;
 use crate::domain::{InvalidInput, Millis};
-use crate::leases::LeaseError;
+use crate::leases::{LeaseError, Shed};
 
 /// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus extension
 /// fields where useful (the holder on a conflict, the field on bad input).
@@ -94,6 +94,47 @@ impl Problem {
             "the database cannot take writes right now; retry later",
         )
         .retry_after(1)
+    }
+
+    /// A request refused because the server is at one of its load bounds.
+    pub fn overloaded(reason: Shed) -> Self {
+        let detail = match reason {
+            Shed::InFlight => {
+                "the server is serving as many requests as it takes at once; retry later"
+            }
+            Shed::Waiters => {
+                "as many acquires as the server parks at once are waiting for keys; retry later"
+            }
+        };
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "The server is overloaded",
+            detail,
+        )
+        .with("reason", reason.as_str())
+        .retry_after(1)
+    }
+
+    pub fn payload_too_large(limit: usize) -> Self {
+        Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            "The body is too large",
+            format!("the body exceeds the limit of {limit} bytes"),
+        )
+    }
+
+    pub fn request_timeout(limit: std::time::Duration) -> Self {
+        Problem::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request-timeout",
+            "The body was not received in time",
+            format!(
+                "the request body did not arrive within {} ms",
+                limit.as_millis()
+            ),
+        )
     }
 }
 
@@ -223,6 +264,7 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
             format!("this Idempotency-Key already holds a lease on {resource} for holder {holder}"),
         ),
         LeaseError::Unavailable(m) => Problem::unavailable(m),
+        LeaseError::Overloaded(reason) => Problem::overloaded(reason),
         LeaseError::Internal(m) => Problem::internal(m),
         e @ (LeaseError::PoolNotFound
         | LeaseError::ReservationNotFound

@@ -62,15 +62,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                Problem::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload-too-large",
-                    "The body is too large",
-                    format!(
-                        "the body exceeds the limit of {} bytes",
-                        super::MAX_BODY_BYTES
-                    ),
-                )
+                Problem::payload_too_large(super::MAX_BODY_BYTES)
             } else {
                 Problem::invalid("body", rejection.body_text())
             }

@@ -12,6 +12,7 @@ use crate::leases::Leases;
 
 pub mod error;
 pub mod extract;
+pub mod load;
 pub mod locks;
 pub mod ops;
 pub mod pool_problems;
@@ -113,6 +114,10 @@ fn add_common_problems(doc: &mut utoipa::openapi::OpenApi) {
             if op.request_body.is_some() {
                 for (status, description) in [
                     ("400", "`invalid-request` or `malformed-json`"),
+                    (
+                        "408",
+                        "`request-timeout`: the body did not arrive within the body timeout",
+                    ),
                     ("413", "`payload-too-large`: the body exceeds 64 KiB"),
                     ("415", "`unsupported-media-type`: the body must be JSON"),
                 ] {
@@ -121,10 +126,17 @@ fn add_common_problems(doc: &mut utoipa::openapi::OpenApi) {
                         .or_insert_with(|| problem(description).into());
                 }
             }
-            responses.entry("503".to_owned()).or_insert_with(|| {
-                problem("`storage-unavailable`: the database cannot be used now (Retry-After)")
-                    .into()
-            });
+            // Probes are never shed, so only storage makes them unavailable.
+            let unavailable = if path.starts_with("/v1") {
+                "`storage-unavailable`: the database cannot be used now; `overloaded`: \
+                 the server is at its bound of requests in flight or of waiting acquires \
+                 (both with Retry-After)"
+            } else {
+                "`storage-unavailable`: the database cannot be used now (Retry-After)"
+            };
+            responses
+                .entry("503".to_owned())
+                .or_insert_with(|| problem(unavailable).into());
         }
     }
 }
@@ -136,6 +148,14 @@ pub fn router(state: AppState) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            load::read_body_in_time,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            load::shed_load,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::telemetry::http::track_requests,

@@ -105,6 +105,8 @@ impl LockService<'_> {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms as u64);
         let ticket = leases.waiters.enqueue(&req.key);
         let mut stopping = leases.stopping();
+        // Taken when the request first has to wait, held until it answers.
+        let mut parked = None;
         loop {
             let mut wake_at = deadline;
             if ticket.is_head() {
@@ -130,6 +132,9 @@ impl LockService<'_> {
                 }
             } else if tokio::time::Instant::now() >= deadline {
                 return Err(self.queue_refusal(&req.key).await);
+            }
+            if parked.is_none() {
+                parked = Some(leases.admission.park().map_err(LeaseError::Overloaded)?);
             }
             let stop = tokio::select! {
                 () = ticket.woken() => false,

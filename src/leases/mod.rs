@@ -1,6 +1,7 @@
 //! The lease operations over a store: validation, time, tokens, waiting.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -11,10 +12,12 @@ use crate::domain::{InvalidInput, Millis};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 
+pub mod admission;
 pub mod locks;
 pub mod subnets;
 pub mod waiters;
 
+pub use admission::{Admission, Shed};
 pub use locks::{AcquireLock, Acquired, LockService};
 pub use subnets::{Page, PutPool, ReserveSubnet, Reserved, SubnetService};
 pub use waiters::{WaiterStats, Waiters};
@@ -26,6 +29,12 @@ pub struct Limits {
     pub max_ttl_ms: Millis,
     pub max_wait_ms: Millis,
     pub max_page: u32,
+    /// Requests served at once; past it new requests are refused with 503.
+    pub max_in_flight: usize,
+    /// Acquires parked waiting for a key at once; past it, 503.
+    pub max_waiters: usize,
+    /// How long a client may take to send a request body.
+    pub body_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -35,6 +44,9 @@ impl Default for Limits {
             max_ttl_ms: 24 * 3_600_000,
             max_wait_ms: 5 * 60_000,
             max_page: 1_000,
+            max_in_flight: 1_024,
+            max_waiters: 4_096,
+            body_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -75,6 +87,8 @@ pub enum LeaseError {
     },
     #[error("the subnet overlaps a live reservation")]
     SubnetOverlap,
+    #[error("overloaded: too many {}", .0.as_str())]
+    Overloaded(Shed),
     #[error("storage unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -111,6 +125,7 @@ pub struct Leases {
     pub limits: Limits,
     pub waiters: Arc<Waiters>,
     pub metrics: Arc<Metrics>,
+    pub admission: Arc<Admission>,
     stop: Arc<watch::Sender<bool>>,
 }
 
@@ -122,6 +137,7 @@ impl Leases {
             limits,
             waiters: Arc::new(Waiters::default()),
             metrics: Arc::new(Metrics::default()),
+            admission: Arc::new(Admission::new(limits.max_in_flight, limits.max_waiters)),
             stop: Arc::new(watch::Sender::new(false)),
         }
     }

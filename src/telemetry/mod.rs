@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tracing_subscriber::EnvFilter;
 
-use crate::leases::Leases;
+use crate::leases::{Leases, Shed};
 use crate::store::LiveLeases;
 
 pub mod histogram;
@@ -202,6 +202,19 @@ impl Metrics {
              # HELP leasehold_waiter_keys Keys with at least one waiter (entries in the waiter registry)\n\
              # TYPE leasehold_waiter_keys gauge\nleasehold_waiter_keys {}",
             stats.waiters, stats.keys
+        );
+        let admission = &leases.admission;
+        let _ = writeln!(
+            out,
+            "# HELP leasehold_requests_shed_total Requests refused with 503 overloaded, by the bound that refused them\n\
+             # TYPE leasehold_requests_shed_total counter\n\
+             leasehold_requests_shed_total{{reason=\"in_flight\"}} {}\n\
+             leasehold_requests_shed_total{{reason=\"waiters\"}} {}\n\
+             # HELP leasehold_requests_in_flight Requests being served (waiting acquires and probes not counted)\n\
+             # TYPE leasehold_requests_in_flight gauge\nleasehold_requests_in_flight {}",
+            admission.shed(Shed::InFlight),
+            admission.shed(Shed::Waiters),
+            admission.in_flight()
         );
         let _ = writeln!(
             out,

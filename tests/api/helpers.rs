@@ -196,6 +196,27 @@ pub async fn problem(response: Response, status: StatusCode, kind: &str) -> Valu
     body
 }
 
+/// The value of one series of `/metrics` (`name` with its labels, if any).
+pub async fn gauge(app: &TestApp, series: &str) -> u64 {
+    let text = app.get("/metrics").await.text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{series} ")))
+        .unwrap_or_else(|| panic!("{series} missing from /metrics"))
+        .parse()
+        .unwrap()
+}
+
+/// Polls `/metrics` until `series` reads `value` (for a few seconds at most).
+pub async fn wait_for_gauge(app: &TestApp, series: &str, value: u64) {
+    for _ in 0..200 {
+        if gauge(app, series).await == value {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{series} never reached {value}");
+}
+
 /// The real `leasehold serve` binary on its own port.
 pub struct ServerProcess {
     pub child: Child,

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::helpers::{TestApp, problem, spawn_app, spawn_app_with};
+use crate::helpers::{TestApp, gauge, problem, spawn_app, spawn_app_with};
 
 async fn acquire_with(app: &TestApp, key: &str, body: Value) -> reqwest::Response {
     app.post(&format!("/v1/locks/{key}/acquire"), body).await
@@ -19,15 +19,6 @@ async fn acquire_with(app: &TestApp, key: &str, body: Value) -> reqwest::Respons
 fn millis(rfc3339: &Value) -> i64 {
     let t = OffsetDateTime::parse(rfc3339.as_str().unwrap(), &Rfc3339).unwrap();
     (t.unix_timestamp_nanos() / 1_000_000) as i64
-}
-
-async fn gauge(app: &TestApp, name: &str) -> u64 {
-    let text = app.get("/metrics").await.text().await.unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
-        .parse()
-        .unwrap()
 }
 
 #[tokio::test]

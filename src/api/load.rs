@@ -1,0 +1,90 @@
+//! Middleware that keeps a flood or a slow client from taking the server down:
+//! requests past the in-flight bound are refused at once with 503
+//! `overloaded`, and a request body must arrive whole within a deadline.
+
+use std::error::Error as _;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body::Body as _;
+
+use super::{AppState, MAX_BODY_BYTES, Problem};
+
+/// Probes that must answer even when the server is saturated.
+fn is_probe(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz" | "/metrics")
+}
+
+/// Runs the request in an in-flight slot, or answers 503 at once.
+pub async fn shed_load(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if is_probe(request.uri().path()) {
+        return next.run(request).await;
+    }
+    match state.leases.admission.admit(next.run(request)).await {
+        Ok(response) => response,
+        Err(reason) => {
+            tracing::warn!(shed.reason = reason.as_str(), "request shed");
+            Problem::overloaded(reason).into_response()
+        }
+    }
+}
+
+/// Reads the whole body (at most `MAX_BODY_BYTES`) within the body timeout,
+/// so that a client that stalls halfway is answered 408 and its slot freed.
+pub async fn read_body_in_time(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    if body.is_end_stream() {
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Problem::payload_too_large(MAX_BODY_BYTES).into_response();
+    }
+    let limit = state.leases.limits.body_timeout;
+    let read = axum::body::to_bytes(body, MAX_BODY_BYTES);
+    match tokio::time::timeout(limit, read).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Ok(Err(e)) if is_length_limit(&e) => {
+            Problem::payload_too_large(MAX_BODY_BYTES).into_response()
+        }
+        Ok(Err(e)) => Problem::invalid("body", format!("cannot be read: {e}")).into_response(),
+        Err(_) => {
+            tracing::info!(
+                timeout_ms = limit.as_millis() as u64,
+                "request body not received in time"
+            );
+            let mut response = Problem::request_timeout(limit).into_response();
+            // The rest of the body may still be on its way: do not read it.
+            response.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+            response
+        }
+    }
+}
+
+fn is_length_limit(error: &axum::Error) -> bool {
+    let mut source = error.source();
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}

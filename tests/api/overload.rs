@@ -1,0 +1,122 @@
+//! Load shedding: past the in-flight bound requests are refused at once with
+//! 503 and Retry-After; parked waiters have their own bound; probes are never
+//! refused; service is normal again once the load is gone.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{gauge, problem, spawn_app_with, wait_for_gauge};
+use crate::raw::{Raw, status_of};
+
+const BODY: &str = r#"{"holder": "slow", "ttl_ms": 60000}"#;
+
+#[tokio::test]
+async fn past_the_in_flight_bound_requests_are_refused_at_once_and_served_again_after() {
+    let app = spawn_app_with(|c| {
+        c.max_in_flight = 4;
+        c.body_timeout = Duration::from_secs(20);
+    })
+    .await;
+    // Four clients that send half a body and stall fill every slot.
+    let mut stalled = vec![];
+    for i in 0..4 {
+        let path = format!("/v1/locks/slow-{i}/acquire");
+        stalled.push(Raw::stalled_post(&app, &path, BODY.len(), &BODY[..10]).await);
+    }
+    wait_for_gauge(&app, "leasehold_requests_in_flight", 4).await;
+
+    let started = Instant::now();
+    let refused = app.acquire("fresh", "node-1", 60_000).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "refused at once, not queued ({:?})",
+        started.elapsed()
+    );
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body = problem(refused, StatusCode::SERVICE_UNAVAILABLE, "overloaded").await;
+    assert_eq!(body["reason"], "in_flight");
+    let list = app.get("/v1/locks").await;
+    problem(list, StatusCode::SERVICE_UNAVAILABLE, "overloaded").await;
+    // Probes answer while the server is saturated.
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+    assert_eq!(app.get("/readyz").await.status(), StatusCode::OK);
+    assert_eq!(
+        gauge(&app, "leasehold_requests_shed_total{reason=\"in_flight\"}").await,
+        2
+    );
+
+    // The stalled clients finish their bodies and are served as usual.
+    for raw in &mut stalled {
+        raw.send(&BODY[10..]).await;
+        assert_eq!(status_of(&raw.read_response().await), 201);
+    }
+    wait_for_gauge(&app, "leasehold_requests_in_flight", 0).await;
+    app.must_acquire("fresh", "node-1", 60_000).await;
+    assert_eq!(
+        gauge(&app, "leasehold_requests_shed_total{reason=\"in_flight\"}").await,
+        2,
+        "nothing shed once the load is gone"
+    );
+}
+
+#[tokio::test]
+async fn parked_waiters_have_their_own_bound_and_do_not_starve_other_requests() {
+    let app = Arc::new(
+        spawn_app_with(|c| {
+            c.max_in_flight = 2;
+            c.max_waiters = 3;
+        })
+        .await,
+    );
+    let held = app.must_acquire("busy", "holder", 60_000).await;
+    let wait = json!({"holder": "waiter", "ttl_ms": 200, "wait_ms": 20_000});
+    let mut waiters = vec![];
+    for _ in 0..3 {
+        let (app, wait) = (app.clone(), wait.clone());
+        waiters.push(tokio::spawn(async move {
+            app.post("/v1/locks/busy/acquire", wait).await.status()
+        }));
+    }
+    wait_for_gauge(&app, "leasehold_waiters", 3).await;
+    // Three parked waiters, yet both in-flight slots are free for other work.
+    assert_eq!(gauge(&app, "leasehold_requests_in_flight").await, 0);
+    app.must_acquire("other", "node-1", 60_000).await;
+
+    let started = Instant::now();
+    let fourth = app.post("/v1/locks/busy/acquire", wait.clone()).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "refused at once"
+    );
+    assert_eq!(fourth.headers()["retry-after"], "1");
+    let body = problem(fourth, StatusCode::SERVICE_UNAVAILABLE, "overloaded").await;
+    assert_eq!(body["reason"], "waiters");
+    assert_eq!(
+        gauge(&app, "leasehold_requests_shed_total{reason=\"waiters\"}").await,
+        1
+    );
+    // The refused waiter left the queue: three wait, as before.
+    assert_eq!(gauge(&app, "leasehold_waiters").await, 3);
+
+    // The release hands the key to the first waiter; each short grant then
+    // expires into the next waiter's hands.
+    let token = held["token"].as_str().unwrap();
+    assert_eq!(
+        app.release("busy", token).await.status(),
+        StatusCode::NO_CONTENT
+    );
+    for waiter in waiters {
+        assert_eq!(waiter.await.unwrap(), StatusCode::CREATED);
+    }
+    wait_for_gauge(&app, "leasehold_waiters", 0).await;
+    // Waiter slots are free again: a late waiter parks and times out as usual.
+    let retake = json!({"holder": "holder", "ttl_ms": 60_000, "wait_ms": 2_000});
+    let retaken = app.post("/v1/locks/busy/acquire", retake).await;
+    assert_eq!(retaken.status(), StatusCode::CREATED);
+    let short = json!({"holder": "late", "ttl_ms": 60_000, "wait_ms": 200});
+    let late = app.post("/v1/locks/busy/acquire", short).await;
+    problem(late, StatusCode::CONFLICT, "lock-held").await;
+}
