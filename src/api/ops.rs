@@ -1,6 +1,7 @@
 //! Operations routes: liveness, readiness, metrics, the OpenAPI document.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
@@ -44,20 +45,31 @@ pub async fn healthz() -> Json<Status> {
     })
 }
 
-/// The database takes a write.
+/// How long a write refused for storage keeps the server not ready, though a
+/// small write (such as the probe's own) may still fit on a nearly full disk.
+const UNREADY_AFTER_STORAGE_FAILURE: Duration = Duration::from_secs(3);
+
+/// The database takes a write, and no write was refused for storage in the
+/// last 3 seconds.
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", body = Status),
         (status = 503, description = "`storage-unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Problem> {
-    let now = state.leases.now();
-    state
-        .leases
+    let leases = &state.leases;
+    leases
         .store
-        .record_alive(now)
+        .record_alive(leases.now())
         .await
         .map_err(Problem::unavailable)?;
+    if let Some(stats) = leases.store.stats()
+        && stats.storage_failed_within(UNREADY_AFTER_STORAGE_FAILURE)
+    {
+        return Err(Problem::unavailable(
+            "a write was refused for storage in the last seconds",
+        ));
+    }
     Ok(Json(Status {
         status: "ready".into(),
     }))

@@ -70,6 +70,11 @@ pub struct StoreStats {
     pub expired_reservations: AtomicU64,
     /// Expiries noted by writes of the open batch: counted once it commits.
     pending_expired: std::sync::Mutex<(u64, u64)>,
+    /// Writes refused because the database could not be written (disk full,
+    /// read-only, I/O error).
+    pub storage_failures: AtomicU64,
+    /// When the last of them happened.
+    last_storage_failure: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl Default for StoreStats {
@@ -80,6 +85,8 @@ impl Default for StoreStats {
             expired_locks: AtomicU64::new(0),
             expired_reservations: AtomicU64::new(0),
             pending_expired: std::sync::Mutex::new((0, 0)),
+            storage_failures: AtomicU64::new(0),
+            last_storage_failure: std::sync::Mutex::new(None),
         }
     }
 }
@@ -105,6 +112,23 @@ impl StoreStats {
         let (locks, reservations) = std::mem::take(&mut *self.pending());
         Metrics::add(&self.expired_locks, locks);
         Metrics::add(&self.expired_reservations, reservations);
+    }
+
+    /// A write was refused because the database could not be written.
+    pub fn note_storage_failure(&self) {
+        Metrics::inc(&self.storage_failures);
+        *self
+            .last_storage_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+    }
+
+    /// Whether a write was refused for storage within `window`.
+    pub fn storage_failed_within(&self, window: std::time::Duration) -> bool {
+        self.last_storage_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() < window)
     }
 
     /// A batch failed: whatever it noted never happened.
@@ -233,6 +257,13 @@ impl Metrics {
                  leasehold_expired_leases_total{{kind=\"reservation\"}} {}",
                 stats.expired_locks.load(Ordering::Relaxed),
                 stats.expired_reservations.load(Ordering::Relaxed)
+            );
+            let _ = writeln!(
+                out,
+                "# HELP leasehold_storage_failures_total Write batches or writes refused because the database could not be written (disk full, read-only, I/O error)\n\
+                 # TYPE leasehold_storage_failures_total counter\n\
+                 leasehold_storage_failures_total {}",
+                stats.storage_failures.load(Ordering::Relaxed)
             );
             out.push_str(
                 "# HELP leasehold_commit_duration_seconds Time a write transaction takes to commit\n\

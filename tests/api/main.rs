@@ -3,6 +3,7 @@
 mod backup;
 mod container;
 mod crash;
+mod disk_full;
 mod helpers;
 mod lock_rules;
 mod locks;

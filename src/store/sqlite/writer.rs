@@ -24,8 +24,8 @@ pub const MAX_BATCH: usize = 256;
 
 /// A write waiting for its batch: run it, then tell its caller how the batch ended.
 trait Job: Send {
-    /// Runs the write; `false` when it failed (its savepoint is rolled back).
-    fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, bool>;
+    /// Runs the write; its error when it failed (its savepoint is then rolled back).
+    fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, Option<StoreError>>;
     /// Answers the caller once the batch is committed (or has failed).
     fn finish(self: Box<Self>, commit: StoreResult<()>);
 }
@@ -41,13 +41,13 @@ where
     T: Send + 'static,
     F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
 {
-    fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, bool> {
+    fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, Option<StoreError>> {
         let work = self.work.take().expect("a job runs once");
         Box::pin(async move {
             let result = work(conn).await;
-            let ok = result.is_ok();
+            let error = result.as_ref().err().cloned();
             self.result = Some(result);
-            ok
+            error
         })
     }
 
@@ -152,7 +152,13 @@ async fn run(
                 Err(e) => Err(e.into()),
             },
         };
-        if let Ok(elapsed) = &commit {
+        match &commit {
+            Ok((_, Some(StoreError::Unavailable(_)))) | Err(StoreError::Unavailable(_)) => {
+                stats.note_storage_failure();
+            }
+            _ => {}
+        }
+        if let Ok((elapsed, _)) = &commit {
             stats.observe_commit(*elapsed, batch.len());
         } else {
             stats.discard_pending();
@@ -171,26 +177,39 @@ async fn run(
     }
 }
 
-/// Runs a batch in one transaction; answers how long its `COMMIT` took.
+/// Runs a batch in one transaction; answers how long its `COMMIT` took, and
+/// the storage failure of a write that failed alone, if any.
 async fn run_batch(
     conn: &mut SqliteConnection,
     batch: &mut [Box<dyn Job>],
-) -> StoreResult<Duration> {
+) -> StoreResult<(Duration, Option<StoreError>)> {
     // Each write runs in its own savepoint; the statements that close one
     // and open the next travel together.
     exec(conn, "BEGIN IMMEDIATE; SAVEPOINT job").await?;
+    let mut storage_failure = None;
     for (i, job) in batch.iter_mut().enumerate() {
         if i > 0 {
             exec(conn, "RELEASE job; SAVEPOINT job").await?;
         }
-        if !job.run(conn).await {
-            exec(conn, "ROLLBACK TO job").await?;
+        let Some(error) = job.run(conn).await else {
+            continue;
+        };
+        if let Err(rollback) = exec(conn, "ROLLBACK TO job").await {
+            // A disk error (full, I/O) can make SQLite roll the whole
+            // transaction back itself; the batch then fails for that reason.
+            return Err(match error {
+                StoreError::Unavailable(_) => error,
+                _ => rollback,
+            });
+        }
+        if matches!(error, StoreError::Unavailable(_)) {
+            storage_failure = Some(error);
         }
     }
     exec(conn, "RELEASE job").await?;
     let started = Instant::now();
     exec(conn, "COMMIT").await?;
-    Ok(started.elapsed())
+    Ok((started.elapsed(), storage_failure))
 }
 
 #[cfg(test)]
