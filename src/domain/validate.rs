@@ -105,6 +105,20 @@ pub fn metadata(metadata: &Map<String, Value>) -> Result<(), InvalidInput> {
     Ok(())
 }
 
+/// A key prefix: no longer than a key can be (it would match nothing).
+pub fn key_prefix(prefix: &str) -> Result<(), InvalidInput> {
+    if prefix.len() > MAX_KEY_BYTES {
+        return Err(InvalidInput::new(
+            "prefix",
+            format!(
+                "is {} bytes long; keys are at most {MAX_KEY_BYTES}",
+                prefix.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub fn page_limit(limit: u32, max: u32) -> Result<(), InvalidInput> {
     if limit == 0 || limit > max {
         return Err(InvalidInput::new(

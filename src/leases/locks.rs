@@ -271,6 +271,7 @@ impl LockService<'_> {
         let max = self.leases.limits.max_page;
         let limit = limit.unwrap_or(100.min(max));
         validate::page_limit(limit, max)?;
+        validate::key_prefix(&prefix)?;
         let after = cursor.map(ListCursor::decode).transpose()?;
         let query = LockQuery {
             prefix,

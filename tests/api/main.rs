@@ -5,6 +5,7 @@ mod container;
 mod crash;
 mod disk_full;
 mod helpers;
+mod limits;
 mod lock_rules;
 mod locks;
 mod metrics;
