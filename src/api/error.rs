@@ -125,15 +125,12 @@ impl Problem {
         )
     }
 
-    pub fn request_timeout(limit: std::time::Duration) -> Self {
+    pub fn request_timeout(detail: impl Into<String>) -> Self {
         Problem::new(
             StatusCode::REQUEST_TIMEOUT,
             "request-timeout",
             "The body was not received in time",
-            format!(
-                "the request body did not arrive within {} ms",
-                limit.as_millis()
-            ),
+            detail,
         )
     }
 }

@@ -52,8 +52,15 @@ pub async fn read_body_in_time(
         return Problem::payload_too_large(MAX_BODY_BYTES).into_response();
     }
     let limit = state.leases.limits.body_timeout;
-    let read = axum::body::to_bytes(body, MAX_BODY_BYTES);
-    match tokio::time::timeout(limit, read).await {
+    let mut stopping = state.leases.stopping();
+    let read = tokio::select! {
+        read = tokio::time::timeout(limit, axum::body::to_bytes(body, MAX_BODY_BYTES)) => read,
+        // A stopping server waits for requests in flight, not for slow bodies.
+        _ = stopping.wait_for(|stop| *stop) => {
+            return too_slow("the server is stopping and did not receive the whole body")
+        }
+    };
+    match read {
         Ok(Ok(bytes)) => {
             next.run(Request::from_parts(parts, Body::from(bytes)))
                 .await
@@ -67,15 +74,23 @@ pub async fn read_body_in_time(
                 timeout_ms = limit.as_millis() as u64,
                 "request body not received in time"
             );
-            let mut response = Problem::request_timeout(limit).into_response();
-            // The rest of the body may still be on its way: do not read it.
-            response.headers_mut().insert(
-                header::CONNECTION,
-                header::HeaderValue::from_static("close"),
-            );
-            response
+            too_slow(format!(
+                "the request body did not arrive within {} ms",
+                limit.as_millis()
+            ))
         }
     }
+}
+
+/// 408, and the connection closes: the rest of the body may still be on its
+/// way and is not read.
+fn too_slow(detail: impl Into<String>) -> Response {
+    let mut response = Problem::request_timeout(detail).into_response();
+    response.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 fn is_length_limit(error: &axum::Error) -> bool {

@@ -125,3 +125,20 @@ async fn a_long_poll_outlives_the_connection_deadlines() {
     assert_eq!(released.status(), StatusCode::NO_CONTENT);
     assert_eq!(granted.status(), StatusCode::CREATED);
 }
+
+#[tokio::test]
+async fn a_stalled_body_does_not_hold_up_a_graceful_stop() {
+    let app = spawn_app_with(|c| c.body_timeout = Duration::from_secs(60)).await;
+    let body = r#"{"holder": "slow", "ttl_ms": 60000}"#;
+    let mut raw = Raw::stalled_post(&app, "/v1/locks/k/acquire", body.len(), &body[..8]).await;
+    crate::helpers::wait_for_gauge(&app, "leasehold_requests_in_flight", 1).await;
+    let started = std::time::Instant::now();
+    app.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped in {:?}",
+        started.elapsed()
+    );
+    let (received, _) = raw.read_until_closed(Duration::from_secs(5)).await;
+    assert_eq!(status_of(&received), 408, "{received}");
+}
