@@ -141,6 +141,31 @@ mod tests {
     }
 
     #[test]
+    fn timeouts_must_be_longer_than_zero() {
+        assert_eq!(
+            parse_positive_duration("250ms"),
+            Ok(Duration::from_millis(250))
+        );
+        assert!(parse_positive_duration("0s").is_err());
+    }
+
+    #[test]
+    fn load_bounds_must_be_at_least_one() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            serve: ServeConfig,
+        }
+        let cli = Cli::try_parse_from(["leasehold", "--max-in-flight", "8"]).unwrap();
+        assert_eq!(cli.serve.max_in_flight, 8);
+        assert_eq!(cli.serve.max_waiters, 4096);
+        assert!(Cli::try_parse_from(["leasehold", "--max-in-flight", "0"]).is_err());
+        assert!(Cli::try_parse_from(["leasehold", "--max-waiters", "0"]).is_err());
+        assert!(Cli::try_parse_from(["leasehold", "--body-timeout", "0ms"]).is_err());
+    }
+
+    #[test]
     fn durations_print_as_they_are_read() {
         for text in ["500ms", "30s", "5m", "24h"] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);

@@ -222,6 +222,10 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_recovers_by_itself() {
     )
     .await;
 
+    assert!(
+        crate::helpers::gauge(&app, "leasehold_storage_failures_total").await >= 2,
+        "refused writes are counted"
+    );
     // Reads keep working.
     let held: Value = app
         .get(&format!("/v1/locks/{}", encode(&first)))

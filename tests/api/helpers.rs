@@ -226,10 +226,16 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `leasehold serve` on `db`, on a free port, and waits until it listens.
     pub fn start(db: &Path, extra: &[&str]) -> Self {
+        Self::start_with_env(db, extra, &[])
+    }
+
+    /// Starts it with `env` set in its environment too.
+    pub fn start_with_env(db: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
             .args(["serve", "--listen", "127.0.0.1:0", "--db"])
             .arg(db)
             .args(extra)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -193,3 +193,23 @@ async fn pool_and_reservation_fields_are_bounded() {
         StatusCode::CREATED
     );
 }
+
+#[tokio::test]
+async fn oversized_request_heads_are_refused() {
+    let app = app().await;
+    let huge = app
+        .client
+        .get(app.url("/v1/locks"))
+        .header("x-padding", "a".repeat(512 * 1024))
+        .send()
+        .await;
+    // The server answers 431 and closes, or closes while the head is still
+    // arriving; either way the request is not served.
+    if let Ok(response) = huge {
+        assert_eq!(
+            response.status(),
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+        );
+    }
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+}

@@ -14,7 +14,12 @@ pub struct Raw {
 
 impl Raw {
     pub async fn connect(app: &TestApp) -> Self {
-        let address = app.address.trim_start_matches("http://");
+        Self::connect_to(&app.address).await
+    }
+
+    /// Connects to `http://host:port`.
+    pub async fn connect_to(address: &str) -> Self {
+        let address = address.trim_start_matches("http://");
         let stream = TcpStream::connect(address).await.expect("connects");
         Self { stream }
     }

@@ -142,3 +142,28 @@ async fn a_stalled_body_does_not_hold_up_a_graceful_stop() {
     let (received, _) = raw.read_until_closed(Duration::from_secs(5)).await;
     assert_eq!(status_of(&received), 408, "{received}");
 }
+
+#[tokio::test]
+async fn the_served_binary_takes_its_deadlines_from_flags_and_environment() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let server = crate::helpers::ServerProcess::start_with_env(
+        &dir.path().join("leasehold.db"),
+        &["--header-timeout", "300ms"],
+        &[("LEASEHOLD_BODY_TIMEOUT", "400ms")],
+    );
+    let mut idle = Raw::connect_to(&server.address).await;
+    let (_, after) = idle.read_until_closed(Duration::from_secs(10)).await;
+    assert!(
+        after < Duration::from_secs(3),
+        "idle closed after {after:?}"
+    );
+    let mut raw = Raw::connect_to(&server.address).await;
+    raw.send(
+        "POST /v1/locks/k/acquire HTTP/1.1\r\nHost: leasehold\r\n\
+         Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{",
+    )
+    .await;
+    let (received, after) = raw.read_until_closed(Duration::from_secs(10)).await;
+    assert_eq!(status_of(&received), 408, "{received}");
+    assert!(after < Duration::from_secs(3), "408 after {after:?}");
+}
