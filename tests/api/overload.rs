@@ -120,3 +120,41 @@ async fn parked_waiters_have_their_own_bound_and_do_not_starve_other_requests() 
     let late = app.post("/v1/locks/busy/acquire", short).await;
     problem(late, StatusCode::CONFLICT, "lock-held").await;
 }
+
+#[tokio::test]
+async fn a_flood_is_answered_in_full_each_request_served_or_shed() {
+    let app = Arc::new(spawn_app_with(|c| c.max_in_flight = 8).await);
+    let tasks: Vec<_> = (0..400)
+        .map(|i| {
+            let app = app.clone();
+            tokio::spawn(async move { app.acquire(&format!("flood/{i}"), "h", 60_000).await })
+        })
+        .collect();
+    let (mut granted, mut shed) = (0, 0);
+    for task in tasks {
+        let response = task.await.unwrap();
+        match response.status() {
+            StatusCode::CREATED => granted += 1,
+            _ => {
+                assert_eq!(response.headers()["retry-after"], "1");
+                problem(response, StatusCode::SERVICE_UNAVAILABLE, "overloaded").await;
+                shed += 1;
+            }
+        }
+    }
+    assert_eq!(granted + shed, 400);
+    assert_eq!(
+        gauge(&app, "leasehold_requests_shed_total{reason=\"in_flight\"}").await,
+        shed
+    );
+    wait_for_gauge(&app, "leasehold_requests_in_flight", 0).await;
+    // Exactly the granted keys are held.
+    let page: serde_json::Value = app
+        .get("/v1/locks?prefix=flood%2F&limit=1000")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len() as u64, granted);
+    eprintln!("flood of 400 with 8 in flight: {granted} granted, {shed} shed");
+}
