@@ -92,6 +92,7 @@ impl Drop for Immutable {
 async fn readiness_fails_while_the_database_cannot_be_written_and_recovers() {
     let app = spawn_app().await;
     assert_eq!(app.get("/readyz").await.status(), StatusCode::OK);
+    let kept = app.must_acquire("ready/before", "node-1", 60_000).await;
     // The database and its write-ahead log; the -shm index stays writable
     // (SQLite maps it into memory).
     let wal = app.db.with_extension("db-wal");
@@ -116,6 +117,15 @@ async fn readiness_fails_while_the_database_cannot_be_written_and_recovers() {
     )
     .await;
     assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+    // Reads keep working.
+    let read: Value = app
+        .get("/v1/locks/ready%2Fbefore")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(read["fencing_token"], kept["fencing_token"]);
+    assert_eq!(app.get("/v1/locks").await.status(), StatusCode::OK);
 
     drop(frozen);
     // Write transactions work again at once.
