@@ -307,6 +307,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_transaction_sqlite_rolled_back_itself_fails_as_unavailable() {
+        let (_dir, pool, writer, stats) = writer_on_a_fresh_file().await;
+        // What SQLite does on some disk errors: the whole transaction is gone,
+        // so the write's savepoint cannot be rolled back to.
+        let failed = writer
+            .write(|conn| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO t (k) VALUES ('lost')")
+                        .execute(&mut *conn)
+                        .await?;
+                    exec(conn, "ROLLBACK").await?;
+                    Err::<(), _>(StoreError::Unavailable("database or disk is full".into()))
+                })
+            })
+            .await;
+        assert!(
+            matches!(failed, Err(StoreError::Unavailable(_))),
+            "{failed:?}"
+        );
+        assert!(stats.storage_failed_within(Duration::from_secs(60)));
+        assert_eq!(
+            stats
+                .storage_failures
+                .load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
+        // The writer goes on, on a fresh connection.
+        assert!(writer.write(insert("after".into())).await.unwrap());
+        writer.close().await;
+        let keys: Vec<String> = sqlx::query_scalar("SELECT k FROM t")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        assert_eq!(keys, ["after"]);
+    }
+
+    #[tokio::test]
     async fn a_closed_writer_refuses_new_writes() {
         let (_dir, _pool, writer, _stats) = writer_on_a_fresh_file().await;
         assert!(writer.write(insert("a".into())).await.unwrap());
