@@ -47,7 +47,9 @@ pub struct Admission {
 }
 
 /// A parked waiter's slot; dropping it lets another waiter in.
-pub struct WaiterSlot(#[allow(dead_code)] OwnedSemaphorePermit);
+pub struct WaiterSlot {
+    _permit: OwnedSemaphorePermit,
+}
 
 impl Admission {
     pub fn new(max_in_flight: usize, max_waiters: usize) -> Self {
@@ -80,7 +82,7 @@ impl Admission {
         // Outside `admit` (the reaper, a test calling the service) there is
         // no in-flight slot to give back.
         let _ = SLOT.try_with(|s| s.borrow_mut().take());
-        Ok(WaiterSlot(slot))
+        Ok(WaiterSlot { _permit: slot })
     }
 
     /// Requests in flight now (parked waiters not counted).
