@@ -77,6 +77,8 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         max_ttl = %format_duration(config.max_ttl),
         max_wait = %format_duration(config.max_wait),
         log_format = ?config.log_format,
+        auth_file = ?config.auth_file,
+        allow_unauthenticated = config.allow_unauthenticated,
         "starting leasehold"
     );
     let app = Application::build(config).await?;

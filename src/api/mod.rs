@@ -8,8 +8,12 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
+use std::sync::Arc;
+
+use crate::auth::Tokens;
 use crate::leases::Leases;
 
+pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod locks;
@@ -27,9 +31,12 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 #[derive(Clone)]
 pub struct AppState {
     pub leases: Leases,
+    /// The API tokens of the auth file; `None`: every caller may do everything.
+    pub tokens: Option<Arc<Tokens>>,
 }
 
-/// Declares the bearer-token scheme; requests may carry `Authorization: Bearer …`.
+/// Declares the bearer-token scheme, which the `/v1/` operations name (see
+/// `add_auth`).
 struct BearerScheme;
 
 impl utoipa::Modify for BearerScheme {
@@ -43,15 +50,15 @@ impl utoipa::Modify for BearerScheme {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("An API token, when the server runs with an auth file"))
+                    .description(Some(
+                        "An API token of the server's auth file (`--auth-file`). A server \
+                         started without one (on loopback) needs no token.",
+                    ))
                     .build(),
             ),
         );
-        // Anonymous access is allowed unless the server requires tokens.
-        openapi.security = Some(vec![
-            SecurityRequirement::default(),
-            SecurityRequirement::new("bearerAuth", Vec::<String>::new()),
-        ]);
+        // Health, readiness, metrics and this document need no token.
+        openapi.security = Some(vec![SecurityRequirement::default()]);
     }
 }
 
@@ -84,6 +91,7 @@ fn routes() -> OpenApiRouter<AppState> {
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = routes().split_for_parts().1;
     add_common_problems(&mut doc);
+    add_auth(&mut doc);
     doc
 }
 
@@ -125,6 +133,57 @@ fn add_common_problems(doc: &mut utoipa::openapi::OpenApi) {
                 problem("`storage-unavailable`: the database cannot be used now (Retry-After)")
                     .into()
             });
+        }
+    }
+}
+
+/// Every `/v1/` operation needs a token when the server has an auth file:
+/// 401 without a valid one; 403 outside the token's scope where the route
+/// names a key or a pool (listings are filtered instead).
+fn add_auth(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::security::SecurityRequirement;
+    use utoipa::openapi::{Content, Header, Ref, ResponseBuilder};
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if !path.starts_with("/v1/") {
+            continue;
+        }
+        let names_resource = path.contains('{');
+        let ops = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+        ];
+        for op in ops.into_iter().flatten() {
+            op.security = Some(vec![SecurityRequirement::new(
+                "bearerAuth",
+                Vec::<String>::new(),
+            )]);
+            let problem = |description: &str| {
+                ResponseBuilder::new().description(description).content(
+                    "application/problem+json",
+                    Content::new(Some(Ref::from_schema_name("Problem"))),
+                )
+            };
+            let unauthorized = problem("`unauthorized`: no token, or one the server does not know")
+                .header(
+                    "WWW-Authenticate",
+                    Header::new(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::String),
+                    ),
+                )
+                .build();
+            let responses = &mut op.responses.responses;
+            responses.insert("401".to_owned(), unauthorized.into());
+            if names_resource {
+                responses.insert(
+                    "403".to_owned(),
+                    problem("`forbidden`: the key or pool is outside the token's scope, the token is read-only, or the operation needs an admin token")
+                        .build()
+                        .into(),
+                );
+            }
         }
     }
 }
