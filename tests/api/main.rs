@@ -1,5 +1,6 @@
 //! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
 
+mod auth;
 mod backup;
 mod container;
 mod crash;
@@ -8,6 +9,7 @@ mod lock_rules;
 mod locks;
 mod metrics;
 mod ops;
+mod quota;
 mod restarts;
 mod subnets;
 mod waiting;
