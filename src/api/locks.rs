@@ -62,14 +62,18 @@ pub struct AcquireRequest {
     /// Free text naming the client; informational only.
     pub holder: String,
     /// How long the lease lives unless renewed, 100 ms to the server's maximum.
+    #[schema(minimum = 100)]
     pub ttl_ms: i64,
     /// How long to wait for the key if it is held (default 0: answer at once).
+    #[schema(minimum = 0)]
     pub wait_ms: Option<i64>,
     /// `exclusive` (default) or `shared`.
     pub mode: Option<Mode>,
     /// Makes the key a semaphore of this many leases; every acquirer must name the same.
+    #[schema(minimum = 1)]
     pub max_holders: Option<u32>,
     /// After a lease on the key expires (not after a release), keep the key unavailable this long.
+    #[schema(minimum = 0)]
     pub lock_delay_ms: Option<i64>,
     /// A small JSON object stored with the lease.
     pub metadata: Option<Map<String, Value>>,
@@ -82,6 +86,7 @@ pub struct AcquireRequest {
 pub struct RenewRequest {
     pub token: String,
     /// The new TTL from now; the lease's own TTL when omitted.
+    #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
 }
 

@@ -21,6 +21,7 @@ pub mod ops;
 pub mod pool_problems;
 pub mod pools;
 pub mod reservations;
+mod spec;
 
 pub use error::Problem;
 
@@ -91,7 +92,8 @@ fn routes() -> OpenApiRouter<AppState> {
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = routes().split_for_parts().1;
     add_common_problems(&mut doc);
-    add_auth(&mut doc);
+    spec::add_auth(&mut doc);
+    spec::constrain_parameters(&mut doc);
     doc
 }
 
@@ -133,57 +135,6 @@ fn add_common_problems(doc: &mut utoipa::openapi::OpenApi) {
                 problem("`storage-unavailable`: the database cannot be used now (Retry-After)")
                     .into()
             });
-        }
-    }
-}
-
-/// Every `/v1/` operation needs a token when the server has an auth file:
-/// 401 without a valid one; 403 outside the token's scope where the route
-/// names a key or a pool (listings are filtered instead).
-fn add_auth(doc: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::security::SecurityRequirement;
-    use utoipa::openapi::{Content, Header, Ref, ResponseBuilder};
-    for (path, item) in doc.paths.paths.iter_mut() {
-        if !path.starts_with("/v1/") {
-            continue;
-        }
-        let names_resource = path.contains('{');
-        let ops = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.delete,
-        ];
-        for op in ops.into_iter().flatten() {
-            op.security = Some(vec![SecurityRequirement::new(
-                "bearerAuth",
-                Vec::<String>::new(),
-            )]);
-            let problem = |description: &str| {
-                ResponseBuilder::new().description(description).content(
-                    "application/problem+json",
-                    Content::new(Some(Ref::from_schema_name("Problem"))),
-                )
-            };
-            let unauthorized = problem("`unauthorized`: no token, or one the server does not know")
-                .header(
-                    "WWW-Authenticate",
-                    Header::new(
-                        utoipa::openapi::ObjectBuilder::new()
-                            .schema_type(utoipa::openapi::schema::Type::String),
-                    ),
-                )
-                .build();
-            let responses = &mut op.responses.responses;
-            responses.insert("401".to_owned(), unauthorized.into());
-            if names_resource {
-                responses.insert(
-                    "403".to_owned(),
-                    problem("`forbidden`: the key or pool is outside the token's scope, the token is read-only, or the operation needs an admin token")
-                        .build()
-                        .into(),
-                );
-            }
         }
     }
 }

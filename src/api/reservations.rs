@@ -44,6 +44,7 @@ pub struct ReserveRequest {
     /// This aligned block of the pool (exactly one of `prefix_len` and `subnet`).
     pub subnet: Option<String>,
     /// How long the reservation lives unless renewed or confirmed (default 60 s).
+    #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
     /// Networks the grant must not overlap (the caller's own). Host bits are
     /// cleared; networks of the other family are ignored.
