@@ -11,5 +11,6 @@ mod metrics;
 mod ops;
 mod quota;
 mod restarts;
+mod scopes;
 mod subnets;
 mod waiting;
