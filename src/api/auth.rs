@@ -69,7 +69,11 @@ impl FromRequestParts<AppState> for Caller {
             ));
         };
         match tokens.find(token) {
-            Some(grant) => Ok(Caller::Token(grant)),
+            Some(grant) => {
+                // The request's log lines say which token acted.
+                tracing::Span::current().record("auth.token", grant.name.as_str());
+                Ok(Caller::Token(grant))
+            }
             None => Err(unauthorized(
                 "the token is not known to this server",
                 invalid,
@@ -82,7 +86,7 @@ fn verb(need: Need) -> &'static str {
     match need {
         Need::Read => "read",
         Need::Write => "change",
-        Need::Admin => "force an admin operation on",
+        Need::Admin => "use an admin operation on",
     }
 }
 

@@ -157,7 +157,12 @@ pub fn router(state: AppState) -> Router {
                         .extensions()
                         .get::<MatchedPath>()
                         .map_or("unmatched", MatchedPath::as_str);
-                    tracing::info_span!("request", http.method = %request.method(), http.route = route)
+                    tracing::info_span!(
+                        "request",
+                        http.method = %request.method(),
+                        http.route = route,
+                        auth.token = tracing::field::Empty,
+                    )
                 })
                 // `track_requests` logs each request once, in this span.
                 .on_response(()),
