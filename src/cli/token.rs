@@ -51,6 +51,12 @@ pub fn execute(cmd: TokenCommand) -> Result<(), String> {
             admin,
             max_live_leases,
         } => {
+            if lock_prefixes.is_empty() && pools.is_empty() {
+                eprintln!(
+                    "leasehold: note: without --lock-prefix or --pool this token may touch no \
+                     key and no pool (--lock-prefix \"\" is every key, --pool \"*\" every pool)"
+                );
+            }
             let token = new_token();
             let entry = TokenEntry {
                 name,
