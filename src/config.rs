@@ -101,9 +101,33 @@ pub struct ServeConfig {
     /// Log format.
     #[arg(long, env = "LEASEHOLD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// JSON file of API tokens (by SHA-256) and their scopes; every `/v1/`
+    /// request then needs `Authorization: Bearer <token>`.
+    #[arg(long, env = "LEASEHOLD_AUTH_FILE")]
+    pub auth_file: Option<PathBuf>,
+    /// Listen on a non-loopback address without an auth file: anyone who can
+    /// reach the port may then release anyone's lease.
+    #[arg(long, env = "LEASEHOLD_ALLOW_UNAUTHENTICATED")]
+    pub allow_unauthenticated: bool,
 }
 
 impl ServeConfig {
+    /// Refuses an open server on an address others can reach, unless asked.
+    pub fn check_exposure(&self) -> Result<(), String> {
+        if self.auth_file.is_none()
+            && !self.listen.ip().is_loopback()
+            && !self.allow_unauthenticated
+        {
+            return Err(format!(
+                "refusing to listen on {} without an auth file: anyone who can reach it could \
+                 release any lease; give --auth-file (LEASEHOLD_AUTH_FILE), listen on loopback, \
+                 or pass --allow-unauthenticated (LEASEHOLD_ALLOW_UNAUTHENTICATED=true) to accept that",
+                self.listen
+            ));
+        }
+        Ok(())
+    }
+
     /// The defaults, on another address and database (for tests and embedding).
     pub fn new(listen: SocketAddr, db: PathBuf) -> Self {
         Self {
@@ -120,6 +144,8 @@ impl ServeConfig {
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
             log_format: LogFormat::Text,
+            auth_file: None,
+            allow_unauthenticated: false,
         }
     }
 }

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod clock;

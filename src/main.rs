@@ -30,6 +30,8 @@ enum Command {
     Pool(cli::pool::PoolCommand),
     /// Subnet reservations of a pool: reserve, renew, confirm, release, show, list.
     Subnet(cli::subnet::SubnetCommand),
+    /// API tokens for the auth file: new, hash.
+    Token(cli::token::TokenCommand),
     /// Print the OpenAPI document.
     Openapi,
     /// Copy the database consistently (safe while the server runs).
@@ -81,6 +83,8 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         header_timeout = %format_duration(config.header_timeout),
         body_timeout = %format_duration(config.body_timeout),
         log_format = ?config.log_format,
+        auth_file = ?config.auth_file,
+        allow_unauthenticated = config.allow_unauthenticated,
         "starting leasehold"
     );
     let app = Application::build(config).await?;
@@ -98,6 +102,7 @@ async fn main() -> ExitCode {
         Command::Lock(cmd) => return cli::finish(cli::lock::execute(cmd).await),
         Command::Pool(cmd) => return cli::finish(cli::pool::execute(cmd).await),
         Command::Subnet(cmd) => return cli::finish(cli::subnet::execute(cmd).await),
+        Command::Token(cmd) => cli::token::execute(cmd),
         Command::Openapi => serde_json::to_string_pretty(&leasehold::api::openapi())
             .map(|text| println!("{text}"))
             .map_err(|e| e.to_string()),

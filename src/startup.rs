@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::api::{self, AppState};
+use crate::auth::Tokens;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::ServeConfig;
 use crate::leases::{Leases, Limits};
@@ -16,6 +17,7 @@ use crate::store::{SqliteStore, Store};
 pub struct Application {
     listener: TcpListener,
     leases: Leases,
+    tokens: Option<Arc<Tokens>>,
     config: ServeConfig,
 }
 
@@ -31,6 +33,15 @@ impl Application {
     }
 
     pub async fn build_with_clock(config: ServeConfig, clock: SharedClock) -> Result<Self, String> {
+        config.check_exposure()?;
+        let tokens = match &config.auth_file {
+            Some(path) => {
+                let tokens = crate::auth::load(path)?;
+                tracing::info!(auth.tokens = tokens.len(), "API tokens loaded");
+                Some(Arc::new(tokens))
+            }
+            None => None,
+        };
         let store = SqliteStore::open(&config.db, config.durability).await?;
         let resumed = store
             .resume_after_downtime(clock.now())
@@ -58,6 +69,7 @@ impl Application {
         Ok(Self {
             listener,
             leases,
+            tokens,
             config,
         })
     }
@@ -79,6 +91,7 @@ impl Application {
         let Self {
             listener,
             leases,
+            tokens,
             config,
         } = self;
         let reaper = tokio::spawn(crate::reaper::run(
@@ -89,6 +102,7 @@ impl Application {
         ));
         let app = api::router(AppState {
             leases: leases.clone(),
+            tokens,
         });
         let stopping = leases.clone();
         let connections = ConnectionLimits {

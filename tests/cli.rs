@@ -440,6 +440,65 @@ async fn refusals_map_to_documented_exit_codes() {
 }
 
 #[tokio::test]
+async fn a_token_from_token_new_is_sent_and_refusals_exit_7_and_8() {
+    let made = Command::new(leasehold_binary())
+        .args(["token", "new", "--name", "ci", "--lock-prefix", "ci/"])
+        .args(["--max-live-leases", "1"])
+        .output()
+        .await
+        .unwrap();
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let made = text(&made.stdout);
+    let (token, entry) = made.trim().split_once('\n').expect("token, then entry");
+    let entry: serde_json::Value = serde_json::from_str(entry).unwrap();
+    assert_eq!(entry["access"], "read-write");
+
+    let mut hash = Command::new(leasehold_binary())
+        .args(["token", "hash"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = hash.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, format!("{token}\n").as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let hashed = hash.wait_with_output().await.unwrap();
+    assert_eq!(text(&hashed.stdout).trim(), entry["sha256"]);
+    assert!(
+        !entry.to_string().contains(token),
+        "the entry never holds the token"
+    );
+
+    let dir = TempDir::new().unwrap();
+    let file = dir.path().join("auth.json");
+    std::fs::write(&file, serde_json::json!({ "tokens": [entry] }).to_string()).unwrap();
+    let server = spawn_server_with(|c| c.auth_file = Some(file)).await;
+    let anonymous = server
+        .run(&["lock", "acquire", "ci/a", "--ttl", "60s"])
+        .await;
+    assert_eq!(anonymous.status.code(), Some(7));
+    assert!(text(&anonymous.stderr).contains("--token or LEASEHOLD_TOKEN"));
+    let granted = server
+        .run(&["lock", "acquire", "ci/a", "--ttl", "60s", "--token", token])
+        .await;
+    assert_eq!(granted.status.code(), Some(0), "{}", text(&granted.stderr));
+    let over = server
+        .leasehold(&["lock", "acquire", "ci/b", "--ttl", "60s"])
+        .env("LEASEHOLD_TOKEN", token)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(over.status.code(), Some(8), "{}", text(&over.stderr));
+    let outside = server
+        .run(&["lock", "acquire", "db/x", "--ttl", "60s", "--token", token])
+        .await;
+    assert_eq!(outside.status.code(), Some(7));
+    assert!(text(&outside.stderr).contains("db/x"));
+}
+
+#[tokio::test]
 async fn lock_acquire_speaks_semaphores_shared_locks_and_idempotency() {
     let server = spawn_server().await;
     let take = |key: &'static str, extra: &'static [&'static str]| {

@@ -260,6 +260,16 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
             "The Idempotency-Key belongs to another request",
             format!("this Idempotency-Key already holds a lease on {resource} for holder {holder}"),
         ),
+        LeaseError::QuotaExceeded { limit, current } => Problem::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "quota-exceeded",
+            "The token holds its quota of live leases",
+            format!(
+                "the token holds {current} live leases and may hold {limit}; release one first"
+            ),
+        )
+        .with("limit", limit)
+        .with("current", current),
         LeaseError::Unavailable(m) => Problem::unavailable(m),
         LeaseError::Overloaded(reason) => Problem::overloaded(reason),
         LeaseError::Internal(m) => Problem::internal(m),

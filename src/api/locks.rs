@@ -10,8 +10,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
+use super::auth::Caller;
 use super::error::{Problem, lease_problem};
 use super::extract::{AppJson, AppPath, AppQuery};
+use crate::auth::Need;
 use crate::domain::lock::LockLease;
 use crate::domain::time::rfc3339_ms;
 use crate::domain::{LockMode, Millis};
@@ -60,14 +62,18 @@ pub struct AcquireRequest {
     /// Free text naming the client; informational only.
     pub holder: String,
     /// How long the lease lives unless renewed, 100 ms to the server's maximum.
+    #[schema(minimum = 100)]
     pub ttl_ms: i64,
     /// How long to wait for the key if it is held (default 0: answer at once).
+    #[schema(minimum = 0)]
     pub wait_ms: Option<i64>,
     /// `exclusive` (default) or `shared`.
     pub mode: Option<Mode>,
     /// Makes the key a semaphore of this many leases; every acquirer must name the same.
+    #[schema(minimum = 1)]
     pub max_holders: Option<u32>,
     /// After a lease on the key expires (not after a release), keep the key unavailable this long.
+    #[schema(minimum = 0)]
     pub lock_delay_ms: Option<i64>,
     /// A small JSON object stored with the lease.
     pub metadata: Option<Map<String, Value>>,
@@ -80,6 +86,7 @@ pub struct AcquireRequest {
 pub struct RenewRequest {
     pub token: String,
     /// The new TTL from now; the lease's own TTL when omitted.
+    #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
 }
 
@@ -188,14 +195,17 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Pro
         (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lock-held` (with Retry-After) or `limit-mismatch`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`idempotency-key-reused`", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`quota-exceeded`: the token holds its quota of live leases (`limit`, `current`)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn acquire_lock(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(key): AppPath<String>,
     headers: HeaderMap,
     AppJson(body): AppJson<AcquireRequest>,
 ) -> Result<(StatusCode, Json<LockLeaseBody>), Problem> {
+    caller.lock(&key, Need::Write)?;
     let request = AcquireLock {
         key: key.clone(),
         holder: body.holder,
@@ -206,6 +216,7 @@ pub async fn acquire_lock(
         lock_delay_ms: body.lock_delay_ms.unwrap_or(0),
         metadata: body.metadata,
         idempotency_key: idempotency_key(&headers)?,
+        owner: caller.owner(),
     };
     let acquired = state
         .leases
@@ -233,10 +244,12 @@ pub async fn acquire_lock(
     )
 )]
 pub async fn renew_lock(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(key): AppPath<String>,
     AppJson(body): AppJson<RenewRequest>,
 ) -> Result<Json<LockLeaseBody>, Problem> {
+    caller.lock(&key, Need::Write)?;
     let lease = state
         .leases
         .locks()
@@ -258,10 +271,12 @@ pub async fn renew_lock(
     )
 )]
 pub async fn release_lock(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(key): AppPath<String>,
     AppJson(body): AppJson<ReleaseRequest>,
 ) -> Result<StatusCode, Problem> {
+    caller.lock(&key, Need::Write)?;
     state
         .leases
         .locks()
@@ -282,9 +297,11 @@ pub async fn release_lock(
     )
 )]
 pub async fn get_lock(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(key): AppPath<String>,
 ) -> Result<Json<LockLeaseBody>, Problem> {
+    caller.lock(&key, Need::Read)?;
     let held = state
         .leases
         .locks()
@@ -311,7 +328,8 @@ pub async fn get_lock(
     Ok(Json(body))
 }
 
-/// List live leases by key, optionally under a prefix.
+/// List live leases by key, optionally under a prefix (with a token: only
+/// the keys it may read).
 #[utoipa::path(
     get, path = "/v1/locks", operation_id = "listLocks", tag = "locks",
     params(ListQuery),
@@ -321,14 +339,15 @@ pub async fn get_lock(
     )
 )]
 pub async fn list_locks(
+    caller: Caller,
     State(state): State<AppState>,
     AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<Json<LockPageBody>, Problem> {
     let page = state
         .leases
         .locks()
-        .list(
-            query.prefix.unwrap_or_default(),
+        .list_under(
+            caller.lock_prefixes(query.prefix.unwrap_or_default()),
             query.limit,
             query.cursor.as_deref(),
         )
@@ -356,9 +375,11 @@ pub async fn list_locks(
     )
 )]
 pub async fn force_release_lock(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(key): AppPath<String>,
 ) -> Result<StatusCode, Problem> {
+    caller.lock(&key, Need::Admin)?;
     state
         .leases
         .locks()

@@ -8,8 +8,12 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
+use std::sync::Arc;
+
+use crate::auth::Tokens;
 use crate::leases::Leases;
 
+pub mod auth;
 pub mod error;
 pub mod extract;
 pub mod load;
@@ -18,6 +22,7 @@ pub mod ops;
 pub mod pool_problems;
 pub mod pools;
 pub mod reservations;
+mod spec;
 
 pub use error::Problem;
 
@@ -28,9 +33,12 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 #[derive(Clone)]
 pub struct AppState {
     pub leases: Leases,
+    /// The API tokens of the auth file; `None`: every caller may do everything.
+    pub tokens: Option<Arc<Tokens>>,
 }
 
-/// Declares the bearer-token scheme; requests may carry `Authorization: Bearer …`.
+/// Declares the bearer-token scheme, which the `/v1/` operations name (see
+/// `add_auth`).
 struct BearerScheme;
 
 impl utoipa::Modify for BearerScheme {
@@ -44,15 +52,15 @@ impl utoipa::Modify for BearerScheme {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("An API token, when the server runs with an auth file"))
+                    .description(Some(
+                        "An API token of the server's auth file (`--auth-file`). A server \
+                         started without one (on loopback) needs no token.",
+                    ))
                     .build(),
             ),
         );
-        // Anonymous access is allowed unless the server requires tokens.
-        openapi.security = Some(vec![
-            SecurityRequirement::default(),
-            SecurityRequirement::new("bearerAuth", Vec::<String>::new()),
-        ]);
+        // Health, readiness, metrics and this document need no token.
+        openapi.security = Some(vec![SecurityRequirement::default()]);
     }
 }
 
@@ -85,6 +93,8 @@ fn routes() -> OpenApiRouter<AppState> {
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = routes().split_for_parts().1;
     add_common_problems(&mut doc);
+    spec::add_auth(&mut doc);
+    spec::constrain_parameters(&mut doc);
     doc
 }
 
@@ -167,7 +177,12 @@ pub fn router(state: AppState) -> Router {
                         .extensions()
                         .get::<MatchedPath>()
                         .map_or("unmatched", MatchedPath::as_str);
-                    tracing::info_span!("request", http.method = %request.method(), http.route = route)
+                    tracing::info_span!(
+                        "request",
+                        http.method = %request.method(),
+                        http.route = route,
+                        auth.token = tracing::field::Empty,
+                    )
                 })
                 // `track_requests` logs each request once, in this span.
                 .on_response(()),

@@ -11,9 +11,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
+use super::auth::Caller;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::pool_problems::subnet_problem;
+use crate::auth::Need;
 use crate::domain::cidr::Family;
 use crate::domain::subnet::{Pool, PoolUsage};
 use crate::domain::time::rfc3339_ms;
@@ -126,10 +128,12 @@ pub struct PageQuery {
     )
 )]
 pub async fn put_pool(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(pool): AppPath<String>,
     AppJson(body): AppJson<PutPoolRequest>,
 ) -> Result<(StatusCode, Json<PoolBody>), Problem> {
+    caller.pool(&pool, Need::Write)?;
     let put = state
         .leases
         .subnets()
@@ -153,9 +157,11 @@ pub async fn put_pool(
     )
 )]
 pub async fn get_pool(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(pool): AppPath<String>,
 ) -> Result<Json<PoolBody>, Problem> {
+    caller.pool(&pool, Need::Read)?;
     let usage = state
         .leases
         .subnets()
@@ -165,7 +171,7 @@ pub async fn get_pool(
     Ok(Json(usage.into()))
 }
 
-/// List pools by name.
+/// List pools by name (with a token: only the pools it may use).
 #[utoipa::path(
     get, path = "/v1/pools", operation_id = "listPools", tag = "pools",
     params(PageQuery),
@@ -175,13 +181,16 @@ pub async fn get_pool(
     )
 )]
 pub async fn list_pools(
+    caller: Caller,
     State(state): State<AppState>,
     AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<Json<PoolPageBody>, Problem> {
     let page = state
         .leases
         .subnets()
-        .list_pools(query.limit, query.cursor.as_deref())
+        .list_pools(query.limit, query.cursor.as_deref(), |name| {
+            caller.sees_pool(name)
+        })
         .await
         .map_err(|e| subnet_problem("list", None, e))?;
     Ok(Json(PoolPageBody {
@@ -190,7 +199,7 @@ pub async fn list_pools(
     }))
 }
 
-/// Delete a pool without live reservations.
+/// Delete a pool without live reservations (admin).
 #[utoipa::path(
     delete, path = "/v1/pools/{pool}", operation_id = "deletePool", tag = "pools",
     params(("pool" = String, Path, description = "The pool name")),
@@ -202,9 +211,11 @@ pub async fn list_pools(
     )
 )]
 pub async fn delete_pool(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(pool): AppPath<String>,
 ) -> Result<StatusCode, Problem> {
+    caller.pool(&pool, Need::Admin)?;
     state
         .leases
         .subnets()

@@ -11,11 +11,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
+use super::auth::Caller;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::locks::{ReleaseRequest, RenewRequest, idempotency_key};
 use super::pool_problems::subnet_problem;
 use super::pools::PageQuery;
+use crate::auth::Need;
 use crate::domain::Millis;
 use crate::domain::subnet::Reservation;
 use crate::domain::time::rfc3339_ms;
@@ -42,6 +44,7 @@ pub struct ReserveRequest {
     /// This aligned block of the pool (exactly one of `prefix_len` and `subnet`).
     pub subnet: Option<String>,
     /// How long the reservation lives unless renewed or confirmed (default 60 s).
+    #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
     /// Networks the grant must not overlap (the caller's own). Host bits are
     /// cleared; networks of the other family are ignored.
@@ -126,14 +129,17 @@ pub struct ReservationPageBody {
         (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`pool-exhausted` (with `largest_free`) or `subnet-unavailable` (with `conflicts`); Retry-After when a blocking reservation will expire", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`idempotency-key-reused`", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`quota-exceeded`: the token holds its quota of live leases (`limit`, `current`)", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn reserve_subnet(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(pool): AppPath<String>,
     headers: HeaderMap,
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<(StatusCode, Json<ReservationBody>), Problem> {
+    caller.pool(&pool, Need::Write)?;
     let request = ReserveSubnet {
         pool: pool.clone(),
         holder: body.holder,
@@ -143,6 +149,7 @@ pub async fn reserve_subnet(
         exclude: body.exclude.unwrap_or_default(),
         metadata: body.metadata,
         idempotency_key: idempotency_key(&headers)?,
+        owner: caller.owner(),
     };
     let reserved = state
         .leases
@@ -169,10 +176,12 @@ pub async fn reserve_subnet(
     )
 )]
 pub async fn list_reservations(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(pool): AppPath<String>,
     AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<Json<ReservationPageBody>, Problem> {
+    caller.pool(&pool, Need::Read)?;
     let page = state
         .leases
         .subnets()
@@ -200,9 +209,11 @@ pub async fn list_reservations(
     )
 )]
 pub async fn get_reservation(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath((pool, id)): AppPath<(String, String)>,
 ) -> Result<Json<ReservationBody>, Problem> {
+    caller.pool(&pool, Need::Read)?;
     let r = state
         .leases
         .subnets()
@@ -226,10 +237,12 @@ pub async fn get_reservation(
     )
 )]
 pub async fn renew_reservation(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath((pool, id)): AppPath<(String, String)>,
     AppJson(body): AppJson<RenewRequest>,
 ) -> Result<Json<ReservationBody>, Problem> {
+    caller.pool(&pool, Need::Write)?;
     let r = state
         .leases
         .subnets()
@@ -251,10 +264,12 @@ pub async fn renew_reservation(
     )
 )]
 pub async fn confirm_reservation(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath((pool, id)): AppPath<(String, String)>,
     AppJson(body): AppJson<ConfirmRequest>,
 ) -> Result<Json<ReservationBody>, Problem> {
+    caller.pool(&pool, Need::Write)?;
     let r = state
         .leases
         .subnets()
@@ -276,10 +291,12 @@ pub async fn confirm_reservation(
     )
 )]
 pub async fn release_reservation(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath((pool, id)): AppPath<(String, String)>,
     AppJson(body): AppJson<ReleaseRequest>,
 ) -> Result<StatusCode, Problem> {
+    caller.pool(&pool, Need::Write)?;
     state
         .leases
         .subnets()
@@ -299,9 +316,11 @@ pub async fn release_reservation(
     )
 )]
 pub async fn force_release_reservation(
+    caller: Caller,
     State(state): State<AppState>,
     AppPath((pool, id)): AppPath<(String, String)>,
 ) -> Result<StatusCode, Problem> {
+    caller.pool(&pool, Need::Admin)?;
     state
         .leases
         .subnets()

@@ -9,6 +9,7 @@ pub mod output;
 pub mod pool;
 pub mod run;
 pub mod subnet;
+pub mod token;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,10 @@ pub mod exit {
     pub const UNAVAILABLE: u8 = 5;
     /// `lock run`: the lease was lost while the command ran; it was stopped.
     pub const LEASE_LOST: u8 = 6;
+    /// No valid token (401), or the token may not do this (403).
+    pub const DENIED: u8 = 7;
+    /// The token holds its quota of live leases (429).
+    pub const QUOTA: u8 = 8;
 }
 
 /// The exit codes, for `leasehold --help`.
@@ -45,6 +50,9 @@ Exit codes of the client commands:
   4  not found (404)
   5  server unreachable, or a server error (5xx)
   6  lock run: the lease was lost while the command ran; it was stopped
+  7  no valid token (401: give --token or LEASEHOLD_TOKEN), or the token may
+     not do this (403)
+  8  the token holds its quota of live leases (429)
 `lock run` otherwise exits with the command's own code, 128+N if the command
 died of signal N, 127 if it was not found, 126 if it could not be started.";
 
@@ -105,7 +113,9 @@ impl From<ClientError> for CliError {
             ClientError::Problem { status, .. } => match status {
                 400 | 422 => exit::USAGE,
                 404 => exit::NOT_FOUND,
+                401 | 403 => exit::DENIED,
                 409 => exit::CONFLICT,
+                429 => exit::QUOTA,
                 500..=599 => exit::UNAVAILABLE,
                 _ => exit::OTHER,
             },
@@ -113,7 +123,10 @@ impl From<ClientError> for CliError {
             ClientError::Unexpected(_) => exit::OTHER,
         };
         // One line, whatever the server put in its detail.
-        let message = err.to_string().replace('\n', " ");
+        let mut message = err.to_string().replace('\n', " ");
+        if err.status() == Some(401) {
+            message.push_str(" (give the token with --token or LEASEHOLD_TOKEN)");
+        }
         Self { code, message }
     }
 }

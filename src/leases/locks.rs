@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use super::{LeaseError, Leases, new_token};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::{LockMode, Millis, validate};
-use crate::store::{AcquireOutcome, LockQuery, NewLock};
+use crate::store::{AcquireOutcome, LeaseOwner, LockQuery, NewLock};
 use crate::telemetry::Metrics;
 
 /// An acquire request as the service takes it.
@@ -24,6 +24,8 @@ pub struct AcquireLock {
     pub lock_delay_ms: Millis,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<String>,
+    /// The API token asking, when the server runs with an auth file.
+    pub owner: Option<LeaseOwner>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +91,7 @@ impl LockService<'_> {
             lock_delay_ms: req.lock_delay_ms,
             metadata: req.metadata,
             idempotency_key: req.idempotency_key,
+            owner: req.owner,
         };
         // A retry of a live grant is answered at once, even while others wait.
         if leases.waiters.is_queued(&req.key)
@@ -262,24 +265,47 @@ impl LockService<'_> {
         Ok(held)
     }
 
+    /// One page of the live leases whose keys start with `prefix`.
     pub async fn list(
         &self,
         prefix: String,
         limit: Option<u32>,
         cursor: Option<&str>,
     ) -> Result<LockPage, LeaseError> {
+        self.list_under(vec![prefix], limit, cursor).await
+    }
+
+    /// One page of the live leases under any of `prefixes`, which must be
+    /// disjoint and in key order (as `auth::Grant::visible_prefixes` gives
+    /// them): each is read in turn from the cursor on until the page is full,
+    /// so the pages are the filtered list, in order, with nothing skipped.
+    pub async fn list_under(
+        &self,
+        prefixes: Vec<String>,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<LockPage, LeaseError> {
         let max = self.leases.limits.max_page;
         let limit = limit.unwrap_or(100.min(max));
         validate::page_limit(limit, max)?;
-        validate::key_prefix(&prefix)?;
+        for prefix in &prefixes {
+            validate::key_prefix(prefix)?;
+        }
         let after = cursor.map(ListCursor::decode).transpose()?;
-        let query = LockQuery {
-            prefix,
-            after,
-            limit: limit + 1,
-        };
         let now = self.leases.now();
-        let mut items = self.leases.store.list_locks(&query, now).await?;
+        let wanted = limit as usize + 1;
+        let mut items = Vec::new();
+        for prefix in prefixes {
+            if items.len() >= wanted {
+                break;
+            }
+            let query = LockQuery {
+                prefix,
+                after: after.clone(),
+                limit: (wanted - items.len()) as u32,
+            };
+            items.extend(self.leases.store.list_locks(&query, now).await?);
+        }
         let next = if items.len() > limit as usize {
             items.truncate(limit as usize);
             items.last().map(|l| ListCursor {

@@ -89,6 +89,9 @@ pub enum LeaseError {
     SubnetOverlap,
     #[error("overloaded: too many {}", .0.as_str())]
     Overloaded(Shed),
+    /// The API token already holds its quota of live leases.
+    #[error("the token holds {current} live leases, its limit is {limit}")]
+    QuotaExceeded { limit: u32, current: u64 },
     #[error("storage unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -110,6 +113,9 @@ impl From<StoreError> for LeaseError {
             StoreError::SubnetOverlap => LeaseError::SubnetOverlap,
             StoreError::IdempotencyMismatch { holder } => {
                 LeaseError::IdempotencyMismatch { holder }
+            }
+            StoreError::QuotaExceeded { limit, current } => {
+                LeaseError::QuotaExceeded { limit, current }
             }
             StoreError::Unavailable(m) => LeaseError::Unavailable(m),
             StoreError::Internal(m) => LeaseError::Internal(m),

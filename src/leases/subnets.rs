@@ -10,7 +10,8 @@ use crate::domain::allocator::Want;
 use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
 use crate::domain::{InvalidInput, Millis, validate};
 use crate::store::{
-    DeletePoolOutcome, NewReservation, PutPoolOutcome, ReservationQuery, ReserveOutcome, StoreError,
+    DeletePoolOutcome, LeaseOwner, NewReservation, PutPoolOutcome, ReservationQuery,
+    ReserveOutcome, StoreError,
 };
 use crate::telemetry::Metrics;
 
@@ -26,6 +27,8 @@ pub struct ReserveSubnet {
     pub exclude: Vec<String>,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<String>,
+    /// The API token asking, when the server runs with an auth file.
+    pub owner: Option<LeaseOwner>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -114,22 +117,36 @@ impl SubnetService<'_> {
         Ok(self.leases.store.get_pool_usage(name, self.now()).await?)
     }
 
+    /// One page of the pools `visible` accepts, in name order. Store pages
+    /// are read until the page is full, so filtering keeps pagination exact.
     pub async fn list_pools(
         &self,
         limit: Option<u32>,
         cursor: Option<&str>,
+        visible: impl Fn(&str) -> bool,
     ) -> Result<Page<Pool>, LeaseError> {
         let limit = self.page_limit(limit)?;
-        let after = cursor
+        let mut after = cursor
             .map(subnet::decode_cursor)
             .transpose()?
             .map(|bytes| String::from_utf8(bytes).map_err(|_| cursor_error()))
             .transpose()?;
-        let items = self
-            .leases
-            .store
-            .list_pools(after.as_deref(), limit + 1)
-            .await?;
+        let wanted = limit as usize + 1;
+        let mut items = Vec::new();
+        loop {
+            let chunk = self
+                .leases
+                .store
+                .list_pools(after.as_deref(), limit + 1)
+                .await?;
+            let exhausted = chunk.len() <= limit as usize;
+            after = chunk.last().map(|p| p.name.clone());
+            items.extend(chunk.into_iter().filter(|p| visible(&p.name)));
+            if exhausted || items.len() >= wanted {
+                break;
+            }
+        }
+        items.truncate(wanted);
         Ok(Self::page(items, limit, |p| {
             subnet::encode_cursor(p.name.as_bytes())
         }))
@@ -191,6 +208,7 @@ impl SubnetService<'_> {
             ttl_ms,
             metadata: req.metadata,
             idempotency_key: req.idempotency_key,
+            owner: req.owner,
         };
         let now = self.now();
         let metrics = &self.leases.metrics;

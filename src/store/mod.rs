@@ -25,6 +25,16 @@ pub struct LiveLeases {
     pub reservations: u64,
 }
 
+/// The API token a grant is made for, and its quota of live leases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseOwner {
+    /// The token's name; stored with the lease.
+    pub name: String,
+    /// The grant is refused (`QuotaExceeded`) when the token already holds
+    /// this many live leases, counted in the grant's own transaction.
+    pub max_live_leases: Option<u32>,
+}
+
 /// A lock lease to grant, with its secret token already drawn.
 #[derive(Debug, Clone)]
 pub struct NewLock {
@@ -37,6 +47,8 @@ pub struct NewLock {
     pub lock_delay_ms: Millis,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<String>,
+    /// `None` when the server runs without an auth file.
+    pub owner: Option<LeaseOwner>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +79,8 @@ pub struct NewReservation {
     pub ttl_ms: Millis,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<String>,
+    /// `None` when the server runs without an auth file.
+    pub owner: Option<LeaseOwner>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -128,6 +142,9 @@ pub enum StoreError {
     /// The `Idempotency-Key` belongs to a live lease of another holder.
     #[error("the idempotency key belongs to a lease of holder {holder}")]
     IdempotencyMismatch { holder: String },
+    /// The owner already holds its quota of live leases.
+    #[error("the token holds {current} live leases, its limit is {limit}")]
+    QuotaExceeded { limit: u32, current: u64 },
     /// The database cannot take writes now (disk full, read-only, I/O error).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -218,6 +235,9 @@ pub trait Store: Send + Sync + 'static {
     async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64>;
     /// Counts the live leases at `now`.
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases>;
+    /// Counts the live leases (locks and reservations, allocated ones
+    /// included) that `owner` created.
+    async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64>;
     /// Commit latency, batch size and expiries, where the store measures them.
     fn stats(&self) -> Option<&StoreStats> {
         None

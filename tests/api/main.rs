@@ -1,5 +1,6 @@
 //! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
 
+mod auth;
 mod backup;
 mod container;
 mod crash;
@@ -11,8 +12,10 @@ mod locks;
 mod metrics;
 mod ops;
 mod overload;
+mod quota;
 mod raw;
 mod restarts;
+mod scopes;
 mod slow_clients;
 mod subnets;
 mod waiting;

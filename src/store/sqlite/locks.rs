@@ -4,6 +4,7 @@
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
+use super::owners::{check_quota, owner_name};
 use super::{SqliteStore, metadata_text, parse_metadata};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::{Lease, LockMode, Millis};
@@ -246,6 +247,7 @@ async fn acquire(
             return Ok(AcquireOutcome::Replayed(lease));
         }
     }
+    check_quota(&mut *tx, new.owner.as_ref(), now).await?;
     let sql = format!("SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token");
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(&new.key)
@@ -277,8 +279,8 @@ async fn acquire(
     let expires_at = now + new.ttl_ms;
     sqlx::query(
         "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, max_holders, \
-             acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key, owner) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )
     .bind(fencing_token)
     .bind(&new.key)
@@ -292,6 +294,7 @@ async fn acquire(
     .bind(new.lock_delay_ms)
     .bind(&metadata)
     .bind(&new.idempotency_key)
+    .bind(owner_name(&new.owner))
     .execute(&mut *tx)
     .await?;
     Ok(AcquireOutcome::Granted(LockLease {

@@ -25,6 +25,7 @@ use crate::telemetry::StoreStats;
 mod free_blocks;
 mod locks;
 pub mod maintenance;
+mod owners;
 mod pools;
 mod reservations;
 mod subnets;
@@ -301,6 +302,11 @@ impl Store for SqliteStore {
             locks: u64::try_from(locks).unwrap_or(0),
             reservations: u64::try_from(reservations).unwrap_or(0),
         })
+    }
+
+    async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {
+        let mut conn = self.reader.acquire().await?;
+        owners::count_live(&mut conn, owner, now).await
     }
 
     fn stats(&self) -> Option<&StoreStats> {

@@ -8,6 +8,7 @@ use sqlx::{Row, SqliteConnection};
 
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::locks::next_fencing_token;
+use super::owners::{check_quota, owner_name};
 use super::pools::{block_of, load_pool, purge_expired};
 use super::{SqliteStore, metadata_text, parse_metadata};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
@@ -145,6 +146,7 @@ async fn reserve(
             return Ok(ReserveOutcome::Replayed(reservation));
         }
     }
+    check_quota(&mut *tx, new.owner.as_ref(), now).await?;
     let expired = purge_expired(&mut *tx, &pool, now).await?;
     stats.note_expired(0, expired);
     let excludes = relevant_excludes(pool.cidr, &new.excludes);
@@ -190,8 +192,8 @@ async fn reserve(
     let expires_at = now + new.ttl_ms;
     sqlx::query(
         "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, last_addr, prefix_len, \
-             holder, token, acquired_at, expires_at, ttl_ms, metadata, idempotency_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             holder, token, acquired_at, expires_at, ttl_ms, metadata, idempotency_key, owner) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )
     .bind(fencing_token)
     .bind(&pool.name)
@@ -205,6 +207,7 @@ async fn reserve(
     .bind(new.ttl_ms)
     .bind(&metadata)
     .bind(&new.idempotency_key)
+    .bind(owner_name(&new.owner))
     .execute(&mut *tx)
     .await?;
     Ok(ReserveOutcome::Granted(Reservation {

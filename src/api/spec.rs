@@ -1,0 +1,121 @@
+//! What the OpenAPI document says beyond the routes' own annotations: the
+//! bearer token and its 401/403 on every `/v1/` operation, and the rules of
+//! the path, header and query parameters that every operation shares.
+
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::{OpenApi, RefOr, Schema};
+
+/// Every `/v1/` operation needs a token when the server has an auth file:
+/// 401 without a valid one; 403 outside the token's scope where the route
+/// names a key or a pool (listings are filtered instead).
+pub(super) fn add_auth(doc: &mut OpenApi) {
+    use utoipa::openapi::Header;
+    use utoipa::openapi::security::SecurityRequirement;
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if !path.starts_with("/v1/") {
+            continue;
+        }
+        let names_resource = path.contains('{');
+        let ops = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+        ];
+        for op in ops.into_iter().flatten() {
+            op.security = Some(vec![SecurityRequirement::new(
+                "bearerAuth",
+                Vec::<String>::new(),
+            )]);
+            let unauthorized = problem("`unauthorized`: no token, or one the server does not know")
+                .header(
+                    "WWW-Authenticate",
+                    Header::new(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::String),
+                    ),
+                )
+                .build();
+            let responses = &mut op.responses.responses;
+            responses.insert("401".to_owned(), unauthorized.into());
+            if names_resource {
+                responses.insert(
+                    "403".to_owned(),
+                    problem("`forbidden`: the key or pool is outside the token's scope, the token is read-only, or the operation needs an admin token")
+                        .build()
+                        .into(),
+                );
+            }
+        }
+    }
+}
+
+/// The schema of a shared parameter, by name: the rules the server checks
+/// that JSON Schema can state (byte lengths it cannot: a key of 256 characters
+/// may still be too long in UTF-8, and is refused with 400).
+fn parameter_schema(name: &str) -> Option<Schema> {
+    // Printable text: no control characters (Unicode category Cc).
+    const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$";
+    let text = || ObjectBuilder::new().schema_type(Type::String);
+    let schema = match name {
+        "key" => text()
+            .min_length(Some(1))
+            .max_length(Some(256))
+            .pattern(Some(PRINTABLE)),
+        "Idempotency-Key" => text()
+            .min_length(Some(1))
+            .max_length(Some(256))
+            .pattern(Some("^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$")),
+        "pool" => text().pattern(Some("^[a-z0-9][a-z0-9._-]{0,62}$")),
+        "limit" => ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(1000)),
+        _ => return None,
+    };
+    Some(schema.build().into())
+}
+
+pub(super) fn constrain_parameters(doc: &mut OpenApi) {
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+        ];
+        for op in ops.into_iter().flatten() {
+            let mut names_path_parameter = false;
+            for parameter in op.parameters.iter_mut().flatten() {
+                let RefOr::T(parameter) = parameter else {
+                    continue;
+                };
+                if let Some(schema) = parameter_schema(&parameter.name) {
+                    parameter.schema = Some(RefOr::T(schema));
+                }
+                names_path_parameter |= matches!(
+                    parameter.parameter_in,
+                    utoipa::openapi::path::ParameterIn::Path
+                );
+            }
+            if names_path_parameter {
+                op.responses
+                    .responses
+                    .entry("400".to_owned())
+                    .or_insert_with(|| {
+                        problem("`invalid-request`: a path parameter breaks its rules (`field` names it)")
+                            .build()
+                            .into()
+                    });
+            }
+        }
+    }
+}
+
+fn problem(description: &str) -> utoipa::openapi::ResponseBuilder {
+    use utoipa::openapi::{Content, Ref, ResponseBuilder};
+    ResponseBuilder::new().description(description).content(
+        "application/problem+json",
+        Content::new(Some(Ref::from_schema_name("Problem"))),
+    )
+}

@@ -1,0 +1,184 @@
+//! API tokens and what each may touch. The auth file names every token by the
+//! SHA-256 of its text (never the text itself), with its scopes: lock key
+//! prefixes, pools, read-only or read-write, admin, and a quota of live leases.
+//! Pure rules over the loaded file; the HTTP side is `api::auth`.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+mod file;
+
+pub use file::{TokenEntry, load, parse};
+
+/// What an operation needs of a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    Read,
+    Write,
+    /// Force release and pool delete.
+    Admin,
+}
+
+/// `read-only` or `read-write`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
+/// The pool list entry that names every pool.
+pub const ANY_POOL: &str = "*";
+
+/// One token of the auth file, as the server checks it.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub name: String,
+    sha256: [u8; 32],
+    /// Keys starting with one of these; `""` is every key.
+    pub lock_prefixes: Vec<String>,
+    /// Pool names; `*` is every pool.
+    pub pools: Vec<String>,
+    pub access: Access,
+    pub admin: bool,
+    pub max_live_leases: Option<u32>,
+}
+
+/// Why a token may not do what it asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denial {
+    /// The key or pool is outside the token's scope.
+    OutOfScope,
+    /// A write with a read-only token.
+    ReadOnly,
+    /// An admin operation with a token that is not admin.
+    NotAdmin,
+}
+
+impl Grant {
+    fn allows(&self, need: Need) -> Result<(), Denial> {
+        match need {
+            Need::Read => Ok(()),
+            Need::Write if self.access == Access::ReadWrite => Ok(()),
+            Need::Write => Err(Denial::ReadOnly),
+            Need::Admin if self.admin => Ok(()),
+            Need::Admin => Err(Denial::NotAdmin),
+        }
+    }
+
+    pub fn sees_key(&self, key: &str) -> bool {
+        self.lock_prefixes
+            .iter()
+            .any(|p| key.starts_with(p.as_str()))
+    }
+
+    pub fn sees_pool(&self, pool: &str) -> bool {
+        self.pools.iter().any(|p| p == ANY_POOL || p == pool)
+    }
+
+    pub fn sees_every_pool(&self) -> bool {
+        self.pools.iter().any(|p| p == ANY_POOL)
+    }
+
+    pub fn may_lock(&self, key: &str, need: Need) -> Result<(), Denial> {
+        if !self.sees_key(key) {
+            return Err(Denial::OutOfScope);
+        }
+        self.allows(need)
+    }
+
+    pub fn may_pool(&self, pool: &str, need: Need) -> Result<(), Denial> {
+        if !self.sees_pool(pool) {
+            return Err(Denial::OutOfScope);
+        }
+        self.allows(need)
+    }
+
+    /// The key prefixes a listing under `prefix` may show: disjoint, in key
+    /// order, so that listing each in turn lists the visible keys in order.
+    pub fn visible_prefixes(&self, prefix: &str) -> Vec<String> {
+        let mut ranges: Vec<String> = self
+            .lock_prefixes
+            .iter()
+            .filter_map(|p| {
+                if prefix.starts_with(p.as_str()) {
+                    Some(prefix.to_owned())
+                } else if p.starts_with(prefix) {
+                    Some(p.clone())
+                } else {
+                    None
+                }
+            })
+            .collect();
+        ranges.sort();
+        ranges.dedup();
+        // A prefix covered by a shorter one adds nothing; after sorting, the
+        // shorter one comes first.
+        let mut disjoint: Vec<String> = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            if !disjoint.last().is_some_and(|d| r.starts_with(d.as_str())) {
+                disjoint.push(r);
+            }
+        }
+        disjoint
+    }
+}
+
+/// Every token of the auth file.
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
+    grants: Vec<Arc<Grant>>,
+}
+
+impl Tokens {
+    pub fn new(grants: Vec<Grant>) -> Self {
+        Self {
+            grants: grants.into_iter().map(Arc::new).collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.grants.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.grants.is_empty()
+    }
+
+    /// The grant of a presented token. Every entry is compared in full, in
+    /// constant time, so the answer's timing says nothing about the hashes.
+    pub fn find(&self, token: &str) -> Option<Arc<Grant>> {
+        let digest = sha256(token);
+        let mut found = None;
+        for grant in &self.grants {
+            if constant_time_eq(&grant.sha256, &digest) {
+                found = Some(grant);
+            }
+        }
+        found.cloned()
+    }
+}
+
+/// The SHA-256 of a token's text.
+pub fn sha256(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// The hex of a token's SHA-256, as the auth file stores it.
+pub fn hash_hex(token: &str) -> String {
+    hex::encode(sha256(token))
+}
+
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// A fresh token: `lh_` and 256 random bits in hex.
+pub fn new_token() -> String {
+    format!("lh_{}", hex::encode(rand::random::<[u8; 32]>()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,107 @@
+use super::*;
+
+fn grant(prefixes: &[&str], pools: &[&str], access: Access, admin: bool) -> Grant {
+    Grant {
+        name: "t".into(),
+        sha256: sha256("secret"),
+        lock_prefixes: prefixes.iter().map(|p| (*p).to_owned()).collect(),
+        pools: pools.iter().map(|p| (*p).to_owned()).collect(),
+        access,
+        admin,
+        max_live_leases: None,
+    }
+}
+
+#[test]
+fn a_token_is_found_by_its_hash_and_no_other() {
+    let tokens = Tokens::new(vec![grant(&[""], &[], Access::ReadWrite, false)]);
+    assert_eq!(
+        tokens.find("secret").map(|g| g.name.clone()).as_deref(),
+        Some("t")
+    );
+    assert!(tokens.find("secret ").is_none());
+    assert!(tokens.find("").is_none());
+}
+
+#[test]
+fn keys_and_pools_are_checked_against_the_scope() {
+    let g = grant(&["ci/", "lb/"], &["nets"], Access::ReadWrite, false);
+    assert_eq!(g.may_lock("ci/job-1", Need::Write), Ok(()));
+    assert_eq!(g.may_lock("db/x", Need::Read), Err(Denial::OutOfScope));
+    assert_eq!(g.may_lock("ci/job-1", Need::Admin), Err(Denial::NotAdmin));
+    assert_eq!(g.may_pool("nets", Need::Write), Ok(()));
+    assert_eq!(g.may_pool("nets2", Need::Read), Err(Denial::OutOfScope));
+    let ro = grant(&[""], &["*"], Access::ReadOnly, false);
+    assert_eq!(ro.may_lock("any", Need::Read), Ok(()));
+    assert_eq!(ro.may_lock("any", Need::Write), Err(Denial::ReadOnly));
+    assert_eq!(ro.may_pool("any-pool", Need::Read), Ok(()));
+    let admin = grant(&["ci/"], &[], Access::ReadWrite, true);
+    assert_eq!(admin.may_lock("ci/x", Need::Admin), Ok(()));
+    assert_eq!(admin.may_lock("lb/x", Need::Admin), Err(Denial::OutOfScope));
+}
+
+#[test]
+fn a_listing_covers_exactly_the_visible_prefixes_in_key_order() {
+    let g = grant(&["lb/", "ci/", "ci/a/", "db"], &[], Access::ReadOnly, false);
+    assert_eq!(g.visible_prefixes(""), ["ci/", "db", "lb/"]);
+    assert_eq!(g.visible_prefixes("ci/a/b"), ["ci/a/b"]);
+    assert_eq!(g.visible_prefixes("d"), ["db"]);
+    assert!(g.visible_prefixes("x").is_empty());
+    let all = grant(&[""], &[], Access::ReadOnly, false);
+    assert_eq!(all.visible_prefixes("q/"), ["q/"]);
+}
+
+#[test]
+fn the_auth_file_is_read_and_checked() {
+    let hash = hash_hex("secret");
+    let text = format!(
+        r#"{{"tokens": [{{"name": "ci", "sha256": "{hash}", "lock_prefixes": ["ci/"],
+            "pools": ["*"], "access": "read-write", "max_live_leases": 3}}]}}"#
+    );
+    let tokens = parse(&text).unwrap();
+    let g = tokens.find("secret").unwrap();
+    assert_eq!(g.max_live_leases, Some(3));
+    assert!(!g.admin);
+
+    let bad = |text: String, needle: &str| {
+        let e = parse(&text).unwrap_err();
+        assert!(e.contains(needle), "{e:?} should mention {needle:?}");
+    };
+    bad(
+        r#"{"tokens": [{"name": "a", "sha256": "abc", "access": "read-write"}]}"#.into(),
+        "tokens[0].sha256",
+    );
+    bad(
+        format!(r#"{{"tokens": [{{"name": "a", "sha256": "{hash}", "access": "all"}}]}}"#),
+        "tokens[0].access",
+    );
+    bad(
+        format!(
+            r#"{{"tokens": [{{"name": "a", "sha256": "{hash}", "access": "read-only", "admin": true}}]}}"#
+        ),
+        "admin",
+    );
+    bad(
+        format!(
+            r#"{{"tokens": [{{"name": "a", "sha256": "{hash}", "access": "read-only"}},
+                {{"name": "a", "sha256": "{}", "access": "read-only"}}]}}"#,
+            hash_hex("other")
+        ),
+        "used twice",
+    );
+    bad(
+        format!(
+            r#"{{"tokens": [{{"name": "a", "sha256": "{hash}", "access": "read-only", "pools": ["Bad Name"]}}]}}"#
+        ),
+        "pools",
+    );
+    bad(r#"{"tokens": [], "extra": 1}"#.into(), "extra");
+}
+
+#[test]
+fn fresh_tokens_differ_and_hash_to_64_hex_digits() {
+    let (a, b) = (new_token(), new_token());
+    assert_ne!(a, b);
+    assert!(a.starts_with("lh_"));
+    assert_eq!(hash_hex(&a).len(), 64);
+}

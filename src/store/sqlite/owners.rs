@@ -1,0 +1,47 @@
+//! Who created a lease, and the quota of live leases per API token. The count
+//! runs inside the grant's own write transaction, so two grants racing for the
+//! last unit of a quota cannot both pass.
+
+use sqlx::SqliteConnection;
+
+use crate::domain::Millis;
+use crate::store::{LeaseOwner, StoreError, StoreResult};
+
+const COUNT_LIVE: &str = "SELECT (SELECT count(*) FROM lock_leases WHERE owner = ?1 AND expires_at > ?2) \
+     + (SELECT count(*) FROM subnet_reservations WHERE owner = ?1 \
+        AND (expires_at IS NULL OR expires_at > ?2))";
+
+/// The live leases `owner` created, locks and reservations together.
+pub(super) async fn count_live(
+    conn: &mut SqliteConnection,
+    owner: &str,
+    now: Millis,
+) -> StoreResult<u64> {
+    let n: i64 = sqlx::query_scalar(COUNT_LIVE)
+        .bind(owner)
+        .bind(now)
+        .fetch_one(conn)
+        .await?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Refuses a new grant when the owner already holds its quota.
+pub(super) async fn check_quota(
+    conn: &mut SqliteConnection,
+    owner: Option<&LeaseOwner>,
+    now: Millis,
+) -> StoreResult<()> {
+    let Some((name, limit)) = owner.and_then(|o| Some((&o.name, o.max_live_leases?))) else {
+        return Ok(());
+    };
+    let current = count_live(conn, name, now).await?;
+    if current >= u64::from(limit) {
+        return Err(StoreError::QuotaExceeded { limit, current });
+    }
+    Ok(())
+}
+
+/// The name stored in a lease's `owner` column.
+pub(super) fn owner_name(owner: &Option<LeaseOwner>) -> Option<&str> {
+    owner.as_ref().map(|o| o.name.as_str())
+}
