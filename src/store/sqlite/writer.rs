@@ -1,11 +1,14 @@
 //! Group commit: every write runs on the one writer connection, and writes
 //! that arrive together share one transaction and one fsync.
 //!
-//! Each write is a job run inside its own savepoint, so one request's failure
-//! rolls back only its own changes; later jobs in the batch see the effects
-//! of earlier ones (two acquires of one key in one batch: one wins). Nobody
-//! is answered before the batch's `COMMIT` has returned, so every answer
-//! still follows a durable commit.
+//! A write that may fail after changing something runs inside its own
+//! savepoint, so its failure rolls back only its own changes. A write whose
+//! change is one statement (which SQLite undoes by itself when it fails), or
+//! whose earlier changes are harmless to keep, needs none and saves the round
+//! trips to the database. Later jobs in the batch see the effects of earlier
+//! ones (two acquires of one key in one batch: one wins). Nobody is answered
+//! before the batch's `COMMIT` has returned, so every answer still follows a
+//! durable commit.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +27,8 @@ pub const MAX_BATCH: usize = 256;
 
 /// A write waiting for its batch: run it, then tell its caller how the batch ended.
 trait Job: Send {
+    /// Whether the write needs a savepoint to undo its changes when it fails.
+    fn guarded(&self) -> bool;
     /// Runs the write; `false` when it failed (its savepoint is rolled back).
     fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, bool>;
     /// Answers the caller once the batch is committed (or has failed).
@@ -31,6 +36,7 @@ trait Job: Send {
 }
 
 struct Write<T, F> {
+    guarded: bool,
     work: Option<F>,
     result: Option<StoreResult<T>>,
     reply: oneshot::Sender<StoreResult<T>>,
@@ -41,6 +47,10 @@ where
     T: Send + 'static,
     F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
 {
+    fn guarded(&self) -> bool {
+        self.guarded
+    }
+
     fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, bool> {
         let work = self.work.take().expect("a job runs once");
         Box::pin(async move {
@@ -91,8 +101,31 @@ impl Writer {
         }
     }
 
-    /// Runs `work` in the next batch and answers after that batch committed.
+    /// Runs `work` in the next batch, in its own savepoint, and answers after
+    /// that batch committed.
     pub async fn write<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
+            + Send
+            + 'static,
+    {
+        self.send(true, work).await
+    }
+
+    /// As [`Writer::write`], without a savepoint: for a `work` whose changes
+    /// are one statement, or are harmless to keep when it fails part-way.
+    pub async fn write_unguarded<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
+            + Send
+            + 'static,
+    {
+        self.send(false, work).await
+    }
+
+    async fn send<T, F>(&self, guarded: bool, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
@@ -101,6 +134,7 @@ impl Writer {
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Write {
+            guarded,
             work: Some(work),
             result: None,
             reply,
@@ -176,125 +210,31 @@ async fn run_batch(
     conn: &mut SqliteConnection,
     batch: &mut [Box<dyn Job>],
 ) -> StoreResult<Duration> {
-    // Each write runs in its own savepoint; the statements that close one
-    // and open the next travel together.
+    // The savepoint `job` is always open; `fresh` while nothing ran since it
+    // was set. A guarded write runs in a fresh one; the statements that
+    // close one and open the next travel together. After an unguarded write
+    // failed, renewing the savepoint also proves the transaction still runs
+    // (a failed disk write can end it): else the batch fails.
+    const RENEW: &str = "RELEASE job; SAVEPOINT job";
     exec(conn, "BEGIN IMMEDIATE; SAVEPOINT job").await?;
-    for (i, job) in batch.iter_mut().enumerate() {
-        if i > 0 {
-            exec(conn, "RELEASE job; SAVEPOINT job").await?;
+    let mut fresh = true;
+    for job in batch.iter_mut() {
+        let guarded = job.guarded();
+        if guarded && !fresh {
+            exec(conn, RENEW).await?;
         }
-        if !job.run(conn).await {
-            exec(conn, "ROLLBACK TO job").await?;
+        let ok = job.run(conn).await;
+        fresh = false;
+        if !ok {
+            exec(conn, if guarded { "ROLLBACK TO job" } else { RENEW }).await?;
+            fresh = true;
         }
     }
-    exec(conn, "RELEASE job").await?;
     let started = Instant::now();
     exec(conn, "COMMIT").await?;
     Ok(started.elapsed())
 }
 
 #[cfg(test)]
-mod tests {
-    use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
-
-    use super::*;
-
-    async fn writer_on_a_fresh_file() -> (tempfile::TempDir, SqlitePool, Writer, Arc<StoreStats>) {
-        let dir = tempfile::TempDir::new().unwrap();
-        let options = SqliteConnectOptions::new()
-            .filename(dir.path().join("w.db"))
-            .create_if_missing(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(options)
-            .await
-            .unwrap();
-        sqlx::raw_sql("CREATE TABLE t (k TEXT PRIMARY KEY)")
-            .execute(&pool)
-            .await
-            .unwrap();
-        let stats = Arc::new(StoreStats::default());
-        let writer = Writer::start(pool.clone(), stats.clone());
-        (dir, pool, writer, stats)
-    }
-
-    fn insert(
-        k: String,
-    ) -> impl for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<bool>> + Send + 'static
-    {
-        move |conn| {
-            Box::pin(async move {
-                // A second insert of one key sees the first, even in the same batch.
-                let taken: Option<String> = sqlx::query_scalar("SELECT k FROM t WHERE k = ?1")
-                    .bind(&k)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-                if taken.is_some() {
-                    return Ok(false);
-                }
-                sqlx::query("INSERT INTO t (k) VALUES (?1)")
-                    .bind(&k)
-                    .execute(&mut *conn)
-                    .await?;
-                if k.starts_with("fail") {
-                    return Err(StoreError::Internal(
-                        "this write fails after writing".into(),
-                    ));
-                }
-                Ok(true)
-            })
-        }
-    }
-
-    #[tokio::test]
-    async fn concurrent_writes_share_commits_and_a_failure_stays_its_own() {
-        let (_dir, pool, writer, stats) = writer_on_a_fresh_file().await;
-        let writer = Arc::new(writer);
-        let mut tasks = vec![];
-        for i in 0..200 {
-            let writer = writer.clone();
-            let key = match i % 10 {
-                0 => format!("fail-{i}"),
-                1 => "contested".to_owned(),
-                _ => format!("k-{i}"),
-            };
-            tasks.push(tokio::spawn(async move { writer.write(insert(key)).await }));
-        }
-        let mut won = 0;
-        for task in tasks {
-            match task.await.unwrap() {
-                Ok(true) => won += 1,
-                Ok(false) => {}
-                Err(StoreError::Internal(_)) => {}
-                Err(e) => panic!("unexpected {e}"),
-            }
-        }
-        // 160 distinct keys + one winner of "contested"; the failed writes left nothing.
-        assert_eq!(won, 161);
-        writer.close().await;
-        let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM t")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        assert_eq!(rows, 161);
-        let failed: i64 = sqlx::query_scalar("SELECT count(*) FROM t WHERE k LIKE 'fail%'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        assert_eq!(failed, 0);
-        let (batches, writes) = (stats.batch_size.count(), stats.batch_size.sum() as u64);
-        assert_eq!(writes, 200);
-        assert!(batches < writes, "{writes} writes took {batches} commits");
-    }
-
-    #[tokio::test]
-    async fn a_closed_writer_refuses_new_writes() {
-        let (_dir, _pool, writer, _stats) = writer_on_a_fresh_file().await;
-        assert!(writer.write(insert("a".into())).await.unwrap());
-        writer.close().await;
-        assert!(matches!(
-            writer.write(insert("b".into())).await,
-            Err(StoreError::Unavailable(_))
-        ));
-    }
-}
+#[path = "writer_tests.rs"]
+mod tests;
