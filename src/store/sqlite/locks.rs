@@ -4,17 +4,15 @@
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
-use super::owners::{check_quota, owner_name};
-use super::{SqliteStore, metadata_text, parse_metadata};
-use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
+use super::{SqliteStore, lock_acquire, parse_metadata};
+use crate::domain::lock::{LockLease, prefix_upper_bound};
 use crate::domain::{Lease, LockMode, Millis};
 use crate::store::{AcquireOutcome, LockQuery, NewLock, StoreError, StoreResult};
-use crate::telemetry::StoreStats;
 
-const COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, acquired_at, \
+pub(super) const COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, acquired_at, \
                        expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key";
 
-fn from_row(row: &SqliteRow) -> StoreResult<LockLease> {
+pub(super) fn from_row(row: &SqliteRow) -> StoreResult<LockLease> {
     let metadata = parse_metadata(row.try_get("metadata")?)?;
     let mode: String = row.try_get("mode")?;
     let max_holders: Option<i64> = row.try_get("max_holders")?;
@@ -37,7 +35,7 @@ fn from_row(row: &SqliteRow) -> StoreResult<LockLease> {
     })
 }
 
-fn from_rows(rows: &[SqliteRow]) -> StoreResult<Vec<LockLease>> {
+pub(super) fn from_rows(rows: &[SqliteRow]) -> StoreResult<Vec<LockLease>> {
     rows.iter().map(from_row).collect()
 }
 
@@ -57,8 +55,12 @@ impl SqliteStore {
         now: Millis,
     ) -> StoreResult<AcquireOutcome> {
         let stats = self.stats.clone();
+        // No savepoint: its only changes before the insert are deletions of
+        // absent rows, which are as good as kept when the insert fails.
         self.writer
-            .write(move |tx| Box::pin(async move { acquire(tx, new, now, &stats).await }))
+            .write_unguarded(move |tx| {
+                Box::pin(async move { lock_acquire::acquire(tx, new, now, &stats).await })
+            })
             .await
     }
 
@@ -76,7 +78,7 @@ impl SqliteStore {
         );
         let (key, token) = (key.to_owned(), token.to_owned());
         self.writer
-            .write(move |tx| {
+            .write_unguarded(move |tx| {
                 Box::pin(async move {
                     let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(key)
@@ -100,7 +102,7 @@ impl SqliteStore {
     ) -> StoreResult<()> {
         let (key, token) = (key.to_owned(), token.to_owned());
         self.writer
-            .write(move |tx| {
+            .write_unguarded(move |tx| {
                 Box::pin(async move {
                     let removed = sqlx::query(
                         "DELETE FROM lock_leases WHERE key = ?1 AND token = ?2 AND expires_at > ?3",
@@ -216,100 +218,4 @@ impl SqliteStore {
             })
             .await
     }
-}
-
-/// The acquire transaction: replay, removal of the key's absent rows, the
-/// decision of `domain::lock::decide`, and the insert.
-async fn acquire(
-    tx: &mut SqliteConnection,
-    new: NewLock,
-    now: Millis,
-    stats: &StoreStats,
-) -> StoreResult<AcquireOutcome> {
-    if let Some(idem) = &new.idempotency_key {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM lock_leases \
-                 WHERE key = ?1 AND idempotency_key = ?2 AND expires_at > ?3"
-        );
-        let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(&new.key)
-            .bind(idem)
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if let Some(row) = replay {
-            let lease = from_row(&row)?;
-            if lease.lease.holder != new.holder {
-                return Err(StoreError::IdempotencyMismatch {
-                    holder: lease.lease.holder,
-                });
-            }
-            return Ok(AcquireOutcome::Replayed(lease));
-        }
-    }
-    check_quota(&mut *tx, new.owner.as_ref(), now).await?;
-    let sql = format!("SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token");
-    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&new.key)
-        .fetch_all(&mut *tx)
-        .await?;
-    let mut rows = from_rows(&rows)?;
-    // Rows past their expiry and lock delay are absent: remove them here,
-    // so correctness never waits for the reaper.
-    if rows.iter().any(|r| r.gone_at() <= now) {
-        let expired = sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
-            .bind(&new.key)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        stats.note_expired(expired, 0);
-        rows.retain(|r| r.gone_at() > now);
-    }
-    let claim = Claim {
-        mode: new.mode,
-        max_holders: new.max_holders,
-    };
-    if let Err(refusal) = lock::decide(claim, &rows, now) {
-        // Nothing was changed but the removal of absent rows; keep it.
-        return Ok(AcquireOutcome::Refused(refusal));
-    }
-    let fencing_token = next_fencing_token(&mut *tx).await?;
-    let metadata = metadata_text(&new.metadata);
-    let expires_at = now + new.ttl_ms;
-    sqlx::query(
-        "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, max_holders, \
-             acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key, owner) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-    )
-    .bind(fencing_token)
-    .bind(&new.key)
-    .bind(&new.holder)
-    .bind(&new.token)
-    .bind(new.mode.as_str())
-    .bind(new.max_holders.map(i64::from))
-    .bind(now)
-    .bind(expires_at)
-    .bind(new.ttl_ms)
-    .bind(new.lock_delay_ms)
-    .bind(&metadata)
-    .bind(&new.idempotency_key)
-    .bind(owner_name(&new.owner))
-    .execute(&mut *tx)
-    .await?;
-    Ok(AcquireOutcome::Granted(LockLease {
-        key: new.key,
-        lease: Lease::granted(
-            new.holder,
-            new.token,
-            fencing_token,
-            now,
-            new.ttl_ms,
-            new.metadata,
-        ),
-        mode: new.mode,
-        max_holders: new.max_holders,
-        lock_delay_ms: new.lock_delay_ms,
-        idempotency_key: new.idempotency_key,
-    }))
 }

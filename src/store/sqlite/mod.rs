@@ -23,6 +23,7 @@ use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
 
 mod free_blocks;
+mod lock_acquire;
 mod locks;
 pub mod maintenance;
 mod owners;
@@ -290,8 +291,10 @@ impl Store for SqliteStore {
     }
 
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
+        // `gone_at` is never before `expires_at`: the range on its index
+        // skips the expired rows the reaper has not deleted yet.
         let (locks, reservations): (i64, i64) = sqlx::query_as(
-            "SELECT (SELECT count(*) FROM lock_leases WHERE expires_at > ?1), \
+            "SELECT (SELECT count(*) FROM lock_leases WHERE gone_at > ?1 AND expires_at > ?1), \
              (SELECT count(*) FROM subnet_reservations \
               WHERE expires_at IS NULL OR expires_at > ?1)",
         )

@@ -1,11 +1,14 @@
 //! Group commit: every write runs on the one writer connection, and writes
 //! that arrive together share one transaction and one fsync.
 //!
-//! Each write is a job run inside its own savepoint, so one request's failure
-//! rolls back only its own changes; later jobs in the batch see the effects
-//! of earlier ones (two acquires of one key in one batch: one wins). Nobody
-//! is answered before the batch's `COMMIT` has returned, so every answer
-//! still follows a durable commit.
+//! A write that may fail after changing something runs inside its own
+//! savepoint, so its failure rolls back only its own changes. A write whose
+//! change is one statement (which SQLite undoes by itself when it fails), or
+//! whose earlier changes are harmless to keep, needs none and saves the round
+//! trips to the database. Later jobs in the batch see the effects of earlier
+//! ones (two acquires of one key in one batch: one wins). Nobody is answered
+//! before the batch's `COMMIT` has returned, so every answer still follows a
+//! durable commit.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +27,8 @@ pub const MAX_BATCH: usize = 256;
 
 /// A write waiting for its batch: run it, then tell its caller how the batch ended.
 trait Job: Send {
+    /// Whether the write needs a savepoint to undo its changes when it fails.
+    fn guarded(&self) -> bool;
     /// Runs the write; its error when it failed (its savepoint is then rolled back).
     fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, Option<StoreError>>;
     /// Answers the caller once the batch is committed (or has failed).
@@ -31,6 +36,7 @@ trait Job: Send {
 }
 
 struct Write<T, F> {
+    guarded: bool,
     work: Option<F>,
     result: Option<StoreResult<T>>,
     reply: oneshot::Sender<StoreResult<T>>,
@@ -41,6 +47,10 @@ where
     T: Send + 'static,
     F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
 {
+    fn guarded(&self) -> bool {
+        self.guarded
+    }
+
     fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, Option<StoreError>> {
         let work = self.work.take().expect("a job runs once");
         Box::pin(async move {
@@ -91,8 +101,31 @@ impl Writer {
         }
     }
 
-    /// Runs `work` in the next batch and answers after that batch committed.
+    /// Runs `work` in the next batch, in its own savepoint, and answers after
+    /// that batch committed.
     pub async fn write<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
+            + Send
+            + 'static,
+    {
+        self.send(true, work).await
+    }
+
+    /// As [`Writer::write`], without a savepoint: for a `work` whose changes
+    /// are one statement, or are harmless to keep when it fails part-way.
+    pub async fn write_unguarded<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
+            + Send
+            + 'static,
+    {
+        self.send(false, work).await
+    }
+
+    async fn send<T, F>(&self, guarded: bool, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
@@ -101,6 +134,7 @@ impl Writer {
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Write {
+            guarded,
             work: Some(work),
             result: None,
             reply,
@@ -183,30 +217,38 @@ async fn run_batch(
     conn: &mut SqliteConnection,
     batch: &mut [Box<dyn Job>],
 ) -> StoreResult<(Duration, Option<StoreError>)> {
-    // Each write runs in its own savepoint; the statements that close one
-    // and open the next travel together.
+    // The savepoint `job` is always open; `fresh` while nothing ran since it
+    // was set. A guarded write runs in a fresh one; the statements that
+    // close one and open the next travel together. After an unguarded write
+    // failed, renewing the savepoint also proves the transaction still runs.
+    // A disk error (full, I/O) can make SQLite roll the whole transaction
+    // back itself: the batch then fails, for that reason.
+    const RENEW: &str = "RELEASE job; SAVEPOINT job";
     exec(conn, "BEGIN IMMEDIATE; SAVEPOINT job").await?;
+    let mut fresh = true;
     let mut storage_failure = None;
-    for (i, job) in batch.iter_mut().enumerate() {
-        if i > 0 {
-            exec(conn, "RELEASE job; SAVEPOINT job").await?;
+    for job in batch.iter_mut() {
+        let guarded = job.guarded();
+        if guarded && !fresh {
+            exec(conn, RENEW).await?;
         }
-        let Some(error) = job.run(conn).await else {
+        let failed = job.run(conn).await;
+        fresh = false;
+        let Some(error) = failed else {
             continue;
         };
-        if let Err(rollback) = exec(conn, "ROLLBACK TO job").await {
-            // A disk error (full, I/O) can make SQLite roll the whole
-            // transaction back itself; the batch then fails for that reason.
+        let undo = if guarded { "ROLLBACK TO job" } else { RENEW };
+        if let Err(rollback) = exec(conn, undo).await {
             return Err(match error {
                 StoreError::Unavailable(_) => error,
                 _ => rollback,
             });
         }
+        fresh = true;
         if matches!(error, StoreError::Unavailable(_)) {
             storage_failure = Some(error);
         }
     }
-    exec(conn, "RELEASE job").await?;
     let started = Instant::now();
     exec(conn, "COMMIT").await?;
     Ok((started.elapsed(), storage_failure))

@@ -1,14 +1,7 @@
-//! The load generator behind `bench/run.sh`: one workload against one system,
-//! printed as one line of figures. Systems: leasehold (its HTTP API), etcd
-//! (v3 JSON gateway: lease grant + txn put-if-absent, lease revoke), Redis
-//! (`SET NX PX` + compare-and-delete script).
-//!
-//! `cargo bench --bench loadgen -- SYSTEM ADDRESS WORKLOAD CLIENTS SECONDS`
-//! WORKLOAD: `uncontended` (acquire + release of distinct keys) or
-//! `contended` (every client waits on one key; handoffs).
-
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+//! One client's connection to a system under test, and the operations the
+//! workloads run through it: leasehold (its HTTP API), etcd (v3 JSON gateway:
+//! lease grant + txn put-if-absent, lease revoke; the lock API when waiting),
+//! Redis (`SET NX PX` + compare-and-delete script).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -16,10 +9,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+use super::Result;
 
-/// One client's connection to the system under test.
-enum Conn {
+pub enum Conn {
     Leasehold(reqwest::Client, String),
     Etcd(reqwest::Client, String),
     Redis(BufReader<TcpStream>),
@@ -49,8 +41,11 @@ async fn redis_call(stream: &mut BufReader<TcpStream>, args: &[&str]) -> Result<
 
 const REDIS_UNLOCK: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
+/// A reservation lasts this long: the longest TTL a default server allows.
+pub const RESERVATION_TTL_MS: u64 = 86_400_000;
+
 impl Conn {
-    async fn open(system: &str, address: &str) -> Result<Self> {
+    pub async fn open(system: &str, address: &str) -> Result<Self> {
         let http = || reqwest::Client::builder().pool_max_idle_per_host(1).build();
         Ok(match system {
             "leasehold" => Conn::Leasehold(http()?, format!("http://{address}")),
@@ -60,8 +55,16 @@ impl Conn {
         })
     }
 
+    /// The leasehold client and its base URL; the subnet workloads need leasehold.
+    pub fn leasehold(&self) -> Result<(&reqwest::Client, &str)> {
+        match self {
+            Conn::Leasehold(c, base) => Ok((c, base)),
+            _ => Err("this workload runs against leasehold only".into()),
+        }
+    }
+
     /// Acquires `key` (waiting when `wait`), returns what release needs.
-    async fn acquire(&mut self, key: &str, wait: bool) -> Result<Option<String>> {
+    pub async fn acquire(&mut self, key: &str, wait: bool) -> Result<Option<String>> {
         match self {
             Conn::Leasehold(c, base) => {
                 let r = c
@@ -119,7 +122,7 @@ impl Conn {
         }
     }
 
-    async fn release(&mut self, key: &str, token: &str) -> Result<()> {
+    pub async fn release(&mut self, key: &str, token: &str) -> Result<()> {
         match self {
             Conn::Leasehold(c, base) => {
                 let r = c
@@ -150,72 +153,63 @@ impl Conn {
         }
         Ok(())
     }
-}
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
+    /// Creates `pool` as `cidr` if it does not exist yet.
+    pub async fn put_pool(&self, pool: &str, cidr: &str) -> Result<()> {
+        let (c, base) = self.leasehold()?;
+        let r = c
+            .put(format!("{base}/v1/pools/{pool}"))
+            .json(&json!({ "cidr": cidr }))
+            .send()
+            .await?;
+        if !r.status().is_success() {
+            return Err(format!("pool {pool}: {}", r.text().await?).into());
+        }
+        Ok(())
     }
-    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)].as_secs_f64() * 1e3
-}
 
-#[tokio::main]
-async fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let [system, address, workload, clients, seconds] = args.as_slice() else {
-        return Err("usage: loadgen SYSTEM ADDRESS WORKLOAD CLIENTS SECONDS".into());
-    };
-    let clients: usize = clients.parse()?;
-    let deadline = Instant::now() + Duration::from_secs(seconds.parse()?);
-    let contended = workload == "contended";
-    let started = Instant::now();
-    let errors = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let mut tasks = vec![];
-    for c in 0..clients {
-        let mut conn = Conn::open(system, address).await?;
-        let errors = errors.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = vec![];
-            let mut i = 0u64;
-            while Instant::now() < deadline {
-                i += 1;
-                let key = if contended {
-                    "bench-one".to_owned()
-                } else {
-                    format!("bench-{c}-{i}")
-                };
-                let t = Instant::now();
-                match conn.acquire(&key, contended).await {
-                    Ok(Some(token)) => {
-                        if conn.release(&key, &token).await.is_err() {
-                            errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        latencies.push(t.elapsed());
-                    }
-                    _ => {
-                        errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-            }
-            latencies
-        }));
+    /// Reserves a /24 in `pool`; returns its id and token.
+    pub async fn reserve(&self, pool: &str) -> Result<Option<(String, String)>> {
+        let (c, base) = self.leasehold()?;
+        let r = c
+            .post(format!("{base}/v1/pools/{pool}/reservations"))
+            .json(&json!({"holder": "bench", "prefix_len": 24, "ttl_ms": RESERVATION_TTL_MS}))
+            .send()
+            .await?;
+        if r.status() != 201 {
+            return Ok(None);
+        }
+        let v: Value = r.json().await?;
+        let field = |name: &str| v[name].as_str().unwrap_or_default().to_owned();
+        Ok(Some((field("id"), field("token"))))
     }
-    let mut all = vec![];
-    for t in tasks {
-        all.extend(t.await?);
+
+    pub async fn release_reservation(&self, pool: &str, id: &str, token: &str) -> Result<()> {
+        let (c, base) = self.leasehold()?;
+        let r = c
+            .post(format!("{base}/v1/pools/{pool}/reservations/{id}/release"))
+            .json(&json!({ "token": token }))
+            .send()
+            .await?;
+        if r.status() != 204 {
+            return Err(format!("release answered {}", r.status()).into());
+        }
+        Ok(())
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    all.sort_unstable();
-    println!(
-        "{system} {workload} ops_per_s={:.0} p50_ms={:.2} p99_ms={:.2} ops={} errors={}",
-        all.len() as f64 / elapsed,
-        percentile(&all, 0.5),
-        percentile(&all, 0.99),
-        all.len(),
-        errors.load(std::sync::atomic::Ordering::Relaxed)
-    );
-    Ok(())
+
+    /// A counter of leasehold's `/metrics`, e.g. `leasehold_reaped_locks_total`.
+    pub async fn counter(&self, name: &str) -> Result<u64> {
+        let (c, base) = self.leasehold()?;
+        let text = c
+            .get(format!("{base}/metrics"))
+            .send()
+            .await?
+            .text()
+            .await?;
+        let value = text
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .ok_or_else(|| format!("/metrics has no {name}"))?;
+        Ok(value.trim().parse::<f64>()? as u64)
+    }
 }

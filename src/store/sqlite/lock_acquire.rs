@@ -1,0 +1,132 @@
+//! The acquire write of a lock: an idempotent replay, a free key granted in
+//! one statement, else the key's rows read, its absent rows removed, the
+//! decision of `domain::lock::decide`, and the insert.
+
+use sqlx::SqliteConnection;
+
+use super::locks::{COLUMNS, from_row, from_rows};
+use super::metadata_text;
+use super::owners::{check_quota, owner_name};
+use crate::domain::lock::{self, Claim, LockLease};
+use crate::domain::{Lease, Millis};
+use crate::store::{AcquireOutcome, NewLock, StoreError, StoreResult};
+use crate::telemetry::StoreStats;
+
+/// The acquire write: replay, removal of the key's absent rows, the
+/// decision of `domain::lock::decide`, and the insert.
+pub(super) async fn acquire(
+    tx: &mut SqliteConnection,
+    new: NewLock,
+    now: Millis,
+    stats: &StoreStats,
+) -> StoreResult<AcquireOutcome> {
+    if let Some(idem) = &new.idempotency_key {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM lock_leases \
+                 WHERE key = ?1 AND idempotency_key = ?2 AND expires_at > ?3"
+        );
+        let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&new.key)
+            .bind(idem)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some(row) = replay {
+            let lease = from_row(&row)?;
+            if lease.lease.holder != new.holder {
+                return Err(StoreError::IdempotencyMismatch {
+                    holder: lease.lease.holder,
+                });
+            }
+            return Ok(AcquireOutcome::Replayed(lease));
+        }
+    }
+    check_quota(&mut *tx, new.owner.as_ref(), now).await?;
+    // A key with no rows at all grants any claim: the insert that checks
+    // this is the whole transaction, in one statement.
+    if let Some(fencing_token) = insert_lease(tx, &new, now, true).await? {
+        return Ok(granted(new, now, fencing_token));
+    }
+    let sql = format!("SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token");
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(&new.key)
+        .fetch_all(&mut *tx)
+        .await?;
+    let mut rows = from_rows(&rows)?;
+    // Rows past their expiry and lock delay are absent: remove them here,
+    // so correctness never waits for the reaper.
+    if rows.iter().any(|r| r.gone_at() <= now) {
+        let expired = sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
+            .bind(&new.key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        stats.note_expired(expired, 0);
+        rows.retain(|r| r.gone_at() > now);
+    }
+    let claim = Claim {
+        mode: new.mode,
+        max_holders: new.max_holders,
+    };
+    if let Err(refusal) = lock::decide(claim, &rows, now) {
+        // Nothing was changed but the removal of absent rows; keep it.
+        return Ok(AcquireOutcome::Refused(refusal));
+    }
+    let fencing_token = insert_lease(tx, &new, now, false)
+        .await?
+        .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
+    Ok(granted(new, now, fencing_token))
+}
+
+/// Inserts the lease `new` with the next fencing token (the counter follows
+/// by trigger) and answers that token; when `only_if_free`, only if `new.key`
+/// has no row at all (else `None`).
+async fn insert_lease(
+    tx: &mut SqliteConnection,
+    new: &NewLock,
+    now: Millis,
+    only_if_free: bool,
+) -> StoreResult<Option<i64>> {
+    let metadata = metadata_text(&new.metadata);
+    Ok(sqlx::query_scalar(
+        "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, max_holders, \
+             acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key, owner) \
+         SELECT value + 1, ?1, ?2, ?3, ?4, ?5, ?6, ?6 + ?7, ?7, ?8, ?9, ?10, ?12 \
+         FROM fencing_counter WHERE id = 1 \
+             AND NOT (?11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = ?1)) \
+         RETURNING fencing_token",
+    )
+    .bind(&new.key)
+    .bind(&new.holder)
+    .bind(&new.token)
+    .bind(new.mode.as_str())
+    .bind(new.max_holders.map(i64::from))
+    .bind(now)
+    .bind(new.ttl_ms)
+    .bind(new.lock_delay_ms)
+    .bind(&metadata)
+    .bind(&new.idempotency_key)
+    .bind(only_if_free)
+    .bind(owner_name(&new.owner))
+    .fetch_optional(&mut *tx)
+    .await?)
+}
+
+fn granted(new: NewLock, now: Millis, fencing_token: i64) -> AcquireOutcome {
+    AcquireOutcome::Granted(LockLease {
+        key: new.key,
+        lease: Lease::granted(
+            new.holder,
+            new.token,
+            fencing_token,
+            now,
+            new.ttl_ms,
+            new.metadata,
+        ),
+        mode: new.mode,
+        max_holders: new.max_holders,
+        lock_delay_ms: new.lock_delay_ms,
+        idempotency_key: new.idempotency_key,
+    })
+}
