@@ -71,7 +71,7 @@ pub struct ServeConfig {
     #[arg(long, env = "LEASEHOLD_REAPER_INTERVAL", default_value = "1s", value_parser = parse_duration)]
     pub reaper_interval: Duration,
     /// Rows the reaper deletes per transaction.
-    #[arg(long, env = "LEASEHOLD_REAPER_BATCH", default_value_t = 500)]
+    #[arg(long, env = "LEASEHOLD_REAPER_BATCH", default_value_t = 100)]
     pub reaper_batch: u32,
     /// TTL of a reservation (or renewal) that names none.
     #[arg(long, env = "LEASEHOLD_DEFAULT_TTL", default_value = "60s", value_parser = parse_duration)]
@@ -135,7 +135,7 @@ impl ServeConfig {
             db,
             durability: Durability::Full,
             reaper_interval: Duration::from_secs(1),
-            reaper_batch: 500,
+            reaper_batch: 100,
             default_ttl: Duration::from_secs(60),
             max_ttl: Duration::from_secs(24 * 3600),
             max_wait: Duration::from_secs(300),

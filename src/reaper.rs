@@ -1,8 +1,13 @@
 //! The reaper only tidies: it deletes expired rows in small batches, wakes the
 //! waiters of their keys and counts what it removed. Correctness never waits
 //! for it; every grant treats expired rows as absent by itself.
+//!
+//! Its deletes share the one writer with the requests: after each full batch
+//! it rests as long as the batch took, so a backlog of expired rows takes at
+//! most half the writer's time and requests never queue behind a run of
+//! batches.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -22,6 +27,7 @@ pub struct ReapReport {
 pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreError> {
     let mut report = ReapReport::default();
     loop {
+        let started = Instant::now();
         let mut keys = leases.store.reap_locks(leases.now(), batch).await?;
         if keys.is_empty() {
             break;
@@ -39,10 +45,11 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
             break;
         }
         // Let requests in between batches.
-        tokio::task::yield_now().await;
+        tokio::time::sleep(started.elapsed()).await;
     }
     // Expired reservations: their blocks go back to the pools' free space.
     loop {
+        let started = Instant::now();
         let removed = leases.store.reap_reservations(leases.now(), batch).await?;
         if removed == 0 {
             break;
@@ -53,7 +60,7 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
         if removed < u64::from(batch) {
             break;
         }
-        tokio::task::yield_now().await;
+        tokio::time::sleep(started.elapsed()).await;
     }
     Ok(report)
 }
@@ -68,7 +75,22 @@ pub async fn run(leases: Leases, interval: Duration, batch: u32, mut stop: watch
             _ = ticker.tick() => {}
             _ = stop.wait_for(|stopping| *stopping) => return,
         }
-        match reap_once(&leases, batch).await {
+        record_alive(&leases).await;
+        // A long backlog takes many paced batches: the heartbeat goes on
+        // at every tick meanwhile.
+        let pass = reap_once(&leases, batch);
+        let stopped = async {
+            let _ = stop.wait_for(|stopping| *stopping).await;
+        };
+        tokio::pin!(pass, stopped);
+        let pass = loop {
+            tokio::select! {
+                pass = &mut pass => break pass,
+                _ = ticker.tick() => record_alive(&leases).await,
+                _ = &mut stopped => return,
+            }
+        };
+        match pass {
             Ok(report) if report.locks_removed + report.reservations_removed > 0 => {
                 tracing::debug!(
                     reaper.removed = report.locks_removed,
@@ -80,8 +102,11 @@ pub async fn run(leases: Leases, interval: Duration, batch: u32, mut stop: watch
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "reaper pass failed"),
         }
-        if let Err(e) = leases.store.record_alive(leases.now()).await {
-            tracing::warn!(error = %e, "cannot record that the server is alive");
-        }
+    }
+}
+
+async fn record_alive(leases: &Leases) {
+    if let Err(e) = leases.store.record_alive(leases.now()).await {
+        tracing::warn!(error = %e, "cannot record that the server is alive");
     }
 }
