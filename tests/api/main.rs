@@ -1,5 +1,7 @@
 //! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
+//! The backend-agnostic modules also run on PostgreSQL (`tests/postgres`).
 
+mod backend;
 mod backup;
 mod container;
 mod crash;
@@ -9,5 +11,6 @@ mod locks;
 mod metrics;
 mod ops;
 mod restarts;
+mod sqlite_file;
 mod subnets;
 mod waiting;

@@ -1,0 +1,353 @@
+//! The PostgreSQL store, for several stateless replicas on one database.
+//! PostgreSQL does the hard parts natively: a SEQUENCE hands out fencing
+//! tokens, an exclusion constraint refuses overlapping subnets, a transaction
+//! advisory lock per key and a row lock per pool serialise only the writes
+//! that compete (never one global lock), and LISTEN/NOTIFY tells every replica
+//! that a key was freed, so a waiter anywhere is woken by a release anywhere.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{PgConnection, Postgres, Transaction};
+use tokio::sync::broadcast;
+
+use super::{
+    AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery, NewLock, NewReservation,
+    PutPoolOutcome, ReservationQuery, ReserveOutcome, Store, StoreError, StoreResult,
+};
+use crate::domain::Millis;
+use crate::domain::lock::LockLease;
+use crate::domain::subnet::{Pool, PoolUsage, Reservation};
+use crate::telemetry::{Metrics, StoreStats};
+
+mod free_blocks;
+mod listener;
+mod locks;
+mod pools;
+mod replicas;
+mod reservations;
+mod subnets;
+
+/// The channel a release, force release or reap announces freed keys on.
+pub(super) const KEYS_CHANNEL: &str = "leasehold_keys";
+
+/// Whether `db` names a PostgreSQL database rather than a SQLite file.
+pub fn is_postgres_url(db: &str) -> bool {
+    db.starts_with("postgres://") || db.starts_with("postgresql://")
+}
+
+/// The URL without its password, fit for a log line.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or("");
+            format!("{scheme}://{name}:***@{host}{path}")
+        }
+        _ => url.to_owned(),
+    }
+}
+
+pub struct PostgresStore {
+    pool: PgPool,
+    stats: Arc<StoreStats>,
+    events: broadcast::Sender<KeyEvent>,
+    listener: tokio::task::JoinHandle<()>,
+    replica: String,
+}
+
+impl PostgresStore {
+    /// Connects and migrates the database, and starts listening for freed keys.
+    pub async fn open(url: &str) -> Result<Self, String> {
+        let shown = redacted(url);
+        let options: PgConnectOptions = url
+            .parse()
+            .map_err(|e| format!("{shown} is not a PostgreSQL URL: {e}"))?;
+        let options = options.application_name("leasehold");
+        let pool = PgPoolOptions::new()
+            .max_connections(20)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(|e| format!("cannot connect to {shown}: {e}"))?;
+        // Replicas starting together take turns migrating.
+        sqlx::migrate!("./migrations/postgres")
+            .run(&pool)
+            .await
+            .map_err(|e| format!("cannot migrate database {shown}: {e}"))?;
+        let (events, _) = broadcast::channel(1024);
+        let listener = listener::start(&pool, events.clone())
+            .await
+            .map_err(|e| format!("cannot listen on {shown}: {e}"))?;
+        Ok(Self {
+            pool,
+            stats: Arc::new(StoreStats::default()),
+            events,
+            listener,
+            replica: super::super::leases::new_token(),
+        })
+    }
+
+    /// Begins a write transaction (read committed; the explicit locks order it).
+    async fn begin(&self) -> StoreResult<Transaction<'static, Postgres>> {
+        Ok(self.pool.begin().await?)
+    }
+
+    /// Commits and counts the expired rows the transaction deleted.
+    async fn commit(
+        &self,
+        tx: Transaction<'static, Postgres>,
+        expired: (u64, u64),
+    ) -> StoreResult<()> {
+        let started = Instant::now();
+        tx.commit().await?;
+        self.stats.observe_commit(started.elapsed(), 1);
+        Metrics::add(&self.stats.expired_locks, expired.0);
+        Metrics::add(&self.stats.expired_reservations, expired.1);
+        Ok(())
+    }
+}
+
+/// Stored metadata: a JSON object or nothing.
+fn parse_metadata(text: Option<String>) -> StoreResult<Option<Map<String, Value>>> {
+    text.map(|text| serde_json::from_str::<Map<String, Value>>(&text))
+        .transpose()
+        .map_err(|e| StoreError::Internal(format!("stored metadata is not a JSON object: {e}")))
+}
+
+fn metadata_text(metadata: &Option<Map<String, Value>>) -> Option<String> {
+    metadata
+        .as_ref()
+        .map(|m| Value::Object(m.clone()).to_string())
+}
+
+/// Takes the next value of the global fencing sequence.
+async fn next_fencing_token(conn: &mut PgConnection) -> StoreResult<i64> {
+    Ok(sqlx::query_scalar("SELECT nextval('fencing_tokens')")
+        .fetch_one(conn)
+        .await?)
+}
+
+/// Announces freed keys to every replica once the transaction commits.
+async fn notify_freed(conn: &mut PgConnection, keys: &[String]) -> StoreResult<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    sqlx::query("SELECT pg_notify($1, k) FROM (SELECT DISTINCT unnest($2::text[]) AS k) freed")
+        .bind(KEYS_CHANNEL)
+        .bind(keys)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// PostgreSQL errors as store errors: the exclusion constraint is the
+/// overlap backstop; lost connections, a full disk, a read-only or shutting
+/// down server are `Unavailable`. `None` for errors of another database.
+pub(super) fn classify(error: &sqlx::Error) -> Option<StoreError> {
+    let sqlx::Error::Database(db) = error else {
+        return None;
+    };
+    let pg = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()?;
+    let code = pg.code();
+    Some(match code {
+        "23P01" => StoreError::SubnetOverlap,
+        // Connection exceptions, insufficient resources, operator intervention,
+        // read-only transaction, serialization failure and deadlock.
+        c if c.starts_with("08")
+            || c.starts_with("53")
+            || c.starts_with("57")
+            || c == "25006"
+            || c == "40001"
+            || c == "40P01" =>
+        {
+            StoreError::Unavailable(pg.message().to_owned())
+        }
+        _ => StoreError::Internal(error.to_string()),
+    })
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn acquire_lock(&self, lock: NewLock, now: Millis) -> StoreResult<AcquireOutcome> {
+        self.acquire_lock_tx(lock, now).await
+    }
+
+    async fn renew_lock(
+        &self,
+        key: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<LockLease> {
+        self.renew_lock_tx(key, token, ttl_ms, now).await
+    }
+
+    async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()> {
+        self.release_lock_tx(key, token, now).await
+    }
+
+    async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
+        self.live_locks_of(key, now).await
+    }
+
+    async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>> {
+        self.list_locks_page(query, now).await
+    }
+
+    async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
+        self.force_release_tx(key, now).await
+    }
+
+    async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
+        self.reap_locks_batch(now, batch).await
+    }
+
+    async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
+        self.put_pool_tx(pool, now).await
+    }
+
+    async fn get_pool_usage(&self, name: &str, now: Millis) -> StoreResult<PoolUsage> {
+        self.pool_usage_tx(name, now).await
+    }
+
+    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
+        self.list_pools_page(after, limit).await
+    }
+
+    async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome> {
+        self.delete_pool_tx(name, now).await
+    }
+
+    async fn reserve_subnet(
+        &self,
+        new: NewReservation,
+        now: Millis,
+    ) -> StoreResult<ReserveOutcome> {
+        self.reserve_tx(new, now).await
+    }
+
+    async fn renew_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        self.renew_reservation_tx(pool, id, token, ttl_ms, now)
+            .await
+    }
+
+    async fn confirm_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        self.confirm_reservation_tx(pool, id, token, now).await
+    }
+
+    async fn release_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        match self.remove_live(pool, id, Some(token), now).await? {
+            true => Ok(()),
+            false => Err(StoreError::LeaseLost),
+        }
+    }
+
+    async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation> {
+        self.get_reservation_row(pool, id, now).await
+    }
+
+    async fn list_reservations(
+        &self,
+        query: &ReservationQuery,
+        now: Millis,
+    ) -> StoreResult<Vec<Reservation>> {
+        self.list_reservations_page(query, now).await
+    }
+
+    async fn force_release_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        match self.remove_live(pool, id, None, now).await? {
+            true => Ok(()),
+            false => Err(StoreError::NotFound),
+        }
+    }
+
+    async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64> {
+        self.reap_reservations_batch(now, batch).await
+    }
+
+    async fn record_alive(&self, now: Millis) -> StoreResult<()> {
+        self.record_replica_alive(now).await
+    }
+
+    async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64> {
+        self.resume_if_all_were_down(now).await
+    }
+
+    async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
+        let (locks, reservations): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM lock_leases WHERE expires_at > $1), \
+             (SELECT count(*) FROM subnet_reservations \
+              WHERE expires_at IS NULL OR expires_at > $1)",
+        )
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(LiveLeases {
+            locks: u64::try_from(locks).unwrap_or(0),
+            reservations: u64::try_from(reservations).unwrap_or(0),
+        })
+    }
+
+    fn stats(&self) -> Option<&StoreStats> {
+        Some(&self.stats)
+    }
+
+    fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {
+        Some(self.events.subscribe())
+    }
+
+    async fn close(&self) {
+        self.leave_replicas().await;
+        self.listener.abort();
+        self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_told_from_paths_and_passwords_are_hidden() {
+        assert!(is_postgres_url("postgres://u@h/db"));
+        assert!(is_postgres_url("postgresql://u@h/db"));
+        assert!(!is_postgres_url("./leasehold.db"));
+        assert!(!is_postgres_url("/data/postgres://x"));
+        assert_eq!(
+            redacted("postgres://lh:s3cret@db:5432/leasehold"),
+            "postgres://lh:***@db:5432/leasehold"
+        );
+        assert_eq!(redacted("postgres://lh@db/x"), "postgres://lh@db/x");
+    }
+}

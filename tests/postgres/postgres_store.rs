@@ -1,0 +1,114 @@
+//! What only PostgreSQL shows: its exclusion constraint refuses overlapping
+//! rows by itself, replicas agree on when the service was down, and the
+//! SQLite file tools refuse a PostgreSQL URL plainly.
+
+use std::process::Command;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sqlx::{Connection, PgConnection};
+use tempfile::TempDir;
+
+use crate::helpers::{ServerProcess, spawn_app, wait_until_ready};
+use crate::subnets::{must_pool, must_reserve};
+
+#[tokio::test]
+async fn the_database_itself_refuses_an_overlapping_reservation() {
+    let app = spawn_app().await;
+    must_pool(&app, "p", "10.0.0.0/16").await;
+    must_reserve(&app, "p", json!({"holder": "h", "subnet": "10.0.4.0/22"})).await;
+    let mut conn = PgConnection::connect(app.db.to_str().unwrap())
+        .await
+        .unwrap();
+    let mut insert = async |subnet: &str, fencing: i64| {
+        let block = leasehold::domain::cidr::Block::parse(subnet).unwrap();
+        sqlx::query(
+            "INSERT INTO subnet_reservations (fencing_token, pool, subnet, first_addr, last_addr, \
+             prefix_len, holder, token, acquired_at, expires_at, ttl_ms) \
+             VALUES ($1, 'p', $2::cidr, $3, $4, $5, 'x', 't', 0, NULL, 1000)",
+        )
+        .bind(fencing)
+        .bind(subnet)
+        .bind(&block.start_bytes()[..])
+        .bind(&block.last_bytes()[..])
+        .bind(i64::from(block.prefix_len()))
+        .execute(&mut conn)
+        .await
+    };
+    for subnet in ["10.0.5.0/24", "10.0.0.0/16"] {
+        let err = insert(subnet, 1_000_000).await.unwrap_err();
+        let code = err.as_database_error().and_then(|e| e.code());
+        assert_eq!(code.as_deref(), Some("23P01"), "{subnet}: {err}");
+    }
+    insert("10.0.8.0/24", 1_000_001)
+        .await
+        .expect("a disjoint row is accepted");
+}
+
+async fn acquire(client: &reqwest::Client, address: &str, key: &str, ttl_ms: i64) -> Value {
+    let r = client
+        .post(format!("{address}/v1/locks/{key}/acquire"))
+        .json(&json!({"holder": "h", "ttl_ms": ttl_ms}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    r.json().await.unwrap()
+}
+
+async fn expires_in(client: &reqwest::Client, address: &str, key: &str) -> i64 {
+    let shown: Value = client
+        .get(format!("{address}/v1/locks/{key}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    shown["expires_in_ms"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn a_replica_joining_a_running_one_gives_no_fresh_ttl_but_a_restart_after_downtime_does() {
+    let dir = TempDir::new().unwrap();
+    let db = crate::backend::database(dir.path()).await;
+    let client = reqwest::Client::new();
+    let a = ServerProcess::start(&db, &[]);
+    wait_until_ready(&client, &a.address).await;
+    acquire(&client, &a.address, "k", 4_000).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+
+    // Another replica joins while the first runs: the service was never down.
+    let b = ServerProcess::start(&db, &[]);
+    wait_until_ready(&client, &b.address).await;
+    let left = expires_in(&client, &b.address, "k").await;
+    assert!(left <= 2_600, "the lease kept its expiry: {left} ms left");
+
+    // Both stop; the service is down; the next start gives a full TTL again.
+    a.terminate();
+    b.terminate();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let c = ServerProcess::start(&db, &[]);
+    wait_until_ready(&client, &c.address).await;
+    let left = expires_in(&client, &c.address, "k").await;
+    assert!(left > 3_000, "a full TTL from the restart: {left} ms left");
+}
+
+#[test]
+fn backup_and_check_refuse_a_postgres_url_plainly() {
+    let url = crate::backend::server_url();
+    for args in [
+        vec!["backup", "--db", &url, "--out", "/tmp/never-written.db"],
+        vec!["check", "--db", &url],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("works on a SQLite file"), "{err}");
+        assert!(err.contains("pg_dump"), "{err}");
+    }
+    assert!(!std::path::Path::new("/tmp/never-written.db").exists());
+}
