@@ -1,15 +1,18 @@
 //! What only PostgreSQL shows: its exclusion constraint refuses overlapping
-//! rows by itself, replicas agree on when the service was down, and the
+//! rows by itself, reapers on several replicas share the work without
+//! counting a row twice, replicas agree on when the service was down, and the
 //! SQLite file tools refuse a PostgreSQL URL plainly.
 
 use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
 use tempfile::TempDir;
 
-use crate::helpers::{ServerProcess, spawn_app, wait_until_ready};
+use crate::helpers::{ServerProcess, spawn_app, spawn_app_in, wait_until_ready};
 use crate::subnets::{must_pool, must_reserve};
 
 #[tokio::test]
@@ -111,4 +114,60 @@ fn backup_and_check_refuse_a_postgres_url_plainly() {
         assert!(err.contains("pg_dump"), "{err}");
     }
     assert!(!std::path::Path::new("/tmp/never-written.db").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reapers_on_two_replicas_remove_each_expired_row_once() {
+    let dir = Arc::new(TempDir::new().unwrap());
+    let quiet = |c: &mut leasehold::config::ServeConfig| {
+        c.reaper_interval = Duration::from_secs(3600);
+    };
+    let a = spawn_app_in(dir.clone(), quiet).await;
+    let b = spawn_app_in(dir.clone(), quiet).await;
+    for i in 0..120 {
+        let app = if i % 2 == 0 { &a } else { &b };
+        app.must_acquire(&format!("short/{i}"), "h", 100).await;
+    }
+    let live = a.must_acquire("long", "h", 60_000).await;
+    for pool in ["p", "q"] {
+        must_pool(&a, pool, "10.0.0.0/16").await;
+        for _ in 0..20 {
+            // Long enough that no grant here purges an earlier one.
+            let body = json!({"holder": "h", "prefix_len": 24, "ttl_ms": 3_000});
+            must_reserve(&b, pool, body).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(3_100)).await;
+    let (ra, rb) = tokio::join!(
+        leasehold::reaper::reap_once(&a.leases, 7),
+        leasehold::reaper::reap_once(&b.leases, 7),
+    );
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    assert_eq!(ra.locks_removed + rb.locks_removed, 120, "{ra:?} {rb:?}");
+    assert!(
+        ra.locks_removed > 0 && rb.locks_removed > 0,
+        "{ra:?} {rb:?}"
+    );
+    assert_eq!(
+        ra.reservations_removed + rb.reservations_removed,
+        40,
+        "{ra:?} {rb:?}"
+    );
+    assert_eq!(crate::backend::count_rows(&a.db, "lock_leases").await, 1);
+    assert_eq!(
+        crate::backend::count_rows(&a.db, "subnet_reservations").await,
+        0
+    );
+    let shown: Value = a.get("/v1/locks/long").await.json().await.unwrap();
+    assert_eq!(shown["fencing_token"], live["fencing_token"]);
+    // The freed blocks are back: each pool is one free /16 again.
+    for pool in ["p", "q"] {
+        let usage: Value = b
+            .get(&format!("/v1/pools/{pool}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(usage["largest_free"], "10.0.0.0/16", "{usage}");
+    }
 }

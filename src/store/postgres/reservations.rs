@@ -147,9 +147,10 @@ impl PostgresStore {
             .collect()
     }
 
-    /// At most `batch` expired reservations, pool by pool. A pool whose lock
-    /// another replica holds is skipped (`SKIP LOCKED`): whoever holds it
-    /// purges or reaps it, so every row is deleted, and counted, once.
+    /// At most `batch` expired reservations, pool by pool, each under its
+    /// pool's lock. Reapers of several replicas may pick the same pool: the
+    /// second waits for the first, and its compare-and-delete finds only the
+    /// rows still there, so every row is deleted, and counted, once.
     pub(super) async fn reap_reservations_batch(
         &self,
         now: Millis,
@@ -157,7 +158,7 @@ impl PostgresStore {
     ) -> StoreResult<u64> {
         let pools: Vec<String> = sqlx::query_scalar(
             "SELECT DISTINCT pool FROM (SELECT pool FROM subnet_reservations \
-             WHERE expires_at <= $1 LIMIT $2) expired",
+             WHERE expires_at <= $1 LIMIT $2) expired ORDER BY pool",
         )
         .bind(now)
         .bind(i64::from(batch))
@@ -170,16 +171,11 @@ impl PostgresStore {
                 break;
             }
             let mut tx = self.begin().await?;
-            let locked: Option<String> = sqlx::query_scalar(
-                "SELECT name FROM subnet_pools WHERE name = $1 FOR UPDATE SKIP LOCKED",
-            )
-            .bind(&name)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if locked.is_none() {
-                continue;
-            }
-            let pool = lock_pool(&mut tx, &name).await?;
+            let pool = match lock_pool(&mut tx, &name).await {
+                Ok(pool) => pool,
+                Err(StoreError::PoolNotFound) => continue,
+                Err(e) => return Err(e),
+            };
             let freed = purge_expired(&mut tx, &pool, now, left).await?;
             self.commit(tx, (0, freed)).await?;
             left -= freed as i64;
