@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark on this machine, in one run: leasehold vs etcd vs Redis.
+# Side-by-side benchmark on this machine, in one run: leasehold vs etcd vs Redis
+# (and leasehold on PostgreSQL with one and two replicas, via bench/postgres.sh).
 # Installs etcd and Redis from Debian's packages if missing, starts every system
 # on loopback with a fresh data directory, runs the same workload against each
 # through benches/loadgen.rs, and prints one table with the ratios.
@@ -44,6 +45,7 @@ results="$work/results"
   run leasehold "127.0.0.1:$lh" uncontended "$clients" "$seconds"
   run etcd "127.0.0.1:$etcd_client" uncontended "$clients" "$seconds"
   run redis "127.0.0.1:$redis" uncontended "$clients" "$seconds"
+  bench/postgres.sh "$work" uncontended "$clients" "$seconds"
   run leasehold "127.0.0.1:$lh" contended "$clients" "$seconds"
   run etcd "127.0.0.1:$etcd_client" contended "$clients" "$seconds"
 } | tee "$results"

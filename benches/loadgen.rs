@@ -4,6 +4,9 @@
 //! (`SET NX PX` + compare-and-delete script).
 //!
 //! `cargo bench --bench loadgen -- SYSTEM ADDRESS WORKLOAD CLIENTS SECONDS`
+//! A SYSTEM named `leasehold-…` (e.g. `leasehold-pg2`) is leasehold under
+//! another label; ADDRESS may list several replicas, `HOST:PORT,HOST:PORT`,
+//! over which the clients are spread.
 //! WORKLOAD: `uncontended` (acquire + release of distinct keys) or
 //! `contended` (every client waits on one key; handoffs).
 
@@ -53,7 +56,9 @@ impl Conn {
     async fn open(system: &str, address: &str) -> Result<Self> {
         let http = || reqwest::Client::builder().pool_max_idle_per_host(1).build();
         Ok(match system {
-            "leasehold" => Conn::Leasehold(http()?, format!("http://{address}")),
+            s if s == "leasehold" || s.starts_with("leasehold-") => {
+                Conn::Leasehold(http()?, format!("http://{address}"))
+            }
             "etcd" => Conn::Etcd(http()?, format!("http://{address}")),
             "redis" => Conn::Redis(BufReader::new(TcpStream::connect(address).await?)),
             other => return Err(format!("unknown system {other}").into()),
@@ -174,8 +179,9 @@ async fn main() -> Result<()> {
     let started = Instant::now();
     let errors = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut tasks = vec![];
+    let replicas: Vec<&str> = address.split(',').collect();
     for c in 0..clients {
-        let mut conn = Conn::open(system, address).await?;
+        let mut conn = Conn::open(system, replicas[c % replicas.len()]).await?;
         let errors = errors.clone();
         tasks.push(tokio::spawn(async move {
             let mut latencies = vec![];
