@@ -40,6 +40,7 @@ pub async fn database(dir: &Path) -> PathBuf {
         .expect("a fresh test database");
     conn.close().await.unwrap();
     let url = with_database(&server, &name);
+    std::fs::create_dir_all(dir).unwrap();
     std::fs::write(&marker, &url).unwrap();
     PathBuf::from(url)
 }

@@ -23,6 +23,9 @@ mod postgres_store;
 #[cfg(leasehold_postgres_tests)]
 mod replicas;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/restarts.rs"]
+mod restarts;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/subnets.rs"]
 mod subnets;
 #[cfg(leasehold_postgres_tests)]

@@ -98,6 +98,26 @@ async fn a_replica_joining_a_running_one_gives_no_fresh_ttl_but_a_restart_after_
 }
 
 #[test]
+fn an_unreachable_database_fails_the_start_at_once_in_one_line_without_the_password() {
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg("postgres://lh:s3cret-pw@127.0.0.1:1/leasehold")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.starts_with("leasehold: cannot connect to postgres://lh:***@127.0.0.1:1/leasehold"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cret-pw"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn backup_and_check_refuse_a_postgres_url_plainly() {
     let url = crate::backend::server_url();
     for args in [

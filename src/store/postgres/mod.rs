@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{PgConnection, Postgres, Transaction};
+use sqlx::{Connection, PgConnection, Postgres, Transaction};
 use tokio::sync::broadcast;
 
 use super::{
@@ -70,9 +70,17 @@ impl PostgresStore {
             .parse()
             .map_err(|e| format!("{shown} is not a PostgreSQL URL: {e}"))?;
         let options = options.application_name("leasehold");
+        // One connection first: its error says what is wrong (the pool's
+        // would only say that it timed out).
+        let probe = PgConnection::connect_with(&options)
+            .await
+            .map_err(|e| format!("cannot connect to {shown}: {e}"))?;
+        let _ = probe.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(20)
-            .acquire_timeout(Duration::from_secs(30))
+            // A request waits this long for a connection before it is
+            // answered 503 (readiness too, while the database is unreachable).
+            .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await
             .map_err(|e| format!("cannot connect to {shown}: {e}"))?;
