@@ -57,7 +57,8 @@ pub struct ServeConfig {
     #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db")]
     pub db: PathBuf,
     /// `full`: every acknowledged change is on disk; `normal`: faster, a power
-    /// loss may lose the last changes.
+    /// loss may lose the last changes (SQLite; on PostgreSQL its own
+    /// `synchronous_commit` decides).
     #[arg(long, env = "LEASEHOLD_DURABILITY", value_enum, default_value_t = Durability::Full)]
     pub durability: Durability,
     /// How often the reaper deletes expired leases.
