@@ -76,7 +76,19 @@ async fn sixty_four_clients_over_two_replicas_keep_one_holder_per_key_and_growin
                     assert_eq!(entry.holders, 1, "two holders of {key} at once");
                     entry.fencing.push(lease["fencing_token"].as_i64().unwrap());
                 }
-                tokio::time::sleep(Duration::from_millis(2)).await;
+                // The store agrees: this lease alone holds the key.
+                let shown: Value = client
+                    .get(format!("{address}/v1/locks/{}", encode(key)))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let holders = shown["holders"].as_array().unwrap();
+                assert_eq!(holders.len(), 1, "{key} has two holders: {shown}");
+                assert_eq!(holders[0]["fencing_token"], lease["fencing_token"]);
+                tokio::time::sleep(Duration::from_millis(20)).await;
                 state.lock().unwrap().get_mut(key).unwrap().holders -= 1;
                 let (status, body) = post(
                     &client,
@@ -123,6 +135,39 @@ async fn sixty_four_clients_over_two_replicas_keep_one_holder_per_key_and_growin
     });
     let answers = join_all(reserves).await;
     exactly_sixteen_disjoint(&answers);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_four_simultaneous_acquires_over_two_replicas_grant_each_key_once() {
+    let (_dir, a, b, client) = two_replicas().await;
+    let mut last_fencing = 0;
+    for round in 0..20 {
+        let key = format!("race/{round}");
+        let attempts = (0..64).map(|i| {
+            let address = if i % 2 == 0 { &a.address } else { &b.address };
+            post(
+                &client,
+                format!("{address}/v1/locks/{}/acquire", encode(&key)),
+                json!({"holder": format!("worker-{i}"), "ttl_ms": 60_000}),
+            )
+        });
+        let answers = join_all(attempts).await;
+        let granted: Vec<&Value> = answers
+            .iter()
+            .filter(|(s, _)| *s == StatusCode::CREATED)
+            .map(|(_, lease)| lease)
+            .collect();
+        assert_eq!(granted.len(), 1, "{key} granted {} times", granted.len());
+        for (status, body) in &answers {
+            if *status != StatusCode::CREATED {
+                assert_eq!(*status, StatusCode::CONFLICT, "{body}");
+                assert_eq!(body["type"], "/problems/lock-held");
+            }
+        }
+        let fencing = granted[0]["fencing_token"].as_i64().unwrap();
+        assert!(fencing > last_fencing, "fencing tokens grow across keys");
+        last_fencing = fencing;
+    }
 }
 
 #[tokio::test]
