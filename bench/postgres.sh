@@ -10,10 +10,12 @@ work=${1:?work dir}; workload=${2:?workload}; clients=${3:?clients}; seconds=${4
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
 pids=()
-pg_dir="$work/postgres"
+# Its own folder under /tmp: the postgres user must be able to reach it.
+pg_dir=$(mktemp -d /tmp/leasehold-bench-pg.XXXXXX)
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   .ci/postgres.sh stop "$pg_dir" >/dev/null 2>&1 || true
+  rm -rf "$pg_dir"
 }
 trap cleanup EXIT
 

@@ -5,7 +5,7 @@
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use super::{PostgresStore, metadata_text, next_fencing_token, notify_freed, parse_metadata};
+use super::{PostgresStore, metadata_text, next_fencing_token, parse_metadata};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::{Lease, LockMode, Millis};
 use crate::store::{AcquireOutcome, LockQuery, NewLock, StoreError, StoreResult};
@@ -102,8 +102,9 @@ impl PostgresStore {
         if removed == 0 {
             return Err(StoreError::LeaseLost);
         }
-        notify_freed(&mut tx, &[key.to_owned()]).await?;
-        self.commit(tx, (0, 0)).await
+        self.commit(tx, (0, 0)).await?;
+        self.notify_freed(&[key.to_owned()]).await;
+        Ok(())
     }
 
     pub(super) async fn live_locks_of(
@@ -168,8 +169,8 @@ impl PostgresStore {
             .bind(key)
             .execute(&mut *tx)
             .await?;
-        notify_freed(&mut tx, &[key.to_owned()]).await?;
         self.commit(tx, (0, 0)).await?;
+        self.notify_freed(&[key.to_owned()]).await;
         Ok(live as u64)
     }
 
@@ -192,8 +193,8 @@ impl PostgresStore {
         .bind(i64::from(batch))
         .fetch_all(&mut *tx)
         .await?;
-        notify_freed(&mut tx, &keys).await?;
         self.commit(tx, (keys.len() as u64, 0)).await?;
+        self.notify_freed(&keys).await;
         Ok(keys)
     }
 }

@@ -101,6 +101,27 @@ impl PostgresStore {
         Ok(self.pool.begin().await?)
     }
 
+    /// Announces keys freed by a committed transaction to every replica. It
+    /// runs after that commit, on its own: PostgreSQL serialises the commits
+    /// of notifying transactions, and this one has nothing to flush to disk.
+    /// A failure is logged, not returned: the keys are free all the same, and
+    /// waiters elsewhere still retry when the leases they saw would expire.
+    async fn notify_freed(&self, keys: &[String]) {
+        if keys.is_empty() {
+            return;
+        }
+        let sent = sqlx::query(
+            "SELECT pg_notify($1, k) FROM (SELECT DISTINCT unnest($2::text[]) AS k) freed",
+        )
+        .bind(KEYS_CHANNEL)
+        .bind(keys)
+        .execute(&self.pool)
+        .await;
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "cannot announce freed keys to the other replicas");
+        }
+    }
+
     /// Commits and counts the expired rows the transaction deleted.
     async fn commit(
         &self,
@@ -134,19 +155,6 @@ async fn next_fencing_token(conn: &mut PgConnection) -> StoreResult<i64> {
     Ok(sqlx::query_scalar("SELECT nextval('fencing_tokens')")
         .fetch_one(conn)
         .await?)
-}
-
-/// Announces freed keys to every replica once the transaction commits.
-async fn notify_freed(conn: &mut PgConnection, keys: &[String]) -> StoreResult<()> {
-    if keys.is_empty() {
-        return Ok(());
-    }
-    sqlx::query("SELECT pg_notify($1, k) FROM (SELECT DISTINCT unnest($2::text[]) AS k) freed")
-        .bind(KEYS_CHANNEL)
-        .bind(keys)
-        .execute(conn)
-        .await?;
-    Ok(())
 }
 
 /// PostgreSQL errors as store errors: the exclusion constraint is the
