@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark on this machine, in one run: leasehold vs etcd vs Redis,
+# and leasehold on PostgreSQL with one and two replicas (bench/postgres.sh),
 # then leasehold's subnet pool and large-database workloads. Installs etcd and
 # Redis from Debian's packages if missing, starts every system on loopback with
 # a fresh data directory, runs each workload through benches/loadgen, and
@@ -63,6 +64,7 @@ wait_port "$lh"; wait_port "$etcd_client"; wait_port "$redis"
 run lock-leasehold leasehold "127.0.0.1:$lh" uncontended "$clients" "$seconds"
 run lock-etcd etcd "127.0.0.1:$etcd_client" uncontended "$clients" "$seconds"
 run lock-redis redis "127.0.0.1:$redis" uncontended "$clients" "$seconds"
+bench/postgres.sh "$work" "$loadgen" uncontended "$clients" "$seconds" | tee -a "$results"
 run wait-leasehold leasehold "127.0.0.1:$lh" contended "$clients" "$seconds"
 run wait-etcd etcd "127.0.0.1:$etcd_client" contended "$clients" "$seconds"
 stop "$etcd_pid"; stop "$redis_pid"

@@ -37,6 +37,8 @@ LAYOUT = [
     ("lock-leasehold", "1 uncontended acquire + release", "leasehold", None),
     ("lock-etcd", "1 uncontended acquire + release", "etcd (lease + txn)", ("ops", "lock-leasehold")),
     ("lock-redis", "1 uncontended acquire + release", "Redis (`appendfsync always`)", ("ops", "lock-leasehold")),
+    ("lock-pg1", "1 uncontended acquire + release", "leasehold on PostgreSQL, 1 replica", ("ops", "lock-leasehold")),
+    ("lock-pg2", "1 uncontended acquire + release", "leasehold on PostgreSQL, 2 replicas", ("ops", "lock-leasehold")),
     ("wait-leasehold", "2 contended: all clients wait on one key (handoffs)", "leasehold (`wait_ms`)", None),
     ("wait-etcd", "2 contended: all clients wait on one key (handoffs)", "etcd lock API", ("ops", "wait-leasehold")),
     ("subnet-empty", "3 reserve (timed) + release of a /24 in a /8", "leasehold, empty pool", None),

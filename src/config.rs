@@ -60,11 +60,13 @@ pub struct ServeConfig {
     /// Address to listen on.
     #[arg(long, env = "LEASEHOLD_LISTEN", default_value = "127.0.0.1:8474")]
     pub listen: SocketAddr,
-    /// SQLite database file (created with its folder if missing).
+    /// SQLite database file (created with its folder if missing), or a
+    /// `postgres://` URL to share one PostgreSQL database among replicas.
     #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db")]
     pub db: PathBuf,
     /// `full`: every acknowledged change is on disk; `normal`: faster, a power
-    /// loss may lose the last changes.
+    /// loss may lose the last changes (SQLite; on PostgreSQL its own
+    /// `synchronous_commit` decides).
     #[arg(long, env = "LEASEHOLD_DURABILITY", value_enum, default_value_t = Durability::Full)]
     pub durability: Durability,
     /// How often the reaper deletes expired leases.

@@ -71,7 +71,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
     leasehold::telemetry::init_tracing(config.log_format);
     tracing::info!(
         listen = %config.listen,
-        db = %config.db.display(),
+        db = %leasehold::store::describe(&config.db),
         durability = ?config.durability,
         reaper_interval = %format_duration(config.reaper_interval),
         reaper_batch = config.reaper_batch,
@@ -109,7 +109,7 @@ async fn main() -> ExitCode {
         Command::Backup { db, out } => leasehold::store::backup(&db, &out).await.map(|bytes| {
             println!(
                 "backed up {} to {} ({bytes} bytes)",
-                db.display(),
+                leasehold::store::describe(&db),
                 out.display()
             )
         }),

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
+use tokio::sync::broadcast;
 
 use crate::api::{self, AppState};
 use crate::auth::Tokens;
@@ -12,7 +13,7 @@ use crate::clock::{SharedClock, SystemClock};
 use crate::config::ServeConfig;
 use crate::leases::{Leases, Limits};
 use crate::serve::ConnectionLimits;
-use crate::store::{SqliteStore, Store};
+use crate::store::{self, KeyEvent};
 
 pub struct Application {
     listener: TcpListener,
@@ -42,11 +43,16 @@ impl Application {
             }
             None => None,
         };
-        let store = SqliteStore::open(&config.db, config.durability).await?;
+        let store = store::open(&config.db, config.durability).await?;
         let resumed = store
             .resume_after_downtime(clock.now())
             .await
-            .map_err(|e| format!("cannot resume leases in {}: {e}", config.db.display()))?;
+            .map_err(|e| {
+                format!(
+                    "cannot resume leases in {}: {e}",
+                    store::describe(&config.db)
+                )
+            })?;
         if resumed > 0 {
             tracing::info!(
                 leases.resumed = resumed,
@@ -62,7 +68,7 @@ impl Application {
             body_timeout: config.body_timeout,
             ..Limits::default()
         };
-        let leases = Leases::new(Arc::new(store), clock, limits);
+        let leases = Leases::new(store, clock, limits);
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
@@ -100,6 +106,7 @@ impl Application {
             config.reaper_batch,
             leases.stopping(),
         ));
+        let events = tokio::spawn(forward_key_events(leases.clone()));
         let app = api::router(AppState {
             leases: leases.clone(),
             tokens,
@@ -116,11 +123,33 @@ impl Application {
         .await;
         leases.shutdown();
         let _ = reaper.await;
+        events.abort();
         if let Err(e) = leases.store.record_alive(leases.now()).await {
             tracing::warn!(error = %e, "cannot record the stop time");
         }
         leases.store.close().await;
         tracing::info!("stopped");
         Ok(())
+    }
+}
+
+/// Wakes this server's waiters of keys freed by any server on the same store.
+async fn forward_key_events(leases: Leases) {
+    let Some(mut events) = leases.store.key_events() else {
+        return;
+    };
+    let mut stopping = leases.stopping();
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = stopping.wait_for(|stop| *stop) => return,
+        };
+        match event {
+            Ok(KeyEvent::Freed(key)) => leases.waiters.wake(&key),
+            Ok(KeyEvent::Missed) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                leases.waiters.wake_all();
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
     }
 }

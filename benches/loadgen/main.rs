@@ -147,7 +147,7 @@ async fn main() -> Result<()> {
     let clients: usize = clients.parse()?;
     let seconds: u64 = seconds.parse()?;
     if let Workload::Subnets(pool) | Workload::Fill(pool, _) = &workload {
-        Conn::open(system, address)
+        Conn::open(system, first_replica(address))
             .await?
             .put_pool(pool, POOL_CIDR)
             .await?;
@@ -158,7 +158,7 @@ async fn main() -> Result<()> {
     let started = Instant::now();
     let reaper = match workload {
         Workload::Reaping(rows) => Some(tokio::spawn(watch_reaper(
-            Conn::open(system, address).await?,
+            Conn::open(system, first_replica(address)).await?,
             rows,
             started,
             stop.clone(),
@@ -166,8 +166,10 @@ async fn main() -> Result<()> {
         _ => None,
     };
     let mut tasks = vec![];
+    // Several replicas, `HOST:PORT,HOST:PORT`: the clients are spread over them.
+    let replicas: Vec<&str> = address.split(',').collect();
     for c in 0..clients {
-        let mut conn = Conn::open(system, address).await?;
+        let mut conn = Conn::open(system, replicas[c % replicas.len()]).await?;
         let (workload, stop, errors, issued) = (
             workload.clone(),
             stop.clone(),
@@ -225,4 +227,9 @@ async fn main() -> Result<()> {
         errors.load(Ordering::Relaxed)
     );
     Ok(())
+}
+
+/// The first of a comma-separated list of replicas.
+fn first_replica(address: &str) -> &str {
+    address.split(',').next().unwrap_or(address)
 }

@@ -48,7 +48,9 @@ impl Conn {
     pub async fn open(system: &str, address: &str) -> Result<Self> {
         let http = || reqwest::Client::builder().pool_max_idle_per_host(1).build();
         Ok(match system {
-            "leasehold" => Conn::Leasehold(http()?, format!("http://{address}")),
+            s if s == "leasehold" || s.starts_with("leasehold-") => {
+                Conn::Leasehold(http()?, format!("http://{address}"))
+            }
             "etcd" => Conn::Etcd(http()?, format!("http://{address}")),
             "redis" => Conn::Redis(BufReader::new(TcpStream::connect(address).await?)),
             other => return Err(format!("unknown system {other}").into()),

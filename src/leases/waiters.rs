@@ -73,6 +73,14 @@ impl Waiters {
         }
     }
 
+    /// Tells the head of every queue to try again (when which keys were
+    /// freed is not known).
+    pub fn wake_all(&self) {
+        for head in self.queues().values().filter_map(VecDeque::front) {
+            head.wake.notify_one();
+        }
+    }
+
     pub fn stats(&self) -> WaiterStats {
         let queues = self.queues();
         WaiterStats {

@@ -10,12 +10,67 @@ use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, LockMode, Millis};
 
+pub mod postgres;
 pub mod sqlite;
 
-pub use sqlite::maintenance::{backup, integrity_check};
+pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};
 
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
 use crate::telemetry::StoreStats;
+
+/// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a
+/// PostgreSQL database, anything else a SQLite file.
+pub async fn open(db: &Path, durability: Durability) -> Result<Arc<dyn Store>, String> {
+    match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
+        Some(url) => Ok(Arc::new(PostgresStore::open(url).await?)),
+        None => Ok(Arc::new(SqliteStore::open(db, durability).await?)),
+    }
+}
+
+/// `db` as a log line or a message may show it: a URL without its password.
+pub fn describe(db: &Path) -> String {
+    match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
+        Some(url) => postgres::redacted(url),
+        None => db.display().to_string(),
+    }
+}
+
+fn refuse_postgres(db: &Path, what: &str) -> Result<(), String> {
+    match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
+        Some(_) => Err(format!(
+            "{what} works on a SQLite file; {} is PostgreSQL: use its own tools \
+             (pg_dump or pg_basebackup for backups, amcheck for integrity)",
+            describe(db)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A consistent copy of a SQLite database (see `sqlite::maintenance::backup`).
+pub async fn backup(db: &Path, out: &Path) -> Result<u64, String> {
+    refuse_postgres(db, "backup")?;
+    sqlite::maintenance::backup(db, out).await
+}
+
+/// The integrity check of a SQLite database; a PostgreSQL URL is refused.
+pub async fn integrity_check(db: &Path) -> Result<Vec<String>, String> {
+    refuse_postgres(db, "check")?;
+    sqlite::maintenance::integrity_check(db).await
+}
+
+/// A change of a key that waiters elsewhere may be waiting for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// Leases on the key were released, force-released or reaped.
+    Freed(String),
+    /// Events may have been lost (a reconnection): any key may be free.
+    Missed,
+}
 
 /// Live leases in the store, by kind (the `leasehold_live_leases` gauge).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -240,6 +295,11 @@ pub trait Store: Send + Sync + 'static {
     async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64>;
     /// Commit latency, batch size and expiries, where the store measures them.
     fn stats(&self) -> Option<&StoreStats> {
+        None
+    }
+    /// Keys freed by any server on the same database, for stores shared by
+    /// several replicas; `None` when this server alone changes the store.
+    fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {
         None
     }
     /// Flushes and closes the database.

@@ -1,5 +1,5 @@
 //! `spawn_app()` starts the service in-process on port 0 with its own database
-//! file; `ServerProcess` runs the real binary for crash and restart tests.
+//! (on the backend of the test binary, see `backend.rs`); `ServerProcess` runs the real binary for crash and restart tests.
 
 #![allow(dead_code)]
 
@@ -55,7 +55,7 @@ async fn spawn_app_on(
     tweak: impl FnOnce(&mut ServeConfig),
     clock: SharedClock,
 ) -> TestApp {
-    let db = dir.path().join("leasehold.db");
+    let db = crate::backend::database(dir.path()).await;
     let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), db.clone());
     tweak(&mut config);
     let app = Application::build_with_clock(config, clock)

@@ -6,8 +6,6 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteConnectOptions;
 
 use crate::helpers::{TestApp, problem, spawn_app, spawn_app_with, spawn_app_with_clock};
 
@@ -159,17 +157,7 @@ async fn renew_or_release_after_someone_else_took_the_key_is_lease_lost() {
 }
 
 async fn rows_in(app: &TestApp) -> i64 {
-    let options = SqliteConnectOptions::new()
-        .filename(&app.db)
-        .read_only(true);
-    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
-    let n = sqlx::query("SELECT count(*) AS n FROM lock_leases")
-        .fetch_one(&pool)
-        .await
-        .unwrap()
-        .get("n");
-    pool.close().await;
-    n
+    crate::backend::count_rows(&app.db, "lock_leases").await
 }
 
 #[tokio::test]
@@ -192,32 +180,6 @@ async fn the_reaper_step_removes_expired_rows_in_batches_and_leaves_live_ones() 
     // Fencing keeps growing after rows are reaped.
     let next = app.must_acquire("short/0", "h", 1_000).await;
     assert!(next["fencing_token"].as_i64() > live["fencing_token"].as_i64());
-}
-
-#[tokio::test]
-async fn a_grant_is_on_disk_before_it_is_acknowledged() {
-    let app = spawn_app().await;
-    let lease = app.must_acquire("durable", "h", 60_000).await;
-    // A separate connection, opened after the answer, sees the committed row.
-    let options = SqliteConnectOptions::new()
-        .filename(&app.db)
-        .read_only(true);
-    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
-    let fencing: i64 =
-        sqlx::query("SELECT fencing_token FROM lock_leases WHERE key = 'durable' AND token = ?")
-            .bind(lease["token"].as_str().unwrap())
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-            .get(0);
-    assert_eq!(fencing, lease["fencing_token"].as_i64().unwrap());
-    let sync: i64 = sqlx::query("PRAGMA synchronous")
-        .fetch_one(&pool)
-        .await
-        .unwrap()
-        .get(0);
-    assert!(sync >= 0);
-    pool.close().await;
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
 //! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
+//! The backend-agnostic modules also run on PostgreSQL (`tests/postgres`).
 
 mod auth;
+mod backend;
 mod backup;
 mod container;
 mod crash;
@@ -17,5 +19,6 @@ mod raw;
 mod restarts;
 mod scopes;
 mod slow_clients;
+mod sqlite_file;
 mod subnets;
 mod waiting;

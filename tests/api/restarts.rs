@@ -1,4 +1,4 @@
-//! Crashes and downtime, with the real binary on a real file.
+//! Crashes and downtime, with the real binary on a real database.
 
 use std::time::Duration;
 
@@ -27,7 +27,8 @@ async fn acquire(
 #[tokio::test]
 async fn a_grant_survives_sigkill_with_its_token_and_fencing_token() {
     let dir = TempDir::new().unwrap();
-    let db = dir.path().join("nested/folder/leasehold.db");
+    // On SQLite, the file's folders are created too.
+    let db = crate::backend::database(&dir.path().join("nested/folder")).await;
     let client = reqwest::Client::new();
     let server = ServerProcess::start(&db, &[]);
     let lease = acquire(&client, &server, "survivor", 60_000).await;
@@ -62,7 +63,7 @@ async fn a_grant_survives_sigkill_with_its_token_and_fencing_token() {
 #[tokio::test]
 async fn downtime_does_not_steal_a_lease() {
     let dir = TempDir::new().unwrap();
-    let db = dir.path().join("leasehold.db");
+    let db = crate::backend::database(dir.path()).await;
     let client = reqwest::Client::new();
     let server = ServerProcess::start(&db, &[]);
     let lease = acquire(&client, &server, "kept", 2_000).await;
@@ -110,7 +111,7 @@ async fn downtime_does_not_steal_a_lease() {
 #[tokio::test]
 async fn fencing_tokens_keep_growing_across_restarts() {
     let dir = TempDir::new().unwrap();
-    let db = dir.path().join("leasehold.db");
+    let db = crate::backend::database(dir.path()).await;
     let client = reqwest::Client::new();
     let mut last = 0;
     for round in 0..3 {
@@ -158,7 +159,7 @@ async fn start_up_failures_are_one_line_and_exit_non_zero() {
 #[tokio::test]
 async fn sigterm_lets_in_flight_requests_finish_and_closes_cleanly() {
     let dir = TempDir::new().unwrap();
-    let db = dir.path().join("leasehold.db");
+    let db = crate::backend::database(dir.path()).await;
     let client = reqwest::Client::new();
     let server = ServerProcess::start(&db, &[]);
     acquire(&client, &server, "busy", 60_000).await;
@@ -188,7 +189,7 @@ async fn sigterm_lets_in_flight_requests_finish_and_closes_cleanly() {
         .unwrap()
         .expect("the in-flight request is answered");
     assert_eq!(answer.status(), StatusCode::CONFLICT);
-    // Closed cleanly: no WAL left behind for the next start to recover.
+    // Closed cleanly: on SQLite, no WAL left behind for the next start to recover.
     let wal = dir.path().join("leasehold.db-wal");
     assert!(!wal.exists() || std::fs::metadata(&wal).unwrap().len() == 0);
 }

@@ -20,7 +20,7 @@ async fn put_pool(app: &TestApp, name: &str, body: Value) -> reqwest::Response {
         .unwrap()
 }
 
-async fn must_pool(app: &TestApp, name: &str, cidr: &str) {
+pub(crate) async fn must_pool(app: &TestApp, name: &str, cidr: &str) {
     let r = put_pool(app, name, json!({"cidr": cidr})).await;
     assert_eq!(
         r.status(),
@@ -35,7 +35,7 @@ async fn reserve(app: &TestApp, pool: &str, body: Value) -> reqwest::Response {
         .await
 }
 
-async fn must_reserve(app: &TestApp, pool: &str, body: Value) -> Value {
+pub(crate) async fn must_reserve(app: &TestApp, pool: &str, body: Value) -> Value {
     let r = reserve(app, pool, body).await;
     assert_eq!(r.status(), StatusCode::CREATED);
     r.json().await.unwrap()
@@ -393,7 +393,7 @@ async fn sixty_four_reserve_a_24(
     join_all(requests).await
 }
 
-fn exactly_sixteen_disjoint(answers: &[(StatusCode, Value)]) -> HashSet<String> {
+pub(crate) fn exactly_sixteen_disjoint(answers: &[(StatusCode, Value)]) -> HashSet<String> {
     let granted: HashSet<String> = answers
         .iter()
         .filter(|(s, _)| *s == StatusCode::CREATED)
@@ -427,7 +427,7 @@ async fn sixty_four_concurrent_reserves_in_a_20_grant_exactly_sixteen() {
 #[tokio::test]
 async fn grants_survive_a_kill_and_restart_of_the_real_binary() {
     let dir = tempfile::TempDir::new().unwrap();
-    let db = dir.path().join("leasehold.db");
+    let db = crate::backend::database(dir.path()).await;
     let client = reqwest::Client::new();
     let server = ServerProcess::start(&db, &[]);
     wait_until_ready(&client, &server.address).await;
@@ -677,44 +677,4 @@ async fn fencing_tokens_are_shared_with_locks_and_strictly_increase() {
         );
     }
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
-}
-
-#[tokio::test]
-async fn the_database_itself_refuses_an_overlapping_reservation() {
-    let app = spawn_app().await;
-    must_pool(&app, "p", "10.0.0.0/16").await;
-    must_reserve(&app, "p", json!({"holder": "h", "subnet": "10.0.4.0/22"})).await;
-    let db = sqlx::sqlite::SqlitePoolOptions::new()
-        .connect(&format!("sqlite://{}", app.db.display()))
-        .await
-        .unwrap();
-    let insert = |first: [u8; 4], last: [u8; 4], len: i64, fencing: i64| {
-        let mut a = [0u8; 16];
-        let mut b = [0u8; 16];
-        a[12..].copy_from_slice(&first);
-        b[12..].copy_from_slice(&last);
-        sqlx::query(
-            "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, last_addr, prefix_len, \
-             holder, token, acquired_at, expires_at, ttl_ms) VALUES (?1, 'p', ?2, ?3, ?4, 'x', 't', 0, NULL, 1000)",
-        )
-        .bind(fencing)
-        .bind(a.to_vec())
-        .bind(b.to_vec())
-        .bind(len)
-        .execute(&db)
-    };
-    for (first, last, len) in [
-        ([10, 0, 5, 0], [10, 0, 5, 255], 24),
-        ([10, 0, 0, 0], [10, 0, 255, 255], 16),
-    ] {
-        let err = insert(first, last, len, 1_000_000).await.unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("subnet overlaps a live reservation"),
-            "{err}"
-        );
-    }
-    insert([10, 0, 8, 0], [10, 0, 8, 255], 24, 1_000_001)
-        .await
-        .expect("a disjoint row is accepted");
 }

@@ -135,6 +135,9 @@ impl From<sqlx::Error> for StoreError {
         const IOERR: i64 = 10;
         const FULL: i64 = 13;
         const CANTOPEN: i64 = 14;
+        if let Some(classified) = super::postgres::classify(&error) {
+            return classified;
+        }
         match &error {
             sqlx::Error::Database(db) if db.message().contains(OVERLAP_ABORT) => {
                 StoreError::SubnetOverlap

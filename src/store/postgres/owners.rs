@@ -1,0 +1,54 @@
+//! Who created a lease, and the quota of live leases per API token. Grants of
+//! one owner with a quota take that owner's transaction lock before counting,
+//! so two grants racing for the last unit of a quota, on any replica, cannot
+//! both pass.
+
+use sqlx::PgConnection;
+
+use crate::domain::Millis;
+use crate::store::{LeaseOwner, StoreError, StoreResult};
+
+const COUNT_LIVE: &str = "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND expires_at > $2) \
+     + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
+        AND (expires_at IS NULL OR expires_at > $2))";
+
+/// The live leases `owner` created, locks and reservations together.
+pub(super) async fn count_live(
+    conn: &mut PgConnection,
+    owner: &str,
+    now: Millis,
+) -> StoreResult<u64> {
+    let n: i64 = sqlx::query_scalar(COUNT_LIVE)
+        .bind(owner)
+        .bind(now)
+        .fetch_one(conn)
+        .await?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Refuses a new grant when the owner already holds its quota. Taken last in
+/// a grant's transaction (after its key or pool lock), so no lock order cycles.
+pub(super) async fn check_quota(
+    conn: &mut PgConnection,
+    owner: Option<&LeaseOwner>,
+    now: Millis,
+) -> StoreResult<()> {
+    let Some((name, limit)) = owner.and_then(|o| Some((&o.name, o.max_live_leases?))) else {
+        return Ok(());
+    };
+    // The two-key form: a key space apart from the per-key locks' bigint one.
+    sqlx::query("SELECT pg_advisory_xact_lock(1, hashtext($1))")
+        .bind(name)
+        .execute(&mut *conn)
+        .await?;
+    let current = count_live(conn, name, now).await?;
+    if current >= u64::from(limit) {
+        return Err(StoreError::QuotaExceeded { limit, current });
+    }
+    Ok(())
+}
+
+/// The name stored in a lease's `owner` column.
+pub(super) fn owner_name(owner: &Option<LeaseOwner>) -> Option<&str> {
+    owner.as_ref().map(|o| o.name.as_str())
+}

@@ -1,0 +1,227 @@
+//! Subnet reservations in PostgreSQL. A grant is one transaction holding the
+//! pool's row lock: purge the pool's expired reservations, decide over the
+//! free-block table with a handful of indexed reads, insert. Grants in other
+//! pools go on meanwhile; the exclusion constraint stands behind the allocator.
+
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+
+use super::free_blocks::{find_grant, free_block_at, take_free};
+use super::owners::{check_quota, owner_name};
+use super::pools::{block_of, lock_pool, purge_expired};
+use super::{PostgresStore, metadata_text, next_fencing_token, parse_metadata};
+use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
+use crate::domain::cidr::{Block, Family};
+use crate::domain::subnet::{
+    MAX_CONFLICTS, Pool, Reservation, ReserveRefusal, parse_reservation_id,
+};
+use crate::domain::{Lease, Millis};
+use crate::store::{NewReservation, ReserveOutcome, StoreError, StoreResult};
+
+pub(super) const COLUMNS: &str = "fencing_token, pool, first_addr, prefix_len, holder, token, acquired_at, \
+                       expires_at, ttl_ms, metadata, idempotency_key";
+/// Live: allocated (no expiry) or not yet expired.
+pub(super) const LIVE: &str = "(expires_at IS NULL OR expires_at > $3)";
+
+pub(super) fn from_row(family: Family, row: &PgRow) -> StoreResult<Reservation> {
+    let start: Vec<u8> = row.try_get("first_addr")?;
+    Ok(Reservation {
+        pool: row.try_get("pool")?,
+        subnet: block_of(family, &start, row.try_get("prefix_len")?)?,
+        lease: Lease {
+            holder: row.try_get("holder")?,
+            token: row.try_get("token")?,
+            fencing_token: row.try_get("fencing_token")?,
+            acquired_at: row.try_get("acquired_at")?,
+            expires_at: row.try_get("expires_at")?,
+            ttl_ms: row.try_get("ttl_ms")?,
+            metadata: parse_metadata(row.try_get("metadata")?)?,
+        },
+        idempotency_key: row.try_get("idempotency_key")?,
+    })
+}
+
+/// Ids this server never issued name no row (fencing tokens start at 1).
+pub(super) fn fencing_of(id: &str) -> i64 {
+    parse_reservation_id(id).unwrap_or(0)
+}
+
+/// The live reservations overlapping `subnet` (all rows are live once the
+/// pool is purged): the one starting before it if it reaches in, and those
+/// starting inside it.
+async fn conflicts(
+    conn: &mut PgConnection,
+    pool: &Pool,
+    subnet: Block,
+) -> StoreResult<Vec<Reservation>> {
+    let family = pool.cidr.family();
+    let before = format!(
+        "SELECT {COLUMNS} FROM subnet_reservations WHERE pool = $1 AND first_addr < $2 \
+         ORDER BY first_addr DESC LIMIT 1"
+    );
+    let mut found = Vec::new();
+    if let Some(row) = sqlx::query(sqlx::AssertSqlSafe(before))
+        .bind(&pool.name)
+        .bind(&subnet.start_bytes()[..])
+        .fetch_optional(&mut *conn)
+        .await?
+    {
+        let r = from_row(family, &row)?;
+        if r.subnet.overlaps(subnet) {
+            found.push(r);
+        }
+    }
+    let inside = format!(
+        "SELECT {COLUMNS} FROM subnet_reservations WHERE pool = $1 AND first_addr BETWEEN $2 AND $3 \
+         ORDER BY first_addr LIMIT $4"
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(inside))
+        .bind(&pool.name)
+        .bind(&subnet.start_bytes()[..])
+        .bind(&subnet.last_bytes()[..])
+        .bind(MAX_CONFLICTS as i64 + 1)
+        .fetch_all(&mut *conn)
+        .await?;
+    for row in &rows {
+        found.push(from_row(family, row)?);
+    }
+    Ok(found)
+}
+
+async fn earliest_expiry(conn: &mut PgConnection, pool: &str) -> StoreResult<Option<Millis>> {
+    Ok(sqlx::query_scalar(
+        "SELECT min(expires_at) FROM subnet_reservations WHERE pool = $1 AND expires_at IS NOT NULL",
+    )
+    .bind(pool)
+    .fetch_one(conn)
+    .await?)
+}
+
+impl PostgresStore {
+    pub(super) async fn reserve_tx(
+        &self,
+        new: NewReservation,
+        now: Millis,
+    ) -> StoreResult<ReserveOutcome> {
+        let mut tx = self.begin().await?;
+        let (outcome, expired) = reserve(&mut tx, new, now).await?;
+        self.commit(tx, (0, expired)).await?;
+        Ok(outcome)
+    }
+}
+
+/// The reserve transaction: replay, purge of the pool's expired reservations,
+/// the allocator's decision, and the insert.
+async fn reserve(
+    tx: &mut PgConnection,
+    new: NewReservation,
+    now: Millis,
+) -> StoreResult<(ReserveOutcome, u64)> {
+    let pool = lock_pool(&mut *tx, &new.pool).await?;
+    let family = pool.cidr.family();
+    if let Err(invalid) = check_want(pool.cidr, new.want) {
+        return Ok((ReserveOutcome::Invalid(invalid), 0));
+    }
+    if let Some(idem) = &new.idempotency_key {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM subnet_reservations \
+                 WHERE pool = $1 AND idempotency_key = $2 AND {LIVE}"
+        );
+        let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&new.pool)
+            .bind(idem)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some(row) = replay {
+            let reservation = from_row(family, &row)?;
+            if reservation.lease.holder != new.holder {
+                return Err(StoreError::IdempotencyMismatch {
+                    holder: reservation.lease.holder,
+                });
+            }
+            return Ok((ReserveOutcome::Replayed(reservation), 0));
+        }
+    }
+    let expired = purge_expired(&mut *tx, &pool, now, i64::MAX).await?;
+    let excludes = relevant_excludes(pool.cidr, &new.excludes);
+    let grant = match new.want {
+        Want::PrefixLen(len) => match find_grant(&mut *tx, &pool, len, &excludes).await? {
+            Ok(grant) => grant,
+            Err(largest_free) => {
+                let retry_at = earliest_expiry(&mut *tx, &pool.name).await?;
+                let refusal = ReserveRefusal::Exhausted {
+                    largest_free,
+                    retry_at,
+                };
+                return Ok((ReserveOutcome::Refused(refusal), expired));
+            }
+        },
+        Want::Subnet(subnet) => {
+            let excluded: Vec<Block> = excludes
+                .iter()
+                .copied()
+                .filter(|x| x.overlaps(subnet))
+                .collect();
+            let free = free_block_at(&mut *tx, &pool, subnet.start()).await?;
+            match free.filter(|f| f.contains(subnet)) {
+                Some(from) if excluded.is_empty() => Grant {
+                    from,
+                    block: subnet,
+                },
+                _ => {
+                    let mut conflicts = conflicts(&mut *tx, &pool, subnet).await?;
+                    let more_conflicts = conflicts.len() > MAX_CONFLICTS;
+                    conflicts.truncate(MAX_CONFLICTS);
+                    let refusal = ReserveRefusal::Unavailable {
+                        conflicts,
+                        more_conflicts,
+                        excluded,
+                    };
+                    return Ok((ReserveOutcome::Refused(refusal), expired));
+                }
+            }
+        }
+    };
+    check_quota(&mut *tx, new.owner.as_ref(), now).await?;
+    take_free(&mut *tx, &pool.name, grant).await?;
+    let fencing_token = next_fencing_token(&mut *tx).await?;
+    let metadata = metadata_text(&new.metadata);
+    let expires_at = now + new.ttl_ms;
+    sqlx::query(
+        "INSERT INTO subnet_reservations (fencing_token, pool, subnet, first_addr, last_addr, \
+         prefix_len, holder, token, acquired_at, expires_at, ttl_ms, metadata, idempotency_key, \
+         owner) \
+         VALUES ($1, $2, $3::cidr, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    )
+    .bind(fencing_token)
+    .bind(&pool.name)
+    .bind(grant.block.to_string())
+    .bind(&grant.block.start_bytes()[..])
+    .bind(&grant.block.last_bytes()[..])
+    .bind(i64::from(grant.block.prefix_len()))
+    .bind(&new.holder)
+    .bind(&new.token)
+    .bind(now)
+    .bind(expires_at)
+    .bind(new.ttl_ms)
+    .bind(&metadata)
+    .bind(&new.idempotency_key)
+    .bind(owner_name(&new.owner))
+    .execute(&mut *tx)
+    .await?;
+    let reservation = Reservation {
+        pool: pool.name,
+        subnet: grant.block,
+        lease: Lease::granted(
+            new.holder,
+            new.token,
+            fencing_token,
+            now,
+            new.ttl_ms,
+            new.metadata,
+        ),
+        idempotency_key: new.idempotency_key,
+    };
+    Ok((ReserveOutcome::Granted(reservation), expired))
+}
