@@ -8,7 +8,7 @@ use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
-use crate::domain::{InvalidInput, LockMode, Millis};
+use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
 pub mod postgres;
 pub mod sqlite;
@@ -104,6 +104,42 @@ pub struct NewLock {
     pub idempotency_key: Option<String>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
+}
+
+impl NewLock {
+    /// The lease this grant became, once stored with `fencing_token` at `now`.
+    pub fn granted(self, now: Millis, fencing_token: i64) -> LockLease {
+        LockLease {
+            key: self.key,
+            lease: Lease::granted(
+                self.holder,
+                self.token,
+                fencing_token,
+                now,
+                self.ttl_ms,
+                self.metadata,
+            ),
+            mode: self.mode,
+            max_holders: self.max_holders,
+            lock_delay_ms: self.lock_delay_ms,
+            idempotency_key: self.idempotency_key,
+        }
+    }
+}
+
+impl LeaseOwner {
+    /// The name and quota of an owner whose grants are counted, if any.
+    pub fn counted(owner: Option<&LeaseOwner>) -> Option<(&str, u32)> {
+        owner.and_then(|o| Some((o.name.as_str(), o.max_live_leases?)))
+    }
+
+    /// Refuses a grant to an owner holding `current` live leases of `limit`.
+    pub fn check_quota(limit: u32, current: u64) -> StoreResult<()> {
+        if current >= u64::from(limit) {
+            return Err(StoreError::QuotaExceeded { limit, current });
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -274,20 +274,8 @@ async fn acquire(
     .bind(owner_name(&new.owner))
     .execute(&mut *tx)
     .await?;
-    let lease = LockLease {
-        key: new.key,
-        lease: Lease::granted(
-            new.holder,
-            new.token,
-            fencing_token,
-            now,
-            new.ttl_ms,
-            new.metadata,
-        ),
-        mode: new.mode,
-        max_holders: new.max_holders,
-        lock_delay_ms: new.lock_delay_ms,
-        idempotency_key: new.idempotency_key,
-    };
-    Ok((AcquireOutcome::Granted(lease), expired))
+    Ok((
+        AcquireOutcome::Granted(new.granted(now, fencing_token)),
+        expired,
+    ))
 }

@@ -6,7 +6,7 @@
 use sqlx::PgConnection;
 
 use crate::domain::Millis;
-use crate::store::{LeaseOwner, StoreError, StoreResult};
+use crate::store::{LeaseOwner, StoreResult};
 
 const COUNT_LIVE: &str = "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND expires_at > $2) \
      + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
@@ -33,7 +33,7 @@ pub(super) async fn check_quota(
     owner: Option<&LeaseOwner>,
     now: Millis,
 ) -> StoreResult<()> {
-    let Some((name, limit)) = owner.and_then(|o| Some((&o.name, o.max_live_leases?))) else {
+    let Some((name, limit)) = LeaseOwner::counted(owner) else {
         return Ok(());
     };
     // The two-key form: a key space apart from the per-key locks' bigint one.
@@ -41,11 +41,7 @@ pub(super) async fn check_quota(
         .bind(name)
         .execute(&mut *conn)
         .await?;
-    let current = count_live(conn, name, now).await?;
-    if current >= u64::from(limit) {
-        return Err(StoreError::QuotaExceeded { limit, current });
-    }
-    Ok(())
+    LeaseOwner::check_quota(limit, count_live(conn, name, now).await?)
 }
 
 /// The name stored in a lease's `owner` column.

@@ -7,8 +7,8 @@ use sqlx::SqliteConnection;
 use super::locks::{COLUMNS, from_row, from_rows};
 use super::metadata_text;
 use super::owners::{check_quota, owner_name};
-use crate::domain::lock::{self, Claim, LockLease};
-use crate::domain::{Lease, Millis};
+use crate::domain::Millis;
+use crate::domain::lock::{self, Claim};
 use crate::store::{AcquireOutcome, NewLock, StoreError, StoreResult};
 use crate::telemetry::StoreStats;
 
@@ -45,7 +45,7 @@ pub(super) async fn acquire(
     // A key with no rows at all grants any claim: the insert that checks
     // this is the whole transaction, in one statement.
     if let Some(fencing_token) = insert_lease(tx, &new, now, true).await? {
-        return Ok(granted(new, now, fencing_token));
+        return Ok(AcquireOutcome::Granted(new.granted(now, fencing_token)));
     }
     let sql = format!("SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token");
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -76,7 +76,7 @@ pub(super) async fn acquire(
     let fencing_token = insert_lease(tx, &new, now, false)
         .await?
         .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
-    Ok(granted(new, now, fencing_token))
+    Ok(AcquireOutcome::Granted(new.granted(now, fencing_token)))
 }
 
 /// Inserts the lease `new` with the next fencing token (the counter follows
@@ -111,22 +111,4 @@ async fn insert_lease(
     .bind(owner_name(&new.owner))
     .fetch_optional(&mut *tx)
     .await?)
-}
-
-fn granted(new: NewLock, now: Millis, fencing_token: i64) -> AcquireOutcome {
-    AcquireOutcome::Granted(LockLease {
-        key: new.key,
-        lease: Lease::granted(
-            new.holder,
-            new.token,
-            fencing_token,
-            now,
-            new.ttl_ms,
-            new.metadata,
-        ),
-        mode: new.mode,
-        max_holders: new.max_holders,
-        lock_delay_ms: new.lock_delay_ms,
-        idempotency_key: new.idempotency_key,
-    })
 }

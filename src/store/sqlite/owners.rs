@@ -5,7 +5,7 @@
 use sqlx::SqliteConnection;
 
 use crate::domain::Millis;
-use crate::store::{LeaseOwner, StoreError, StoreResult};
+use crate::store::{LeaseOwner, StoreResult};
 
 const COUNT_LIVE: &str = "SELECT (SELECT count(*) FROM lock_leases WHERE owner = ?1 AND expires_at > ?2) \
      + (SELECT count(*) FROM subnet_reservations WHERE owner = ?1 \
@@ -31,14 +31,10 @@ pub(super) async fn check_quota(
     owner: Option<&LeaseOwner>,
     now: Millis,
 ) -> StoreResult<()> {
-    let Some((name, limit)) = owner.and_then(|o| Some((&o.name, o.max_live_leases?))) else {
+    let Some((name, limit)) = LeaseOwner::counted(owner) else {
         return Ok(());
     };
-    let current = count_live(conn, name, now).await?;
-    if current >= u64::from(limit) {
-        return Err(StoreError::QuotaExceeded { limit, current });
-    }
-    Ok(())
+    LeaseOwner::check_quota(limit, count_live(conn, name, now).await?)
 }
 
 /// The name stored in a lease's `owner` column.
