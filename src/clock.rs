@@ -1,27 +1,82 @@
 //! The server's clock. Every lease decision takes its `now` from here, so tests
 //! can drive time by hand and the rules in `domain` never read a clock.
+//!
+//! Lease time is measured on a monotonic clock (rule 2): the lease clock is
+//! anchored once, at start, and from then on advances with the kernel's
+//! boot-time clock, which steps of the wall clock (an NTP correction, an
+//! operator's `date -s`) do not move and which keeps counting while the
+//! machine sleeps. The wall clock is read only to show times to people.
 
 use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use nix::time::{ClockId, clock_gettime};
+
 use crate::domain::Millis;
 
-/// A source of "now" in unix milliseconds.
+/// A source of "now" in milliseconds on the lease clock.
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> Millis;
+
+    /// How far the wall clock is ahead of the lease clock, to show a lease
+    /// time as the wall-clock time people read.
+    fn wall_offset(&self) -> Millis {
+        0
+    }
+
+    /// Sets the lease clock to `at` and starts it: the start-up work done
+    /// before this (resuming leases) does not count against any lease.
+    fn anchor(&self, _at: Millis) {}
 }
 
-/// The wall clock.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
+/// Unix milliseconds on the wall clock.
+pub fn wall_now() -> Millis {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    Millis::try_from(since.as_millis()).unwrap_or(Millis::MAX)
+}
+
+/// Milliseconds on the monotonic boot-time clock.
+fn monotonic_now() -> Millis {
+    let t = clock_gettime(ClockId::CLOCK_BOOTTIME)
+        .or_else(|_| clock_gettime(ClockId::CLOCK_MONOTONIC))
+        .expect("the monotonic clock is readable");
+    t.tv_sec() * 1_000 + t.tv_nsec() / 1_000_000
+}
+
+/// The real lease clock: the wall clock's reading until it is anchored, then
+/// the anchor plus the monotonic time elapsed since.
+#[derive(Debug, Default)]
+pub struct SystemClock {
+    anchored: OnceLock<(Millis, Millis)>,
+}
+
+impl SystemClock {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
 
 impl Clock for SystemClock {
     fn now(&self) -> Millis {
-        let since = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("system clock is before 1970");
-        Millis::try_from(since.as_millis()).expect("system clock is past year 292 million")
+        match self.anchored.get() {
+            Some(&(at, since)) => at + (monotonic_now() - since),
+            None => wall_now(),
+        }
+    }
+
+    fn wall_offset(&self) -> Millis {
+        match self.anchored.get() {
+            Some(_) => wall_now() - self.now(),
+            None => 0,
+        }
+    }
+
+    fn anchor(&self, at: Millis) {
+        let _ = self.anchored.set((at, monotonic_now()));
     }
 }
 
@@ -50,3 +105,26 @@ impl Clock for ManualClock {
 }
 
 pub type SharedClock = Arc<dyn Clock>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_anchored_clock_starts_at_its_anchor_and_advances() {
+        let clock = SystemClock::new();
+        clock.anchor(1_000);
+        let first = clock.now();
+        assert!((1_000..1_100).contains(&first), "{first}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(clock.now() >= first + 20);
+    }
+
+    #[test]
+    fn its_wall_offset_is_the_wall_clock_minus_the_lease_clock() {
+        let clock = SystemClock::new();
+        clock.anchor(wall_now() - 60_000);
+        let offset = clock.wall_offset();
+        assert!((59_900..60_100).contains(&offset), "{offset}");
+    }
+}

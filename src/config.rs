@@ -69,6 +69,11 @@ pub struct ServeConfig {
     /// `synchronous_commit` decides).
     #[arg(long, env = "LEASEHOLD_DURABILITY", value_enum, default_value_t = Durability::Full)]
     pub durability: Durability,
+    /// PostgreSQL: how long a request waits for a database connection before
+    /// it is answered 503 `storage-unavailable` (the database is down or
+    /// saturated).
+    #[arg(long, env = "LEASEHOLD_DB_TIMEOUT", default_value = "2s", value_parser = parse_positive_duration)]
+    pub db_timeout: Duration,
     /// How often the reaper deletes expired leases.
     #[arg(long, env = "LEASEHOLD_REAPER_INTERVAL", default_value = "1s", value_parser = parse_duration)]
     pub reaper_interval: Duration,
@@ -136,6 +141,7 @@ impl ServeConfig {
             listen,
             db,
             durability: Durability::Full,
+            db_timeout: Duration::from_secs(2),
             reaper_interval: Duration::from_secs(1),
             reaper_batch: 100,
             default_ttl: Duration::from_secs(60),

@@ -73,6 +73,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         listen = %config.listen,
         db = %leasehold::store::describe(&config.db),
         durability = ?config.durability,
+        db_timeout = %format_duration(config.db_timeout),
         reaper_interval = %format_duration(config.reaper_interval),
         reaper_batch = config.reaper_batch,
         default_ttl = %format_duration(config.default_ttl),

@@ -30,7 +30,7 @@ impl Application {
     /// Opens the database, resumes the leases that were live when the server
     /// stopped, and binds the listener. Errors are one line, fit for a user.
     pub async fn build(config: ServeConfig) -> Result<Self, String> {
-        Self::build_with_clock(config, Arc::new(SystemClock)).await
+        Self::build_with_clock(config, Arc::new(SystemClock::new())).await
     }
 
     pub async fn build_with_clock(config: ServeConfig, clock: SharedClock) -> Result<Self, String> {
@@ -43,7 +43,7 @@ impl Application {
             }
             None => None,
         };
-        let store = store::open(&config.db, config.durability).await?;
+        let store = store::open(&config.db, config.durability, config.db_timeout).await?;
         let resumed = store
             .resume_after_downtime(clock.now())
             .await
@@ -53,9 +53,12 @@ impl Application {
                     store::describe(&config.db)
                 )
             })?;
-        if resumed > 0 {
+        // The lease clock starts only now, so the leases just given a full
+        // TTL have all of it when the server starts serving.
+        clock.anchor(resumed.anchor);
+        if resumed.extended > 0 {
             tracing::info!(
-                leases.resumed = resumed,
+                leases.resumed = resumed.extended,
                 "leases live at the last stop got a fresh TTL"
             );
         }

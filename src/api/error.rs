@@ -7,10 +7,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
+use crate::domain::InvalidInput;
 use crate::domain::lease::retry_after_secs;
 use crate::domain::lock::{LockLease, Refusal};
-use crate::domain::time::rfc3339_ms;
-use crate::domain::{InvalidInput, Millis};
+use crate::domain::time::Now;
 use crate::leases::{LeaseError, Shed};
 
 /// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus extension
@@ -162,17 +162,17 @@ impl From<InvalidInput> for Problem {
     }
 }
 
-fn holder_json(lease: &LockLease, now: Millis) -> Value {
+fn holder_json(lease: &LockLease, now: Now) -> Value {
     json!({
         "holder": lease.lease.holder,
         "fencing_token": lease.lease.fencing_token,
-        "expires_at": lease.lease.expires_at.map(rfc3339_ms),
-        "expires_in_ms": lease.lease.expires_in_ms(now),
+        "expires_at": lease.lease.expires_at.map(|t| now.show(t)),
+        "expires_in_ms": lease.lease.expires_in_ms(now.at),
     })
 }
 
 /// The 409 for a key that cannot be granted now.
-pub fn refusal_problem(key: &str, refusal: &Refusal, now: Millis) -> Problem {
+pub fn refusal_problem(key: &str, refusal: &Refusal, now: Now) -> Problem {
     match refusal {
         Refusal::Held {
             holders,
@@ -183,7 +183,7 @@ pub fn refusal_problem(key: &str, refusal: &Refusal, now: Millis) -> Problem {
                 Some(l) => format!(
                     "{key} is held by {} until {}",
                     l.lease.holder,
-                    rfc3339_ms(l.expires_at())
+                    now.show(l.expires_at())
                 ),
                 None => format!("{key} is promised to clients already waiting for it"),
             };
@@ -195,8 +195,8 @@ pub fn refusal_problem(key: &str, refusal: &Refusal, now: Millis) -> Problem {
             )
             .with("key", key)
             .with("holder", first.map(|l| l.lease.holder.clone()))
-            .with("expires_at", first.map(|l| rfc3339_ms(l.expires_at())))
-            .with("available_at", rfc3339_ms(*available_at))
+            .with("expires_at", first.map(|l| now.show(l.expires_at())))
+            .with("available_at", now.show(*available_at))
             .with(
                 "holders",
                 holders
@@ -204,7 +204,7 @@ pub fn refusal_problem(key: &str, refusal: &Refusal, now: Millis) -> Problem {
                     .map(|l| holder_json(l, now))
                     .collect::<Vec<_>>(),
             )
-            .retry_after(retry_after_secs(*available_at, now))
+            .retry_after(retry_after_secs(*available_at, now.at))
         }
         Refusal::Delayed { until } => Problem::new(
             StatusCode::CONFLICT,
@@ -212,15 +212,15 @@ pub fn refusal_problem(key: &str, refusal: &Refusal, now: Millis) -> Problem {
             "The lock is held",
             format!(
                 "a lease on {key} expired recently; its lock delay keeps the key until {}",
-                rfc3339_ms(*until)
+                now.show(*until)
             ),
         )
         .with("key", key)
         .with("holder", Value::Null)
         .with("expires_at", Value::Null)
-        .with("available_at", rfc3339_ms(*until))
+        .with("available_at", now.show(*until))
         .with("reason", "lock-delay")
-        .retry_after(retry_after_secs(*until, now)),
+        .retry_after(retry_after_secs(*until, now.at)),
         Refusal::LimitMismatch { current, clears_at } => Problem::new(
             StatusCode::CONFLICT,
             "limit-mismatch",
@@ -232,7 +232,7 @@ pub fn refusal_problem(key: &str, refusal: &Refusal, now: Millis) -> Problem {
         )
         .with("key", key)
         .with("max_holders", *current)
-        .retry_after(retry_after_secs(*clears_at, now)),
+        .retry_after(retry_after_secs(*clears_at, now.at)),
     }
 }
 

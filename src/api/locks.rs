@@ -14,9 +14,9 @@ use super::auth::Caller;
 use super::error::{Problem, lease_problem};
 use super::extract::{AppJson, AppPath, AppQuery};
 use crate::auth::Need;
+use crate::domain::LockMode;
 use crate::domain::lock::LockLease;
-use crate::domain::time::rfc3339_ms;
-use crate::domain::{LockMode, Millis};
+use crate::domain::time::Now;
 use crate::leases::{AcquireLock, Acquired};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -133,11 +133,11 @@ pub struct LockLeaseBody {
 }
 
 impl LockLeaseBody {
-    fn new(lease: LockLease, now: Millis, with_token: bool) -> Self {
-        let expires_in_ms = lease.lease.expires_in_ms(now).unwrap_or(0);
+    fn new(lease: LockLease, now: Now, with_token: bool) -> Self {
+        let expires_in_ms = lease.lease.expires_in_ms(now.at).unwrap_or(0);
         Self {
-            expires_at: rfc3339_ms(lease.expires_at()),
-            acquired_at: rfc3339_ms(lease.lease.acquired_at),
+            expires_at: now.show(lease.expires_at()),
+            acquired_at: now.show(lease.lease.acquired_at),
             key: lease.key,
             holder: lease.lease.holder,
             fencing_token: lease.lease.fencing_token,
@@ -224,7 +224,7 @@ pub async fn acquire_lock(
         .acquire(request)
         .await
         .map_err(|e| lease_problem(&key, e))?;
-    let now = state.leases.now();
+    let now = state.leases.moment();
     let (status, lease) = match acquired {
         Acquired::Granted(lease) => (StatusCode::CREATED, lease),
         Acquired::Replayed(lease) => (StatusCode::OK, lease),
@@ -256,7 +256,11 @@ pub async fn renew_lock(
         .renew(&key, &body.token, body.ttl_ms)
         .await
         .map_err(|e| lease_problem(&key, e))?;
-    Ok(Json(LockLeaseBody::new(lease, state.leases.now(), false)))
+    Ok(Json(LockLeaseBody::new(
+        lease,
+        state.leases.moment(),
+        false,
+    )))
 }
 
 /// Release a lease.
@@ -308,15 +312,15 @@ pub async fn get_lock(
         .inspect(&key)
         .await
         .map_err(|e| lease_problem(&key, e))?;
-    let now = state.leases.now();
+    let now = state.leases.moment();
     let holders = held
         .iter()
         .map(|l| LockHolder {
             holder: l.lease.holder.clone(),
             fencing_token: l.lease.fencing_token,
-            acquired_at: rfc3339_ms(l.lease.acquired_at),
-            expires_at: rfc3339_ms(l.expires_at()),
-            expires_in_ms: l.lease.expires_in_ms(now).unwrap_or(0),
+            acquired_at: now.show(l.lease.acquired_at),
+            expires_at: now.show(l.expires_at()),
+            expires_in_ms: l.lease.expires_in_ms(now.at).unwrap_or(0),
         })
         .collect();
     let first = held
@@ -353,7 +357,7 @@ pub async fn list_locks(
         )
         .await
         .map_err(|e| lease_problem("the lock list", e))?;
-    let now = state.leases.now();
+    let now = state.leases.moment();
     Ok(Json(LockPageBody {
         items: page
             .items

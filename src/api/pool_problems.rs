@@ -6,24 +6,23 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::error::{Problem, lease_problem};
-use crate::domain::Millis;
 use crate::domain::lease::retry_after_secs;
 use crate::domain::subnet::{Reservation, ReserveRefusal};
-use crate::domain::time::rfc3339_ms;
+use crate::domain::time::Now;
 use crate::leases::LeaseError;
 
-fn conflict_json(r: &Reservation) -> Value {
+fn conflict_json(r: &Reservation, now: Now) -> Value {
     json!({
         "id": r.id(),
         "subnet": r.subnet.to_string(),
         "holder": r.lease.holder,
         "state": r.state().as_str(),
-        "expires_at": r.lease.expires_at.map(rfc3339_ms),
+        "expires_at": r.lease.expires_at.map(|t| now.show(t)),
     })
 }
 
 /// The 409 for a reservation that cannot be granted now.
-pub fn refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Millis) -> Problem {
+pub fn refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Now) -> Problem {
     match refusal {
         ReserveRefusal::Exhausted {
             largest_free,
@@ -44,7 +43,7 @@ pub fn refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Millis) -> Pro
             .with("pool", pool)
             .with("largest_free", largest_free.map(|b| b.to_string()));
             match retry_at {
-                Some(at) => problem.retry_after(retry_after_secs(*at, now)),
+                Some(at) => problem.retry_after(retry_after_secs(*at, now.at)),
                 None => problem,
             }
         }
@@ -72,7 +71,10 @@ pub fn refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Millis) -> Pro
             .with("pool", pool)
             .with(
                 "conflicts",
-                conflicts.iter().map(conflict_json).collect::<Vec<_>>(),
+                conflicts
+                    .iter()
+                    .map(|r| conflict_json(r, now))
+                    .collect::<Vec<_>>(),
             )
             .with("more_conflicts", *more_conflicts)
             .with(
@@ -82,7 +84,9 @@ pub fn refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Millis) -> Pro
             // Excludes never clear by themselves; expiring reservations do.
             let earliest = conflicts.iter().filter_map(|r| r.lease.expires_at).min();
             match earliest {
-                Some(at) if excluded.is_empty() => problem.retry_after(retry_after_secs(at, now)),
+                Some(at) if excluded.is_empty() => {
+                    problem.retry_after(retry_after_secs(at, now.at))
+                }
                 _ => problem,
             }
         }
@@ -140,7 +144,7 @@ pub fn subnet_problem(pool: &str, id: Option<&str>, error: LeaseError) -> Proble
             .with("reserved_count", reserved)
             .with("allocated_count", allocated);
             match clears_at {
-                Some(at) => problem.retry_after(retry_after_secs(at, now)),
+                Some(at) => problem.retry_after(retry_after_secs(at, now.at)),
                 None => problem,
             }
         }

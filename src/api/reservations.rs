@@ -18,9 +18,8 @@ use super::locks::{ReleaseRequest, RenewRequest, idempotency_key};
 use super::pool_problems::subnet_problem;
 use super::pools::PageQuery;
 use crate::auth::Need;
-use crate::domain::Millis;
 use crate::domain::subnet::Reservation;
-use crate::domain::time::rfc3339_ms;
+use crate::domain::time::Now;
 use crate::leases::{ReserveSubnet, Reserved};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -89,15 +88,15 @@ pub struct ReservationBody {
 }
 
 impl ReservationBody {
-    fn new(r: Reservation, now: Millis, with_token: bool) -> Self {
+    fn new(r: Reservation, now: Now, with_token: bool) -> Self {
         Self {
             id: r.id(),
             state: r.state().as_str().to_owned(),
             subnet: r.subnet.to_string(),
             prefix_len: r.subnet.prefix_len(),
-            expires_at: r.lease.expires_at.map(rfc3339_ms),
-            expires_in_ms: r.lease.expires_in_ms(now),
-            acquired_at: rfc3339_ms(r.lease.acquired_at),
+            expires_at: r.lease.expires_at.map(|t| now.show(t)),
+            expires_in_ms: r.lease.expires_in_ms(now.at),
+            acquired_at: now.show(r.lease.acquired_at),
             pool: r.pool,
             holder: r.lease.holder,
             fencing_token: r.lease.fencing_token,
@@ -157,7 +156,7 @@ pub async fn reserve_subnet(
         .reserve(request)
         .await
         .map_err(|e| subnet_problem(&pool, None, e))?;
-    let now = state.leases.now();
+    let now = state.leases.moment();
     let (status, r) = match reserved {
         Reserved::Granted(r) => (StatusCode::CREATED, r),
         Reserved::Replayed(r) => (StatusCode::OK, r),
@@ -188,7 +187,7 @@ pub async fn list_reservations(
         .list(&pool, query.limit, query.cursor.as_deref())
         .await
         .map_err(|e| subnet_problem(&pool, None, e))?;
-    let now = state.leases.now();
+    let now = state.leases.moment();
     Ok(Json(ReservationPageBody {
         items: page
             .items
@@ -220,7 +219,7 @@ pub async fn get_reservation(
         .get(&pool, &id)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
-    Ok(Json(ReservationBody::new(r, state.leases.now(), false)))
+    Ok(Json(ReservationBody::new(r, state.leases.moment(), false)))
 }
 
 /// Renew a reservation, keeping its subnet and fencing token. An allocated
@@ -249,7 +248,7 @@ pub async fn renew_reservation(
         .renew(&pool, &id, &body.token, body.ttl_ms)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
-    Ok(Json(ReservationBody::new(r, state.leases.now(), false)))
+    Ok(Json(ReservationBody::new(r, state.leases.moment(), false)))
 }
 
 /// Confirm a reservation: it becomes `allocated` and no longer expires.
@@ -276,7 +275,7 @@ pub async fn confirm_reservation(
         .confirm(&pool, &id, &body.token)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
-    Ok(Json(ReservationBody::new(r, state.leases.now(), false)))
+    Ok(Json(ReservationBody::new(r, state.leases.moment(), false)))
 }
 
 /// Release a reservation (reserved or allocated).

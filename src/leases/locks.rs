@@ -174,7 +174,10 @@ impl LockService<'_> {
         match outcome {
             AcquireOutcome::Granted(lease) => Ok(Acquired::Granted(lease)),
             AcquireOutcome::Replayed(lease) => Ok(Acquired::Replayed(lease)),
-            AcquireOutcome::Refused(refusal) => Err(LeaseError::Refused { refusal, now }),
+            AcquireOutcome::Refused(refusal) => Err(LeaseError::Refused {
+                refusal,
+                now: self.leases.at(now),
+            }),
         }
     }
 
@@ -218,7 +221,7 @@ impl LockService<'_> {
                         holders,
                         available_at,
                     },
-                    now,
+                    now: self.leases.at(now),
                 }
             }
             Err(e) => e.into(),

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use crate::clock::SharedClock;
 use crate::domain::lock::Refusal;
 use crate::domain::subnet::{Pool, ReserveRefusal};
+use crate::domain::time::Now;
 use crate::domain::{InvalidInput, Millis};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
@@ -57,7 +58,7 @@ pub enum LeaseError {
     #[error("{0}")]
     Invalid(InvalidInput),
     #[error("the key cannot be granted now")]
-    Refused { refusal: Refusal, now: Millis },
+    Refused { refusal: Refusal, now: Now },
     #[error("the lease is lost")]
     LeaseLost,
     #[error("not found")]
@@ -78,13 +79,10 @@ pub enum LeaseError {
         reserved: u64,
         allocated: u64,
         clears_at: Option<Millis>,
-        now: Millis,
+        now: Now,
     },
     #[error("the subnet cannot be reserved now")]
-    SubnetRefused {
-        refusal: ReserveRefusal,
-        now: Millis,
-    },
+    SubnetRefused { refusal: ReserveRefusal, now: Now },
     #[error("the subnet overlaps a live reservation")]
     SubnetOverlap,
     #[error("overloaded: too many {}", .0.as_str())]
@@ -150,6 +148,19 @@ impl Leases {
 
     pub fn now(&self) -> Millis {
         self.clock.now()
+    }
+
+    /// Now on the lease clock, with what it shows on the wall clock.
+    pub fn moment(&self) -> Now {
+        self.at(self.clock.now())
+    }
+
+    /// `at` on the lease clock, with what it shows on the wall clock.
+    pub fn at(&self, at: Millis) -> Now {
+        Now {
+            at,
+            wall_offset: self.clock.wall_offset(),
+        }
     }
 
     /// Ends every wait (waiters answer at once) and the reaper.

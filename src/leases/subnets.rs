@@ -165,7 +165,7 @@ impl SubnetService<'_> {
                 reserved,
                 allocated,
                 clears_at,
-                now,
+                now: self.leases.at(now),
             }),
         }
     }
@@ -221,7 +221,10 @@ impl SubnetService<'_> {
             ReserveOutcome::Invalid(e) => Err(e.into()),
             ReserveOutcome::Refused(refusal) => {
                 Metrics::inc(&metrics.reservation_conflicts);
-                Err(LeaseError::SubnetRefused { refusal, now })
+                Err(LeaseError::SubnetRefused {
+                    refusal,
+                    now: self.leases.at(now),
+                })
             }
         }
     }

@@ -11,6 +11,7 @@ use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
 pub mod postgres;
+mod resume;
 pub mod sqlite;
 
 pub use postgres::PostgresStore;
@@ -25,9 +26,14 @@ use crate::telemetry::StoreStats;
 
 /// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a
 /// PostgreSQL database, anything else a SQLite file.
-pub async fn open(db: &Path, durability: Durability) -> Result<Arc<dyn Store>, String> {
+/// On PostgreSQL, a request waits at most `timeout` for a connection.
+pub async fn open(
+    db: &Path,
+    durability: Durability,
+    timeout: std::time::Duration,
+) -> Result<Arc<dyn Store>, String> {
     match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
-        Some(url) => Ok(Arc::new(PostgresStore::open(url).await?)),
+        Some(url) => Ok(Arc::new(PostgresStore::open(url, timeout).await?)),
         None => Ok(Arc::new(SqliteStore::open(db, durability).await?)),
     }
 }
@@ -70,6 +76,14 @@ pub enum KeyEvent {
     Freed(String),
     /// Events may have been lost (a reconnection): any key may be free.
     Missed,
+}
+
+/// Where a starting server's lease clock begins, and how many leases got a
+/// fresh TTL from there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resumed {
+    pub anchor: Millis,
+    pub extended: u64,
 }
 
 /// Live leases in the store, by kind (the `leasehold_live_leases` gauge).
@@ -321,9 +335,12 @@ pub trait Store: Send + Sync + 'static {
     async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64>;
     /// Records that the server is running at `now` (a write: also the readiness probe).
     async fn record_alive(&self, now: Millis) -> StoreResult<()>;
-    /// On start: leases live at the last recorded `alive_at` get a full TTL from
-    /// `now`. Returns how many were extended.
-    async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64>;
+    /// On start: decides where this server's lease clock starts (`proposed`, the
+    /// wall clock's reading, unless the store keeps a clock shared by several
+    /// servers), and gives the leases live at the last recorded `alive_at` a full
+    /// TTL from there (rule 7); leases that had expired by then stay expired,
+    /// whichever way the wall clock moved in between.
+    async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed>;
     /// Counts the live leases at `now`.
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases>;
     /// Counts the live leases (locks and reservations, allocated ones

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use tracing_subscriber::EnvFilter;
 
@@ -75,6 +75,9 @@ pub struct StoreStats {
     pub storage_failures: AtomicU64,
     /// When the last of them happened.
     last_storage_failure: std::sync::Mutex<Option<std::time::Instant>>,
+    /// How far apart the lease clocks of the replicas sharing the store are,
+    /// at the last heartbeat (0 for a store of one server).
+    pub clock_skew_ms: AtomicI64,
 }
 
 impl Default for StoreStats {
@@ -87,6 +90,7 @@ impl Default for StoreStats {
             pending_expired: std::sync::Mutex::new((0, 0)),
             storage_failures: AtomicU64::new(0),
             last_storage_failure: std::sync::Mutex::new(None),
+            clock_skew_ms: AtomicI64::new(0),
         }
     }
 }
@@ -280,7 +284,27 @@ impl Metrics {
                 .batch_size
                 .render(&mut out, "leasehold_commit_batch_size", "");
         }
+        render_clock(&mut out, leases);
         self.requests.render(&mut out);
         out
     }
+}
+
+/// The lease clock against the wall clock, and against the other replicas'.
+fn render_clock(out: &mut String, leases: &Leases) {
+    let skew = leases
+        .store
+        .stats()
+        .map_or(0, |s| s.clock_skew_ms.load(Ordering::Relaxed));
+    let _ = writeln!(
+        out,
+        "# HELP leasehold_clock_wall_offset_seconds How far the wall clock is ahead of the lease clock (steps of the wall clock since start move no lease)\n\
+         # TYPE leasehold_clock_wall_offset_seconds gauge\n\
+         leasehold_clock_wall_offset_seconds {:.3}\n\
+         # HELP leasehold_replica_clock_skew_seconds The largest difference between this replica's lease clock and another running replica's, at the last heartbeat\n\
+         # TYPE leasehold_replica_clock_skew_seconds gauge\n\
+         leasehold_replica_clock_skew_seconds {:.3}",
+        leases.clock.wall_offset() as f64 / 1000.0,
+        skew as f64 / 1000.0
+    );
 }

@@ -24,3 +24,35 @@ pub async fn count_rows(db: &Path, table: &str) -> i64 {
     pool.close().await;
     n
 }
+
+/// Inserts `count` lock leases, live for a day, straight into a stopped
+/// server's database (a restart then has them all to resume).
+pub async fn seed_live_locks(db: &Path, count: i64) {
+    let options = SqliteConnectOptions::new().filename(db);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1) \
+         INSERT INTO lock_leases (fencing_token, key, holder, token, mode, max_holders, \
+             acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key) \
+         SELECT (SELECT value FROM fencing_counter WHERE id = 1) + i, 'seed/' || i, 'seed', \
+             lower(hex(randomblob(16))), 'exclusive', NULL, ?2, ?2 + 86400000, 86400000, 0, \
+             NULL, NULL FROM n",
+    )
+    .bind(count)
+    .bind(now)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "UPDATE fencing_counter SET value = \
+         (SELECT max(fencing_token) FROM lock_leases) WHERE id = 1",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+}

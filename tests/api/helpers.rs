@@ -41,7 +41,7 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut ServeConfig)) -> TestApp {
 
 /// Starts the service on the database in `dir` (kept when a test restarts it).
 pub async fn spawn_app_in(dir: Arc<TempDir>, tweak: impl FnOnce(&mut ServeConfig)) -> TestApp {
-    spawn_app_on(dir, tweak, Arc::new(SystemClock)).await
+    spawn_app_on(dir, tweak, Arc::new(SystemClock::new())).await
 }
 
 /// Starts the service with a clock the test moves by hand.

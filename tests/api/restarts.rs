@@ -109,6 +109,31 @@ async fn downtime_does_not_steal_a_lease() {
 }
 
 #[tokio::test]
+async fn a_full_ttl_after_downtime_is_full_however_many_leases_resume() {
+    let dir = TempDir::new().unwrap();
+    let db = crate::backend::database(dir.path()).await;
+    let client = reqwest::Client::new();
+    let server = ServerProcess::start(&db, &[]);
+    acquire(&client, &server, "mine", 5_000).await;
+    server.terminate();
+    crate::backend::seed_live_locks(&db, 300_000).await;
+
+    // Resuming 300,000 leases takes a while; none of it comes off their TTL.
+    let server = ServerProcess::start(&db, &[]);
+    wait_until_ready(&client, &server.address).await;
+    let shown: Value = client
+        .get(format!("{}/v1/locks/mine", server.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let left = shown["expires_in_ms"].as_i64().unwrap();
+    assert!((4_700..=5_000).contains(&left), "{shown}");
+}
+
+#[tokio::test]
 async fn fencing_tokens_keep_growing_across_restarts() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;

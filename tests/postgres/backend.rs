@@ -58,3 +58,26 @@ pub async fn count_rows(db: &Path, table: &str) -> i64 {
     conn.close().await.unwrap();
     n
 }
+
+/// Inserts `count` lock leases, live for a day, straight into a stopped
+/// server's database (a restart then has them all to resume).
+pub async fn seed_live_locks(db: &Path, count: i64) {
+    let mut conn = PgConnection::connect(db.to_str().unwrap()).await.unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    sqlx::query(
+        "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, max_holders, \
+             acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key) \
+         SELECT nextval('fencing_tokens'), 'seed/' || i, 'seed', md5(random()::text), \
+             'exclusive', NULL, $2, $2 + 86400000, 86400000, 0, NULL, NULL \
+         FROM generate_series(1, $1) AS i",
+    )
+    .bind(count)
+    .bind(now)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+}

@@ -11,6 +11,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use crate::clock_steps::WallClock;
 use crate::helpers::{ServerProcess, encode, wait_until_ready};
 use crate::subnets::exactly_sixteen_disjoint;
 
@@ -289,4 +290,70 @@ async fn killing_one_replica_mid_load_loses_no_acknowledged_lease() {
             "{key}: {shown}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_replica_whose_wall_clock_is_an_hour_off_agrees_with_the_others_on_every_lease() {
+    let dir = TempDir::new().unwrap();
+    let db = crate::backend::database(dir.path()).await;
+    let client = reqwest::Client::new();
+    let a = ServerProcess::start(&db, &[]);
+    wait_until_ready(&client, &a.address).await;
+    let (status, lease) = post(
+        &client,
+        format!("{}/v1/locks/lb/acquire", a.address),
+        json!({"holder": "h1", "ttl_ms": 30_000}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{lease}");
+
+    // The second replica starts with its wall clock an hour ahead.
+    let wall = WallClock::new(dir.path());
+    wall.step("+1h");
+    let b = wall.start(&db);
+    wait_until_ready(&client, &b.address).await;
+    let refused = |address: String| {
+        let client = client.clone();
+        async move {
+            let (status, body) = post(
+                &client,
+                format!("{address}/v1/locks/lb/acquire"),
+                json!({"holder": "h2", "ttl_ms": 30_000}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::CONFLICT, "{body}");
+            let left = body["holders"][0]["expires_in_ms"].as_i64().unwrap();
+            assert!((25_000..=30_000).contains(&left), "{body}");
+        }
+    };
+    refused(b.address.clone()).await;
+    // Then it steps two hours back while running.
+    wall.step("-1h");
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    refused(b.address.clone()).await;
+    refused(a.address.clone()).await;
+    let (status, renewed) = post(
+        &client,
+        format!("{}/v1/locks/lb/renew", b.address),
+        json!({"token": lease["token"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{renewed}");
+
+    // Each replica measures how far apart their lease clocks are.
+    let metrics = client
+        .get(format!("{}/metrics", b.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let skew: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("leasehold_replica_clock_skew_seconds "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(skew < 0.5, "{skew}");
 }

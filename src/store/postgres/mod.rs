@@ -59,7 +59,9 @@ pub struct PostgresStore {
 
 impl PostgresStore {
     /// Connects and migrates the database, and starts listening for freed keys.
-    pub async fn open(url: &str) -> Result<Self, String> {
+    /// A request waits at most `timeout` for a connection: with the database
+    /// down, it is answered 503 that soon.
+    pub async fn open(url: &str, timeout: Duration) -> Result<Self, String> {
         let shown = redacted(url);
         let options: PgConnectOptions = url
             .parse()
@@ -73,9 +75,7 @@ impl PostgresStore {
         let _ = probe.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(20)
-            // A request waits this long for a connection before it is
-            // answered 503 (readiness too, while the database is unreachable).
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(timeout)
             .connect_with(options)
             .await
             .map_err(|e| format!("cannot connect to {shown}: {e}"))?;

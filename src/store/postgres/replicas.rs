@@ -1,70 +1,137 @@
-//! What the replicas know of each other's uptime. Rule 7 (downtime does not
-//! steal leases) is about the service being down, not one replica: a replica
-//! that starts while another is running gives no lease a fresh TTL.
+//! What the replicas know of each other: whether the service was down (rule 7
+//! is about the service being down, not one replica: a replica that starts
+//! while another is running gives no lease a fresh TTL), and where their
+//! shared lease clock stands.
+//!
+//! The lease clock is shared through the database server's clock, used as a
+//! reference only: every heartbeat records how far the database's clock is
+//! ahead of the replica's lease clock, and a replica that starts while others
+//! run starts its own lease clock at the database's clock minus that offset.
+//! After that each replica's clock is monotonic, so a step of any wall clock,
+//! the database server's included, moves no lease. Replicas agree within the
+//! time a heartbeat takes to reach the database plus their monotonic clocks'
+//! drift; each measures the disagreement at every heartbeat (the
+//! `leasehold_replica_clock_skew_seconds` gauge) and warns past one second.
+
+use std::sync::atomic::Ordering;
 
 use super::PostgresStore;
 use crate::domain::Millis;
-use crate::store::StoreResult;
+use crate::store::resume::resume_statements;
+use crate::store::{Resumed, StoreResult};
 
-/// A replica that has not recorded itself alive for this long is not running
-/// (it records itself at every reaper tick).
+/// A replica that has not recorded itself alive for this long (on the
+/// database's clock) is not running; it records itself at every reaper tick.
 const RUNNING_WITHIN_MS: Millis = 5_000;
+
+/// Disagreement between replicas' lease clocks worth a warning.
+const SKEW_WARNING_MS: Millis = 1_000;
+
+/// The database server's clock in unix milliseconds, read when the
+/// statement runs.
+const DB_CLOCK: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 impl PostgresStore {
     pub(super) async fn record_replica_alive(&self, now: Millis) -> StoreResult<()> {
         let mut tx = self.begin().await?;
-        sqlx::query(
-            "INSERT INTO replicas (id, alive_at) VALUES ($1, $2) \
-             ON CONFLICT (id) DO UPDATE SET alive_at = greatest(replicas.alive_at, $2)",
-        )
-        .bind(&self.replica)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+        let (offset, skew): (Millis, Option<Millis>) =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "WITH me AS ( \
+               INSERT INTO replicas (id, alive_at, db_seen_at, clock_offset_ms) \
+               VALUES ($1, $2, {DB_CLOCK}, {DB_CLOCK} - $2) \
+               ON CONFLICT (id) DO UPDATE SET alive_at = greatest(replicas.alive_at, $2), \
+                 db_seen_at = excluded.db_seen_at, clock_offset_ms = excluded.clock_offset_ms \
+               RETURNING clock_offset_ms, db_seen_at) \
+             SELECT me.clock_offset_ms, \
+               (SELECT max(abs(r.clock_offset_ms - me.clock_offset_ms)) FROM replicas r \
+                WHERE r.id <> $1 AND r.db_seen_at > me.db_seen_at - $3) \
+             FROM me"
+            )))
+            .bind(&self.replica)
+            .bind(now)
+            .bind(RUNNING_WITHIN_MS)
+            .fetch_one(&mut *tx)
+            .await?;
         sqlx::query(
             "UPDATE server_state SET alive_at = greatest(coalesce(alive_at, 0), $1) WHERE id = 1",
         )
         .bind(now)
         .execute(&mut *tx)
         .await?;
-        self.commit(tx, (0, 0)).await
+        self.commit(tx, (0, 0)).await?;
+        let skew = skew.unwrap_or(0);
+        self.stats.clock_skew_ms.store(skew, Ordering::Relaxed);
+        if skew > SKEW_WARNING_MS {
+            tracing::warn!(
+                clock.skew_ms = skew,
+                clock.offset_ms = offset,
+                "replicas' lease clocks disagree by more than a second; restart the \
+                 replica that is off once the database server's clock is steady"
+            );
+        }
+        Ok(())
     }
 
-    /// On start: when no other replica is running, leases live at the last
-    /// recorded `alive_at` get a full TTL from `now` (as on SQLite).
-    pub(super) async fn resume_if_all_were_down(&self, now: Millis) -> StoreResult<u64> {
+    /// On start: takes the shared lease clock from the replicas running, or
+    /// when none is, starts it at the database's clock and gives the leases
+    /// live at the last recorded `alive_at` a full TTL from there.
+    pub(super) async fn resume_if_all_were_down(&self) -> StoreResult<Resumed> {
         let mut tx = self.begin().await?;
         // Replicas starting together take turns here.
         let alive_at: Option<Millis> =
             sqlx::query_scalar("SELECT alive_at FROM server_state WHERE id = 1 FOR UPDATE")
                 .fetch_one(&mut *tx)
                 .await?;
-        sqlx::query("DELETE FROM replicas WHERE alive_at <= $1")
-            .bind(now - RUNNING_WITHIN_MS)
-            .execute(&mut *tx)
-            .await?;
-        let others_running: bool = sqlx::query_scalar("SELECT exists(SELECT 1 FROM replicas)")
+        let db_now: Millis = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT {DB_CLOCK}")))
             .fetch_one(&mut *tx)
             .await?;
+        sqlx::query("DELETE FROM replicas WHERE db_seen_at <= $1")
+            .bind(db_now - RUNNING_WITHIN_MS)
+            .execute(&mut *tx)
+            .await?;
+        let running: Option<Millis> = sqlx::query_scalar(
+            "SELECT clock_offset_ms FROM replicas ORDER BY db_seen_at DESC LIMIT 1",
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
         let mut extended = 0;
-        if let (Some(alive_at), false) = (alive_at, others_running) {
-            // Allocated reservations have no expiry and are left alone.
-            for table in ["lock_leases", "subnet_reservations"] {
-                let sql = format!(
-                    "UPDATE {table} SET expires_at = greatest(expires_at, $1 + ttl_ms) \
-                     WHERE expires_at > $2"
-                );
-                extended += sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(now)
-                    .bind(alive_at)
+        let anchor = match running {
+            Some(offset) => db_now - offset,
+            None => {
+                if let Some(alive_at) = alive_at {
+                    for sql in resume_statements() {
+                        let done = sqlx::query(sqlx::AssertSqlSafe(sql.text))
+                            .bind(db_now)
+                            .bind(alive_at)
+                            .execute(&mut *tx)
+                            .await?
+                            .rows_affected();
+                        if sql.extends {
+                            extended += done;
+                        }
+                    }
+                }
+                sqlx::query("UPDATE server_state SET alive_at = $1 WHERE id = 1")
+                    .bind(db_now)
                     .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
+                    .await?;
+                db_now
             }
-        }
+        };
+        // Joins the running replicas, with the offset the refresh's own
+        // duration gave: this replica's clock starts at `anchor` only now.
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO replicas (id, alive_at, db_seen_at, clock_offset_ms) \
+             VALUES ($1, $2, {DB_CLOCK}, {DB_CLOCK} - $2) \
+             ON CONFLICT (id) DO UPDATE SET alive_at = $2, db_seen_at = excluded.db_seen_at, \
+               clock_offset_ms = excluded.clock_offset_ms"
+        )))
+        .bind(&self.replica)
+        .bind(anchor)
+        .execute(&mut *tx)
+        .await?;
         self.commit(tx, (0, 0)).await?;
-        self.record_replica_alive(now).await?;
-        Ok(extended)
+        Ok(Resumed { anchor, extended })
     }
 
     /// A replica stopping gracefully says so, so that the next one to start

@@ -9,7 +9,7 @@ use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::store::{
     AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery, NewLock, NewReservation,
-    PutPoolOutcome, ReservationQuery, ReserveOutcome, Store, StoreError, StoreResult,
+    PutPoolOutcome, ReservationQuery, ReserveOutcome, Resumed, Store, StoreError, StoreResult,
 };
 use crate::telemetry::StoreStats;
 
@@ -140,8 +140,8 @@ impl Store for PostgresStore {
         self.record_replica_alive(now).await
     }
 
-    async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64> {
-        self.resume_if_all_were_down(now).await
+    async fn resume_after_downtime(&self, _proposed: Millis) -> StoreResult<Resumed> {
+        self.resume_if_all_were_down().await
     }
 
     async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {

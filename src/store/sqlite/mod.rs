@@ -13,9 +13,10 @@ use sqlx::sqlite::{
 
 use serde_json::{Map, Value};
 
+use super::resume::resume_statements;
 use super::{
     AcquireOutcome, DeletePoolOutcome, LiveLeases, LockQuery, NewLock, NewReservation,
-    PutPoolOutcome, ReservationQuery, ReserveOutcome, Store, StoreError, StoreResult,
+    PutPoolOutcome, ReservationQuery, ReserveOutcome, Resumed, Store, StoreError, StoreResult,
 };
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
@@ -319,8 +320,10 @@ impl Store for SqliteStore {
         Some(&self.stats)
     }
 
-    async fn resume_after_downtime(&self, now: Millis) -> StoreResult<u64> {
-        self.writer
+    async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed> {
+        let anchor = proposed;
+        let extended = self
+            .writer
             .write(move |tx| {
                 Box::pin(async move {
                     let alive_at: Option<Millis> =
@@ -329,28 +332,27 @@ impl Store for SqliteStore {
                             .await?;
                     let mut extended = 0;
                     if let Some(alive_at) = alive_at {
-                        // Allocated reservations have no expiry and are left alone.
-                        for table in ["lock_leases", "subnet_reservations"] {
-                            let sql = format!(
-                                "UPDATE {table} SET expires_at = max(expires_at, ?1 + ttl_ms) \
-                     WHERE expires_at > ?2"
-                            );
-                            extended += sqlx::query(sqlx::AssertSqlSafe(sql))
-                                .bind(now)
+                        for sql in resume_statements() {
+                            let done = sqlx::query(sqlx::AssertSqlSafe(sql.text))
+                                .bind(anchor)
                                 .bind(alive_at)
                                 .execute(&mut *tx)
                                 .await?
                                 .rows_affected();
+                            if sql.extends {
+                                extended += done;
+                            }
                         }
                     }
-                    sqlx::query(RECORD_ALIVE)
-                        .bind(now)
+                    sqlx::query("UPDATE server_state SET alive_at = ?1 WHERE id = 1")
+                        .bind(anchor)
                         .execute(&mut *tx)
                         .await?;
                     Ok(extended)
                 })
             })
-            .await
+            .await?;
+        Ok(Resumed { anchor, extended })
     }
 
     async fn close(&self) {

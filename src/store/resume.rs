@@ -1,0 +1,41 @@
+//! Rule 7 (downtime does not steal leases) as SQL, one text for both
+//! dialects: `$1` is where the lease clock starts, `$2` the last instant the
+//! service was known to run.
+//!
+//! The lease clock of a new run starts from the wall clock (or the clock the
+//! replicas share), which may have stepped either way while the service was
+//! down, so times written by the last run are compared with `$2` alone.
+
+/// One statement of the resume, and whether the rows it changes count as
+/// extended leases.
+pub(super) struct ResumeStatement {
+    pub text: String,
+    pub extends: bool,
+}
+
+/// The tables whose leases expire (allocated reservations have no expiry and
+/// are left alone).
+const TABLES: [&str; 2] = ["lock_leases", "subnet_reservations"];
+
+/// In order: leases that had expired by the stop stay expired, even when the
+/// new clock starts before their old expiry (the wall clock stepped back);
+/// then leases live at the stop get exactly a full TTL from `$1`. Run in the
+/// opposite order, the first would catch the leases the second extends.
+pub(super) fn resume_statements() -> Vec<ResumeStatement> {
+    let mut statements = Vec::new();
+    for table in TABLES {
+        statements.push(ResumeStatement {
+            text: format!(
+                "UPDATE {table} SET expires_at = $1 WHERE expires_at <= $2 AND expires_at > $1"
+            ),
+            extends: false,
+        });
+    }
+    for table in TABLES {
+        statements.push(ResumeStatement {
+            text: format!("UPDATE {table} SET expires_at = $1 + ttl_ms WHERE expires_at > $2"),
+            extends: true,
+        });
+    }
+    statements
+}
