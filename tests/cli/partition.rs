@@ -149,6 +149,47 @@ async fn a_lock_run_that_stalls_past_its_lease_is_covered_by_its_lock_delay() {
 }
 
 #[tokio::test]
+async fn a_short_partition_is_ridden_out_by_retried_renewals() {
+    let server = spawn_server().await;
+    let upstream = server.url.trim_start_matches("http://").parse().unwrap();
+    let proxy = Proxy::start(upstream).await;
+    let started = server.path("started");
+    let go = server.path("go");
+    let script = format!("echo up > {started}; while [ ! -e {go} ]; do sleep 0.05; done");
+    let child = server
+        .leasehold(&[
+            "lock",
+            "run",
+            "blip",
+            "--ttl",
+            "6s",
+            "--kill-after",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("LEASEHOLD_URL", &proxy.url)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&started, 1).await;
+    // Twice a partition of 2s, longer than one renewal may take (1.5s) and
+    // shorter than the 4.5s between a renewal and the stop.
+    for _ in 0..2 {
+        proxy.freeze();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        proxy.thaw();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
+    std::fs::write(&go, "").unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(server.lock_status("blip").await, 404, "released");
+}
+
+#[tokio::test]
 async fn a_kill_after_that_does_not_fit_in_the_ttl_is_refused() {
     let server = spawn_server().await;
     let marker = server.path("ran");

@@ -39,6 +39,11 @@ impl Proxy {
     pub fn freeze(&self) {
         self.frozen.send_replace(true);
     }
+
+    /// Forwards again, first what it held while frozen.
+    pub fn thaw(&self) {
+        self.frozen.send_replace(false);
+    }
 }
 
 /// Copies `from` to `to`, holding what it read while the proxy is frozen.
