@@ -13,6 +13,11 @@ use tempfile::TempDir;
 use tokio::process::Command;
 use tokio::sync::oneshot;
 
+#[path = "cli/partition.rs"]
+mod partition;
+#[path = "cli/proxy.rs"]
+mod proxy;
+
 struct Server {
     url: String,
     dir: TempDir,
@@ -124,7 +129,19 @@ async fn two_lock_runs_on_one_key_take_turns() {
          echo end $LEASEHOLD_FENCING_TOKEN $(date +%s%N) >> {log}"
     );
     let args = [
-        "lock", "run", "turns", "--wait", "30s", "--ttl", "3s", "--", "sh", "-c", &script,
+        "lock",
+        "run",
+        "turns",
+        "--wait",
+        "30s",
+        "--ttl",
+        "3s",
+        "--kill-after",
+        "1s",
+        "--",
+        "sh",
+        "-c",
+        &script,
     ];
     let (first, second) = tokio::join!(server.run(&args), server.run(&args));
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
@@ -202,7 +219,7 @@ async fn a_force_release_stops_the_whole_command_and_exits_6() {
             "run",
             "lost",
             "--ttl",
-            "1500ms",
+            "6s",
             "--kill-after",
             "2s",
             "--",
@@ -255,7 +272,7 @@ async fn a_lease_that_cannot_be_renewed_stops_the_command_when_its_ttl_runs_out(
             "run",
             "unreachable",
             "--ttl",
-            "1s",
+            "3s",
             "--kill-after",
             "1s",
             "--",

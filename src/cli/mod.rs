@@ -4,6 +4,7 @@
 //! human-readable answer (or the server's JSON with `--json`), and maps a
 //! refusal to one line on stderr and a documented exit code ([`exit`]).
 
+pub mod keepalive;
 pub mod lock;
 pub mod output;
 pub mod pool;

@@ -2,12 +2,14 @@
 //!
 //! Acquires the lock (waiting up to `--wait`, in long polls no longer than the
 //! server allows), runs the command in its own process group with the lease in
-//! its environment, renews the lease at a third of its TTL, and releases it
-//! when the command ends. If the lease is lost (a renew answers `lease-lost`, or
-//! the TTL runs out with no renew getting through) the whole process group gets
-//! SIGTERM, then SIGKILL after `--kill-after`, and leasehold exits with
-//! [`exit::LEASE_LOST`]. SIGINT and SIGTERM sent to leasehold are passed on to
-//! the command; the lease is released once it has exited.
+//! its environment, renews the lease while it runs ([`super::keepalive`]), and
+//! releases it when the command ends. If the lease is lost (a renew answers
+//! `lease-lost`), or could end before a renewal gets through, the whole
+//! process group gets SIGTERM, then SIGKILL after `--kill-after`, timed so
+//! that it is dead before the server could grant the key again, and
+//! leasehold exits with [`exit::LEASE_LOST`]. SIGINT and SIGTERM sent to
+//! leasehold are passed on to the command; the lease is released once it has
+//! exited.
 
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -20,20 +22,24 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep, timeout};
 
+use super::keepalive::{Budget, Keeper, Lost};
 use super::{CliError, default_holder, exit};
-use crate::client::{AcquireLock, Client, ClientError, LockLease, millis};
+use crate::client::{AcquireLock, Client, LockLease, millis};
 use crate::config::parse_duration;
 
 /// The longest single long poll: the server's default maximum wait.
 const MAX_POLL: Duration = Duration::from_secs(300);
 /// Less than this left of `--wait` is not worth another poll.
 const MIN_POLL: Duration = Duration::from_millis(50);
+/// How long a release may take after the command was stopped for want of a
+/// renewal: the server is likely unreachable, and the lease lapses anyway.
+const RELEASE_AFTER_STOP: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The lock key.
     pub key: String,
-    /// TTL of the lease; it is renewed every third of it while the command runs.
+    /// TTL of the lease; it is renewed several times within it while the command runs.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub ttl: Duration,
     /// How long to wait for the key if it is held (0: give up at once).
@@ -42,21 +48,34 @@ pub struct RunArgs {
     /// Who holds it (informational); `host/pid-N` by default.
     #[arg(long)]
     pub holder: Option<String>,
-    /// After SIGTERM to a command that lost its lease, how long until SIGKILL.
+    /// After SIGTERM to a command that lost its lease, how long until SIGKILL;
+    /// with 500ms for teardown, at most two thirds of --ttl.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub kill_after: Duration,
+    /// After the lease expires (not when released), keep the key unavailable
+    /// this long; --kill-after plus 500ms by default.
+    #[arg(long, value_parser = parse_duration)]
+    pub lock_delay: Option<Duration>,
     /// The command and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
 pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
+    let budget =
+        Budget::new(args.ttl, args.kill_after).map_err(|e| CliError::new(exit::USAGE, e))?;
     let holder = args.holder.clone().unwrap_or_else(default_holder);
-    let lease = acquire(client, &args, &holder).await?;
+    let lock_delay = args.lock_delay.unwrap_or_else(|| budget.lock_delay());
+    let (lease, sent) = acquire(client, &args, &holder, lock_delay).await?;
+    let received = Instant::now();
     let token = lease
         .token
         .clone()
         .ok_or_else(|| CliError::new(exit::OTHER, "the server granted the lock without a token"))?;
+    let mut keeper = Keeper::new(client.clone(), budget, sent, &lease, token.clone());
+    if keeper.renew_due() <= received {
+        keeper.renew_now(received).await?;
+    }
 
     // From here on, SIGINT and SIGTERM are for the command, not for us.
     let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
@@ -85,15 +104,8 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
 
-    let (lost_tx, mut lost) = watch::channel(None::<String>);
-    let renewer = tokio::spawn(renew_until_lost(
-        client.clone(),
-        args.key.clone(),
-        token.clone(),
-        args.ttl,
-        Instant::now() + Duration::from_millis(lease.expires_in_ms),
-        lost_tx,
-    ));
+    let (lost_tx, mut lost) = watch::channel(None::<Lost>);
+    let renewer = tokio::spawn(keeper.keep(lost_tx));
 
     let outcome = loop {
         tokio::select! {
@@ -101,9 +113,10 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
             _ = interrupt.recv() => signal_group(pgid, Signal::SIGINT),
             _ = terminate.recv() => signal_group(pgid, Signal::SIGTERM),
             Ok(()) = lost.changed() => {
-                let reason = lost.borrow().clone().unwrap_or_default();
-                stop_group(&mut child, pgid, args.kill_after).await;
-                break Err(reason);
+                let Some(why) = lost.borrow().clone() else { continue };
+                let kill_at = Instant::now() + args.kill_after;
+                stop_group(&mut child, pgid, why.kill_by.map_or(kill_at, |by| by.min(kill_at))).await;
+                break Err(why);
             }
         }
     };
@@ -116,90 +129,60 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
             }
             Ok(exit_code(status))
         }
-        Err(reason) => Err(CliError::new(
-            exit::LEASE_LOST,
-            format!("lost the lock {} ({reason}); stopped the command", args.key),
-        )),
+        Err(why) => {
+            if why.kill_by.is_some() {
+                // The lease may still be live: free the key if the server hears us.
+                let _ = timeout(RELEASE_AFTER_STOP, client.release_lock(&args.key, &token)).await;
+            }
+            Err(CliError::new(
+                exit::LEASE_LOST,
+                format!(
+                    "lost the lock {} ({}); stopped the command",
+                    args.key, why.reason
+                ),
+            ))
+        }
     }
 }
 
 /// Acquires the lock, long-polling again after each `lock-held` until `--wait`
-/// has passed. A server that allows shorter waits than [`MAX_POLL`] refuses
-/// the poll as invalid; shorter polls are tried then.
-async fn acquire(client: &Client, args: &RunArgs, holder: &str) -> Result<LockLease, CliError> {
+/// has passed, and says when the request that was granted was sent. A server
+/// that allows shorter waits than [`MAX_POLL`] refuses the poll as invalid;
+/// shorter polls are tried then.
+async fn acquire(
+    client: &Client,
+    args: &RunArgs,
+    holder: &str,
+    lock_delay: Duration,
+) -> Result<(LockLease, Instant), CliError> {
     let deadline = Instant::now() + args.wait;
     let mut max_poll = MAX_POLL;
     loop {
-        let poll = deadline
-            .saturating_duration_since(Instant::now())
-            .min(max_poll);
+        let sent = Instant::now();
+        let poll = deadline.saturating_duration_since(sent).min(max_poll);
         let request = AcquireLock {
             holder: holder.to_owned(),
             ttl_ms: millis(args.ttl),
             wait_ms: (!poll.is_zero()).then(|| millis(poll)),
+            lock_delay_ms: (!lock_delay.is_zero()).then(|| millis(lock_delay)),
             ..AcquireLock::default()
         };
         match client.acquire_lock(&args.key, &request).await {
             Err(e) if e.is_problem("lock-held") && Instant::now() + MIN_POLL < deadline => {}
             Err(e) if e.field() == Some("wait_ms") && poll > MIN_POLL => max_poll = poll / 2,
-            other => return Ok(other?),
+            other => return Ok((other?, sent)),
         }
     }
 }
 
-/// Renews every third of the TTL. A failed renew is retried (every second at
-/// most) until the lease would have expired; a `lease-lost` ends it at once.
-async fn renew_until_lost(
-    client: Client,
-    key: String,
-    token: String,
-    ttl: Duration,
-    mut valid_until: Instant,
-    lost: watch::Sender<Option<String>>,
-) {
-    let period = ttl / 3;
-    let retry = (ttl / 10).clamp(Duration::from_millis(50), Duration::from_secs(1));
-    let mut next = Instant::now() + period;
-    loop {
-        tokio::select! {
-            () = sleep_until_instant(next) => {}
-            () = sleep_until_instant(valid_until) => {
-                let _ = lost.send(Some(format!("no renewal got through within its TTL of {}", crate::config::format_duration(ttl))));
-                return;
-            }
-        }
-        let sent = Instant::now();
-        let left = valid_until.saturating_duration_since(sent);
-        match timeout(left, client.renew_lock(&key, &token, Some(ttl))).await {
-            Ok(Ok(lease)) => {
-                valid_until = sent + Duration::from_millis(lease.expires_in_ms);
-                next = sent + period;
-            }
-            Ok(Err(e)) if e.is_problem("lease-lost") => {
-                let _ = lost.send(Some(e.to_string()));
-                return;
-            }
-            Ok(Err(ClientError::Problem { status: 404, .. })) => {
-                let _ = lost.send(Some("the lock is gone".into()));
-                return;
-            }
-            Ok(Err(_)) | Err(_) => next = Instant::now() + retry,
-        }
-    }
-}
-
-async fn sleep_until_instant(at: Instant) {
-    tokio::time::sleep_until(at).await;
-}
-
-/// SIGTERM to the group, SIGKILL after `kill_after` to whatever is left of it.
-async fn stop_group(child: &mut Child, pgid: Option<Pid>, kill_after: Duration) {
+/// SIGTERM to the group, SIGKILL at `kill_at` to whatever is left of it.
+async fn stop_group(child: &mut Child, pgid: Option<Pid>, kill_at: Instant) {
     signal_group(pgid, Signal::SIGTERM);
-    let deadline = Instant::now() + kill_after;
-    let _ = timeout(kill_after, child.wait()).await;
+    let _ = tokio::time::timeout_at(kill_at, child.wait()).await;
     // Members of the group may outlive its leader.
-    while Instant::now() < deadline && group_alive(pgid) {
-        sleep(Duration::from_millis(50)).await;
+    while Instant::now() < kill_at && group_alive(pgid) {
+        sleep(Duration::from_millis(50).min(kill_at.saturating_duration_since(Instant::now())))
+            .await;
     }
     signal_group(pgid, Signal::SIGKILL);
     let _ = child.wait().await;

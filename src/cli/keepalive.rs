@@ -1,0 +1,319 @@
+//! How `lock run` keeps its lease, and when it must give up on it.
+//!
+//! The server may grant the key to someone else as soon as the lease ends, and
+//! the client cannot know when that is, only a bound: the server computed
+//! `expires_in_ms` no earlier than the request was sent, so the lease lives at
+//! least until `sent + min(ttl, expires_in_ms)` on this host's monotonic clock
+//! ([`Budget::ends_by`]). The command must be dead by then, so the stop
+//! (SIGTERM, `--kill-after`, SIGKILL, teardown) starts that long before it
+//! ([`Budget::stop_at`]) unless a renewal got through meanwhile. Renewals come
+//! often enough that failed ones can be retried before the stop must begin.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep, sleep_until, timeout};
+
+use super::{CliError, exit};
+
+use crate::client::{Client, ClientError, LockLease};
+use crate::config::format_duration;
+
+/// Time left between SIGKILL and the end of the lease, for the kernel to tear
+/// the process group down and for a timer that fires late.
+pub const TEARDOWN_MARGIN: Duration = Duration::from_millis(500);
+
+/// The timing of one `lock run`: its TTL and its grace between SIGTERM and SIGKILL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    ttl: Duration,
+    kill_after: Duration,
+}
+
+impl Budget {
+    /// Refuses a `--kill-after` that leaves less than a third of the TTL for
+    /// renewals: the whole stop must fit before the lease can end.
+    pub fn new(ttl: Duration, kill_after: Duration) -> Result<Self, String> {
+        let budget = Self { ttl, kill_after };
+        let most = (ttl * 2 / 3).saturating_sub(TEARDOWN_MARGIN);
+        if kill_after + TEARDOWN_MARGIN > ttl * 2 / 3 {
+            return Err(format!(
+                "--kill-after {} does not fit in --ttl {}: the command must be stopped before \
+                 the lease can end, so --kill-after plus {} must be at most two thirds of --ttl \
+                 (at most {} here); give a shorter --kill-after or a longer --ttl",
+                format_duration(kill_after),
+                format_duration(ttl),
+                format_duration(TEARDOWN_MARGIN),
+                format_duration(most),
+            ));
+        }
+        Ok(budget)
+    }
+
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    pub fn kill_after(&self) -> Duration {
+        self.kill_after
+    }
+
+    /// From SIGTERM to a dead process group.
+    fn stop_takes(&self) -> Duration {
+        self.kill_after + TEARDOWN_MARGIN
+    }
+
+    /// The lock delay asked of the server: after the lease expires, the key
+    /// stays unavailable as long as a stop takes, so a stop that began late
+    /// (this process was slow) still ends before anyone else holds the key.
+    pub fn lock_delay(&self) -> Duration {
+        self.stop_takes()
+    }
+
+    /// The earliest instant the lease can end, for a grant or renewal sent at `sent`.
+    pub fn ends_by(&self, sent: Instant, expires_in_ms: u64) -> Instant {
+        sent + self.ttl.min(Duration::from_millis(expires_in_ms))
+    }
+
+    /// When the stop must begin for the command to be dead by `ends_by`.
+    pub fn stop_at(&self, ends_by: Instant) -> Instant {
+        ends_by.checked_sub(self.stop_takes()).unwrap_or(ends_by)
+    }
+
+    /// When SIGKILL must be sent at the latest.
+    pub fn kill_by(&self, ends_by: Instant) -> Instant {
+        ends_by.checked_sub(TEARDOWN_MARGIN).unwrap_or(ends_by)
+    }
+
+    /// The part of the TTL that is not reserved for the stop.
+    fn usable(&self) -> Duration {
+        self.ttl.saturating_sub(self.stop_takes())
+    }
+
+    /// Renew a third of the usable part after the last renewal was sent,
+    /// leaving two thirds of it for retries.
+    pub fn renew_every(&self) -> Duration {
+        self.usable() / 3
+    }
+
+    /// The pause before retrying a failed renewal.
+    fn retry_after(&self) -> Duration {
+        (self.usable() / 10).clamp(Duration::from_millis(50), Duration::from_secs(1))
+    }
+
+    /// How long one renewal may take before it counts as failed: a request
+    /// stuck on a dead connection must not use up the time for retries.
+    fn attempt_timeout(&self) -> Duration {
+        self.renew_every().max(Duration::from_millis(100))
+    }
+}
+
+/// Why the command must stop.
+#[derive(Debug, Clone)]
+pub struct Lost {
+    pub reason: String,
+    /// SIGKILL no later than this: the lease may end soon after. `None` when
+    /// the server said the lease is already gone.
+    pub kill_by: Option<Instant>,
+}
+
+/// A renewal that did not get through.
+enum Failed {
+    /// The server says the lease is gone.
+    Gone(String),
+    /// No answer, or one that says nothing about the lease: worth retrying.
+    Transient(String),
+}
+
+/// The lease being kept, and the earliest instant it can end.
+pub struct Keeper {
+    client: Client,
+    key: String,
+    token: String,
+    budget: Budget,
+    sent: Instant,
+    ends_by: Instant,
+}
+
+impl Keeper {
+    /// For a lease granted by a request sent at `sent`.
+    pub fn new(
+        client: Client,
+        budget: Budget,
+        sent: Instant,
+        lease: &LockLease,
+        token: String,
+    ) -> Self {
+        Self {
+            client,
+            key: lease.key.clone(),
+            token,
+            budget,
+            sent,
+            ends_by: budget.ends_by(sent, lease.expires_in_ms),
+        }
+    }
+
+    /// When the next renewal is due.
+    pub fn renew_due(&self) -> Instant {
+        self.sent + self.budget.renew_every()
+    }
+
+    /// Renews before the command starts, when the grant took so long to come
+    /// (a long wait) that the bound on the lease's end is too close or past.
+    /// Retries until the lease would surely have ended (`received` + TTL).
+    pub async fn renew_now(&mut self, received: Instant) -> Result<(), CliError> {
+        let give_up = received + self.budget.ttl;
+        loop {
+            let limit = self
+                .budget
+                .attempt_timeout()
+                .min(give_up.saturating_duration_since(Instant::now()));
+            match self.attempt(limit).await {
+                Ok(()) => return Ok(()),
+                Err(Failed::Gone(reason)) => {
+                    return Err(CliError::new(
+                        exit::CONFLICT,
+                        format!(
+                            "lost the lock {} before the command started ({reason})",
+                            self.key
+                        ),
+                    ));
+                }
+                Err(Failed::Transient(reason)) if Instant::now() >= give_up => {
+                    return Err(CliError::new(
+                        exit::UNAVAILABLE,
+                        format!(
+                            "could not renew the lock {} to start the command: {reason}",
+                            self.key
+                        ),
+                    ));
+                }
+                Err(Failed::Transient(_)) => sleep(self.budget.retry_after()).await,
+            }
+        }
+    }
+
+    /// Renews until a renewal is refused or the stop must begin, then says why.
+    pub async fn keep(mut self, lost: watch::Sender<Option<Lost>>) {
+        let mut next = self.renew_due();
+        let why = loop {
+            let stop_at = self.budget.stop_at(self.ends_by);
+            tokio::select! {
+                biased;
+                () = sleep_until(stop_at) => break self.deadline(),
+                () = sleep_until(next) => {}
+            }
+            let limit = self
+                .budget
+                .attempt_timeout()
+                .min(stop_at.saturating_duration_since(Instant::now()));
+            match self.attempt(limit).await {
+                Ok(()) => next = self.renew_due(),
+                Err(Failed::Gone(reason)) => {
+                    break Lost {
+                        reason,
+                        kill_by: None,
+                    };
+                }
+                Err(Failed::Transient(_)) => next = Instant::now() + self.budget.retry_after(),
+            }
+        };
+        let _ = lost.send(Some(why));
+    }
+
+    fn deadline(&self) -> Lost {
+        let left = self.ends_by.saturating_duration_since(Instant::now());
+        Lost {
+            reason: format!(
+                "no renewal got through for {}, and the lease may end in {}",
+                format_duration(millis_only(
+                    Instant::now().saturating_duration_since(self.sent)
+                )),
+                format_duration(millis_only(left)),
+            ),
+            kill_by: Some(self.budget.kill_by(self.ends_by)),
+        }
+    }
+
+    /// One renewal, given at most `limit`.
+    async fn attempt(&mut self, limit: Duration) -> Result<(), Failed> {
+        let sent = Instant::now();
+        let renewal = self
+            .client
+            .renew_lock(&self.key, &self.token, Some(self.budget.ttl));
+        match timeout(limit, renewal).await {
+            Ok(Ok(lease)) => {
+                self.sent = sent;
+                self.ends_by = self.budget.ends_by(sent, lease.expires_in_ms);
+                Ok(())
+            }
+            Ok(Err(e)) if e.is_problem("lease-lost") => Err(Failed::Gone(e.to_string())),
+            Ok(Err(ClientError::Problem { status: 404, .. })) => {
+                Err(Failed::Gone("the lock is gone".into()))
+            }
+            Ok(Err(e)) => Err(Failed::Transient(e.to_string())),
+            Err(_) => Err(Failed::Transient(format!(
+                "no answer within {}",
+                format_duration(millis_only(limit))
+            ))),
+        }
+    }
+}
+
+/// Whole milliseconds, for messages.
+fn millis_only(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(ttl_ms: u64, kill_after_ms: u64) -> Result<Budget, String> {
+        Budget::new(
+            Duration::from_millis(ttl_ms),
+            Duration::from_millis(kill_after_ms),
+        )
+    }
+
+    #[test]
+    fn a_kill_after_that_leaves_a_third_of_the_ttl_fits() {
+        assert!(budget(30_000, 5_000).is_ok());
+        assert!(budget(3_000, 1_500).is_ok());
+        assert!(budget(3_000, 0).is_ok());
+    }
+
+    #[test]
+    fn a_kill_after_that_leaves_less_is_refused_naming_both_flags() {
+        let refusal = budget(6_000, 5_000).unwrap_err();
+        assert!(
+            refusal.starts_with("--kill-after 5s does not fit in --ttl 6s"),
+            "{refusal}"
+        );
+        assert!(refusal.contains("at most 3500ms here"), "{refusal}");
+        assert!(budget(3_000, 1_501).is_err());
+        assert!(budget(600, 0).is_err());
+    }
+
+    #[test]
+    fn the_lease_ends_by_the_send_instant_plus_the_smaller_of_ttl_and_expires_in() {
+        let b = budget(3_000, 1_000).unwrap();
+        let sent = Instant::now();
+        assert_eq!(b.ends_by(sent, 5_000), sent + Duration::from_secs(3));
+        assert_eq!(b.ends_by(sent, 2_000), sent + Duration::from_secs(2));
+    }
+
+    #[test]
+    fn the_stop_ends_before_the_lease_and_renewals_leave_room_for_retries() {
+        let b = budget(3_000, 1_000).unwrap();
+        let ends = Instant::now() + Duration::from_secs(3);
+        assert_eq!(b.stop_at(ends) + b.kill_after(), b.kill_by(ends));
+        assert_eq!(b.kill_by(ends) + TEARDOWN_MARGIN, ends);
+        assert_eq!(b.renew_every(), Duration::from_millis(500));
+        // Two attempts at least fit between the renewal and the stop.
+        let first = ends - b.ttl() + b.renew_every();
+        assert!(first + 2 * b.attempt_timeout() <= b.stop_at(ends));
+        assert_eq!(b.lock_delay(), Duration::from_millis(1_500));
+    }
+}
