@@ -8,6 +8,7 @@ mod container;
 mod crash;
 mod disk_full;
 mod helpers;
+mod idempotency;
 mod limits;
 mod lock_rules;
 mod locks;

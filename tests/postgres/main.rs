@@ -13,6 +13,9 @@ mod backend;
 #[path = "../api/helpers.rs"]
 mod helpers;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/idempotency.rs"]
+mod idempotency;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/lock_rules.rs"]
 mod lock_rules;
 #[cfg(leasehold_postgres_tests)]
