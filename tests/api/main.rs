@@ -4,6 +4,7 @@
 mod auth;
 mod backend;
 mod backup;
+mod bodies;
 mod container;
 mod crash;
 mod disk_full;

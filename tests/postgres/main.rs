@@ -10,6 +10,9 @@ mod auth;
 #[cfg(leasehold_postgres_tests)]
 mod backend;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/bodies.rs"]
+mod bodies;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/helpers.rs"]
 mod helpers;
 #[cfg(leasehold_postgres_tests)]
