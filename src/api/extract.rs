@@ -1,13 +1,13 @@
 //! Extractors whose rejections are problems, so that bad JSON, a wrong content
-//! type, an oversized body or a bad path or query parameter all answer in the
-//! same format as every other error.
+//! type, a body that is not a JSON object, an oversized body or a bad path or
+//! query parameter all answer in the same format as every other error.
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use bytes::Bytes;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, IgnoredAny};
 
 use super::error::Problem;
 
@@ -27,6 +27,27 @@ fn malformed(error: &serde_json::Error) -> Problem {
         "The body is not valid JSON",
         format!("the body is not valid JSON: {error}"),
     )
+}
+
+/// Every request body is a JSON object: serde would otherwise read an array
+/// into a request's fields by position, so `["h", 1000, …]` would acquire.
+/// Any other start is malformed JSON or another value, refused either way.
+fn not_an_object(bytes: &[u8]) -> Option<Problem> {
+    let first = *bytes
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
+    let kind = match first {
+        b'{' => return None,
+        b'[' => "an array",
+        b'"' => "a string",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => "a number",
+    };
+    Some(match serde_json::from_slice::<IgnoredAny>(bytes) {
+        Ok(_) => Problem::invalid("body", format!("must be a JSON object, not {kind}")),
+        Err(e) => malformed(&e),
+    })
 }
 
 /// `missing field `ttl_ms`` → `ttl_ms`.
@@ -67,6 +88,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
                 Problem::invalid("body", rejection.body_text())
             }
         })?;
+        if let Some(problem) = not_an_object(&bytes) {
+            return Err(problem);
+        }
         let mut de = serde_json::Deserializer::from_slice(&bytes);
         let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let inner = e.inner();
@@ -143,6 +167,27 @@ mod tests {
         assert!(is_json("application/merge-patch+json"));
         assert!(!is_json("text/plain"));
         assert!(!is_json(""));
+    }
+
+    #[test]
+    fn only_an_object_is_a_body() {
+        assert!(not_an_object(b" {\"holder\": \"h\"}").is_none());
+        for (body, kind) in [
+            (&b"[\"h\", 1000]"[..], "an array"),
+            (b"\n\"h\"", "a string"),
+            (b"-1", "a number"),
+            (b"false", "a boolean"),
+            (b"null", "null"),
+        ] {
+            let problem = not_an_object(body).expect("refused");
+            assert_eq!(problem.extensions["field"], "body");
+            assert!(problem.detail.ends_with(kind), "{}", problem.detail);
+        }
+        // Not JSON at all: malformed, whatever serde would make of its start.
+        let problem = not_an_object(b"[1,").expect("refused");
+        assert_eq!(problem.kind, "/problems/malformed-json");
+        // An empty body is left to the parser, which calls it malformed too.
+        assert!(not_an_object(b"").is_none());
     }
 
     #[test]

@@ -186,7 +186,7 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Pro
     post, path = "/v1/locks/{key}/acquire", operation_id = "acquireLock", tag = "locks",
     params(
         ("key" = String, Path, description = "The lock key: 1–256 bytes of printable UTF-8; `/` is sent as `%2F`."),
-        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the same live lease with 200."),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key by the same API token returns the same live lease with 200; from another token it is a new request."),
     ),
     request_body = AcquireRequest,
     responses(

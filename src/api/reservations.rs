@@ -118,7 +118,7 @@ pub struct ReservationPageBody {
     post, path = "/v1/pools/{pool}/reservations", operation_id = "reserveSubnet", tag = "pools",
     params(
         ("pool" = String, Path, description = "The pool name"),
-        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the same live reservation with 200."),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key by the same API token returns the same live reservation with 200; from another token it is a new request."),
     ),
     request_body = ReserveRequest,
     responses(

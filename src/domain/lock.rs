@@ -17,6 +17,9 @@ pub struct LockLease {
     /// After this lease *expires*, the key stays unavailable this long.
     pub lock_delay_ms: Millis,
     pub idempotency_key: Option<String>,
+    /// The API token that was granted the lease (`None` without an auth
+    /// file): a retry with its idempotency key is a replay to that token alone.
+    pub owner: Option<String>,
 }
 
 impl LockLease {
@@ -158,6 +161,7 @@ mod tests {
             max_holders,
             lock_delay_ms: delay,
             idempotency_key: None,
+            owner: None,
         }
     }
 

@@ -181,7 +181,7 @@ impl LockService<'_> {
         }
     }
 
-    /// The live lease this request's `Idempotency-Key` already holds, if any
+    /// The live lease this caller's `Idempotency-Key` already holds, if any
     /// (the store makes the same check inside its grant transaction).
     async fn replay(&self, new: &NewLock) -> Result<Option<Acquired>, LeaseError> {
         let Some(idem) = &new.idempotency_key else {
@@ -192,9 +192,11 @@ impl LockService<'_> {
             .store
             .get_lock(&new.key, self.leases.now())
             .await?;
+        let owner = new.owner.as_ref().map(|o| &o.name);
+        // Another token's lease with the same key is none of this caller's.
         match held
             .into_iter()
-            .find(|l| l.idempotency_key.as_ref() == Some(idem))
+            .find(|l| l.idempotency_key.as_ref() == Some(idem) && l.owner.as_ref() == owner)
         {
             Some(lease) if lease.lease.holder != new.holder => {
                 Err(LeaseError::IdempotencyMismatch {

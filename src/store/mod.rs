@@ -137,6 +137,7 @@ impl NewLock {
             max_holders: self.max_holders,
             lock_delay_ms: self.lock_delay_ms,
             idempotency_key: self.idempotency_key,
+            owner: self.owner.map(|o| o.name),
         }
     }
 }

@@ -12,7 +12,7 @@ pub const CI: &str = "ci-secret";
 pub const READER: &str = "reader-secret";
 pub const QUOTA: &str = "quota-secret";
 
-fn entry(name: &str, token: &str, extra: Value) -> Value {
+pub fn entry(name: &str, token: &str, extra: Value) -> Value {
     let mut e = json!({"name": name, "sha256": leasehold::auth::hash_hex(token)});
     e.as_object_mut()
         .unwrap()

@@ -4,11 +4,13 @@
 mod auth;
 mod backend;
 mod backup;
+mod bodies;
 mod clock_steps;
 mod container;
 mod crash;
 mod disk_full;
 mod helpers;
+mod idempotency;
 mod limits;
 mod lock_rules;
 mod locks;

@@ -10,11 +10,17 @@ mod auth;
 #[cfg(leasehold_postgres_tests)]
 mod backend;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/bodies.rs"]
+mod bodies;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/clock_steps.rs"]
 mod clock_steps;
 #[cfg(leasehold_postgres_tests)]
 #[path = "../api/helpers.rs"]
 mod helpers;
+#[cfg(leasehold_postgres_tests)]
+#[path = "../api/idempotency.rs"]
+mod idempotency;
 #[cfg(leasehold_postgres_tests)]
 #[path = "../api/lock_rules.rs"]
 mod lock_rules;

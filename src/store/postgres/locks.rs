@@ -5,14 +5,14 @@
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use super::owners::{check_quota, owner_name};
+use super::owners::{SAME_OWNER, check_quota, owner_name};
 use super::{PostgresStore, metadata_text, next_fencing_token, parse_metadata};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::{Lease, LockMode, Millis};
 use crate::store::{AcquireOutcome, LockQuery, NewLock, StoreError, StoreResult};
 
 const COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, acquired_at, \
-                       expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key";
+                       expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key, owner";
 
 fn from_row(row: &PgRow) -> StoreResult<LockLease> {
     let mode: String = row.try_get("mode")?;
@@ -33,6 +33,7 @@ fn from_row(row: &PgRow) -> StoreResult<LockLease> {
         max_holders: max_holders.map(|n| n as u32),
         lock_delay_ms: row.try_get("lock_delay_ms")?,
         idempotency_key: row.try_get("idempotency_key")?,
+        owner: row.try_get("owner")?,
     })
 }
 
@@ -212,12 +213,13 @@ async fn acquire(
     if let Some(idem) = &new.idempotency_key {
         let sql = format!(
             "SELECT {COLUMNS} FROM lock_leases \
-             WHERE key = $1 AND idempotency_key = $2 AND expires_at > $3"
+             WHERE key = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND expires_at > $3"
         );
         let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&new.key)
             .bind(idem)
             .bind(now)
+            .bind(owner_name(&new.owner))
             .fetch_optional(&mut *tx)
             .await?;
         if let Some(row) = replay {

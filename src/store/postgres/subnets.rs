@@ -7,7 +7,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
 use super::free_blocks::{find_grant, free_block_at, take_free};
-use super::owners::{check_quota, owner_name};
+use super::owners::{SAME_OWNER, check_quota, owner_name};
 use super::pools::{block_of, lock_pool, purge_expired};
 use super::{PostgresStore, metadata_text, next_fencing_token, parse_metadata};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
@@ -125,12 +125,13 @@ async fn reserve(
     if let Some(idem) = &new.idempotency_key {
         let sql = format!(
             "SELECT {COLUMNS} FROM subnet_reservations \
-                 WHERE pool = $1 AND idempotency_key = $2 AND {LIVE}"
+                 WHERE pool = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND {LIVE}"
         );
         let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&new.pool)
             .bind(idem)
             .bind(now)
+            .bind(owner_name(&new.owner))
             .fetch_optional(&mut *tx)
             .await?;
         if let Some(row) = replay {

@@ -6,7 +6,7 @@ use sqlx::SqliteConnection;
 
 use super::locks::{COLUMNS, from_row, from_rows};
 use super::metadata_text;
-use super::owners::{check_quota, owner_name};
+use super::owners::{SAME_OWNER, check_quota, owner_name};
 use crate::domain::Millis;
 use crate::domain::lock::{self, Claim};
 use crate::store::{AcquireOutcome, NewLock, StoreError, StoreResult};
@@ -23,12 +23,13 @@ pub(super) async fn acquire(
     if let Some(idem) = &new.idempotency_key {
         let sql = format!(
             "SELECT {COLUMNS} FROM lock_leases \
-                 WHERE key = ?1 AND idempotency_key = ?2 AND expires_at > ?3"
+                 WHERE key = ?1 AND idempotency_key = ?2 AND {SAME_OWNER} AND expires_at > ?3"
         );
         let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&new.key)
             .bind(idem)
             .bind(now)
+            .bind(owner_name(&new.owner))
             .fetch_optional(&mut *tx)
             .await?;
         if let Some(row) = replay {

@@ -10,7 +10,7 @@ use crate::domain::{Lease, LockMode, Millis};
 use crate::store::{AcquireOutcome, LockQuery, NewLock, StoreError, StoreResult};
 
 pub(super) const COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, acquired_at, \
-                       expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key";
+                       expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key, owner";
 
 pub(super) fn from_row(row: &SqliteRow) -> StoreResult<LockLease> {
     let metadata = parse_metadata(row.try_get("metadata")?)?;
@@ -32,6 +32,7 @@ pub(super) fn from_row(row: &SqliteRow) -> StoreResult<LockLease> {
         max_holders: max_holders.map(|n| n as u32),
         lock_delay_ms: row.try_get("lock_delay_ms")?,
         idempotency_key: row.try_get("idempotency_key")?,
+        owner: row.try_get("owner")?,
     })
 }
 

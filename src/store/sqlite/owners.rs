@@ -37,6 +37,11 @@ pub(super) async fn check_quota(
     LeaseOwner::check_quota(limit, count_live(conn, name, now).await?)
 }
 
+/// A lease row of the owner bound as `?4`: an idempotency key replays
+/// only to the token that used it (no owner, without an auth file, is one
+/// owner). The expression is the one the per-owner unique index is built on.
+pub(super) const SAME_OWNER: &str = "coalesce(owner, '') = coalesce(?4, '')";
+
 /// The name stored in a lease's `owner` column.
 pub(super) fn owner_name(owner: &Option<LeaseOwner>) -> Option<&str> {
     owner.as_ref().map(|o| o.name.as_str())

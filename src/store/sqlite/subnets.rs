@@ -8,7 +8,7 @@ use sqlx::{Row, SqliteConnection};
 
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::locks::next_fencing_token;
-use super::owners::{check_quota, owner_name};
+use super::owners::{SAME_OWNER, check_quota, owner_name};
 use super::pools::{block_of, load_pool, purge_expired};
 use super::{SqliteStore, metadata_text, parse_metadata};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
@@ -128,12 +128,13 @@ async fn reserve(
     if let Some(idem) = &new.idempotency_key {
         let sql = format!(
             "SELECT {COLUMNS} FROM subnet_reservations \
-                 WHERE pool = ?1 AND idempotency_key = ?2 AND {LIVE}"
+                 WHERE pool = ?1 AND idempotency_key = ?2 AND {SAME_OWNER} AND {LIVE}"
         );
         let replay = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&new.pool)
             .bind(idem)
             .bind(now)
+            .bind(owner_name(&new.owner))
             .fetch_optional(&mut *tx)
             .await?;
         if let Some(row) = replay {
