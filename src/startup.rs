@@ -35,6 +35,7 @@ impl Application {
 
     pub async fn build_with_clock(config: ServeConfig, clock: SharedClock) -> Result<Self, String> {
         config.check_exposure()?;
+        config.check_bounds()?;
         let tokens = match &config.auth_file {
             Some(path) => {
                 let tokens = crate::auth::load(path)?;

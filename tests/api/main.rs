@@ -4,6 +4,7 @@
 mod auth;
 mod backend;
 mod backup;
+mod config_bounds;
 mod container;
 mod crash;
 mod disk_full;
@@ -16,6 +17,7 @@ mod ops;
 mod overload;
 mod quota;
 mod raw;
+mod refusals;
 mod restarts;
 mod scopes;
 mod slow_clients;
