@@ -22,6 +22,7 @@ use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
 
+pub mod file;
 mod free_blocks;
 mod lock_acquire;
 mod locks;
@@ -32,6 +33,7 @@ mod reservations;
 mod subnets;
 mod writer;
 
+use file::ServerLock;
 use writer::Writer;
 
 /// The message of the trigger that refuses overlapping reservations.
@@ -57,6 +59,8 @@ pub struct SqliteStore {
     reader: SqlitePool,
     path: PathBuf,
     stats: Arc<StoreStats>,
+    /// This server's hold on the file, let go when the store closes.
+    lock: std::sync::Mutex<Option<ServerLock>>,
 }
 
 impl SqliteStore {
@@ -66,6 +70,8 @@ impl SqliteStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create folder {}: {e}", dir.display()))?;
         }
+        let lock = ServerLock::take(path)?;
+        file::secure(path)?;
         let synchronous = match durability {
             Durability::Full => SqliteSynchronous::Full,
             Durability::Normal => SqliteSynchronous::Normal,
@@ -104,6 +110,7 @@ impl SqliteStore {
             reader,
             path: path.to_owned(),
             stats,
+            lock: std::sync::Mutex::new(Some(lock)),
         })
     }
 
@@ -357,5 +364,7 @@ impl Store for SqliteStore {
         self.writer.close().await;
         self.reader.close().await;
         self.writer_pool.close().await;
+        // Only now may another server open the file.
+        drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 }

@@ -1,0 +1,113 @@
+//! The database file itself: one server per file, owner-only modes, and a
+//! quick integrity check before a server trusts it.
+//!
+//! A second server on the same file would serve the same leases without
+//! seeing the first one's waiters, and its start would refresh the first
+//! one's expiries; so a server holds an exclusive lock on `<db>.lock` for its
+//! whole life, taken before anything reads or writes the database. Backup and
+//! check never take it: they are readers, safe beside a running server.
+
+use std::fs::{File, OpenOptions, Permissions};
+use std::io::ErrorKind;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+
+/// Owner read and write, nothing for anyone else: the file holds lease tokens.
+pub const OWNER_ONLY: u32 = 0o600;
+
+/// `<path><suffix>`, beside `path` (`leasehold.db` → `leasehold.db.lock`).
+pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Opens (creating it mode 0600 if missing) a file that must be readable by
+/// its owner alone, whatever the umask.
+pub fn open_owner_only(path: &Path, options: &mut OpenOptions) -> std::io::Result<File> {
+    let file = options.mode(OWNER_ONLY).open(path)?;
+    restrict(path, &file)?;
+    Ok(file)
+}
+
+/// Makes an open file mode 0600 when it is more open than that (a umask that
+/// clears owner bits, or a file made by an older version).
+fn restrict(path: &Path, file: &File) -> std::io::Result<()> {
+    let mode = file.metadata()?.permissions().mode() & 0o777;
+    if mode != OWNER_ONLY {
+        file.set_permissions(Permissions::from_mode(OWNER_ONLY))?;
+        tracing::info!(file = %path.display(), was = format!("{mode:o}"), "made the file owner-only (0600)");
+    }
+    Ok(())
+}
+
+/// Takes an exclusive `flock` on `file` without waiting: `None` while
+/// another process (or another open of the file) holds it. The kernel lets
+/// go of it when the process dies, however it dies.
+pub fn try_lock(file: File) -> std::io::Result<Option<Flock<File>>> {
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => Ok(Some(locked)),
+        Err((_, Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, errno)) => Err(errno.into()),
+    }
+}
+
+/// The exclusive lock of one server on one database file, held until dropped.
+#[derive(Debug)]
+pub struct ServerLock {
+    _file: Flock<File>,
+}
+
+impl ServerLock {
+    /// Takes the lock beside `db`, or says which server holds it.
+    pub fn take(db: &Path) -> Result<Self, String> {
+        let path = sibling(db, ".lock");
+        let file = open_owner_only(
+            &path,
+            OpenOptions::new().read(true).write(true).create(true),
+        )
+        .map_err(|e| format!("cannot open the lock file {}: {e}", path.display()))?;
+        match try_lock(file) {
+            Ok(Some(file)) => Ok(Self { _file: file }),
+            Ok(None) => Err(format!(
+                "{} is in use by another leasehold server (it holds {}); stop that server, \
+                 or give this one another --db",
+                db.display(),
+                path.display()
+            )),
+            Err(e) => Err(format!("cannot lock {}: {e}", path.display())),
+        }
+    }
+}
+
+/// Creates the database file mode 0600 if it is missing, and makes the
+/// database, its WAL and its shared-memory file 0600 if they are more open.
+/// SQLite gives the WAL and shared-memory files the database's own mode, so
+/// they are born 0600 too.
+pub fn secure(db: &Path) -> Result<(), String> {
+    let cannot = |path: &Path, e: std::io::Error| format!("cannot secure {}: {e}", path.display());
+    open_owner_only(db, OpenOptions::new().read(true).write(true).create(true))
+        .map_err(|e| cannot(db, e))?;
+    for suffix in ["-wal", "-shm"] {
+        let path = sibling(db, suffix);
+        match OpenOptions::new().read(true).open(&path) {
+            Ok(file) => restrict(&path, &file).map_err(|e| cannot(&path, e))?,
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(cannot(&path, e)),
+        }
+    }
+    Ok(())
+}
+
+/// The one line a server or `check` gives for a damaged file.
+pub fn damaged(db: &Path, problem: &str) -> String {
+    format!(
+        "{} is damaged ({problem}); restore it from a backup (`leasehold check --db {}` \
+         lists the problems)",
+        db.display(),
+        db.display()
+    )
+}
