@@ -49,8 +49,8 @@ pub async fn healthz() -> Json<Status> {
 /// small write (such as the probe's own) may still fit on a nearly full disk.
 const UNREADY_AFTER_STORAGE_FAILURE: Duration = Duration::from_secs(3);
 
-/// The database takes a write, and no write was refused for storage in the
-/// last 3 seconds.
+/// The database takes a write, no write was refused for storage in the last
+/// 3 seconds, and the database file was never found damaged.
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", body = Status),
@@ -63,6 +63,15 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Probl
         .record_alive(leases.now())
         .await
         .map_err(Problem::unavailable)?;
+    if let Some(stats) = leases.store.stats()
+        && stats.damaged()
+    {
+        let mut problem = Problem::unavailable("the database file is damaged");
+        problem.detail = "the database file is damaged: restore it from a backup \
+                          (`leasehold check` lists the problems)"
+            .into();
+        return Err(problem);
+    }
     if let Some(stats) = leases.store.stats()
         && stats.storage_failed_within(UNREADY_AFTER_STORAGE_FAILURE)
     {

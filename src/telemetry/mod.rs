@@ -75,6 +75,8 @@ pub struct StoreStats {
     pub storage_failures: AtomicU64,
     /// When the last of them happened.
     last_storage_failure: std::sync::Mutex<Option<std::time::Instant>>,
+    /// The database file was found damaged: it stays so until a restore.
+    damaged: std::sync::atomic::AtomicBool,
 }
 
 impl Default for StoreStats {
@@ -87,6 +89,7 @@ impl Default for StoreStats {
             pending_expired: std::sync::Mutex::new((0, 0)),
             storage_failures: AtomicU64::new(0),
             last_storage_failure: std::sync::Mutex::new(None),
+            damaged: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -129,6 +132,15 @@ impl StoreStats {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some_and(|at| at.elapsed() < window)
+    }
+
+    /// SQLite found the file damaged: the server stays unready until restarted.
+    pub fn note_damage(&self) {
+        self.damaged.store(true, Ordering::Relaxed);
+    }
+
+    pub fn damaged(&self) -> bool {
+        self.damaged.load(Ordering::Relaxed)
     }
 
     /// A batch failed: whatever it noted never happened.

@@ -6,6 +6,7 @@ mod backend;
 mod backup;
 mod config_bounds;
 mod container;
+mod corruption;
 mod crash;
 mod disk_full;
 mod file_safety;

@@ -111,3 +111,17 @@ pub fn damaged(db: &Path, problem: &str) -> String {
         db.display()
     )
 }
+
+/// SQLite's `PRAGMA quick_check` (the structure of every page, without
+/// cross-checking indexes against tables): a damaged file is refused at start
+/// rather than served as errors later.
+pub async fn quick_check(conn: &mut sqlx::SqliteConnection, db: &Path) -> Result<(), String> {
+    let problems: Vec<String> = sqlx::query_scalar("PRAGMA quick_check")
+        .fetch_all(conn)
+        .await
+        .map_err(|e| damaged(db, &e.to_string()))?;
+    match problems.first() {
+        Some(first) if first != "ok" => Err(damaged(db, &first.replace('\n', " "))),
+        _ => Ok(()),
+    }
+}

@@ -93,6 +93,11 @@ impl SqliteStore {
             .connect_with(base.clone().create_if_missing(true))
             .await
             .map_err(cannot_open)?;
+        file::quick_check(
+            &mut *writer_pool.acquire().await.map_err(cannot_open)?,
+            path,
+        )
+        .await?;
         sqlx::migrate!("./migrations")
             .run(&writer_pool)
             .await
@@ -116,6 +121,14 @@ impl SqliteStore {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Passes `result` on, noting a damaged file (which keeps the server unready).
+    fn noted<T>(&self, result: StoreResult<T>) -> StoreResult<T> {
+        if let Err(StoreError::Damaged(_)) = &result {
+            self.stats.note_damage();
+        }
+        result
     }
 }
 
@@ -142,6 +155,8 @@ impl From<sqlx::Error> for StoreError {
         const IOERR: i64 = 10;
         const FULL: i64 = 13;
         const CANTOPEN: i64 = 14;
+        const CORRUPT: i64 = 11;
+        const NOTADB: i64 = 26;
         if let Some(classified) = super::postgres::classify(&error) {
             return classified;
         }
@@ -158,6 +173,7 @@ impl From<sqlx::Error> for StoreError {
                     Some(BUSY | READONLY | IOERR | FULL | CANTOPEN) => {
                         StoreError::Unavailable(db.message().to_owned())
                     }
+                    Some(CORRUPT | NOTADB) => StoreError::Damaged(db.message().to_owned()),
                     _ => StoreError::Internal(error.to_string()),
                 }
             }
@@ -190,11 +206,11 @@ impl Store for SqliteStore {
     }
 
     async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
-        self.live_locks_of(key, now).await
+        self.noted(self.live_locks_of(key, now).await)
     }
 
     async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>> {
-        self.list_locks_page(query, now).await
+        self.noted(self.list_locks_page(query, now).await)
     }
 
     async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
@@ -214,7 +230,7 @@ impl Store for SqliteStore {
     }
 
     async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
-        self.list_pools_page(after, limit).await
+        self.noted(self.list_pools_page(after, limit).await)
     }
 
     async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome> {
@@ -262,7 +278,7 @@ impl Store for SqliteStore {
     }
 
     async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation> {
-        self.get_reservation_row(pool, id, now).await
+        self.noted(self.get_reservation_row(pool, id, now).await)
     }
 
     async fn list_reservations(
@@ -270,7 +286,7 @@ impl Store for SqliteStore {
         query: &ReservationQuery,
         now: Millis,
     ) -> StoreResult<Vec<Reservation>> {
-        self.list_reservations_page(query, now).await
+        self.noted(self.list_reservations_page(query, now).await)
     }
 
     async fn force_release_reservation(
@@ -303,14 +319,15 @@ impl Store for SqliteStore {
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
         // `gone_at` is never before `expires_at`: the range on its index
         // skips the expired rows the reaper has not deleted yet.
-        let (locks, reservations): (i64, i64) = sqlx::query_as(
+        let counts: Result<(i64, i64), _> = sqlx::query_as(
             "SELECT (SELECT count(*) FROM lock_leases WHERE gone_at > ?1 AND expires_at > ?1), \
              (SELECT count(*) FROM subnet_reservations \
               WHERE expires_at IS NULL OR expires_at > ?1)",
         )
         .bind(now)
         .fetch_one(&self.reader)
-        .await?;
+        .await;
+        let (locks, reservations) = self.noted(counts.map_err(StoreError::from))?;
         Ok(LiveLeases {
             locks: u64::try_from(locks).unwrap_or(0),
             reservations: u64::try_from(reservations).unwrap_or(0),
@@ -319,7 +336,7 @@ impl Store for SqliteStore {
 
     async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {
         let mut conn = self.reader.acquire().await?;
-        owners::count_live(&mut conn, owner, now).await
+        self.noted(owners::count_live(&mut conn, owner, now).await)
     }
 
     fn stats(&self) -> Option<&StoreStats> {
