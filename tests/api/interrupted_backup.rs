@@ -11,6 +11,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::helpers::spawn_app;
+use crate::refusals::serve_refused;
 
 #[path = "../../benches/loadgen/seed.rs"]
 mod seed;
@@ -155,4 +156,28 @@ async fn check_says_what_is_wrong_with_a_file_that_is_no_database() {
         .unwrap();
     pool.close().await;
     refused_by_check(&foreign, &["not a leasehold database"]);
+}
+
+#[tokio::test]
+async fn a_half_written_copy_is_refused_at_start_and_left_as_it_was() {
+    let (dir, db) = seeded(1_000).await;
+    let copy = dir.path().join("copy.db");
+    assert!(backup(&db, &copy).output().unwrap().status.success());
+    let whole = std::fs::read(&copy).unwrap();
+    let cut = dir.path().join("restored.db");
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+
+    let line = serve_refused(&cut, &["--listen", "127.0.0.1:0"], &[]).await;
+    assert!(line.contains("cut short"), "{line}");
+    // A copy whose writer was stopped leaves its rollback journal beside it.
+    std::fs::write(&cut, &whole).unwrap();
+    std::fs::write(beside(&cut, "-journal"), vec![7u8; 4096]).unwrap();
+    let line = serve_refused(&cut, &["--listen", "127.0.0.1:0"], &[]).await;
+    assert!(line.contains("was being written"), "{line}");
+    assert_eq!(
+        std::fs::read(&cut).unwrap(),
+        whole,
+        "the file was left as it was"
+    );
+    assert!(beside(&cut, "-journal").exists());
 }

@@ -8,7 +8,7 @@
 //! check never take it: they are readers, safe beside a running server.
 
 use std::fs::{File, OpenOptions, Permissions};
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Read};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -124,4 +124,68 @@ pub async fn quick_check(conn: &mut sqlx::SqliteConnection, db: &Path) -> Result
         Some(first) if first != "ok" => Err(damaged(db, &first.replace('\n', " "))),
         _ => Ok(()),
     }
+}
+
+pub fn not_leasehold(db: &Path) -> String {
+    format!(
+        "{} is not a SQLite database, so neither a leasehold database nor a backup of one",
+        db.display()
+    )
+}
+
+/// Refuses a file that cannot be a whole leasehold database, from what its
+/// first 100 bytes (SQLite's header), its length and the files beside it
+/// show: empty, not SQLite, cut short, or with the rollback journal of a copy
+/// that was being written (a server writes through its WAL, never a journal).
+pub fn inspect(db: &Path) -> Result<(), String> {
+    let mut header = Vec::with_capacity(100);
+    let len = File::open(db)
+        .and_then(|f| {
+            let len = f.metadata()?.len();
+            f.take(100).read_to_end(&mut header)?;
+            Ok(len)
+        })
+        .map_err(|e| match e.kind() {
+            ErrorKind::NotFound => format!("no database at {}", db.display()),
+            _ => format!("cannot read {}: {e}", db.display()),
+        })?;
+    if len == 0 {
+        return Err(format!(
+            "{} is empty: it is no leasehold database (an interrupted copy?)",
+            db.display()
+        ));
+    }
+    if header.len() < 100 || !header.starts_with(b"SQLite format 3\0") {
+        return Err(not_leasehold(db));
+    }
+    let journal = sibling(db, "-journal");
+    if journal.metadata().is_ok_and(|m| m.len() > 0) {
+        return Err(format!(
+            "{} was being written when its writer stopped ({} is beside it): it is incomplete; \
+             use another backup",
+            db.display(),
+            journal.display()
+        ));
+    }
+    // With no WAL beside it nothing is writing the file, so its length must
+    // hold every page the header counts.
+    if !sibling(db, "-wal").exists() {
+        let be32 = |at: usize| {
+            u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+        };
+        let page_size = match u16::from_be_bytes([header[16], header[17]]) {
+            1 => 65_536,
+            n => u64::from(n),
+        };
+        // The page count is valid when the change counter matches its stamp.
+        let expected = (be32(24) == be32(92)).then(|| u64::from(be32(28)) * page_size);
+        if page_size < 512 || len % page_size != 0 || expected.is_some_and(|e| len < e) {
+            return Err(format!(
+                "{} is cut short ({len} bytes, {} expected): an interrupted copy; use another backup",
+                db.display(),
+                expected.map_or("whole pages".to_owned(), |e| e.to_string())
+            ));
+        }
+    }
+    Ok(())
 }

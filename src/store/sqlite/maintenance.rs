@@ -7,7 +7,6 @@
 //! a backup that is killed leaves no file under the name a restore would use.
 
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read};
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -17,7 +16,7 @@ use sqlx::{ConnectOptions, Connection};
 
 use nix::fcntl::Flock;
 
-use super::file::{damaged, open_owner_only, sibling, try_lock};
+use super::file::{damaged, inspect, not_leasehold, open_owner_only, sibling, try_lock};
 
 /// A read-only connection that creates nothing beside the file. A file with
 /// no WAL beside it is written by nobody (no server runs on it), so it is
@@ -49,13 +48,6 @@ fn unreadable(db: &Path, error: &sqlx::Error) -> String {
         }
         e => format!("cannot read {}: {e}", db.display()),
     }
-}
-
-fn not_leasehold(db: &Path) -> String {
-    format!(
-        "{} is not a SQLite database, so neither a leasehold database nor a backup of one",
-        db.display()
-    )
 }
 
 /// Writes a consistent, compacted copy of `db` to `out` (which must not
@@ -133,7 +125,7 @@ fn remove_partial_journal(partial: &Path) {
 /// not SQLite, left with a journal of an interrupted write) is an error
 /// that says so.
 pub async fn integrity_check(db: &Path) -> Result<Vec<String>, String> {
-    inspect_file(db)?;
+    inspect(db)?;
     let mut conn = open_read_only(db).await?;
     let rows: Vec<String> = sqlx::query_scalar("PRAGMA integrity_check")
         .fetch_all(&mut conn)
@@ -154,58 +146,4 @@ pub async fn integrity_check(db: &Path) -> Result<Vec<String>, String> {
         ));
     }
     Ok(problems)
-}
-
-/// What the file's first 100 bytes (SQLite's header) and its length show.
-fn inspect_file(db: &Path) -> Result<(), String> {
-    let mut header = Vec::with_capacity(100);
-    let len = File::open(db)
-        .and_then(|f| {
-            let len = f.metadata()?.len();
-            f.take(100).read_to_end(&mut header)?;
-            Ok(len)
-        })
-        .map_err(|e| match e.kind() {
-            ErrorKind::NotFound => format!("no database at {}", db.display()),
-            _ => format!("cannot read {}: {e}", db.display()),
-        })?;
-    if len == 0 {
-        return Err(format!(
-            "{} is empty: it is no leasehold database (an interrupted copy?)",
-            db.display()
-        ));
-    }
-    if header.len() < 100 || !header.starts_with(b"SQLite format 3\0") {
-        return Err(not_leasehold(db));
-    }
-    let journal = sibling(db, "-journal");
-    if journal.metadata().is_ok_and(|m| m.len() > 0) {
-        return Err(format!(
-            "{} was being written when its writer stopped ({} is beside it): it is incomplete; \
-             use another backup",
-            db.display(),
-            journal.display()
-        ));
-    }
-    // With no WAL beside it nothing is writing the file, so its length must
-    // hold every page the header counts.
-    if !sibling(db, "-wal").exists() {
-        let be32 = |at: usize| {
-            u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
-        };
-        let page_size = match u16::from_be_bytes([header[16], header[17]]) {
-            1 => 65_536,
-            n => u64::from(n),
-        };
-        // The page count is valid when the change counter matches its stamp.
-        let expected = (be32(24) == be32(92)).then(|| u64::from(be32(28)) * page_size);
-        if page_size < 512 || len % page_size != 0 || expected.is_some_and(|e| len < e) {
-            return Err(format!(
-                "{} is cut short ({len} bytes, {} expected): an interrupted copy; use another backup",
-                db.display(),
-                expected.map_or("whole pages".to_owned(), |e| e.to_string())
-            ));
-        }
-    }
-    Ok(())
 }

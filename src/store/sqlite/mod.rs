@@ -71,6 +71,9 @@ impl SqliteStore {
                 .map_err(|e| format!("cannot create folder {}: {e}", dir.display()))?;
         }
         let lock = ServerLock::take(path)?;
+        if path.metadata().is_ok_and(|m| m.len() > 0) {
+            file::inspect(path)?;
+        }
         file::secure(path)?;
         let synchronous = match durability {
             Durability::Full => SqliteSynchronous::Full,
