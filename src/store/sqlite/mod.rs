@@ -22,6 +22,7 @@ use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
 
+mod errors;
 pub mod file;
 mod free_blocks;
 mod lock_acquire;
@@ -147,45 +148,6 @@ fn metadata_text(metadata: &Option<Map<String, Value>>) -> Option<String> {
     metadata
         .as_ref()
         .map(|m| Value::Object(m.clone()).to_string())
-}
-
-/// Storage failures the client can do nothing about but wait are `Unavailable`;
-/// the rest are internal errors.
-impl From<sqlx::Error> for StoreError {
-    fn from(error: sqlx::Error) -> Self {
-        const BUSY: i64 = 5;
-        const READONLY: i64 = 8;
-        const IOERR: i64 = 10;
-        const FULL: i64 = 13;
-        const CANTOPEN: i64 = 14;
-        const CORRUPT: i64 = 11;
-        const NOTADB: i64 = 26;
-        if let Some(classified) = super::postgres::classify(&error) {
-            return classified;
-        }
-        match &error {
-            sqlx::Error::Database(db) if db.message().contains(OVERLAP_ABORT) => {
-                StoreError::SubnetOverlap
-            }
-            sqlx::Error::Database(db) => {
-                let primary = db
-                    .code()
-                    .and_then(|c| c.parse::<i64>().ok())
-                    .map(|c| c & 0xff);
-                match primary {
-                    Some(BUSY | READONLY | IOERR | FULL | CANTOPEN) => {
-                        StoreError::Unavailable(db.message().to_owned())
-                    }
-                    Some(CORRUPT | NOTADB) => StoreError::Damaged(db.message().to_owned()),
-                    _ => StoreError::Internal(error.to_string()),
-                }
-            }
-            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => {
-                StoreError::Unavailable(error.to_string())
-            }
-            _ => StoreError::Internal(error.to_string()),
-        }
-    }
 }
 
 #[async_trait]
