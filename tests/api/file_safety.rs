@@ -123,3 +123,19 @@ async fn the_database_and_the_files_beside_it_are_owner_only_whatever_the_umask(
         server.terminate();
     }
 }
+
+#[tokio::test]
+async fn a_database_left_readable_by_others_is_made_owner_only_at_start() {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("leasehold.db");
+    let first = ServerProcess::start(&db, &[]);
+    acquire(&reqwest::Client::new(), &first.address, "made").await;
+    first.terminate();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let server = ServerProcess::start(&db, &[]);
+    acquire(&reqwest::Client::new(), &server.address, "k").await;
+    for suffix in ["", "-wal", "-shm"] {
+        let file = dir.path().join(format!("leasehold.db{suffix}"));
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+}

@@ -33,13 +33,14 @@ pub fn open_owner_only(path: &Path, options: &mut OpenOptions) -> std::io::Resul
     Ok(file)
 }
 
-/// Makes an open file mode 0600 when it is more open than that (a umask that
-/// clears owner bits, or a file made by an older version).
+/// Takes from an open file every permission of its group and of others (a
+/// umask that let them through, or a file made by an older version). What
+/// its owner may do is left as it is: a file made read-only stays so.
 fn restrict(path: &Path, file: &File) -> std::io::Result<()> {
     let mode = file.metadata()?.permissions().mode() & 0o777;
-    if mode != OWNER_ONLY {
-        file.set_permissions(Permissions::from_mode(OWNER_ONLY))?;
-        tracing::info!(file = %path.display(), was = format!("{mode:o}"), "made the file owner-only (0600)");
+    if mode & !OWNER_ONLY != 0 {
+        file.set_permissions(Permissions::from_mode(mode & OWNER_ONLY))?;
+        tracing::info!(file = %path.display(), was = format!("{mode:o}"), "made the file readable by its owner alone");
     }
     Ok(())
 }
@@ -83,15 +84,18 @@ impl ServerLock {
     }
 }
 
-/// Creates the database file mode 0600 if it is missing, and makes the
-/// database, its WAL and its shared-memory file 0600 if they are more open.
+/// Creates the database file mode 0600 if it is missing, and takes every
+/// permission of group and others from the database, its WAL and its
+/// shared-memory file.
 /// SQLite gives the WAL and shared-memory files the database's own mode, so
 /// they are born 0600 too.
 pub fn secure(db: &Path) -> Result<(), String> {
     let cannot = |path: &Path, e: std::io::Error| format!("cannot secure {}: {e}", path.display());
-    open_owner_only(db, OpenOptions::new().read(true).write(true).create(true))
-        .map_err(|e| cannot(db, e))?;
-    for suffix in ["-wal", "-shm"] {
+    if !db.exists() {
+        open_owner_only(db, OpenOptions::new().write(true).create(true))
+            .map_err(|e| cannot(db, e))?;
+    }
+    for suffix in ["", "-wal", "-shm"] {
         let path = sibling(db, suffix);
         match OpenOptions::new().read(true).open(&path) {
             Ok(file) => restrict(&path, &file).map_err(|e| cannot(&path, e))?,
