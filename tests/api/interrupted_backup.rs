@@ -86,6 +86,12 @@ async fn a_backup_killed_half_way_leaves_no_file_under_its_name() {
     }
     let checked = check(&out);
     assert!(checked.status.success(), "{checked:?}");
+    for suffix in ["-journal", "-wal", "-shm"] {
+        assert!(
+            !beside(&out, suffix).exists(),
+            "check made {suffix} beside the backup"
+        );
+    }
     let options = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(&out)
         .read_only(true);
