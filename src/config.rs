@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::domain::validate::MIN_TTL_MS;
 use crate::store::Durability;
 use crate::telemetry::LogFormat;
 
@@ -54,6 +55,10 @@ pub fn format_duration(d: Duration) -> String {
         ms => format!("{ms}ms"),
     }
 }
+
+/// The longest TTL, wait or reaper interval the server accepts: ten years,
+/// far from overflowing a time in milliseconds.
+const LONGEST: Duration = Duration::from_secs(3650 * 86_400);
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
@@ -131,6 +136,77 @@ impl ServeConfig {
                  or pass --allow-unauthenticated (LEASEHOLD_ALLOW_UNAUTHENTICATED=true) to accept that",
                 self.listen
             ));
+        }
+        Ok(())
+    }
+
+    /// Refuses bounds no request could live with (`--max-ttl 30` would refuse
+    /// every grant), naming the flag, its environment variable and the value.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        let min_ttl = Duration::from_millis(MIN_TTL_MS as u64);
+        let ttl_ok = |d: Duration| (min_ttl..=LONGEST).contains(&d);
+        let refuse = |flag: &str, env: &str, value: Duration, why: String| {
+            Err(format!(
+                "--{flag} ({env}) is {}: {why}",
+                format_duration(value)
+            ))
+        };
+        let within = |low: Duration| {
+            format!(
+                "it must be between {} and {}",
+                format_duration(low),
+                format_duration(LONGEST)
+            )
+        };
+        if !ttl_ok(self.max_ttl) {
+            return refuse(
+                "max-ttl",
+                "LEASEHOLD_MAX_TTL",
+                self.max_ttl,
+                within(min_ttl),
+            );
+        }
+        if !ttl_ok(self.default_ttl) {
+            return refuse(
+                "default-ttl",
+                "LEASEHOLD_DEFAULT_TTL",
+                self.default_ttl,
+                within(min_ttl),
+            );
+        }
+        if self.default_ttl > self.max_ttl {
+            return refuse(
+                "default-ttl",
+                "LEASEHOLD_DEFAULT_TTL",
+                self.default_ttl,
+                format!(
+                    "it must not exceed --max-ttl (LEASEHOLD_MAX_TTL), {}",
+                    format_duration(self.max_ttl)
+                ),
+            );
+        }
+        if self.max_wait > LONGEST {
+            return refuse(
+                "max-wait",
+                "LEASEHOLD_MAX_WAIT",
+                self.max_wait,
+                within(Duration::ZERO),
+            );
+        }
+        if self.reaper_interval.is_zero() || self.reaper_interval > LONGEST {
+            return refuse(
+                "reaper-interval",
+                "LEASEHOLD_REAPER_INTERVAL",
+                self.reaper_interval,
+                within(Duration::from_millis(1)),
+            );
+        }
+        if self.reaper_batch == 0 {
+            return Err(
+                "--reaper-batch (LEASEHOLD_REAPER_BATCH) is 0: the reaper would never delete \
+                 an expired lease; it must be at least 1"
+                    .into(),
+            );
         }
         Ok(())
     }

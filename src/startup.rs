@@ -27,14 +27,15 @@ fn millis(d: std::time::Duration) -> i64 {
 }
 
 impl Application {
-    /// Opens the database, resumes the leases that were live when the server
-    /// stopped, and binds the listener. Errors are one line, fit for a user.
+    /// Binds the listener, opens the database, and resumes the leases that
+    /// were live when the server stopped. Errors are one line, fit for a user.
     pub async fn build(config: ServeConfig) -> Result<Self, String> {
         Self::build_with_clock(config, Arc::new(SystemClock::new())).await
     }
 
     pub async fn build_with_clock(config: ServeConfig, clock: SharedClock) -> Result<Self, String> {
         config.check_exposure()?;
+        config.check_bounds()?;
         let tokens = match &config.auth_file {
             Some(path) => {
                 let tokens = crate::auth::load(path)?;
@@ -43,6 +44,10 @@ impl Application {
             }
             None => None,
         };
+        // Bound first: a server that cannot listen leaves the database untouched.
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
         let store = store::open(&config.db, config.durability, config.db_timeout).await?;
         let resumed = store
             .resume_after_downtime(clock.now())
@@ -72,9 +77,6 @@ impl Application {
             ..Limits::default()
         };
         let leases = Leases::new(store, clock, limits);
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
         Ok(Self {
             listener,
             leases,

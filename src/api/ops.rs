@@ -52,8 +52,8 @@ const UNREADY_AFTER_STORAGE_FAILURE: Duration = Duration::from_secs(3);
 /// How long readiness waits for the database's answer.
 const READY_WITHIN: Duration = Duration::from_millis(900);
 
-/// The database takes a write, and no write was refused for storage in the
-/// last 3 seconds.
+/// The database takes a write, no write was refused for storage in the last
+/// 3 seconds, and the database file was never found damaged.
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", body = Status),
@@ -67,6 +67,15 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Probl
         .await
         .map_err(|_| Problem::unavailable("the database did not take a write within a second"))?
         .map_err(Problem::unavailable)?;
+    if let Some(stats) = leases.store.stats()
+        && stats.damaged()
+    {
+        let mut problem = Problem::unavailable("the database file is damaged");
+        problem.detail = "the database file is damaged: restore it from a backup \
+                          (`leasehold check` lists the problems)"
+            .into();
+        return Err(problem);
+    }
     if let Some(stats) = leases.store.stats()
         && stats.storage_failed_within(UNREADY_AFTER_STORAGE_FAILURE)
     {

@@ -115,7 +115,7 @@ impl From<StoreError> for LeaseError {
             StoreError::QuotaExceeded { limit, current } => {
                 LeaseError::QuotaExceeded { limit, current }
             }
-            StoreError::Unavailable(m) => LeaseError::Unavailable(m),
+            StoreError::Unavailable(m) | StoreError::Damaged(m) => LeaseError::Unavailable(m),
             StoreError::Internal(m) => LeaseError::Internal(m),
         }
     }

@@ -254,6 +254,10 @@ pub enum StoreError {
     /// The database cannot take writes now (disk full, read-only, I/O error).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// The database file is damaged (SQLite: corrupt, or not a database):
+    /// unavailable until it is restored from a backup.
+    #[error("the database file is damaged: {0}")]
+    Damaged(String),
     #[error("storage error: {0}")]
     Internal(String),
 }

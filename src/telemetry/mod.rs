@@ -78,6 +78,8 @@ pub struct StoreStats {
     /// How far apart the lease clocks of the replicas sharing the store are,
     /// at the last heartbeat (0 for a store of one server).
     pub clock_skew_ms: AtomicI64,
+    /// The database file was found damaged: it stays so until a restore.
+    damaged: std::sync::atomic::AtomicBool,
 }
 
 impl Default for StoreStats {
@@ -91,6 +93,7 @@ impl Default for StoreStats {
             storage_failures: AtomicU64::new(0),
             last_storage_failure: std::sync::Mutex::new(None),
             clock_skew_ms: AtomicI64::new(0),
+            damaged: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -133,6 +136,15 @@ impl StoreStats {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some_and(|at| at.elapsed() < window)
+    }
+
+    /// SQLite found the file damaged: the server stays unready until restarted.
+    pub fn note_damage(&self) {
+        self.damaged.store(true, Ordering::Relaxed);
+    }
+
+    pub fn damaged(&self) -> bool {
+        self.damaged.load(Ordering::Relaxed)
     }
 
     /// A batch failed: whatever it noted never happened.

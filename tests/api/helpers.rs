@@ -231,11 +231,17 @@ impl ServerProcess {
 
     /// Starts it with `env` set in its environment too.
     pub fn start_with_env(db: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_leasehold"));
+        command.envs(env.iter().copied());
+        Self::start_as(command, db, extra)
+    }
+
+    /// Starts it through `command`: the binary, or a shell that execs it.
+    pub fn start_as(mut command: Command, db: &Path, extra: &[&str]) -> Self {
+        let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0", "--db"])
             .arg(db)
             .args(extra)
-            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

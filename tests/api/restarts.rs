@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::helpers::{ServerProcess, wait_until_ready};
+use crate::refusals::serve_refused;
 
 async fn acquire(
     client: &reqwest::Client,
@@ -217,4 +218,33 @@ async fn sigterm_lets_in_flight_requests_finish_and_closes_cleanly() {
     // Closed cleanly: on SQLite, no WAL left behind for the next start to recover.
     let wal = dir.path().join("leasehold.db-wal");
     assert!(!wal.exists() || std::fs::metadata(&wal).unwrap().len() == 0);
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_listen_changes_no_lease() {
+    let dir = TempDir::new().unwrap();
+    let db = crate::backend::database(dir.path()).await;
+    let client = reqwest::Client::new();
+    let first = ServerProcess::start(&db, &[]);
+    let lease = acquire(&client, &first, "kept", 60_000).await;
+    // Time passes, so a start that refreshed the leases would move this one.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let taken = first.address.trim_start_matches("http://");
+    let line = serve_refused(&db, &["--listen", taken], &[]).await;
+    assert!(line.contains("cannot listen"), "{line}");
+
+    let shown: Value = client
+        .get(format!("{}/v1/locks/kept", first.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["expires_at"], lease["expires_at"]);
+    assert!(
+        shown["expires_in_ms"].as_i64() <= Some(60_000 - 300),
+        "{shown}"
+    );
 }

@@ -38,6 +38,9 @@ mod postgres_store;
 #[path = "../api/quota.rs"]
 mod quota;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/refusals.rs"]
+mod refusals;
+#[cfg(leasehold_postgres_tests)]
 mod replicas;
 #[cfg(leasehold_postgres_tests)]
 #[path = "../api/restarts.rs"]

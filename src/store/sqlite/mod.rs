@@ -23,6 +23,8 @@ use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
 
+mod errors;
+pub mod file;
 mod free_blocks;
 mod lock_acquire;
 mod locks;
@@ -33,6 +35,7 @@ mod reservations;
 mod subnets;
 mod writer;
 
+use file::ServerLock;
 use writer::Writer;
 
 /// The message of the trigger that refuses overlapping reservations.
@@ -58,6 +61,8 @@ pub struct SqliteStore {
     reader: SqlitePool,
     path: PathBuf,
     stats: Arc<StoreStats>,
+    /// This server's hold on the file, let go when the store closes.
+    lock: std::sync::Mutex<Option<ServerLock>>,
 }
 
 impl SqliteStore {
@@ -67,6 +72,11 @@ impl SqliteStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create folder {}: {e}", dir.display()))?;
         }
+        let lock = ServerLock::take(path)?;
+        if path.metadata().is_ok_and(|m| m.len() > 0) {
+            file::inspect(path)?;
+        }
+        file::secure(path)?;
         let synchronous = match durability {
             Durability::Full => SqliteSynchronous::Full,
             Durability::Normal => SqliteSynchronous::Normal,
@@ -88,6 +98,11 @@ impl SqliteStore {
             .connect_with(base.clone().create_if_missing(true))
             .await
             .map_err(cannot_open)?;
+        file::quick_check(
+            &mut *writer_pool.acquire().await.map_err(cannot_open)?,
+            path,
+        )
+        .await?;
         sqlx::migrate!("./migrations")
             .run(&writer_pool)
             .await
@@ -105,11 +120,20 @@ impl SqliteStore {
             reader,
             path: path.to_owned(),
             stats,
+            lock: std::sync::Mutex::new(Some(lock)),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Passes `result` on, noting a damaged file (which keeps the server unready).
+    fn noted<T>(&self, result: StoreResult<T>) -> StoreResult<T> {
+        if let Err(StoreError::Damaged(_)) = &result {
+            self.stats.note_damage();
+        }
+        result
     }
 }
 
@@ -125,42 +149,6 @@ fn metadata_text(metadata: &Option<Map<String, Value>>) -> Option<String> {
     metadata
         .as_ref()
         .map(|m| Value::Object(m.clone()).to_string())
-}
-
-/// Storage failures the client can do nothing about but wait are `Unavailable`;
-/// the rest are internal errors.
-impl From<sqlx::Error> for StoreError {
-    fn from(error: sqlx::Error) -> Self {
-        const BUSY: i64 = 5;
-        const READONLY: i64 = 8;
-        const IOERR: i64 = 10;
-        const FULL: i64 = 13;
-        const CANTOPEN: i64 = 14;
-        if let Some(classified) = super::postgres::classify(&error) {
-            return classified;
-        }
-        match &error {
-            sqlx::Error::Database(db) if db.message().contains(OVERLAP_ABORT) => {
-                StoreError::SubnetOverlap
-            }
-            sqlx::Error::Database(db) => {
-                let primary = db
-                    .code()
-                    .and_then(|c| c.parse::<i64>().ok())
-                    .map(|c| c & 0xff);
-                match primary {
-                    Some(BUSY | READONLY | IOERR | FULL | CANTOPEN) => {
-                        StoreError::Unavailable(db.message().to_owned())
-                    }
-                    _ => StoreError::Internal(error.to_string()),
-                }
-            }
-            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => {
-                StoreError::Unavailable(error.to_string())
-            }
-            _ => StoreError::Internal(error.to_string()),
-        }
-    }
 }
 
 #[async_trait]
@@ -184,11 +172,11 @@ impl Store for SqliteStore {
     }
 
     async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
-        self.live_locks_of(key, now).await
+        self.noted(self.live_locks_of(key, now).await)
     }
 
     async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>> {
-        self.list_locks_page(query, now).await
+        self.noted(self.list_locks_page(query, now).await)
     }
 
     async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
@@ -208,7 +196,7 @@ impl Store for SqliteStore {
     }
 
     async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
-        self.list_pools_page(after, limit).await
+        self.noted(self.list_pools_page(after, limit).await)
     }
 
     async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome> {
@@ -256,7 +244,7 @@ impl Store for SqliteStore {
     }
 
     async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation> {
-        self.get_reservation_row(pool, id, now).await
+        self.noted(self.get_reservation_row(pool, id, now).await)
     }
 
     async fn list_reservations(
@@ -264,7 +252,7 @@ impl Store for SqliteStore {
         query: &ReservationQuery,
         now: Millis,
     ) -> StoreResult<Vec<Reservation>> {
-        self.list_reservations_page(query, now).await
+        self.noted(self.list_reservations_page(query, now).await)
     }
 
     async fn force_release_reservation(
@@ -297,14 +285,15 @@ impl Store for SqliteStore {
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
         // `gone_at` is never before `expires_at`: the range on its index
         // skips the expired rows the reaper has not deleted yet.
-        let (locks, reservations): (i64, i64) = sqlx::query_as(
+        let counts: Result<(i64, i64), _> = sqlx::query_as(
             "SELECT (SELECT count(*) FROM lock_leases WHERE gone_at > ?1 AND expires_at > ?1), \
              (SELECT count(*) FROM subnet_reservations \
               WHERE expires_at IS NULL OR expires_at > ?1)",
         )
         .bind(now)
         .fetch_one(&self.reader)
-        .await?;
+        .await;
+        let (locks, reservations) = self.noted(counts.map_err(StoreError::from))?;
         Ok(LiveLeases {
             locks: u64::try_from(locks).unwrap_or(0),
             reservations: u64::try_from(reservations).unwrap_or(0),
@@ -313,7 +302,7 @@ impl Store for SqliteStore {
 
     async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {
         let mut conn = self.reader.acquire().await?;
-        owners::count_live(&mut conn, owner, now).await
+        self.noted(owners::count_live(&mut conn, owner, now).await)
     }
 
     fn stats(&self) -> Option<&StoreStats> {
@@ -359,5 +348,7 @@ impl Store for SqliteStore {
         self.writer.close().await;
         self.reader.close().await;
         self.writer_pool.close().await;
+        // Only now may another server open the file.
+        drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 }

@@ -190,6 +190,10 @@ async fn run(
             Ok((_, Some(StoreError::Unavailable(_)))) | Err(StoreError::Unavailable(_)) => {
                 stats.note_storage_failure();
             }
+            Ok((_, Some(StoreError::Damaged(_)))) | Err(StoreError::Damaged(_)) => {
+                stats.note_storage_failure();
+                stats.note_damage();
+            }
             _ => {}
         }
         if let Ok((elapsed, _)) = &commit {
@@ -240,12 +244,12 @@ async fn run_batch(
         let undo = if guarded { "ROLLBACK TO job" } else { RENEW };
         if let Err(rollback) = exec(conn, undo).await {
             return Err(match error {
-                StoreError::Unavailable(_) => error,
+                StoreError::Unavailable(_) | StoreError::Damaged(_) => error,
                 _ => rollback,
             });
         }
         fresh = true;
-        if matches!(error, StoreError::Unavailable(_)) {
+        if matches!(error, StoreError::Unavailable(_) | StoreError::Damaged(_)) {
             storage_failure = Some(error);
         }
     }

@@ -1,0 +1,64 @@
+//! Bounds no request could live with are refused at start, by flag or by
+//! environment variable, before the database is touched.
+
+use tempfile::TempDir;
+
+use crate::refusals::serve_refused;
+
+/// Starts the real binary with `args` and `env`; asserts the refusal names
+/// every one of `words`, and that no database was made.
+async fn refused(args: &[&str], env: &[(&str, &str)], words: &[&str]) {
+    let dir = TempDir::new().unwrap();
+    let db = dir.path().join("leasehold.db");
+    let mut all = vec!["--listen", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let line = serve_refused(&db, &all, env).await;
+    for word in words {
+        assert!(line.contains(word), "{word:?} missing from {line:?}");
+    }
+    assert!(!db.exists(), "a refused start creates no database");
+}
+
+#[tokio::test]
+async fn a_max_ttl_under_100ms_is_refused_by_flag_and_by_environment() {
+    let words = ["--max-ttl", "LEASEHOLD_MAX_TTL", "30ms", "100ms"];
+    refused(&["--max-ttl", "30"], &[], &words).await;
+    refused(&[], &[("LEASEHOLD_MAX_TTL", "30")], &words).await;
+}
+
+#[tokio::test]
+async fn a_default_ttl_above_the_max_ttl_is_refused() {
+    let words = [
+        "--default-ttl",
+        "LEASEHOLD_DEFAULT_TTL",
+        "2h",
+        "--max-ttl",
+        "1h",
+    ];
+    refused(&["--default-ttl", "2h", "--max-ttl", "1h"], &[], &words).await;
+    let env = [("LEASEHOLD_DEFAULT_TTL", "2h"), ("LEASEHOLD_MAX_TTL", "1h")];
+    refused(&[], &env, &words).await;
+}
+
+#[tokio::test]
+async fn a_default_ttl_under_100ms_is_refused() {
+    let words = ["--default-ttl", "LEASEHOLD_DEFAULT_TTL", "50ms"];
+    refused(&["--default-ttl", "50"], &[], &words).await;
+    refused(&[], &[("LEASEHOLD_DEFAULT_TTL", "50ms")], &words).await;
+}
+
+#[tokio::test]
+async fn a_reaper_that_could_not_run_is_refused() {
+    let words = ["--reaper-interval", "LEASEHOLD_REAPER_INTERVAL", "0ms"];
+    refused(&["--reaper-interval", "0"], &[], &words).await;
+    let words = ["--reaper-batch", "LEASEHOLD_REAPER_BATCH", "0"];
+    refused(&[], &[("LEASEHOLD_REAPER_BATCH", "0")], &words).await;
+}
+
+#[tokio::test]
+async fn waits_and_ttls_beyond_ten_years_are_refused() {
+    let words = ["--max-wait", "LEASEHOLD_MAX_WAIT", "87601h"];
+    refused(&["--max-wait", "87601h"], &[], &words).await;
+    let words = ["--max-ttl", "LEASEHOLD_MAX_TTL", "87624h"];
+    refused(&[], &[("LEASEHOLD_MAX_TTL", "3651d")], &words).await;
+}
