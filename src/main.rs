@@ -79,6 +79,8 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         max_ttl = %format_duration(config.max_ttl),
         max_wait = %format_duration(config.max_wait),
         max_in_flight = config.max_in_flight,
+        max_in_flight_per_client = config.in_flight_per_client(),
+        max_connections = config.max_connections,
         max_waiters = config.max_waiters,
         header_timeout = %format_duration(config.header_timeout),
         body_timeout = %format_duration(config.body_timeout),

@@ -8,6 +8,7 @@ mod container;
 mod crash;
 mod disk_full;
 mod helpers;
+mod hostile_clients;
 mod limits;
 mod lock_rules;
 mod locks;
