@@ -12,6 +12,7 @@ mod hostile_clients;
 mod limits;
 mod lock_rules;
 mod locks;
+mod memory;
 mod metrics;
 mod ops;
 mod overload;
