@@ -13,6 +13,9 @@ mod backend;
 #[path = "../api/helpers.rs"]
 mod helpers;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/hostile_clients.rs"]
+mod hostile_clients;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/lock_rules.rs"]
 mod lock_rules;
 #[cfg(leasehold_postgres_tests)]
@@ -26,6 +29,9 @@ mod postgres_store;
 #[cfg(leasehold_postgres_tests)]
 #[path = "../api/quota.rs"]
 mod quota;
+#[cfg(leasehold_postgres_tests)]
+#[path = "../api/raw.rs"]
+mod raw;
 #[cfg(leasehold_postgres_tests)]
 mod replicas;
 #[cfg(leasehold_postgres_tests)]
