@@ -98,10 +98,21 @@ pub struct ServeConfig {
     /// at once (health, readiness and metrics are never refused).
     #[arg(long, env = "LEASEHOLD_MAX_IN_FLIGHT", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_in_flight: u32,
+    /// Requests of any one client (its API token's name, or its address
+    /// without an auth file) served at once; past it that client's requests
+    /// answer 503 `overloaded` while others are served. Default: half of
+    /// `--max-in-flight`.
+    #[arg(long, env = "LEASEHOLD_MAX_IN_FLIGHT_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_in_flight_per_client: Option<u32>,
     /// Acquires waiting (`wait_ms`) for a key at once; they do not count as in
     /// flight while they wait. Past it, a waiting acquire answers 503 `overloaded`.
     #[arg(long, env = "LEASEHOLD_MAX_WAITERS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_waiters: u32,
+    /// Client connections open at once; past it a new connection is answered
+    /// 503 and closed at once (lowered, with a warning, to what the open files
+    /// limit allows).
+    #[arg(long, env = "LEASEHOLD_MAX_CONNECTIONS", default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
     /// Time a client has to send a request's headers; a keep-alive connection
     /// idle this long is closed too.
     #[arg(long, env = "LEASEHOLD_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_positive_duration)]
@@ -211,6 +222,13 @@ impl ServeConfig {
         Ok(())
     }
 
+    /// The share of `--max-in-flight` one client may hold.
+    pub fn in_flight_per_client(&self) -> u32 {
+        self.max_in_flight_per_client
+            .unwrap_or(self.max_in_flight / 2)
+            .clamp(1, self.max_in_flight)
+    }
+
     /// The defaults, on another address and database (for tests and embedding).
     pub fn new(listen: SocketAddr, db: PathBuf) -> Self {
         Self {
@@ -224,7 +242,9 @@ impl ServeConfig {
             max_ttl: Duration::from_secs(24 * 3600),
             max_wait: Duration::from_secs(300),
             max_in_flight: 1024,
+            max_in_flight_per_client: None,
             max_waiters: 4096,
+            max_connections: 8192,
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
             log_format: LogFormat::Text,

@@ -1,12 +1,17 @@
 //! The HTTP/1.1 server loop: one task per connection, a deadline on request
-//! headers (which also closes idle keep-alive connections), and a graceful
-//! stop that lets requests in flight finish.
+//! headers (which also closes idle keep-alive connections), a cap on open
+//! connections and on the size of a request head, and a graceful stop that
+//! lets requests in flight finish.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::ConnectInfo;
 use axum::serve::Listener;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -15,12 +20,80 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower::ServiceExt;
 
+use crate::telemetry::ConnectionStats;
+
+/// The largest request head (request line and headers) the server reads; a
+/// larger one is answered 431. It also bounds what a connection that sends
+/// an endless head can make the server buffer.
+pub const MAX_HEAD_BYTES: usize = 32 * 1024;
+
+/// What a connection refused at the cap is told, written without waiting (a
+/// client that does not read gets nothing rather than hold the server up).
+static REFUSED: LazyLock<Vec<u8>> = LazyLock::new(|| {
+    let body = serde_json::json!({
+        "type": "/problems/overloaded",
+        "title": "The server is overloaded",
+        "status": 503,
+        "detail": "the server holds as many connections as it takes; retry later",
+        "reason": "connections",
+    })
+    .to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\n\
+         retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+});
+
+/// File descriptors kept for everything but client connections: the
+/// database and its WAL, the listener, logs.
+const RESERVED_FDS: u64 = 64;
+
+/// The connection cap to enforce: `configured`, raising the process's soft
+/// limit of open files toward its hard limit as far as that needs, and
+/// lowered (with a warning) when even the hard limit leaves too little room.
+pub fn connection_cap(configured: u32) -> usize {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let wanted = u64::from(configured) + RESERVED_FDS;
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return configured as usize;
+    };
+    let mut limit = soft;
+    if soft < wanted && setrlimit(Resource::RLIMIT_NOFILE, wanted.min(hard), hard).is_ok() {
+        limit = wanted.min(hard);
+    }
+    if limit >= wanted {
+        return configured as usize;
+    }
+    let cap = limit.saturating_sub(RESERVED_FDS).max(1);
+    tracing::warn!(
+        max_connections = configured,
+        open_files_limit = limit,
+        effective = cap,
+        "the open files limit is too low for --max-connections; capping connections lower"
+    );
+    cap as usize
+}
+
 /// How a connection may behave before it is closed.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
     /// Time to send a request's headers, counted from the first byte awaited:
     /// a connection that sends nothing for this long between requests is closed too.
     pub header_timeout: Duration,
+    /// Connections served at once; past it a new connection is answered 503
+    /// and closed at once, so the process never runs out of file descriptors.
+    pub max_connections: usize,
+}
+
+/// One open connection, counted while it lives.
+struct Open(Arc<ConnectionStats>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves; then stops accepting,
@@ -29,6 +102,7 @@ pub async fn serve(
     mut listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
+    stats: Arc<ConnectionStats>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     // Connections hold `stopped`; it closes when the shutdown signal arrives.
@@ -42,6 +116,7 @@ pub async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        .max_buf_size(MAX_HEAD_BYTES)
         .keep_alive(true);
     loop {
         let (io, remote) = tokio::select! {
@@ -49,15 +124,32 @@ pub async fn serve(
             accepted = Listener::accept(&mut listener) => accepted,
             () = stop.closed() => break,
         };
+        // Only this loop opens connections, so the check and the count agree.
+        if stats.open.load(Ordering::Relaxed) >= limits.max_connections as u64 {
+            stats.refused.fetch_add(1, Ordering::Relaxed);
+            let _ = io.try_write(&REFUSED);
+            tracing::debug!(remote = %remote, "connection refused: at the connection cap");
+            continue;
+        }
+        stats.open.fetch_add(1, Ordering::Relaxed);
+        let open = Open(stats.clone());
         let _ = io.set_nodelay(true);
-        let service =
-            TowerToHyperService::new(app.clone().map_request(
-                |request: hyper::Request<Incoming>| request.map(axum::body::Body::new),
-            ));
+        let service = TowerToHyperService::new(app.clone().map_request(
+            move |request: hyper::Request<Incoming>| {
+                let mut request = request.map(axum::body::Body::new);
+                // Without an auth file, a client is known by its address.
+                request
+                    .extensions_mut()
+                    .insert(ConnectInfo::<SocketAddr>(remote));
+                request
+            },
+        ));
         let connection = http.serve_connection(TokioIo::new(io), service);
         let stop = stop.clone();
         let finished = finished.clone();
+        let stats = stats.clone();
         tokio::spawn(async move {
+            let _open = open;
             let mut connection = pin!(connection);
             let mut stopping = pin!(stop.closed());
             let mut told = false;
@@ -65,6 +157,9 @@ pub async fn serve(
                 tokio::select! {
                     result = connection.as_mut() => {
                         if let Err(e) = result {
+                            if e.is_parse_too_large() {
+                                stats.heads_too_large.fetch_add(1, Ordering::Relaxed);
+                            }
                             tracing::debug!(error = %e, remote = %remote, "connection ended");
                         }
                         break;

@@ -72,6 +72,7 @@ impl Application {
             max_ttl_ms: millis(config.max_ttl),
             max_wait_ms: millis(config.max_wait),
             max_in_flight: config.max_in_flight as usize,
+            max_in_flight_per_client: config.in_flight_per_client() as usize,
             max_waiters: config.max_waiters as usize,
             body_timeout: config.body_timeout,
             ..Limits::default()
@@ -119,8 +120,10 @@ impl Application {
         let stopping = leases.clone();
         let connections = ConnectionLimits {
             header_timeout: config.header_timeout,
+            max_connections: crate::serve::connection_cap(config.max_connections),
         };
-        crate::serve::serve(listener, app, connections, async move {
+        let stats = leases.metrics.connections.clone();
+        crate::serve::serve(listener, app, connections, stats, async move {
             shutdown.await;
             tracing::info!("shutting down: finishing in-flight requests");
             stopping.shutdown();

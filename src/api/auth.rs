@@ -1,19 +1,24 @@
-//! Who is asking: the `Caller` extractor reads `Authorization: Bearer …` when
-//! the server runs with an auth file, and answers 401 for a missing or unknown
-//! token. Handlers then ask the caller about the key or pool they touch (403
-//! when it is outside the token's scope). Without an auth file every caller
-//! may do everything, as on a trusted loopback.
+//! Who is asking: `authenticate` reads `Authorization: Bearer …` when the
+//! server runs with an auth file, and answers 401 for a missing or unknown
+//! token from the headers alone, before the request takes an in-flight slot or
+//! its body is read, so a client without a token costs next to nothing.
+//! Handlers then take the `Caller` and ask it about the key or pool they touch
+//! (403 when it is outside the token's scope). Without an auth file every
+//! caller may do everything, as on a trusted loopback.
 
 use std::sync::Arc;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use http_body::Body as _;
 
 use super::AppState;
 use super::error::Problem;
 use crate::auth::{ANY_POOL, Access, Denial, Grant, Need};
+use crate::leases::ClientId;
 use crate::store::LeaseOwner;
 
 /// The `WWW-Authenticate` challenge of every 401.
@@ -27,29 +32,40 @@ pub enum Caller {
     Token(Arc<Grant>),
 }
 
-fn unauthorized(detail: &str, challenge: &'static str) -> Response {
-    let mut response = Problem::new(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
-        "A valid API token is required",
-        detail,
-    )
-    .into_response();
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
-    );
-    response
+/// Why a request names no caller: the 401 to answer.
+struct Unauthorized {
+    detail: &'static str,
+    challenge: &'static str,
 }
 
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = Response;
+fn unauthorized(detail: &'static str, challenge: &'static str) -> Unauthorized {
+    Unauthorized { detail, challenge }
+}
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+impl IntoResponse for Unauthorized {
+    fn into_response(self) -> Response {
+        let mut response = Problem::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "A valid API token is required",
+            self.detail,
+        )
+        .into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(self.challenge),
+        );
+        response
+    }
+}
+
+impl Caller {
+    /// The caller named by `headers`, or the 401 to answer.
+    fn identify(headers: &HeaderMap, state: &AppState) -> Result<Self, Unauthorized> {
         let Some(tokens) = &state.tokens else {
             return Ok(Caller::Open);
         };
-        let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
             return Err(unauthorized(
                 "send the API token as Authorization: Bearer <token>",
                 CHALLENGE,
@@ -78,6 +94,47 @@ impl FromRequestParts<AppState> for Caller {
                 "the token is not known to this server",
                 invalid,
             )),
+        }
+    }
+}
+
+/// Middleware: every `/v1` request names its caller before anything else is
+/// spent on it. A refused request's body is never read, so the connection
+/// closes after the 401 rather than wait for bytes it would have to skip.
+pub async fn authenticate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    if !(path == "/v1" || path.starts_with("/v1/")) {
+        return next.run(request).await;
+    }
+    match Caller::identify(request.headers(), &state) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refusal) => {
+            let mut response = refusal.into_response();
+            if !request.body().is_end_stream() {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            response
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        // `authenticate` has named the caller of every routed `/v1` request.
+        match parts.extensions.get::<Caller>() {
+            Some(caller) => Ok(caller.clone()),
+            None => Caller::identify(&parts.headers, state).map_err(IntoResponse::into_response),
         }
     }
 }
@@ -172,6 +229,15 @@ impl Caller {
         match self {
             Caller::Open => true,
             Caller::Token(g) => g.sees_pool(pool),
+        }
+    }
+
+    /// Whom the request counts against in the in-flight bound: its token,
+    /// or (without an auth file) the address it comes from.
+    pub fn client(&self, peer: Option<std::net::IpAddr>) -> Option<ClientId> {
+        match self {
+            Caller::Token(g) => Some(ClientId::Token(g.name.as_str().into())),
+            Caller::Open => peer.map(ClientId::Address),
         }
     }
 

@@ -37,6 +37,10 @@ pub struct Problem {
     pub extensions: Map<String, Value>,
     #[serde(skip)]
     pub retry_after: Option<u64>,
+    /// The bound that refused the request, kept on the response so that its
+    /// log line knows it was shed.
+    #[serde(skip)]
+    pub shed: Option<Shed>,
 }
 
 impl Problem {
@@ -48,6 +52,7 @@ impl Problem {
             detail: detail.into(),
             extensions: Map::new(),
             retry_after: None,
+            shed: None,
         }
     }
 
@@ -105,6 +110,9 @@ impl Problem {
             Shed::Waiters => {
                 "as many acquires as the server parks at once are waiting for keys; retry later"
             }
+            Shed::ClientInFlight => {
+                "this client has as many requests in flight as one client may; retry later"
+            }
         };
         Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -114,6 +122,12 @@ impl Problem {
         )
         .with("reason", reason.as_str())
         .retry_after(1)
+        .shed(reason)
+    }
+
+    fn shed(mut self, reason: Shed) -> Self {
+        self.shed = Some(reason);
+        self
     }
 
     pub fn payload_too_large(limit: usize) -> Self {
@@ -138,8 +152,11 @@ impl Problem {
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let retry_after = self.retry_after;
+        let (retry_after, shed) = (self.retry_after, self.shed);
         let mut response = (status, axum::Json(self)).into_response();
+        if let Some(reason) = shed {
+            response.extensions_mut().insert(reason);
+        }
         let headers = response.headers_mut();
         headers.insert(
             header::CONTENT_TYPE,

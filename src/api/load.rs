@@ -1,16 +1,19 @@
 //! Middleware that keeps a flood or a slow client from taking the server down:
-//! requests past the in-flight bound are refused at once with 503
-//! `overloaded`, and a request body must arrive whole within a deadline.
+//! requests past the in-flight bound, or past their client's share of it, are
+//! refused at once with 503 `overloaded`, and a request body must arrive whole
+//! within a deadline.
 
 use std::error::Error as _;
+use std::net::SocketAddr;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body::Body as _;
 
+use super::auth::Caller;
 use super::{AppState, MAX_BODY_BYTES, Problem};
 
 /// Probes that must answer even when the server is saturated.
@@ -23,7 +26,21 @@ pub async fn shed_load(State(state): State<AppState>, request: Request, next: Ne
     if is_probe(request.uri().path()) {
         return next.run(request).await;
     }
-    match state.leases.admission.admit(next.run(request)).await {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let client = request
+        .extensions()
+        .get::<Caller>()
+        .unwrap_or(&Caller::Open)
+        .client(peer);
+    match state
+        .leases
+        .admission
+        .admit(client.as_ref(), next.run(request))
+        .await
+    {
         Ok(response) => response,
         Err(reason) => {
             // A flood would log a line per request; the metric counts them.

@@ -139,8 +139,8 @@ fn add_common_problems(doc: &mut utoipa::openapi::OpenApi) {
             // Probes are never shed, so only storage makes them unavailable.
             let unavailable = if path.starts_with("/v1") {
                 "`storage-unavailable`: the database cannot be used now; `overloaded`: \
-                 the server is at its bound of requests in flight or of waiting acquires \
-                 (both with Retry-After)"
+                 the server is at its bound of requests in flight, of the caller's share \
+                 of them, or of waiting acquires (both with Retry-After)"
             } else {
                 "`storage-unavailable`: the database cannot be used now (Retry-After)"
             };
@@ -168,6 +168,10 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            auth::authenticate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             crate::telemetry::http::track_requests,
         ))
         .layer(
@@ -184,8 +188,12 @@ pub fn router(state: AppState) -> Router {
                         auth.token = tracing::field::Empty,
                     )
                 })
-                // `track_requests` logs each request once, in this span.
-                .on_response(()),
+                // `track_requests` logs each request once, in this span, at
+                // the level its outcome deserves; a 5xx is not an error of
+                // the server by itself (a shed flood answers 503 by design),
+                // and real failures log where they happen.
+                .on_response(())
+                .on_failure(()),
         )
         .with_state(state)
 }

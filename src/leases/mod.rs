@@ -15,11 +15,13 @@ use crate::telemetry::Metrics;
 
 pub mod admission;
 pub mod locks;
+pub mod shares;
 pub mod subnets;
 pub mod waiters;
 
 pub use admission::{Admission, Shed};
 pub use locks::{AcquireLock, Acquired, LockService};
+pub use shares::ClientId;
 pub use subnets::{Page, PutPool, ReserveSubnet, Reserved, SubnetService};
 pub use waiters::{WaiterStats, Waiters};
 
@@ -32,6 +34,8 @@ pub struct Limits {
     pub max_page: u32,
     /// Requests served at once; past it new requests are refused with 503.
     pub max_in_flight: usize,
+    /// Of those, requests of any one client (API token or peer address).
+    pub max_in_flight_per_client: usize,
     /// Acquires parked waiting for a key at once; past it, 503.
     pub max_waiters: usize,
     /// How long a client may take to send a request body.
@@ -46,6 +50,7 @@ impl Default for Limits {
             max_wait_ms: 5 * 60_000,
             max_page: 1_000,
             max_in_flight: 1_024,
+            max_in_flight_per_client: 512,
             max_waiters: 4_096,
             body_timeout: Duration::from_secs(30),
         }
@@ -141,7 +146,11 @@ impl Leases {
             limits,
             waiters: Arc::new(Waiters::default()),
             metrics: Arc::new(Metrics::default()),
-            admission: Arc::new(Admission::new(limits.max_in_flight, limits.max_waiters)),
+            admission: Arc::new(Admission::new(
+                limits.max_in_flight,
+                limits.max_in_flight_per_client,
+                limits.max_waiters,
+            )),
             stop: Arc::new(watch::Sender::new(false)),
         }
     }

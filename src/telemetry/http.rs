@@ -14,6 +14,7 @@ use axum::response::Response;
 
 use super::histogram::Histogram;
 use crate::api::AppState;
+use crate::leases::Shed;
 
 /// Series key: route template, method, status class.
 type Series = (String, &'static str, &'static str);
@@ -99,7 +100,9 @@ pub async fn track_requests(
     // Inside the request span (route, method). Probes come every few seconds:
     // they log at debug, so they do not drown the requests that matter.
     let latency_ms = (seconds * 1e4).round() / 10.0;
-    if matches!(route.as_str(), "/healthz" | "/readyz" | "/metrics") {
+    // A shed request is one of a flood: the shed counter tells how many.
+    let shed = response.extensions().get::<Shed>().is_some();
+    if shed || matches!(route.as_str(), "/healthz" | "/readyz" | "/metrics") {
         tracing::debug!(http.status = status.as_u16(), latency_ms, "request served");
     } else {
         tracing::info!(http.status = status.as_u16(), latency_ms, "request served");

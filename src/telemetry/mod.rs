@@ -9,9 +9,11 @@ use tracing_subscriber::EnvFilter;
 use crate::leases::{Leases, Shed};
 use crate::store::LiveLeases;
 
+pub mod connections;
 pub mod histogram;
 pub mod http;
 
+pub use connections::ConnectionStats;
 pub use histogram::Histogram;
 pub use http::RequestMetrics;
 
@@ -54,6 +56,7 @@ pub struct Metrics {
     pub reservation_releases: AtomicU64,
     pub reaped_reservations: AtomicU64,
     pub requests: RequestMetrics,
+    pub connections: std::sync::Arc<ConnectionStats>,
 }
 
 /// What the store measures: its commits, and the leases it removed because
@@ -250,12 +253,18 @@ impl Metrics {
              # TYPE leasehold_requests_shed_total counter\n\
              leasehold_requests_shed_total{{reason=\"in_flight\"}} {}\n\
              leasehold_requests_shed_total{{reason=\"waiters\"}} {}\n\
+             leasehold_requests_shed_total{{reason=\"client_in_flight\"}} {}\n\
              # HELP leasehold_requests_in_flight Requests being served (waiting acquires and probes not counted)\n\
-             # TYPE leasehold_requests_in_flight gauge\nleasehold_requests_in_flight {}",
+             # TYPE leasehold_requests_in_flight gauge\nleasehold_requests_in_flight {}\n\
+             # HELP leasehold_clients_in_flight Clients (API tokens, or addresses without an auth file) with requests being served\n\
+             # TYPE leasehold_clients_in_flight gauge\nleasehold_clients_in_flight {}",
             admission.shed(Shed::InFlight),
             admission.shed(Shed::Waiters),
-            admission.in_flight()
+            admission.shed(Shed::ClientInFlight),
+            admission.in_flight(),
+            admission.clients_in_flight()
         );
+        self.connections.render(&mut out);
         let _ = writeln!(
             out,
             "# HELP leasehold_live_leases Live leases in the store by kind\n\

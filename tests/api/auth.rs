@@ -22,6 +22,14 @@ pub fn entry(name: &str, token: &str, extra: Value) -> Value {
 
 /// A server with an auth file of four tokens (and `extra` entries).
 pub async fn spawn_secured_with(extra: Vec<Value>) -> TestApp {
+    spawn_secured_tweaked(extra, |_| {}).await
+}
+
+/// The same, with its configuration adjusted by `tweak`.
+pub async fn spawn_secured_tweaked(
+    extra: Vec<Value>,
+    tweak: impl FnOnce(&mut leasehold::config::ServeConfig),
+) -> TestApp {
     let mut tokens = vec![
         entry(
             "admin",
@@ -48,7 +56,11 @@ pub async fn spawn_secured_with(extra: Vec<Value>) -> TestApp {
     let dir = tempfile::TempDir::new().unwrap();
     let path = dir.path().join("auth.json");
     std::fs::write(&path, json!({ "tokens": tokens }).to_string()).unwrap();
-    let app = spawn_app_with(|c| c.auth_file = Some(path.clone())).await;
+    let app = spawn_app_with(|c| {
+        c.auth_file = Some(path.clone());
+        tweak(c);
+    })
+    .await;
     // The file is read at start; the folder may go.
     drop(dir);
     app

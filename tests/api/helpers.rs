@@ -221,6 +221,8 @@ pub async fn wait_for_gauge(app: &TestApp, series: &str, value: u64) {
 pub struct ServerProcess {
     pub child: Child,
     pub address: String,
+    /// Every line the server has logged on stderr so far.
+    pub logs: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ServerProcess {
@@ -249,20 +251,28 @@ impl ServerProcess {
             .expect("leasehold starts");
         let stderr = child.stderr.take().unwrap();
         let mut lines = BufReader::new(stderr).lines();
+        let logs = Arc::new(std::sync::Mutex::new(Vec::new()));
         let port = loop {
             let line = lines
                 .next()
                 .expect("the server says where it listens")
                 .unwrap();
+            logs.lock().unwrap().push(line.clone());
             if let Some(rest) = line.split("port=").nth(1) {
                 break rest.trim().parse::<u16>().unwrap();
             }
         };
         // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines.by_ref() {});
+        let kept = logs.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
         Self {
             child,
             address: format!("http://127.0.0.1:{port}"),
+            logs,
         }
     }
 

@@ -1,6 +1,8 @@
 //! Load shedding: past the in-flight bound requests are refused at once with
 //! 503 and Retry-After; parked waiters have their own bound; probes are never
-//! refused; service is normal again once the load is gone.
+//! refused; service is normal again once the load is gone. Every client of
+//! these tests comes from one address, so each gives that client the whole
+//! bound (`hostile_clients.rs` tests the per-client share).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +19,7 @@ const BODY: &str = r#"{"holder": "slow", "ttl_ms": 60000}"#;
 async fn past_the_in_flight_bound_requests_are_refused_at_once_and_served_again_after() {
     let app = spawn_app_with(|c| {
         c.max_in_flight = 4;
+        c.max_in_flight_per_client = Some(4);
         c.body_timeout = Duration::from_secs(20);
     })
     .await;
@@ -67,6 +70,7 @@ async fn parked_waiters_have_their_own_bound_and_do_not_starve_other_requests() 
     let app = Arc::new(
         spawn_app_with(|c| {
             c.max_in_flight = 2;
+            c.max_in_flight_per_client = Some(2);
             c.max_waiters = 3;
         })
         .await,
@@ -124,7 +128,13 @@ async fn parked_waiters_have_their_own_bound_and_do_not_starve_other_requests() 
 
 #[tokio::test]
 async fn a_flood_is_answered_in_full_each_request_served_or_shed() {
-    let app = Arc::new(spawn_app_with(|c| c.max_in_flight = 8).await);
+    let app = Arc::new(
+        spawn_app_with(|c| {
+            c.max_in_flight = 8;
+            c.max_in_flight_per_client = Some(8);
+        })
+        .await,
+    );
     let tasks: Vec<_> = (0..400)
         .map(|i| {
             let app = app.clone();
@@ -158,4 +168,89 @@ async fn a_flood_is_answered_in_full_each_request_served_or_shed() {
         .unwrap();
     assert_eq!(page["items"].as_array().unwrap().len() as u64, granted);
     eprintln!("flood of 400 with 8 in flight: {granted} granted, {shed} shed");
+}
+
+#[tokio::test]
+async fn a_shed_flood_logs_no_error_lines() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let server = crate::helpers::ServerProcess::start(
+        &dir.path().join("leasehold.db"),
+        &["--max-in-flight", "2", "--body-timeout", "20s"],
+    );
+    // Two stalled bodies fill the bound; everything else is shed.
+    let mut stalled = vec![];
+    for i in 0..2 {
+        let mut raw = Raw::connect_to(&server.address).await;
+        raw.send(&format!(
+            "POST /v1/locks/slow-{i}/acquire HTTP/1.1\r\nHost: leasehold\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+            BODY.len(),
+            &BODY[..10]
+        ))
+        .await;
+        stalled.push(raw);
+    }
+    let client = reqwest::Client::new();
+    let metrics = format!("{}/metrics", server.address);
+    for _ in 0..100 {
+        let text = client
+            .get(&metrics)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if text.contains("leasehold_requests_in_flight 2") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let url = format!("{}/v1/locks/flood/acquire", server.address);
+    for _ in 0..50 {
+        let shed = client
+            .post(&url)
+            .json(&json!({"holder": "h", "ttl_ms": 60_000}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(shed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    // A request served after the flood is logged as usual: the log has caught up.
+    drop(stalled);
+    for _ in 0..100 {
+        let served = client
+            .get(format!("{}/v1/locks", server.address))
+            .send()
+            .await;
+        if served.is_ok_and(|r| r.status() == StatusCode::OK) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let logged = || server.logs.lock().unwrap().clone();
+    for _ in 0..100 {
+        if logged()
+            .iter()
+            .any(|l| l.contains("http.route=/v1/locks ") || l.contains("/v1/locks}"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let errors: Vec<String> = logged()
+        .into_iter()
+        .filter(|l| l.contains("ERROR"))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{} ERROR lines, first: {:?}",
+        errors.len(),
+        errors.first()
+    );
+    let shed_lines = logged()
+        .iter()
+        .filter(|l| l.contains("http.status=503"))
+        .count();
+    assert_eq!(shed_lines, 0, "shed requests log at debug: {:?}", logged());
 }

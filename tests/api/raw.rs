@@ -1,6 +1,8 @@
 //! A bare TCP client for the tests of slow and stalled clients: it sends
 //! exactly the bytes a test names and sees when the server closes.
 
+#![allow(dead_code)]
+
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -21,6 +21,9 @@ mod database_down;
 #[path = "../api/helpers.rs"]
 mod helpers;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/hostile_clients.rs"]
+mod hostile_clients;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/idempotency.rs"]
 mod idempotency;
 #[cfg(leasehold_postgres_tests)]
@@ -37,6 +40,9 @@ mod postgres_store;
 #[cfg(leasehold_postgres_tests)]
 #[path = "../api/quota.rs"]
 mod quota;
+#[cfg(leasehold_postgres_tests)]
+#[path = "../api/raw.rs"]
+mod raw;
 #[cfg(leasehold_postgres_tests)]
 #[path = "../api/refusals.rs"]
 mod refusals;

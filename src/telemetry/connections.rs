@@ -1,0 +1,36 @@
+//! What the connection loop sees before any request is routed: connections
+//! open now, connections refused at the cap, and request heads refused for
+//! their size. Rendered with the other series of `GET /metrics`.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+pub struct ConnectionStats {
+    /// Connections being served now.
+    pub open: AtomicU64,
+    /// Connections closed at once because `open` was at the cap.
+    pub refused: AtomicU64,
+    /// Requests whose head was larger than the server reads.
+    pub heads_too_large: AtomicU64,
+}
+
+impl ConnectionStats {
+    pub fn render(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "# HELP leasehold_connections_open Client connections open now\n\
+             # TYPE leasehold_connections_open gauge\n\
+             leasehold_connections_open {}\n\
+             # HELP leasehold_connections_refused_total Connections closed at once because the server held --max-connections\n\
+             # TYPE leasehold_connections_refused_total counter\n\
+             leasehold_connections_refused_total {}\n\
+             # HELP leasehold_request_heads_too_large_total Requests answered 431 because their head exceeded the header size cap\n\
+             # TYPE leasehold_request_heads_too_large_total counter\n\
+             leasehold_request_heads_too_large_total {}",
+            self.open.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+            self.heads_too_large.load(Ordering::Relaxed),
+        );
+    }
+}
