@@ -47,11 +47,18 @@ fn monotonic_now() -> Millis {
     t.tv_sec() * 1_000 + t.tv_nsec() / 1_000_000
 }
 
+/// How far the wall clock must move from the lease clock before times are
+/// shown with the new offset: the two clocks are read one after the other,
+/// and a time shown twice must read the same.
+const OFFSET_STEP_MS: Millis = 250;
+
 /// The real lease clock: the wall clock's reading until it is anchored, then
 /// the anchor plus the monotonic time elapsed since.
 #[derive(Debug, Default)]
 pub struct SystemClock {
     anchored: OnceLock<(Millis, Millis)>,
+    /// The wall clock's offset as last shown.
+    shown_offset: AtomicI64,
 }
 
 impl SystemClock {
@@ -69,14 +76,22 @@ impl Clock for SystemClock {
     }
 
     fn wall_offset(&self) -> Millis {
-        match self.anchored.get() {
-            Some(_) => wall_now() - self.now(),
-            None => 0,
+        if self.anchored.get().is_none() {
+            return 0;
         }
+        let offset = wall_now() - self.now();
+        let shown = self.shown_offset.load(Ordering::Relaxed);
+        if (offset - shown).abs() < OFFSET_STEP_MS {
+            return shown;
+        }
+        self.shown_offset.store(offset, Ordering::Relaxed);
+        offset
     }
 
     fn anchor(&self, at: Millis) {
-        let _ = self.anchored.set((at, monotonic_now()));
+        if self.anchored.set((at, monotonic_now())).is_ok() {
+            self.shown_offset.store(wall_now() - at, Ordering::Relaxed);
+        }
     }
 }
 
@@ -126,5 +141,12 @@ mod tests {
         clock.anchor(wall_now() - 60_000);
         let offset = clock.wall_offset();
         assert!((59_900..60_100).contains(&offset), "{offset}");
+        for _ in 0..1_000 {
+            assert_eq!(
+                clock.wall_offset(),
+                offset,
+                "a time shown twice reads the same"
+            );
+        }
     }
 }

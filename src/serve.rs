@@ -22,10 +22,44 @@ use tower::ServiceExt;
 
 use crate::telemetry::ConnectionStats;
 
-/// The largest request head (request line and headers) the server reads; a
-/// larger one is answered 431. It also bounds what a connection that sends
-/// an endless head can make the server buffer.
+/// The largest request head (request line and headers) the server serves; a
+/// larger one is answered 431 problem+json and the connection closed.
 pub const MAX_HEAD_BYTES: usize = 32 * 1024;
+
+/// What a connection may make the server buffer while its head arrives: a
+/// head too large even for this is refused by the HTTP parser itself (a bare
+/// 431), which also bounds what an endless head costs.
+const HEAD_BUFFER_BYTES: usize = 2 * MAX_HEAD_BYTES;
+
+/// The size of a request's head as the client sent it (request line, headers
+/// and their separators).
+fn head_bytes(request: &hyper::Request<Incoming>) -> usize {
+    let line = request.method().as_str().len() + request.uri().to_string().len() + 12;
+    let headers: usize = request
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    line + headers + 2
+}
+
+/// The answer to a head over `MAX_HEAD_BYTES`.
+fn head_too_large() -> axum::response::Response {
+    let body = serde_json::json!({
+        "type": "/problems/request-header-fields-too-large",
+        "title": "The request head is too large",
+        "status": 431,
+        "detail": format!("the request line and headers exceed {MAX_HEAD_BYTES} bytes"),
+        "limit": MAX_HEAD_BYTES,
+    })
+    .to_string();
+    axum::response::Response::builder()
+        .status(431)
+        .header("content-type", "application/problem+json")
+        .header("connection", "close")
+        .body(axum::body::Body::from(body))
+        .unwrap_or_default()
+}
 
 /// What a connection refused at the cap is told, written without waiting (a
 /// client that does not read gets nothing rather than hold the server up).
@@ -116,7 +150,7 @@ pub async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
-        .max_buf_size(MAX_HEAD_BYTES)
+        .max_buf_size(HEAD_BUFFER_BYTES)
         .keep_alive(true);
     loop {
         let (io, remote) = tokio::select! {
@@ -134,14 +168,24 @@ pub async fn serve(
         stats.open.fetch_add(1, Ordering::Relaxed);
         let open = Open(stats.clone());
         let _ = io.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone().map_request(
+        let app = app.clone();
+        let too_large = stats.clone();
+        let service = TowerToHyperService::new(tower::service_fn(
             move |request: hyper::Request<Incoming>| {
-                let mut request = request.map(axum::body::Body::new);
-                // Without an auth file, a client is known by its address.
-                request
-                    .extensions_mut()
-                    .insert(ConnectInfo::<SocketAddr>(remote));
-                request
+                let app = app.clone();
+                let too_large = too_large.clone();
+                async move {
+                    if head_bytes(&request) > MAX_HEAD_BYTES {
+                        too_large.heads_too_large.fetch_add(1, Ordering::Relaxed);
+                        return Ok(head_too_large());
+                    }
+                    let mut request = request.map(axum::body::Body::new);
+                    // Without an auth file, a client is known by its address.
+                    request
+                        .extensions_mut()
+                        .insert(ConnectInfo::<SocketAddr>(remote));
+                    app.oneshot(request).await
+                }
             },
         ));
         let connection = http.serve_connection(TokioIo::new(io), service);

@@ -194,17 +194,33 @@ async fn past_the_connection_cap_new_connections_are_refused_and_probes_answer_a
 #[tokio::test]
 async fn a_request_head_over_the_cap_is_answered_431() {
     let app = spawn_app_with(|_| {}).await;
+    // Over the cap: a problem+json naming the limit, and the connection closed.
     let mut raw = Raw::connect(&app).await;
-    let big = "a".repeat(64 * 1024);
+    let big = "a".repeat(40 * 1024);
     raw.send(&format!(
         "GET /v1/locks HTTP/1.1\r\nHost: leasehold\r\nX-Big: {big}\r\n\r\n"
     ))
     .await;
     let (received, _) = raw.read_until_closed(Duration::from_secs(5)).await;
     assert_eq!(status_of(&received), 431, "{received}");
+    assert!(
+        received.contains("application/problem+json")
+            && received.contains("/problems/request-header-fields-too-large")
+            && received.contains("\"limit\":32768"),
+        "{received}"
+    );
+    // Far over it: refused by the parser before it is buffered whole.
+    let mut raw = Raw::connect(&app).await;
+    let huge = "a".repeat(100 * 1024);
+    raw.send(&format!(
+        "GET /v1/locks HTTP/1.1\r\nHost: leasehold\r\nX-Big: {huge}\r\n\r\n"
+    ))
+    .await;
+    let (received, _) = raw.read_until_closed(Duration::from_secs(5)).await;
+    assert_eq!(status_of(&received), 431, "{received}");
     assert_eq!(
         gauge(&app, "leasehold_request_heads_too_large_total").await,
-        1
+        2
     );
     // A head within the cap is served as usual.
     let fine = app
