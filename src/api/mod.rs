@@ -14,6 +14,7 @@ use crate::auth::Tokens;
 use crate::leases::Leases;
 
 pub mod auth;
+pub mod created;
 pub mod error;
 pub mod extract;
 pub mod load;

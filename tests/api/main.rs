@@ -17,6 +17,7 @@ mod hostile_clients;
 mod idempotency;
 mod interrupted_backup;
 mod limits;
+mod locations;
 mod lock_rules;
 mod locks;
 mod memory;

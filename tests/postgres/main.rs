@@ -27,6 +27,9 @@ mod hostile_clients;
 #[path = "../api/idempotency.rs"]
 mod idempotency;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/locations.rs"]
+mod locations;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/lock_rules.rs"]
 mod lock_rules;
 #[cfg(leasehold_postgres_tests)]
