@@ -240,7 +240,7 @@ pub async fn get_reservation(
     responses(
         (status = 200, description = "Renewed", body = ReservationBody),
         (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`, or `reservation-not-found` for an id this server never issues", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease-lost`: the token names no live reservation", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -267,7 +267,7 @@ pub async fn renew_reservation(
     request_body = ConfirmRequest,
     responses(
         (status = 200, description = "Allocated (confirming again is a no-op)", body = ReservationBody),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`, or `reservation-not-found` for an id this server never issues", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease-lost`: expired first, released, or not this token", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -294,7 +294,7 @@ pub async fn confirm_reservation(
     request_body = ReleaseRequest,
     responses(
         (status = 204, description = "Released"),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`, or `reservation-not-found` for an id this server never issues", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease-lost`", body = Problem, content_type = "application/problem+json"),
     )
 )]

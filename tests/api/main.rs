@@ -32,4 +32,5 @@ mod scopes;
 mod slow_clients;
 mod sqlite_file;
 mod subnets;
+mod unknown_reservations;
 mod waiting;

@@ -61,6 +61,9 @@ mod scopes;
 #[path = "../api/subnets.rs"]
 mod subnets;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/unknown_reservations.rs"]
+mod unknown_reservations;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/waiting.rs"]
 mod waiting;
 
