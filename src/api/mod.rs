@@ -22,6 +22,7 @@ pub mod locks;
 pub mod ops;
 pub mod pool_problems;
 pub mod pools;
+pub mod request_id;
 pub mod reservations;
 mod spec;
 
@@ -175,6 +176,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             crate::telemetry::http::track_requests,
         ))
+        .layer(axum::middleware::from_fn(request_id::tag_request))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request| {
@@ -187,6 +189,7 @@ pub fn router(state: AppState) -> Router {
                         http.method = %request.method(),
                         http.route = route,
                         auth.token = tracing::field::Empty,
+                        request.id = tracing::field::Empty,
                     )
                 })
                 // `track_requests` logs each request once, in this span, at

@@ -27,6 +27,7 @@ mod overload;
 mod quota;
 mod raw;
 mod refusals;
+mod request_ids;
 mod restarts;
 mod scopes;
 mod slow_clients;

@@ -52,6 +52,9 @@ mod refusals;
 #[cfg(leasehold_postgres_tests)]
 mod replicas;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/request_ids.rs"]
+mod request_ids;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/restarts.rs"]
 mod restarts;
 #[cfg(leasehold_postgres_tests)]
