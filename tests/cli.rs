@@ -17,6 +17,8 @@ use tokio::sync::oneshot;
 mod partition;
 #[path = "cli/proxy.rs"]
 mod proxy;
+#[path = "cli/shell.rs"]
+mod shell;
 
 struct Server {
     url: String,
