@@ -11,7 +11,7 @@ use leasehold::startup::Application;
 #[derive(Parser)]
 #[command(
     name = "leasehold",
-    version,
+    version = leasehold::telemetry::build_info::LONG_VERSION,
     about = "A durable lease service: keyed locks and subnet reservations",
     after_help = EXIT_CODES_HELP
 )]

@@ -13,6 +13,8 @@ use tempfile::TempDir;
 use tokio::process::Command;
 use tokio::sync::oneshot;
 
+#[path = "cli/about.rs"]
+mod about;
 #[path = "cli/partition.rs"]
 mod partition;
 #[path = "cli/proxy.rs"]
