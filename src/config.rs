@@ -44,6 +44,26 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `HOST:PORT`, the host an address or a name (`localhost:8474`). A name is
+/// resolved once, at start, to its first IPv4 address if it has one (the
+/// client's default URL is `127.0.0.1`), else to its first address.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let addrs: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("{text:?} is not HOST:PORT that resolves ({e})"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("{text:?} resolves to no address"))
+}
+
 /// Formats a duration the way `parse_duration` reads it.
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
@@ -63,7 +83,7 @@ const LONGEST: Duration = Duration::from_secs(3650 * 86_400);
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
     /// Address to listen on.
-    #[arg(long, env = "LEASEHOLD_LISTEN", default_value = "127.0.0.1:8474")]
+    #[arg(long, env = "LEASEHOLD_LISTEN", default_value = "127.0.0.1:8474", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// SQLite database file (created with its folder if missing), or a
     /// `postgres://` URL to share one PostgreSQL database among replicas.

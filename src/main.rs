@@ -1,9 +1,11 @@
 //! The `leasehold` command line: `serve`, the client commands (`lock`, `pool`,
-//! `subnet`, in `leasehold::cli`), and `openapi` to print the spec.
+//! `subnet`, in `leasehold::cli`), `openapi` to print the spec, and shell
+//! completions and a manual page generated from these definitions.
 
+use std::io::stdout;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use leasehold::cli::{self, EXIT_CODES_HELP};
 use leasehold::config::{ServeConfig, format_duration};
 use leasehold::startup::Application;
@@ -11,7 +13,7 @@ use leasehold::startup::Application;
 #[derive(Parser)]
 #[command(
     name = "leasehold",
-    version,
+    version = leasehold::telemetry::build_info::LONG_VERSION,
     about = "A durable lease service: keyed locks and subnet reservations",
     after_help = EXIT_CODES_HELP
 )]
@@ -34,6 +36,13 @@ enum Command {
     Token(cli::token::TokenCommand),
     /// Print the OpenAPI document.
     Openapi,
+    /// Print a shell completion script: `source <(leasehold completions bash)`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `leasehold man | man -l -`.
+    Man,
     /// Copy the database consistently (safe while the server runs).
     Backup {
         #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db")]
@@ -133,6 +142,15 @@ async fn main() -> ExitCode {
         Command::Openapi => serde_json::to_string_pretty(&leasehold::api::openapi())
             .map(|text| println!("{text}"))
             .map_err(|e| e.to_string()),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "leasehold", &mut stdout());
+            Ok(())
+        }
+        Command::Man => match clap_mangen::Man::new(Cli::command()).render(&mut stdout()) {
+            // `leasehold man | head` is not a failure.
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+            _ => Ok(()),
+        },
         Command::Backup { db, out } => leasehold::store::backup(&db, &out).await.map(|bytes| {
             println!(
                 "backed up {} to {} ({bytes} bytes)",

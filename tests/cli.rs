@@ -13,10 +13,14 @@ use tempfile::TempDir;
 use tokio::process::Command;
 use tokio::sync::oneshot;
 
+#[path = "cli/about.rs"]
+mod about;
 #[path = "cli/partition.rs"]
 mod partition;
 #[path = "cli/proxy.rs"]
 mod proxy;
+#[path = "cli/shell.rs"]
+mod shell;
 
 struct Server {
     url: String,

@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -11,11 +12,13 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::auth::Caller;
+use super::created::created_or_ok;
 use super::error::{Problem, lease_problem};
 use super::extract::{AppJson, AppPath, AppQuery};
 use crate::auth::Need;
 use crate::domain::LockMode;
 use crate::domain::lock::LockLease;
+use crate::domain::paths;
 use crate::domain::time::Now;
 use crate::leases::{AcquireLock, Acquired};
 
@@ -190,7 +193,8 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Pro
     ),
     request_body = AcquireRequest,
     responses(
-        (status = 201, description = "Granted; the answer carries the secret token", body = LockLeaseBody),
+        (status = 201, description = "Granted; the answer carries the secret token", body = LockLeaseBody,
+            headers(("Location" = String, description = "The lock: `/v1/locks/{key}`, the key percent-encoded"))),
         (status = 200, description = "Idempotent replay of a live grant", body = LockLeaseBody),
         (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lock-held` (with Retry-After) or `limit-mismatch`", body = Problem, content_type = "application/problem+json"),
@@ -204,7 +208,7 @@ pub async fn acquire_lock(
     AppPath(key): AppPath<String>,
     headers: HeaderMap,
     AppJson(body): AppJson<AcquireRequest>,
-) -> Result<(StatusCode, Json<LockLeaseBody>), Problem> {
+) -> Result<Response, Problem> {
     caller.lock(&key, Need::Write)?;
     let request = AcquireLock {
         key: key.clone(),
@@ -225,11 +229,12 @@ pub async fn acquire_lock(
         .await
         .map_err(|e| lease_problem(&key, e))?;
     let now = state.leases.moment();
-    let (status, lease) = match acquired {
-        Acquired::Granted(lease) => (StatusCode::CREATED, lease),
-        Acquired::Replayed(lease) => (StatusCode::OK, lease),
+    let (created, lease) = match acquired {
+        Acquired::Granted(lease) => (true, lease),
+        Acquired::Replayed(lease) => (false, lease),
     };
-    Ok((status, Json(LockLeaseBody::new(lease, now, true))))
+    let body = LockLeaseBody::new(lease, now, true);
+    Ok(created_or_ok(created, &paths::lock(&key), body))
 }
 
 /// Renew a lease, keeping its fencing token.

@@ -14,6 +14,7 @@ use crate::auth::Tokens;
 use crate::leases::Leases;
 
 pub mod auth;
+pub mod created;
 pub mod error;
 pub mod extract;
 pub mod load;
@@ -21,6 +22,7 @@ pub mod locks;
 pub mod ops;
 pub mod pool_problems;
 pub mod pools;
+pub mod request_id;
 pub mod reservations;
 mod spec;
 
@@ -174,6 +176,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             crate::telemetry::http::track_requests,
         ))
+        .layer(axum::middleware::from_fn(request_id::tag_request))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request| {
@@ -186,6 +189,7 @@ pub fn router(state: AppState) -> Router {
                         http.method = %request.method(),
                         http.route = route,
                         auth.token = tracing::field::Empty,
+                        request.id = tracing::field::Empty,
                     )
                 })
                 // `track_requests` logs each request once, in this span, at

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -12,11 +13,13 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::auth::Caller;
+use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::pool_problems::subnet_problem;
 use crate::auth::Need;
 use crate::domain::cidr::Family;
+use crate::domain::paths;
 use crate::domain::subnet::{Pool, PoolUsage};
 use crate::domain::time::rfc3339_ms;
 use crate::leases::PutPool;
@@ -121,7 +124,8 @@ pub struct PageQuery {
     params(("pool" = String, Path, description = "The pool name: `[a-z0-9][a-z0-9-_.]{0,62}`")),
     request_body = PutPoolRequest,
     responses(
-        (status = 201, description = "Created", body = PoolBody),
+        (status = 201, description = "Created", body = PoolBody,
+            headers(("Location" = String, description = "The pool: `/v1/pools/{pool}`"))),
         (status = 200, description = "It exists with the same cidr and labels", body = PoolBody),
         (status = 400, description = "Invalid name or cidr (with `hint` when host bits are set)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`pool-conflict`: it exists with another cidr or labels (`differs` names them)", body = Problem, content_type = "application/problem+json"),
@@ -132,7 +136,7 @@ pub async fn put_pool(
     State(state): State<AppState>,
     AppPath(pool): AppPath<String>,
     AppJson(body): AppJson<PutPoolRequest>,
-) -> Result<(StatusCode, Json<PoolBody>), Problem> {
+) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
     let put = state
         .leases
@@ -140,10 +144,12 @@ pub async fn put_pool(
         .put_pool(&pool, &body.cidr, body.labels)
         .await
         .map_err(|e| subnet_problem(&pool, None, e))?;
-    Ok(match put {
-        PutPool::Created(usage) => (StatusCode::CREATED, Json(usage.into())),
-        PutPool::Unchanged(usage) => (StatusCode::OK, Json(usage.into())),
-    })
+    let (created, usage) = match put {
+        PutPool::Created(usage) => (true, usage),
+        PutPool::Unchanged(usage) => (false, usage),
+    };
+    let location = paths::pool(&pool);
+    Ok(created_or_ok(created, &location, PoolBody::from(usage)))
 }
 
 /// A pool with its usage.

@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -12,12 +13,14 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::auth::Caller;
+use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::locks::{ReleaseRequest, RenewRequest, idempotency_key};
 use super::pool_problems::subnet_problem;
 use super::pools::PageQuery;
 use crate::auth::Need;
+use crate::domain::paths;
 use crate::domain::subnet::Reservation;
 use crate::domain::time::Now;
 use crate::leases::{ReserveSubnet, Reserved};
@@ -122,7 +125,8 @@ pub struct ReservationPageBody {
     ),
     request_body = ReserveRequest,
     responses(
-        (status = 201, description = "Granted; the answer carries the secret token", body = ReservationBody),
+        (status = 201, description = "Granted; the answer carries the secret token", body = ReservationBody,
+            headers(("Location" = String, description = "The reservation: `/v1/pools/{pool}/reservations/{id}`"))),
         (status = 200, description = "Idempotent replay of a live grant", body = ReservationBody),
         (status = 400, description = "Invalid request (with `hint` for a subnet with host bits set)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
@@ -137,7 +141,7 @@ pub async fn reserve_subnet(
     AppPath(pool): AppPath<String>,
     headers: HeaderMap,
     AppJson(body): AppJson<ReserveRequest>,
-) -> Result<(StatusCode, Json<ReservationBody>), Problem> {
+) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
     let request = ReserveSubnet {
         pool: pool.clone(),
@@ -157,11 +161,16 @@ pub async fn reserve_subnet(
         .await
         .map_err(|e| subnet_problem(&pool, None, e))?;
     let now = state.leases.moment();
-    let (status, r) = match reserved {
-        Reserved::Granted(r) => (StatusCode::CREATED, r),
-        Reserved::Replayed(r) => (StatusCode::OK, r),
+    let (created, r) = match reserved {
+        Reserved::Granted(r) => (true, r),
+        Reserved::Replayed(r) => (false, r),
     };
-    Ok((status, Json(ReservationBody::new(r, now, true))))
+    let location = paths::reservation(&r.pool, &r.id());
+    Ok(created_or_ok(
+        created,
+        &location,
+        ReservationBody::new(r, now, true),
+    ))
 }
 
 /// List a pool's live reservations in address order (never shows tokens).
@@ -231,7 +240,7 @@ pub async fn get_reservation(
     responses(
         (status = 200, description = "Renewed", body = ReservationBody),
         (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`, or `reservation-not-found` for an id this server never issues", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease-lost`: the token names no live reservation", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -258,7 +267,7 @@ pub async fn renew_reservation(
     request_body = ConfirmRequest,
     responses(
         (status = 200, description = "Allocated (confirming again is a no-op)", body = ReservationBody),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`, or `reservation-not-found` for an id this server never issues", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease-lost`: expired first, released, or not this token", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -285,7 +294,7 @@ pub async fn confirm_reservation(
     request_body = ReleaseRequest,
     responses(
         (status = 204, description = "Released"),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`pool-not-found`, or `reservation-not-found` for an id this server never issues", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`lease-lost`", body = Problem, content_type = "application/problem+json"),
     )
 )]

@@ -73,7 +73,20 @@ pub struct ClientArgs {
 
 impl ClientArgs {
     pub fn client(&self) -> Result<Client, CliError> {
-        Ok(Client::new(&self.server, self.token.clone())?)
+        // Without a scheme the URL would fail as "unreachable", which sends
+        // one looking at the network instead of at the setting.
+        let server = self.server.trim();
+        let lower = server.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return Err(CliError::new(
+                exit::USAGE,
+                format!(
+                    "the server URL {server:?} (--server or LEASEHOLD_URL) needs a scheme: http://{}",
+                    server.split("://").last().unwrap_or(server)
+                ),
+            ));
+        }
+        Ok(Client::new(server, self.token.clone())?)
     }
 
     /// Prints `value` as one line of JSON, or `human` of it.

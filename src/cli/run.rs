@@ -1,4 +1,4 @@
-//! `leasehold lock run KEY -- CMD…`: `flock` across hosts.
+//! `leasehold lock run KEY [--] CMD…`: `flock` across hosts.
 //!
 //! Acquires the lock (waiting up to `--wait`, in long polls no longer than the
 //! server allows), runs the command in its own process group with the lease in
@@ -56,8 +56,9 @@ pub struct RunArgs {
     /// this long; --kill-after plus 500ms by default.
     #[arg(long, value_parser = parse_duration)]
     pub lock_delay: Option<Duration>,
-    /// The command and its arguments.
-    #[arg(required = true, last = true, value_name = "CMD")]
+    /// The command and its arguments, after `--` or not: everything from the
+    /// first word that is not a flag of `lock run` on belongs to the command.
+    #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 

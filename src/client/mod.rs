@@ -10,11 +10,12 @@ mod types;
 
 use std::time::Duration;
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+use crate::domain::paths;
 
 pub use types::{
     AcquireLock, LockHolder, LockLease, Page, Pool, PoolUsage, Reservation, ReserveSubnet,
@@ -22,13 +23,6 @@ pub use types::{
 
 /// Where client commands look for the server when no `--server` is given.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8474";
-
-/// Everything but the unreserved characters of RFC 3986, so `/` travels as `%2F`.
-const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -185,19 +179,15 @@ impl Client {
     }
 
     fn lock_path(key: &str) -> String {
-        format!("/v1/locks/{}", utf8_percent_encode(key, PATH_SEGMENT))
+        paths::lock(key)
     }
 
     fn pool_path(pool: &str) -> String {
-        format!("/v1/pools/{}", utf8_percent_encode(pool, PATH_SEGMENT))
+        paths::pool(pool)
     }
 
     fn reservation_path(pool: &str, id: &str) -> String {
-        format!(
-            "{}/reservations/{}",
-            Self::pool_path(pool),
-            utf8_percent_encode(id, PATH_SEGMENT)
-        )
+        paths::reservation(pool, id)
     }
 }
 

@@ -5,6 +5,7 @@ pub mod allocator;
 pub mod cidr;
 pub mod lease;
 pub mod lock;
+pub mod paths;
 pub mod subnet;
 pub mod time;
 pub mod validate;

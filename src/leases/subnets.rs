@@ -62,6 +62,15 @@ fn reservation_error(e: StoreError) -> LeaseError {
     }
 }
 
+/// An id this server never issues names no reservation at all: not found,
+/// where a lapsed or released one is a lost lease.
+fn issued_id(id: &str) -> Result<(), LeaseError> {
+    match subnet::parse_reservation_id(id) {
+        Some(_) => Ok(()),
+        None => Err(LeaseError::ReservationNotFound),
+    }
+}
+
 impl SubnetService<'_> {
     fn now(&self) -> Millis {
         self.leases.now()
@@ -272,6 +281,7 @@ impl SubnetService<'_> {
         ttl_ms: Option<Millis>,
     ) -> Result<Reservation, LeaseError> {
         subnet::pool_name(pool)?;
+        issued_id(id)?;
         if let Some(ttl) = ttl_ms {
             validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
         }
@@ -287,6 +297,7 @@ impl SubnetService<'_> {
         token: &str,
     ) -> Result<Reservation, LeaseError> {
         subnet::pool_name(pool)?;
+        issued_id(id)?;
         let now = self.now();
         let store = &self.leases.store;
         let r =
@@ -297,6 +308,7 @@ impl SubnetService<'_> {
 
     pub async fn release(&self, pool: &str, id: &str, token: &str) -> Result<(), LeaseError> {
         subnet::pool_name(pool)?;
+        issued_id(id)?;
         let now = self.now();
         let store = &self.leases.store;
         (store.release_reservation(pool, id, token, now).await).map_err(reservation_error)?;

@@ -9,6 +9,7 @@ use tracing_subscriber::EnvFilter;
 use crate::leases::{Leases, Shed};
 use crate::store::LiveLeases;
 
+pub mod build_info;
 pub mod connections;
 pub mod histogram;
 pub mod http;
@@ -167,7 +168,7 @@ impl Metrics {
 
     /// The Prometheus text exposition; `live` is counted by the store.
     pub fn render(&self, leases: &Leases, live: LiveLeases) -> String {
-        let mut out = String::new();
+        let mut out = build_info::render();
         let counters: [(&str, &str, &AtomicU64); 12] = [
             (
                 "leasehold_lock_grants_total",

@@ -170,3 +170,28 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
     // Labels never carry a key.
     assert!(!text.contains("secret-key"), "{text}");
 }
+
+/// The commit this checkout is at, as `build.rs` records it.
+fn checkout_commit() -> String {
+    let output = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output();
+    match output {
+        Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().to_owned(),
+        _ => "unknown".to_owned(),
+    }
+}
+
+#[tokio::test]
+async fn build_info_names_the_version_and_commit_with_value_1() {
+    let app = spawn_app_with(|_| {}).await;
+    let text = scrape(&app).await;
+
+    let series = format!(
+        "leasehold_build_info{{version=\"{}\",commit=\"{}\"}}",
+        env!("CARGO_PKG_VERSION"),
+        checkout_commit()
+    );
+    assert_eq!(sample(&text, &series), 1.0);
+    assert!(text.contains("# TYPE leasehold_build_info gauge"));
+}

@@ -27,6 +27,9 @@ mod hostile_clients;
 #[path = "../api/idempotency.rs"]
 mod idempotency;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/locations.rs"]
+mod locations;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/lock_rules.rs"]
 mod lock_rules;
 #[cfg(leasehold_postgres_tests)]
@@ -49,6 +52,9 @@ mod refusals;
 #[cfg(leasehold_postgres_tests)]
 mod replicas;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/request_ids.rs"]
+mod request_ids;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/restarts.rs"]
 mod restarts;
 #[cfg(leasehold_postgres_tests)]
@@ -57,6 +63,9 @@ mod scopes;
 #[cfg(leasehold_postgres_tests)]
 #[path = "../api/subnets.rs"]
 mod subnets;
+#[cfg(leasehold_postgres_tests)]
+#[path = "../api/unknown_reservations.rs"]
+mod unknown_reservations;
 #[cfg(leasehold_postgres_tests)]
 #[path = "../api/waiting.rs"]
 mod waiting;
