@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
+use crate::domain::grant::{self, Quota, Refused};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
@@ -100,7 +101,8 @@ pub struct LeaseOwner {
     /// The token's name; stored with the lease.
     pub name: String,
     /// The grant is refused (`QuotaExceeded`) when the token already holds
-    /// this many live leases, counted in the grant's own transaction.
+    /// this many live leases, counted in the grant's own transaction; a
+    /// refusal of the resource itself answers first (`domain::grant`).
     pub max_live_leases: Option<u32>,
 }
 
@@ -147,13 +149,18 @@ impl LeaseOwner {
     pub fn counted(owner: Option<&LeaseOwner>) -> Option<(&str, u32)> {
         owner.and_then(|o| Some((o.name.as_str(), o.max_live_leases?)))
     }
+}
 
-    /// Refuses a grant to an owner holding `current` live leases of `limit`.
-    pub fn check_quota(limit: u32, current: u64) -> StoreResult<()> {
-        if current >= u64::from(limit) {
-            return Err(StoreError::QuotaExceeded { limit, current });
+/// A grant's answer in the one order of `domain::grant`, given the resource's
+/// decision and the owner's quota: `Ok(Ok(_))` grants, `Ok(Err(refusal))` is
+/// the resource's refusal (an outcome), over the quota is `QuotaExceeded`.
+pub(crate) fn grant_order<G, R>(resource: Result<G, R>, quota: Quota) -> StoreResult<Result<G, R>> {
+    match grant::first_refusal(resource, quota) {
+        Ok(granted) => Ok(Ok(granted)),
+        Err(Refused::Resource(refusal)) => Ok(Err(refusal)),
+        Err(Refused::OverQuota { limit, current }) => {
+            Err(StoreError::QuotaExceeded { limit, current })
         }
-        Ok(())
     }
 }
 

@@ -25,6 +25,7 @@ mod metrics;
 mod ops;
 mod overload;
 mod quota;
+mod quota_precedence;
 mod raw;
 mod refusals;
 mod request_ids;

@@ -44,6 +44,9 @@ mod postgres_store;
 #[path = "../api/quota.rs"]
 mod quota;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/quota_precedence.rs"]
+mod quota_precedence;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/raw.rs"]
 mod raw;
 #[cfg(leasehold_postgres_tests)]

@@ -5,11 +5,11 @@
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use super::owners::{SAME_OWNER, check_quota, owner_name};
+use super::owners::{SAME_OWNER, owner_name, quota};
 use super::{PostgresStore, metadata_text, next_fencing_token, parse_metadata};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::{Lease, LockMode, Millis};
-use crate::store::{AcquireOutcome, LockQuery, NewLock, StoreError, StoreResult};
+use crate::store::{AcquireOutcome, LockQuery, NewLock, StoreError, StoreResult, grant_order};
 
 const COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, acquired_at, \
                        expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key, owner";
@@ -202,7 +202,8 @@ impl PostgresStore {
 }
 
 /// The acquire transaction: the key's lock, replay, removal of the key's
-/// absent rows, the decision of `domain::lock::decide`, and the insert.
+/// absent rows, the decision of `domain::lock::decide` then the quota (in
+/// `domain::grant`'s order), and the insert.
 /// Returns the outcome and how many expired rows it deleted.
 async fn acquire(
     tx: &mut PgConnection,
@@ -250,11 +251,14 @@ async fn acquire(
         mode: new.mode,
         max_holders: new.max_holders,
     };
-    if let Err(refusal) = lock::decide(claim, &rows, now) {
+    let decision = lock::decide(claim, &rows, now);
+    // The key's decision answers before the quota: `domain::grant`'s order,
+    // as on every backend.
+    let quota = quota(&mut *tx, new.owner.as_ref(), now).await?;
+    if let Err(refusal) = grant_order(decision, quota)? {
         // Nothing was changed but the removal of absent rows; keep it.
         return Ok((AcquireOutcome::Refused(refusal), expired));
     }
-    check_quota(&mut *tx, new.owner.as_ref(), now).await?;
     let fencing_token = next_fencing_token(&mut *tx).await?;
     sqlx::query(
         "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, max_holders, \

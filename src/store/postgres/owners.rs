@@ -6,6 +6,7 @@
 use sqlx::PgConnection;
 
 use crate::domain::Millis;
+use crate::domain::grant::Quota;
 use crate::store::{LeaseOwner, StoreResult};
 
 const COUNT_LIVE: &str = "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND expires_at > $2) \
@@ -26,22 +27,24 @@ pub(super) async fn count_live(
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-/// Refuses a new grant when the owner already holds its quota. Taken last in
-/// a grant's transaction (after its key or pool lock), so no lock order cycles.
-pub(super) async fn check_quota(
+/// The owner's quota and its live leases, for `store::grant_order`. Taken
+/// last in a grant's transaction (after its key or pool lock), so no lock
+/// order cycles.
+pub(super) async fn quota(
     conn: &mut PgConnection,
     owner: Option<&LeaseOwner>,
     now: Millis,
-) -> StoreResult<()> {
+) -> StoreResult<Quota> {
     let Some((name, limit)) = LeaseOwner::counted(owner) else {
-        return Ok(());
+        return Ok(Quota::Unlimited);
     };
     // The two-key form: a key space apart from the per-key locks' bigint one.
     sqlx::query("SELECT pg_advisory_xact_lock(1, hashtext($1))")
         .bind(name)
         .execute(&mut *conn)
         .await?;
-    LeaseOwner::check_quota(limit, count_live(conn, name, now).await?)
+    let current = count_live(conn, name, now).await?;
+    Ok(Quota::Counted { limit, current })
 }
 
 /// A lease row of the owner bound as `$4`: an idempotency key replays

@@ -7,7 +7,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
 use super::free_blocks::{find_grant, free_block_at, take_free};
-use super::owners::{SAME_OWNER, check_quota, owner_name};
+use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{block_of, lock_pool, purge_expired};
 use super::{PostgresStore, metadata_text, next_fencing_token, parse_metadata};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
@@ -16,7 +16,7 @@ use crate::domain::subnet::{
     MAX_CONFLICTS, Pool, Reservation, ReserveRefusal, parse_reservation_id,
 };
 use crate::domain::{Lease, Millis};
-use crate::store::{NewReservation, ReserveOutcome, StoreError, StoreResult};
+use crate::store::{NewReservation, ReserveOutcome, StoreError, StoreResult, grant_order};
 
 pub(super) const COLUMNS: &str = "fencing_token, pool, first_addr, prefix_len, holder, token, acquired_at, \
                        expires_at, ttl_ms, metadata, idempotency_key";
@@ -111,7 +111,8 @@ impl PostgresStore {
 }
 
 /// The reserve transaction: replay, purge of the pool's expired reservations,
-/// the allocator's decision, and the insert.
+/// the allocator's decision then the quota (in `domain::grant`'s order), and
+/// the insert.
 async fn reserve(
     tx: &mut PgConnection,
     new: NewReservation,
@@ -146,16 +147,15 @@ async fn reserve(
     }
     let expired = purge_expired(&mut *tx, &pool, now, i64::MAX).await?;
     let excludes = relevant_excludes(pool.cidr, &new.excludes);
-    let grant = match new.want {
+    let decision = match new.want {
         Want::PrefixLen(len) => match find_grant(&mut *tx, &pool, len, &excludes).await? {
-            Ok(grant) => grant,
+            Ok(grant) => Ok(grant),
             Err(largest_free) => {
                 let retry_at = earliest_expiry(&mut *tx, &pool.name).await?;
-                let refusal = ReserveRefusal::Exhausted {
+                Err(ReserveRefusal::Exhausted {
                     largest_free,
                     retry_at,
-                };
-                return Ok((ReserveOutcome::Refused(refusal), expired));
+                })
             }
         },
         Want::Subnet(subnet) => {
@@ -166,25 +166,30 @@ async fn reserve(
                 .collect();
             let free = free_block_at(&mut *tx, &pool, subnet.start()).await?;
             match free.filter(|f| f.contains(subnet)) {
-                Some(from) if excluded.is_empty() => Grant {
+                Some(from) if excluded.is_empty() => Ok(Grant {
                     from,
                     block: subnet,
-                },
+                }),
                 _ => {
                     let mut conflicts = conflicts(&mut *tx, &pool, subnet).await?;
                     let more_conflicts = conflicts.len() > MAX_CONFLICTS;
                     conflicts.truncate(MAX_CONFLICTS);
-                    let refusal = ReserveRefusal::Unavailable {
+                    Err(ReserveRefusal::Unavailable {
                         conflicts,
                         more_conflicts,
                         excluded,
-                    };
-                    return Ok((ReserveOutcome::Refused(refusal), expired));
+                    })
                 }
             }
         }
     };
-    check_quota(&mut *tx, new.owner.as_ref(), now).await?;
+    // The pool's decision answers before the quota: `domain::grant`'s order,
+    // as on every backend.
+    let quota = quota(&mut *tx, new.owner.as_ref(), now).await?;
+    let grant = match grant_order(decision, quota)? {
+        Ok(grant) => grant,
+        Err(refusal) => return Ok((ReserveOutcome::Refused(refusal), expired)),
+    };
     take_free(&mut *tx, &pool.name, grant).await?;
     let fencing_token = next_fencing_token(&mut *tx).await?;
     let metadata = metadata_text(&new.metadata);

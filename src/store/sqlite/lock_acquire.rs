@@ -1,19 +1,21 @@
 //! The acquire write of a lock: an idempotent replay, a free key granted in
-//! one statement, else the key's rows read, its absent rows removed, the
-//! decision of `domain::lock::decide`, and the insert.
+//! one statement, else the key's rows read, the decision of
+//! `domain::lock::decide` then the quota (in `domain::grant`'s order), the
+//! key's absent rows removed, and the insert.
 
 use sqlx::SqliteConnection;
 
 use super::locks::{COLUMNS, from_row, from_rows};
 use super::metadata_text;
-use super::owners::{SAME_OWNER, check_quota, owner_name};
+use super::owners::{SAME_OWNER, owner_name, quota};
 use crate::domain::Millis;
 use crate::domain::lock::{self, Claim};
-use crate::store::{AcquireOutcome, NewLock, StoreError, StoreResult};
+use crate::store::{AcquireOutcome, NewLock, StoreError, StoreResult, grant_order};
 use crate::telemetry::StoreStats;
 
-/// The acquire write: replay, removal of the key's absent rows, the
-/// decision of `domain::lock::decide`, and the insert.
+/// The acquire write: replay, the decision of `domain::lock::decide` and
+/// the quota in `domain::grant`'s order, removal of the key's absent rows,
+/// and the insert.
 pub(super) async fn acquire(
     tx: &mut SqliteConnection,
     new: NewLock,
@@ -42,10 +44,14 @@ pub(super) async fn acquire(
             return Ok(AcquireOutcome::Replayed(lease));
         }
     }
-    check_quota(&mut *tx, new.owner.as_ref(), now).await?;
+    // Counted here, answered after the key's decision: the order of answers
+    // is `domain::grant`'s, as on every backend.
+    let quota = quota(&mut *tx, new.owner.as_ref(), now).await?;
     // A key with no rows at all grants any claim: the insert that checks
     // this is the whole transaction, in one statement.
-    if let Some(fencing_token) = insert_lease(tx, &new, now, true).await? {
+    if quota.has_room()
+        && let Some(fencing_token) = insert_lease(tx, &new, now, true).await?
+    {
         return Ok(AcquireOutcome::Granted(new.granted(now, fencing_token)));
     }
     let sql = format!("SELECT {COLUMNS} FROM lock_leases WHERE key = ?1 ORDER BY fencing_token");
@@ -54,9 +60,17 @@ pub(super) async fn acquire(
         .fetch_all(&mut *tx)
         .await?;
     let mut rows = from_rows(&rows)?;
+    let absent = rows.iter().any(|r| r.gone_at() <= now);
+    rows.retain(|r| r.gone_at() > now);
+    let claim = Claim {
+        mode: new.mode,
+        max_holders: new.max_holders,
+    };
+    // Over the quota, the transaction rolls back: nothing has changed yet.
+    let decision = grant_order(lock::decide(claim, &rows, now), quota)?;
     // Rows past their expiry and lock delay are absent: remove them here,
     // so correctness never waits for the reaper.
-    if rows.iter().any(|r| r.gone_at() <= now) {
+    if absent {
         let expired = sqlx::query("DELETE FROM lock_leases WHERE key = ?1 AND gone_at <= ?2")
             .bind(&new.key)
             .bind(now)
@@ -64,13 +78,8 @@ pub(super) async fn acquire(
             .await?
             .rows_affected();
         stats.note_expired(expired, 0);
-        rows.retain(|r| r.gone_at() > now);
     }
-    let claim = Claim {
-        mode: new.mode,
-        max_holders: new.max_holders,
-    };
-    if let Err(refusal) = lock::decide(claim, &rows, now) {
+    if let Err(refusal) = decision {
         // Nothing was changed but the removal of absent rows; keep it.
         return Ok(AcquireOutcome::Refused(refusal));
     }

@@ -5,6 +5,7 @@
 use sqlx::SqliteConnection;
 
 use crate::domain::Millis;
+use crate::domain::grant::Quota;
 use crate::store::{LeaseOwner, StoreResult};
 
 const COUNT_LIVE: &str = "SELECT (SELECT count(*) FROM lock_leases WHERE owner = ?1 AND expires_at > ?2) \
@@ -25,16 +26,17 @@ pub(super) async fn count_live(
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-/// Refuses a new grant when the owner already holds its quota.
-pub(super) async fn check_quota(
+/// The owner's quota and its live leases, for `store::grant_order`.
+pub(super) async fn quota(
     conn: &mut SqliteConnection,
     owner: Option<&LeaseOwner>,
     now: Millis,
-) -> StoreResult<()> {
+) -> StoreResult<Quota> {
     let Some((name, limit)) = LeaseOwner::counted(owner) else {
-        return Ok(());
+        return Ok(Quota::Unlimited);
     };
-    LeaseOwner::check_quota(limit, count_live(conn, name, now).await?)
+    let current = count_live(conn, name, now).await?;
+    Ok(Quota::Counted { limit, current })
 }
 
 /// A lease row of the owner bound as `?4`: an idempotency key replays

@@ -8,7 +8,7 @@ use sqlx::{Row, SqliteConnection};
 
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::locks::next_fencing_token;
-use super::owners::{SAME_OWNER, check_quota, owner_name};
+use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{block_of, load_pool, purge_expired};
 use super::{SqliteStore, metadata_text, parse_metadata};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
@@ -17,7 +17,7 @@ use crate::domain::subnet::{
     MAX_CONFLICTS, Pool, Reservation, ReserveRefusal, parse_reservation_id,
 };
 use crate::domain::{Lease, Millis};
-use crate::store::{NewReservation, ReserveOutcome, StoreError, StoreResult};
+use crate::store::{NewReservation, ReserveOutcome, StoreError, StoreResult, grant_order};
 use crate::telemetry::StoreStats;
 
 pub(super) const COLUMNS: &str = "fencing_token, pool, first_addr, prefix_len, holder, token, acquired_at, \
@@ -113,7 +113,8 @@ impl SqliteStore {
 }
 
 /// The reserve transaction: replay, purge of the pool's expired reservations,
-/// the allocator's decision, and the insert.
+/// the allocator's decision then the quota (in `domain::grant`'s order), and
+/// the insert.
 async fn reserve(
     tx: &mut SqliteConnection,
     new: NewReservation,
@@ -147,19 +148,17 @@ async fn reserve(
             return Ok(ReserveOutcome::Replayed(reservation));
         }
     }
-    check_quota(&mut *tx, new.owner.as_ref(), now).await?;
     let expired = purge_expired(&mut *tx, &pool, now).await?;
-    stats.note_expired(0, expired);
     let excludes = relevant_excludes(pool.cidr, &new.excludes);
-    let grant = match new.want {
+    let decision = match new.want {
         Want::PrefixLen(len) => match find_grant(&mut *tx, &pool, len, &excludes).await? {
-            Ok(grant) => grant,
+            Ok(grant) => Ok(grant),
             Err(largest_free) => {
                 let retry_at = earliest_expiry(&mut *tx, &pool.name).await?;
-                return Ok(ReserveOutcome::Refused(ReserveRefusal::Exhausted {
+                Err(ReserveRefusal::Exhausted {
                     largest_free,
                     retry_at,
-                }));
+                })
             }
         },
         Want::Subnet(subnet) => {
@@ -170,22 +169,32 @@ async fn reserve(
                 .collect();
             let free = free_block_at(&mut *tx, &pool, subnet.start()).await?;
             match free.filter(|f| f.contains(subnet)) {
-                Some(from) if excluded.is_empty() => Grant {
+                Some(from) if excluded.is_empty() => Ok(Grant {
                     from,
                     block: subnet,
-                },
+                }),
                 _ => {
                     let mut conflicts = conflicts(&mut *tx, &pool, subnet).await?;
                     let more_conflicts = conflicts.len() > MAX_CONFLICTS;
                     conflicts.truncate(MAX_CONFLICTS);
-                    return Ok(ReserveOutcome::Refused(ReserveRefusal::Unavailable {
+                    Err(ReserveRefusal::Unavailable {
                         conflicts,
                         more_conflicts,
                         excluded,
-                    }));
+                    })
                 }
             }
         }
+    };
+    // The pool's decision answers before the quota: `domain::grant`'s order,
+    // as on every backend. Over the quota the transaction rolls back, purge
+    // included, so the purge is counted only past this point.
+    let quota = quota(&mut *tx, new.owner.as_ref(), now).await?;
+    let decision = grant_order(decision, quota)?;
+    stats.note_expired(0, expired);
+    let grant = match decision {
+        Ok(grant) => grant,
+        Err(refusal) => return Ok(ReserveOutcome::Refused(refusal)),
     };
     take_free(&mut *tx, &pool.name, grant).await?;
     let fencing_token = next_fencing_token(&mut *tx).await?;
