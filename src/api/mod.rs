@@ -19,8 +19,9 @@ pub mod extract;
 pub mod load;
 pub mod locks;
 pub mod ops;
-pub mod pool_problems;
 pub mod pools;
+pub mod problems;
+pub mod requests;
 pub mod reservations;
 mod spec;
 
@@ -172,7 +173,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::telemetry::http::track_requests,
+            requests::track_requests,
         ))
         .layer(
             TraceLayer::new_for_http()
