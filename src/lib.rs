@@ -18,3 +18,4 @@ pub mod serve;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod token;
