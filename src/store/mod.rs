@@ -10,6 +10,7 @@ use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
+mod errors;
 pub mod postgres;
 mod resume;
 pub mod sqlite;
