@@ -11,8 +11,9 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::auth::Caller;
-use super::error::{Problem, lease_problem};
+use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
+use super::problems::lease_problem;
 use crate::auth::Need;
 use crate::domain::LockMode;
 use crate::domain::lock::LockLease;
