@@ -71,7 +71,7 @@ impl utoipa::Modify for BearerScheme {
     servers((url = "http://127.0.0.1:8474", description = "The default local server")),
     info(
         title = "leasehold",
-        description = "A durable lease service: keyed locks and subnet reservations, kept in SQLite.",
+        description = "A durable lease service: keyed locks and subnet reservations, kept in SQLite or PostgreSQL.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     tags(
