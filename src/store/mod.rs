@@ -14,6 +14,7 @@ mod errors;
 pub mod postgres;
 mod resume;
 pub mod sqlite;
+mod stored;
 
 pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};
