@@ -1,6 +1,6 @@
-//! Secret tokens of leases and sessions (rule 3 in ARCHITECTURE.md): 128
-//! random bits. They live below both `store` and `leases`, which each draw
-//! them (a grant's token, a replica's name), so neither imports the other.
+//! Secret tokens of leases (rule 3 in ARCHITECTURE.md): 128 random bits. They
+//! live below both `store` and `leases`, which each draw them (a grant's
+//! token, a replica's name), so neither imports the other.
 
 /// 128 random bits, as 32 hex digits.
 pub fn new_token() -> String {
