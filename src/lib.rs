@@ -3,6 +3,7 @@
 //! The library holds everything; `src/main.rs` is a thin command line over it.
 //! `domain` is pure rules, `store` is all SQL, `leases` runs the operations over a
 //! store (and keeps the waiters), `api` is the HTTP surface.
+//! `ARCHITECTURE.md` maps the rest and says which module may import which.
 #![forbid(unsafe_code)]
 
 pub mod api;
@@ -18,3 +19,4 @@ pub mod serve;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod token;

@@ -11,7 +11,7 @@ use crate::domain::InvalidInput;
 use crate::domain::lease::retry_after_secs;
 use crate::domain::lock::{LockLease, Refusal};
 use crate::domain::time::Now;
-use crate::leases::{LeaseError, Shed};
+use crate::leases::Shed;
 
 /// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus extension
 /// fields where useful (the holder on a conflict, the field on bad input).
@@ -250,51 +250,5 @@ pub fn refusal_problem(key: &str, refusal: &Refusal, now: Now) -> Problem {
         .with("key", key)
         .with("max_holders", *current)
         .retry_after(retry_after_secs(*clears_at, now.at)),
-    }
-}
-
-/// Maps a service error on `key` (or another named resource) to its problem.
-pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
-    match error {
-        LeaseError::Invalid(e) => e.into(),
-        LeaseError::Refused { refusal, now } => refusal_problem(resource, &refusal, now),
-        LeaseError::LeaseLost => Problem::new(
-            StatusCode::CONFLICT,
-            "lease-lost",
-            "The lease is lost",
-            format!(
-                "the token names no live lease on {resource}: it expired, was released, or was taken over"
-            ),
-        ),
-        LeaseError::NotFound => Problem::not_found(
-            "lock-not-found",
-            "The lock is not held",
-            format!("{resource} is not held"),
-        ),
-        LeaseError::IdempotencyMismatch { holder } => Problem::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency-key-reused",
-            "The Idempotency-Key belongs to another request",
-            format!("this Idempotency-Key already holds a lease on {resource} for holder {holder}"),
-        ),
-        LeaseError::QuotaExceeded { limit, current } => Problem::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "quota-exceeded",
-            "The token holds its quota of live leases",
-            format!(
-                "the token holds {current} live leases and may hold {limit}; release one first"
-            ),
-        )
-        .with("limit", limit)
-        .with("current", current),
-        LeaseError::Unavailable(m) => Problem::unavailable(m),
-        LeaseError::Overloaded(reason) => Problem::overloaded(reason),
-        LeaseError::Internal(m) => Problem::internal(m),
-        e @ (LeaseError::PoolNotFound
-        | LeaseError::ReservationNotFound
-        | LeaseError::PoolConflict { .. }
-        | LeaseError::PoolInUse { .. }
-        | LeaseError::SubnetRefused { .. }
-        | LeaseError::SubnetOverlap) => super::pool_problems::subnet_problem(resource, None, e),
     }
 }

@@ -20,9 +20,10 @@ pub mod extract;
 pub mod load;
 pub mod locks;
 pub mod ops;
-pub mod pool_problems;
 pub mod pools;
+pub mod problems;
 pub mod request_id;
+pub mod requests;
 pub mod reservations;
 mod spec;
 
@@ -72,7 +73,7 @@ impl utoipa::Modify for BearerScheme {
     servers((url = "http://127.0.0.1:8474", description = "The default local server")),
     info(
         title = "leasehold",
-        description = "A durable lease service: keyed locks and subnet reservations, kept in SQLite.",
+        description = "A durable lease service: keyed locks and subnet reservations, kept in SQLite or PostgreSQL.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     tags(
@@ -174,7 +175,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::telemetry::http::track_requests,
+            requests::track_requests,
         ))
         .layer(axum::middleware::from_fn(request_id::tag_request))
         .layer(

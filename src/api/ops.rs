@@ -14,6 +14,9 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::Problem;
+use crate::leases::{Leases, Shed};
+use crate::store::LiveLeases;
+use crate::telemetry::Snapshot;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -98,7 +101,7 @@ pub async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse,
         .live_leases(state.leases.now())
         .await
         .map_err(Problem::unavailable)?;
-    let text = state.leases.metrics.render(&state.leases, live);
+    let text = state.leases.metrics.render(&snapshot(&state.leases, live));
     Ok((
         [(
             header::CONTENT_TYPE,
@@ -106,6 +109,25 @@ pub async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse,
         )],
         text,
     ))
+}
+
+/// The service's gauges at this moment, for the exposition.
+fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
+    let waiters = leases.waiters.stats();
+    let admission = &leases.admission;
+    Snapshot {
+        waiters: waiters.waiters,
+        waiter_keys: waiters.keys,
+        shed_in_flight: admission.shed(Shed::InFlight),
+        shed_waiters: admission.shed(Shed::Waiters),
+        shed_client_in_flight: admission.shed(Shed::ClientInFlight),
+        in_flight: admission.in_flight(),
+        clients_in_flight: admission.clients_in_flight(),
+        live_locks: live.locks,
+        live_reservations: live.reservations,
+        store: leases.store.stats(),
+        wall_offset_ms: leases.clock.wall_offset(),
+    }
 }
 
 /// This OpenAPI document.

@@ -16,7 +16,7 @@ use super::auth::Caller;
 use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
-use super::pool_problems::subnet_problem;
+use super::problems::subnet_problem;
 use crate::auth::Need;
 use crate::domain::cidr::Family;
 use crate::domain::paths;

@@ -19,6 +19,7 @@ pub mod shares;
 pub mod subnets;
 pub mod waiters;
 
+pub use crate::token::new_token;
 pub use admission::{Admission, Shed};
 pub use locks::{AcquireLock, Acquired, LockService};
 pub use shares::ClientId;
@@ -189,9 +190,4 @@ impl Leases {
     pub fn subnets(&self) -> SubnetService<'_> {
         SubnetService { leases: self }
     }
-}
-
-/// 128 random bits, as 32 hex digits.
-pub fn new_token() -> String {
-    hex::encode(rand::random::<u128>().to_be_bytes())
 }

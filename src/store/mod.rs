@@ -11,9 +11,11 @@ use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
+mod errors;
 pub mod postgres;
 mod resume;
 pub mod sqlite;
+mod stored;
 
 pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};

@@ -2,21 +2,20 @@
 
 use std::fmt::Write;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tracing_subscriber::EnvFilter;
-
-use crate::leases::{Leases, Shed};
-use crate::store::LiveLeases;
 
 pub mod build_info;
 pub mod connections;
 pub mod histogram;
 pub mod http;
+pub mod store;
 
 pub use connections::ConnectionStats;
 pub use histogram::Histogram;
 pub use http::RequestMetrics;
+pub use store::StoreStats;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LogFormat {
@@ -60,101 +59,28 @@ pub struct Metrics {
     pub connections: std::sync::Arc<ConnectionStats>,
 }
 
-/// What the store measures: its commits, and the leases it removed because
-/// they had expired.
+/// What `/metrics` shows beside the counters: gauges read from the service at
+/// the moment of the scrape. The caller fills it, so telemetry depends on
+/// nothing above it.
 #[derive(Debug)]
-pub struct StoreStats {
-    /// Time the commit itself takes (the wait for the disk), in seconds.
-    pub latency: Histogram,
-    /// Writes (client requests) committed together in one transaction.
-    pub batch_size: Histogram,
-    /// Expired lock leases deleted, by a grant that found them or the reaper.
-    pub expired_locks: AtomicU64,
-    /// Expired reservations deleted, by a grant that found them or the reaper.
-    pub expired_reservations: AtomicU64,
-    /// Expiries noted by writes of the open batch: counted once it commits.
-    pending_expired: std::sync::Mutex<(u64, u64)>,
-    /// Writes refused because the database could not be written (disk full,
-    /// read-only, I/O error).
-    pub storage_failures: AtomicU64,
-    /// When the last of them happened.
-    last_storage_failure: std::sync::Mutex<Option<std::time::Instant>>,
-    /// How far apart the lease clocks of the replicas sharing the store are,
-    /// at the last heartbeat (0 for a store of one server).
-    pub clock_skew_ms: AtomicI64,
-    /// The database file was found damaged: it stays so until a restore.
-    damaged: std::sync::atomic::AtomicBool,
-}
-
-impl Default for StoreStats {
-    fn default() -> Self {
-        Self {
-            latency: Histogram::latency(),
-            batch_size: Histogram::new(histogram::SIZE_BUCKETS),
-            expired_locks: AtomicU64::new(0),
-            expired_reservations: AtomicU64::new(0),
-            pending_expired: std::sync::Mutex::new((0, 0)),
-            storage_failures: AtomicU64::new(0),
-            last_storage_failure: std::sync::Mutex::new(None),
-            clock_skew_ms: AtomicI64::new(0),
-            damaged: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-}
-
-impl StoreStats {
-    fn pending(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
-        self.pending_expired
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Notes expired rows (locks, reservations) a write of the open batch deleted.
-    pub fn note_expired(&self, locks: u64, reservations: u64) {
-        let mut pending = self.pending();
-        pending.0 += locks;
-        pending.1 += reservations;
-    }
-
-    /// A batch of `batch` writes committed in `elapsed`: its expiries count now.
-    pub fn observe_commit(&self, elapsed: std::time::Duration, batch: usize) {
-        self.latency.observe_duration(elapsed);
-        self.batch_size.observe(batch as f64);
-        let (locks, reservations) = std::mem::take(&mut *self.pending());
-        Metrics::add(&self.expired_locks, locks);
-        Metrics::add(&self.expired_reservations, reservations);
-    }
-
-    /// A write was refused because the database could not be written.
-    pub fn note_storage_failure(&self) {
-        Metrics::inc(&self.storage_failures);
-        *self
-            .last_storage_failure
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
-    }
-
-    /// Whether a write was refused for storage within `window`.
-    pub fn storage_failed_within(&self, window: std::time::Duration) -> bool {
-        self.last_storage_failure
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some_and(|at| at.elapsed() < window)
-    }
-
-    /// SQLite found the file damaged: the server stays unready until restarted.
-    pub fn note_damage(&self) {
-        self.damaged.store(true, Ordering::Relaxed);
-    }
-
-    pub fn damaged(&self) -> bool {
-        self.damaged.load(Ordering::Relaxed)
-    }
-
-    /// A batch failed: whatever it noted never happened.
-    pub fn discard_pending(&self) {
-        *self.pending() = (0, 0);
-    }
+pub struct Snapshot<'a> {
+    /// Acquires waiting for a key, and the keys they wait for.
+    pub waiters: usize,
+    pub waiter_keys: usize,
+    /// Requests refused with 503 so far, by the bound that refused them.
+    pub shed_in_flight: u64,
+    pub shed_waiters: u64,
+    pub shed_client_in_flight: u64,
+    /// Requests being served, and the clients they belong to.
+    pub in_flight: usize,
+    pub clients_in_flight: usize,
+    /// Live leases in the store.
+    pub live_locks: u64,
+    pub live_reservations: u64,
+    /// The store's own figures, where it keeps them.
+    pub store: Option<&'a StoreStats>,
+    /// How far the wall clock is ahead of the lease clock, in milliseconds.
+    pub wall_offset_ms: i64,
 }
 
 impl Metrics {
@@ -166,8 +92,8 @@ impl Metrics {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// The Prometheus text exposition; `live` is counted by the store.
-    pub fn render(&self, leases: &Leases, live: LiveLeases) -> String {
+    /// The Prometheus text exposition of the counters and of `now`.
+    pub fn render(&self, now: &Snapshot<'_>) -> String {
         let mut out = build_info::render();
         let counters: [(&str, &str, &AtomicU64); 12] = [
             (
@@ -238,16 +164,14 @@ impl Metrics {
                 value.load(Ordering::Relaxed)
             );
         }
-        let stats = leases.waiters.stats();
         let _ = writeln!(
             out,
             "# HELP leasehold_waiters Acquire requests waiting for a key\n\
              # TYPE leasehold_waiters gauge\nleasehold_waiters {}\n\
              # HELP leasehold_waiter_keys Keys with at least one waiter (entries in the waiter registry)\n\
              # TYPE leasehold_waiter_keys gauge\nleasehold_waiter_keys {}",
-            stats.waiters, stats.keys
+            now.waiters, now.waiter_keys
         );
-        let admission = &leases.admission;
         let _ = writeln!(
             out,
             "# HELP leasehold_requests_shed_total Requests refused with 503 overloaded, by the bound that refused them\n\
@@ -259,11 +183,11 @@ impl Metrics {
              # TYPE leasehold_requests_in_flight gauge\nleasehold_requests_in_flight {}\n\
              # HELP leasehold_clients_in_flight Clients (API tokens, or addresses without an auth file) with requests being served\n\
              # TYPE leasehold_clients_in_flight gauge\nleasehold_clients_in_flight {}",
-            admission.shed(Shed::InFlight),
-            admission.shed(Shed::Waiters),
-            admission.shed(Shed::ClientInFlight),
-            admission.in_flight(),
-            admission.clients_in_flight()
+            now.shed_in_flight,
+            now.shed_waiters,
+            now.shed_client_in_flight,
+            now.in_flight,
+            now.clients_in_flight
         );
         self.connections.render(&mut out);
         let _ = writeln!(
@@ -272,9 +196,9 @@ impl Metrics {
              # TYPE leasehold_live_leases gauge\n\
              leasehold_live_leases{{kind=\"lock\"}} {}\n\
              leasehold_live_leases{{kind=\"reservation\"}} {}",
-            live.locks, live.reservations
+            now.live_locks, now.live_reservations
         );
-        if let Some(stats) = leases.store.stats() {
+        if let Some(stats) = now.store {
             let _ = writeln!(
                 out,
                 "# HELP leasehold_expired_leases_total Leases deleted because they expired, by a grant that found them or by the reaper\n\
@@ -306,17 +230,16 @@ impl Metrics {
                 .batch_size
                 .render(&mut out, "leasehold_commit_batch_size", "");
         }
-        render_clock(&mut out, leases);
+        render_clock(&mut out, now);
         self.requests.render(&mut out);
         out
     }
 }
 
 /// The lease clock against the wall clock, and against the other replicas'.
-fn render_clock(out: &mut String, leases: &Leases) {
-    let skew = leases
+fn render_clock(out: &mut String, now: &Snapshot<'_>) {
+    let skew = now
         .store
-        .stats()
         .map_or(0, |s| s.clock_skew_ms.load(Ordering::Relaxed));
     let _ = writeln!(
         out,
@@ -326,7 +249,7 @@ fn render_clock(out: &mut String, leases: &Leases) {
          # HELP leasehold_replica_clock_skew_seconds The largest difference between this replica's lease clock and another running replica's, at the last heartbeat\n\
          # TYPE leasehold_replica_clock_skew_seconds gauge\n\
          leasehold_replica_clock_skew_seconds {:.3}",
-        leases.clock.wall_offset() as f64 / 1000.0,
+        now.wall_offset_ms as f64 / 1000.0,
         skew as f64 / 1000.0
     );
 }

@@ -93,7 +93,7 @@ impl PostgresStore {
             stats: Arc::new(StoreStats::default()),
             events,
             listener,
-            replica: super::super::leases::new_token(),
+            replica: crate::token::new_token(),
         })
     }
 
@@ -161,7 +161,7 @@ async fn next_fencing_token(conn: &mut PgConnection) -> StoreResult<i64> {
 /// PostgreSQL errors as store errors: the exclusion constraint is the
 /// overlap backstop; lost connections, a full disk, a read-only or shutting
 /// down server are `Unavailable`. `None` for errors of another database.
-pub(super) fn classify(error: &sqlx::Error) -> Option<StoreError> {
+pub(in crate::store) fn classify(error: &sqlx::Error) -> Option<StoreError> {
     let sqlx::Error::Database(db) = error else {
         return None;
     };

@@ -9,28 +9,12 @@ use sqlx::{PgConnection, Row};
 use super::PostgresStore;
 use super::free_blocks::{give_back, insert_free, largest_plain};
 use crate::domain::Millis;
-use crate::domain::cidr::{AddressCount, Block, Family};
+use crate::domain::cidr::{AddressCount, Family};
 use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
+use crate::store::stored::{block_of, corrupt, family_code};
 use crate::store::{DeletePoolOutcome, PutPoolOutcome, StoreError, StoreResult};
 
 const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at";
-
-fn family_code(family: Family) -> i64 {
-    match family {
-        Family::V4 => 4,
-        Family::V6 => 6,
-    }
-}
-
-pub(super) fn corrupt(what: &str) -> StoreError {
-    StoreError::Internal(format!("stored {what} is invalid"))
-}
-
-/// A stored block of `family`.
-pub(super) fn block_of(family: Family, start: &[u8], prefix_len: i64) -> StoreResult<Block> {
-    let len = u8::try_from(prefix_len).map_err(|_| corrupt("prefix length"))?;
-    Block::from_bytes(family, start, len).ok_or_else(|| corrupt("block"))
-}
 
 fn pool_from_row(row: &PgRow) -> StoreResult<Pool> {
     let family = match row.try_get::<i64, _>("family")? {

@@ -3,10 +3,11 @@
 
 use super::PostgresStore;
 use super::free_blocks::give_back;
-use super::pools::{block_of, find_pool, lock_pool, purge_expired};
+use super::pools::{find_pool, lock_pool, purge_expired};
 use super::subnets::{COLUMNS, LIVE, fencing_of, from_row};
 use crate::domain::Millis;
 use crate::domain::subnet::Reservation;
+use crate::store::stored::block_of;
 use crate::store::{ReservationQuery, StoreError, StoreResult};
 
 impl PostgresStore {

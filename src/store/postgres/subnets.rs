@@ -8,7 +8,7 @@ use sqlx::{PgConnection, Row};
 
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::owners::{SAME_OWNER, owner_name, quota};
-use super::pools::{block_of, lock_pool, purge_expired};
+use super::pools::{lock_pool, purge_expired};
 use super::{PostgresStore, metadata_text, next_fencing_token, parse_metadata};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::{Block, Family};
@@ -16,6 +16,7 @@ use crate::domain::subnet::{
     MAX_CONFLICTS, Pool, Reservation, ReserveRefusal, parse_reservation_id,
 };
 use crate::domain::{Lease, Millis};
+use crate::store::stored::block_of;
 use crate::store::{NewReservation, ReserveOutcome, StoreError, StoreResult, grant_order};
 
 pub(super) const COLUMNS: &str = "fencing_token, pool, first_addr, prefix_len, holder, token, acquired_at, \

@@ -3,10 +3,10 @@
 
 use sqlx::SqliteConnection;
 
-use super::pools::{block_of, corrupt};
 use crate::domain::allocator::{Grant, best_fit, carve, largest, usable};
 use crate::domain::cidr::Block;
 use crate::domain::subnet::Pool;
+use crate::store::stored::{block_of, corrupt};
 use crate::store::{StoreError, StoreResult};
 
 pub(super) async fn insert_free(

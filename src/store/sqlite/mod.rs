@@ -24,6 +24,7 @@ use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
 
 mod errors;
+pub(super) use errors::classify;
 pub mod file;
 mod free_blocks;
 mod lock_acquire;

@@ -5,10 +5,11 @@ use std::collections::HashMap;
 
 use super::SqliteStore;
 use super::free_blocks::give_back;
-use super::pools::{block_of, find_pool, load_pool};
+use super::pools::{find_pool, load_pool};
 use super::subnets::{COLUMNS, LIVE, fencing_of, from_row};
 use crate::domain::Millis;
 use crate::domain::subnet::{Pool, Reservation};
+use crate::store::stored::block_of;
 use crate::store::{ReservationQuery, StoreError, StoreResult};
 
 impl SqliteStore {

@@ -9,7 +9,7 @@ use sqlx::{Row, SqliteConnection};
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::locks::next_fencing_token;
 use super::owners::{SAME_OWNER, owner_name, quota};
-use super::pools::{block_of, load_pool, purge_expired};
+use super::pools::{load_pool, purge_expired};
 use super::{SqliteStore, metadata_text, parse_metadata};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::{Block, Family};
@@ -17,6 +17,7 @@ use crate::domain::subnet::{
     MAX_CONFLICTS, Pool, Reservation, ReserveRefusal, parse_reservation_id,
 };
 use crate::domain::{Lease, Millis};
+use crate::store::stored::block_of;
 use crate::store::{NewReservation, ReserveOutcome, StoreError, StoreResult, grant_order};
 use crate::telemetry::StoreStats;
 

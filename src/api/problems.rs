@@ -1,11 +1,12 @@
-//! The problems of the pool and reservation routes: unknown pools and
+//! Which problem each service error becomes: the lease errors every route
+//! shares, and those of the pool and reservation routes (unknown pools and
 //! reservations, conflicting pool definitions, pools in use, and subnets that
-//! cannot be reserved now.
+//! cannot be reserved now). It builds on `error`, which knows none of them.
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::error::{Problem, lease_problem};
+use super::error::{Problem, refusal_problem as lock_refusal_problem};
 use crate::domain::lease::retry_after_secs;
 use crate::domain::subnet::{Reservation, ReserveRefusal};
 use crate::domain::time::Now;
@@ -164,5 +165,51 @@ pub fn subnet_problem(pool: &str, id: Option<&str>, error: LeaseError) -> Proble
             };
             lease_problem(&resource, other)
         }
+    }
+}
+
+/// Maps a service error on `key` (or another named resource) to its problem.
+pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
+    match error {
+        LeaseError::Invalid(e) => e.into(),
+        LeaseError::Refused { refusal, now } => lock_refusal_problem(resource, &refusal, now),
+        LeaseError::LeaseLost => Problem::new(
+            StatusCode::CONFLICT,
+            "lease-lost",
+            "The lease is lost",
+            format!(
+                "the token names no live lease on {resource}: it expired, was released, or was taken over"
+            ),
+        ),
+        LeaseError::NotFound => Problem::not_found(
+            "lock-not-found",
+            "The lock is not held",
+            format!("{resource} is not held"),
+        ),
+        LeaseError::IdempotencyMismatch { holder } => Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency-key-reused",
+            "The Idempotency-Key belongs to another request",
+            format!("this Idempotency-Key already holds a lease on {resource} for holder {holder}"),
+        ),
+        LeaseError::QuotaExceeded { limit, current } => Problem::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "quota-exceeded",
+            "The token holds its quota of live leases",
+            format!(
+                "the token holds {current} live leases and may hold {limit}; release one first"
+            ),
+        )
+        .with("limit", limit)
+        .with("current", current),
+        LeaseError::Unavailable(m) => Problem::unavailable(m),
+        LeaseError::Overloaded(reason) => Problem::overloaded(reason),
+        LeaseError::Internal(m) => Problem::internal(m),
+        e @ (LeaseError::PoolNotFound
+        | LeaseError::ReservationNotFound
+        | LeaseError::PoolConflict { .. }
+        | LeaseError::PoolInUse { .. }
+        | LeaseError::SubnetRefused { .. }
+        | LeaseError::SubnetOverlap) => subnet_problem(resource, None, e),
     }
 }

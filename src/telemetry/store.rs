@@ -1,0 +1,103 @@
+//! What the store measures of itself, shared with `/metrics` and `/readyz`.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use super::Metrics;
+use super::histogram::{self, Histogram};
+
+/// What the store measures: its commits, and the leases it removed because
+/// they had expired.
+#[derive(Debug)]
+pub struct StoreStats {
+    /// Time the commit itself takes (the wait for the disk), in seconds.
+    pub latency: Histogram,
+    /// Writes (client requests) committed together in one transaction.
+    pub batch_size: Histogram,
+    /// Expired lock leases deleted, by a grant that found them or the reaper.
+    pub expired_locks: AtomicU64,
+    /// Expired reservations deleted, by a grant that found them or the reaper.
+    pub expired_reservations: AtomicU64,
+    /// Expiries noted by writes of the open batch: counted once it commits.
+    pending_expired: std::sync::Mutex<(u64, u64)>,
+    /// Writes refused because the database could not be written (disk full,
+    /// read-only, I/O error).
+    pub storage_failures: AtomicU64,
+    /// When the last of them happened.
+    last_storage_failure: std::sync::Mutex<Option<std::time::Instant>>,
+    /// How far apart the lease clocks of the replicas sharing the store are,
+    /// at the last heartbeat (0 for a store of one server).
+    pub clock_skew_ms: AtomicI64,
+    /// The database file was found damaged: it stays so until a restore.
+    damaged: std::sync::atomic::AtomicBool,
+}
+
+impl Default for StoreStats {
+    fn default() -> Self {
+        Self {
+            latency: Histogram::latency(),
+            batch_size: Histogram::new(histogram::SIZE_BUCKETS),
+            expired_locks: AtomicU64::new(0),
+            expired_reservations: AtomicU64::new(0),
+            pending_expired: std::sync::Mutex::new((0, 0)),
+            storage_failures: AtomicU64::new(0),
+            last_storage_failure: std::sync::Mutex::new(None),
+            clock_skew_ms: AtomicI64::new(0),
+            damaged: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+impl StoreStats {
+    fn pending(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
+        self.pending_expired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes expired rows (locks, reservations) a write of the open batch deleted.
+    pub fn note_expired(&self, locks: u64, reservations: u64) {
+        let mut pending = self.pending();
+        pending.0 += locks;
+        pending.1 += reservations;
+    }
+
+    /// A batch of `batch` writes committed in `elapsed`: its expiries count now.
+    pub fn observe_commit(&self, elapsed: std::time::Duration, batch: usize) {
+        self.latency.observe_duration(elapsed);
+        self.batch_size.observe(batch as f64);
+        let (locks, reservations) = std::mem::take(&mut *self.pending());
+        Metrics::add(&self.expired_locks, locks);
+        Metrics::add(&self.expired_reservations, reservations);
+    }
+
+    /// A write was refused because the database could not be written.
+    pub fn note_storage_failure(&self) {
+        Metrics::inc(&self.storage_failures);
+        *self
+            .last_storage_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+    }
+
+    /// Whether a write was refused for storage within `window`.
+    pub fn storage_failed_within(&self, window: std::time::Duration) -> bool {
+        self.last_storage_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() < window)
+    }
+
+    /// SQLite found the file damaged: the server stays unready until restarted.
+    pub fn note_damage(&self) {
+        self.damaged.store(true, Ordering::Relaxed);
+    }
+
+    pub fn damaged(&self) -> bool {
+        self.damaged.load(Ordering::Relaxed)
+    }
+
+    /// A batch failed: whatever it noted never happened.
+    pub fn discard_pending(&self) {
+        *self.pending() = (0, 0);
+    }
+}
