@@ -152,6 +152,16 @@ pub struct ServeConfig {
     /// reach the port may then release anyone's lease.
     #[arg(long, env = "LEASEHOLD_ALLOW_UNAUTHENTICATED")]
     pub allow_unauthenticated: bool,
+    /// A web page origin (`https://app.example.com`) whose scripts may call
+    /// the API; repeat it, or separate origins by commas in the variable.
+    /// None: no CORS headers.
+    #[arg(
+        long = "cors-origin",
+        env = "LEASEHOLD_CORS_ORIGINS",
+        value_name = "ORIGIN",
+        value_delimiter = ','
+    )]
+    pub cors_origins: Vec<String>,
 }
 
 impl ServeConfig {
@@ -270,6 +280,7 @@ impl ServeConfig {
             log_format: LogFormat::Text,
             auth_file: None,
             allow_unauthenticated: false,
+            cors_origins: Vec::new(),
         }
     }
 }

@@ -121,6 +121,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         log_format = ?config.log_format,
         auth_file = ?config.auth_file,
         allow_unauthenticated = config.allow_unauthenticated,
+        cors_origins = ?config.cors_origins,
         "starting leasehold"
     );
     let app = Application::build(config).await?;

@@ -19,6 +19,7 @@ pub struct Application {
     listener: TcpListener,
     leases: Leases,
     tokens: Option<Arc<Tokens>>,
+    cors: Option<api::cors::Cors>,
     config: ServeConfig,
 }
 
@@ -36,6 +37,7 @@ impl Application {
     pub async fn build_with_clock(config: ServeConfig, clock: SharedClock) -> Result<Self, String> {
         config.check_exposure()?;
         config.check_bounds()?;
+        let cors = api::cors::Cors::parse(&config.cors_origins)?;
         let tokens = match &config.auth_file {
             Some(path) => {
                 let tokens = crate::auth::load(path)?;
@@ -82,6 +84,7 @@ impl Application {
             listener,
             leases,
             tokens,
+            cors,
             config,
         })
     }
@@ -104,6 +107,7 @@ impl Application {
             listener,
             leases,
             tokens,
+            cors,
             config,
         } = self;
         let reaper = tokio::spawn(crate::reaper::run(
@@ -113,10 +117,13 @@ impl Application {
             leases.stopping(),
         ));
         let events = tokio::spawn(forward_key_events(leases.clone()));
-        let app = api::router(AppState {
-            leases: leases.clone(),
-            tokens,
-        });
+        let app = api::router(
+            AppState {
+                leases: leases.clone(),
+                tokens,
+            },
+            cors,
+        );
         let stopping = leases.clone();
         let connections = ConnectionLimits {
             header_timeout: config.header_timeout,

@@ -14,6 +14,7 @@ use crate::auth::Tokens;
 use crate::leases::Leases;
 
 pub mod auth;
+pub mod cors;
 pub mod created;
 pub mod error;
 pub mod extract;
@@ -154,10 +155,11 @@ fn add_common_problems(doc: &mut utoipa::openapi::OpenApi) {
     }
 }
 
-/// The complete application router.
-pub fn router(state: AppState) -> Router {
+/// The complete application router; `cors`: the origins allowed to call it
+/// from a browser, if any.
+pub fn router(state: AppState, cors: Option<cors::Cors>) -> Router {
     let (router, _) = routes().split_for_parts();
-    router
+    let router = router
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -176,7 +178,14 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             requests::track_requests,
-        ))
+        ));
+    // Outside the token check, the load bounds and the request count: a
+    // preflight carries no token and is answered here.
+    let router = match cors {
+        Some(cors) => router.layer(axum::middleware::from_fn_with_state(cors, cors::apply)),
+        None => router,
+    };
+    router
         .layer(axum::middleware::from_fn(request_id::tag_request))
         .layer(
             TraceLayer::new_for_http()

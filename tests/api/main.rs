@@ -9,6 +9,7 @@ mod clock_steps;
 mod config_bounds;
 mod container;
 mod corruption;
+mod cors;
 mod crash;
 mod disk_full;
 mod file_safety;

@@ -16,6 +16,9 @@ mod bodies;
 #[path = "../api/clock_steps.rs"]
 mod clock_steps;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/cors.rs"]
+mod cors;
+#[cfg(leasehold_postgres_tests)]
 mod database_down;
 #[cfg(leasehold_postgres_tests)]
 #[path = "../api/helpers.rs"]
