@@ -10,11 +10,13 @@ pub mod build_info;
 pub mod connections;
 pub mod histogram;
 pub mod http;
+pub mod process;
 pub mod store;
 
 pub use connections::ConnectionStats;
 pub use histogram::Histogram;
 pub use http::RequestMetrics;
+pub use process::ProcessStats;
 pub use store::StoreStats;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -81,6 +83,8 @@ pub struct Snapshot<'a> {
     pub store: Option<&'a StoreStats>,
     /// How far the wall clock is ahead of the lease clock, in milliseconds.
     pub wall_offset_ms: i64,
+    /// The process's memory, CPU and files, where the system reports them.
+    pub process: Option<ProcessStats>,
 }
 
 impl Metrics {
@@ -231,6 +235,9 @@ impl Metrics {
                 .render(&mut out, "leasehold_commit_batch_size", "");
         }
         render_clock(&mut out, now);
+        if let Some(process) = &now.process {
+            process.render(&mut out);
+        }
         self.requests.render(&mut out);
         out
     }

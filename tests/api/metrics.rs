@@ -195,3 +195,30 @@ async fn build_info_names_the_version_and_commit_with_value_1() {
     assert_eq!(sample(&text, &series), 1.0);
     assert!(text.contains("# TYPE leasehold_build_info gauge"));
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn process_series_describe_a_live_recently_started_process() {
+    let app = spawn_app_with(|_| {}).await;
+    let text = scrape(&app).await;
+
+    assert!(sample(&text, "process_resident_memory_bytes") > 1_000_000.0);
+    assert!(
+        sample(&text, "process_virtual_memory_bytes")
+            >= sample(&text, "process_resident_memory_bytes")
+    );
+    assert!(sample(&text, "process_cpu_seconds_total") >= 0.0);
+    let open = sample(&text, "process_open_fds");
+    assert!(open >= 3.0, "{open} open files");
+    assert!(sample(&text, "process_max_fds") >= open);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let started = sample(&text, "process_start_time_seconds");
+    assert!(
+        started <= now + 1.0 && started > now - 3600.0,
+        "started at {started}, now {now}"
+    );
+    assert!(text.contains("# TYPE process_cpu_seconds_total counter\n"));
+}
