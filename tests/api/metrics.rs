@@ -222,3 +222,35 @@ async fn process_series_describe_a_live_recently_started_process() {
     );
     assert!(text.contains("# TYPE process_cpu_seconds_total counter\n"));
 }
+
+#[tokio::test]
+async fn responses_are_counted_by_their_exact_code_beside_the_class() {
+    let app = spawn_app_with(|_| {}).await;
+    let missing = app.get("/v1/locks/metrics%2Fnobody-holds-this").await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    let pool = app
+        .client
+        .put(app.url("/v1/pools/codes"))
+        .json(&json!({"cidr": "10.1.0.0/16"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pool.status(), StatusCode::CREATED);
+
+    let text = scrape(&app).await;
+    let responses = |route: &str, method: &str, code: &str| {
+        sample(
+            &text,
+            &format!(
+                "leasehold_http_responses_total{{route=\"{route}\",method=\"{method}\",code=\"{code}\"}}"
+            ),
+        )
+    };
+    assert_eq!(responses("/v1/locks/{key}", "GET", "404"), 1.0);
+    assert_eq!(responses("/v1/pools/{pool}", "PUT", "201"), 1.0);
+    // The latency histogram keeps its classes.
+    let class = "leasehold_http_request_duration_seconds_count\
+                 {route=\"/v1/locks/{key}\",method=\"GET\",status=\"4xx\"}";
+    assert_eq!(sample(&text, class), 1.0);
+    assert!(text.contains("# TYPE leasehold_http_responses_total counter\n"));
+}
