@@ -12,12 +12,14 @@ pub mod histogram;
 pub mod http;
 pub mod process;
 pub mod store;
+pub mod waits;
 
 pub use connections::ConnectionStats;
 pub use histogram::Histogram;
 pub use http::RequestMetrics;
 pub use process::ProcessStats;
 pub use store::StoreStats;
+pub use waits::AcquireWaits;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LogFormat {
@@ -58,6 +60,7 @@ pub struct Metrics {
     pub reservation_releases: AtomicU64,
     pub reaped_reservations: AtomicU64,
     pub requests: RequestMetrics,
+    pub acquire_waits: AcquireWaits,
     pub connections: std::sync::Arc<ConnectionStats>,
 }
 
@@ -176,6 +179,7 @@ impl Metrics {
              # TYPE leasehold_waiter_keys gauge\nleasehold_waiter_keys {}",
             now.waiters, now.waiter_keys
         );
+        self.acquire_waits.render(&mut out);
         let _ = writeln!(
             out,
             "# HELP leasehold_requests_shed_total Requests refused with 503 overloaded, by the bound that refused them\n\
