@@ -16,7 +16,7 @@ use super::AppState;
 use super::error::Problem;
 use crate::leases::{Leases, Shed};
 use crate::store::LiveLeases;
-use crate::telemetry::Snapshot;
+use crate::telemetry::{ProcessStats, Snapshot};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -127,6 +127,7 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
         live_reservations: live.reservations,
         store: leases.store.stats(),
         wall_offset_ms: leases.clock.wall_offset(),
+        process: ProcessStats::read(),
     }
 }
 

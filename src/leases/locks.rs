@@ -67,6 +67,8 @@ impl LockService<'_> {
 
     /// Grants the key now, or waits up to `wait_ms` in first-come order.
     pub async fn acquire(&self, req: AcquireLock) -> Result<Acquired, LeaseError> {
+        let waits = req.wait_ms > 0;
+        let started = std::time::Instant::now();
         let result = self.acquire_or_wait(req).await;
         let metrics = &self.leases.metrics;
         match &result {
@@ -74,6 +76,15 @@ impl LockService<'_> {
             Ok(Acquired::Replayed(_)) => Metrics::inc(&metrics.lock_replays),
             Err(LeaseError::Refused { .. }) => Metrics::inc(&metrics.lock_conflicts),
             Err(_) => {}
+        }
+        // Only answers a wait ends in: not replays, bad input or a shed request.
+        if waits
+            && matches!(
+                result,
+                Ok(Acquired::Granted(_)) | Err(LeaseError::Refused { .. })
+            )
+        {
+            metrics.acquire_waits.observe(started.elapsed());
         }
         result
     }

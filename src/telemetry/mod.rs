@@ -10,12 +10,16 @@ pub mod build_info;
 pub mod connections;
 pub mod histogram;
 pub mod http;
+pub mod process;
 pub mod store;
+pub mod waits;
 
 pub use connections::ConnectionStats;
 pub use histogram::Histogram;
 pub use http::RequestMetrics;
+pub use process::ProcessStats;
 pub use store::StoreStats;
+pub use waits::AcquireWaits;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LogFormat {
@@ -56,6 +60,7 @@ pub struct Metrics {
     pub reservation_releases: AtomicU64,
     pub reaped_reservations: AtomicU64,
     pub requests: RequestMetrics,
+    pub acquire_waits: AcquireWaits,
     pub connections: std::sync::Arc<ConnectionStats>,
 }
 
@@ -81,6 +86,8 @@ pub struct Snapshot<'a> {
     pub store: Option<&'a StoreStats>,
     /// How far the wall clock is ahead of the lease clock, in milliseconds.
     pub wall_offset_ms: i64,
+    /// The process's memory, CPU and files, where the system reports them.
+    pub process: Option<ProcessStats>,
 }
 
 impl Metrics {
@@ -172,6 +179,7 @@ impl Metrics {
              # TYPE leasehold_waiter_keys gauge\nleasehold_waiter_keys {}",
             now.waiters, now.waiter_keys
         );
+        self.acquire_waits.render(&mut out);
         let _ = writeln!(
             out,
             "# HELP leasehold_requests_shed_total Requests refused with 503 overloaded, by the bound that refused them\n\
@@ -231,6 +239,9 @@ impl Metrics {
                 .render(&mut out, "leasehold_commit_batch_size", "");
         }
         render_clock(&mut out, now);
+        if let Some(process) = &now.process {
+            process.render(&mut out);
+        }
         self.requests.render(&mut out);
         out
     }

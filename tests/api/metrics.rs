@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::helpers::{TestApp, spawn_app_with};
+use crate::helpers::{TestApp, spawn_app_with, wait_for_gauge};
 
 /// The value of one series, `name` including its `{labels}` if any.
 fn sample(text: &str, name: &str) -> f64 {
@@ -194,4 +194,115 @@ async fn build_info_names_the_version_and_commit_with_value_1() {
     );
     assert_eq!(sample(&text, &series), 1.0);
     assert!(text.contains("# TYPE leasehold_build_info gauge"));
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn process_series_describe_a_live_recently_started_process() {
+    let app = spawn_app_with(|_| {}).await;
+    let text = scrape(&app).await;
+
+    assert!(sample(&text, "process_resident_memory_bytes") > 1_000_000.0);
+    assert!(
+        sample(&text, "process_virtual_memory_bytes")
+            >= sample(&text, "process_resident_memory_bytes")
+    );
+    assert!(sample(&text, "process_cpu_seconds_total") >= 0.0);
+    let open = sample(&text, "process_open_fds");
+    assert!(open >= 3.0, "{open} open files");
+    assert!(sample(&text, "process_max_fds") >= open);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let started = sample(&text, "process_start_time_seconds");
+    assert!(
+        started <= now + 1.0 && started > now - 3600.0,
+        "started at {started}, now {now}"
+    );
+    assert!(text.contains("# TYPE process_cpu_seconds_total counter\n"));
+}
+
+#[tokio::test]
+async fn responses_are_counted_by_their_exact_code_beside_the_class() {
+    let app = spawn_app_with(|_| {}).await;
+    let missing = app.get("/v1/locks/metrics%2Fnobody-holds-this").await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    let pool = app
+        .client
+        .put(app.url("/v1/pools/codes"))
+        .json(&json!({"cidr": "10.1.0.0/16"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pool.status(), StatusCode::CREATED);
+
+    let text = scrape(&app).await;
+    let responses = |route: &str, method: &str, code: &str| {
+        sample(
+            &text,
+            &format!(
+                "leasehold_http_responses_total{{route=\"{route}\",method=\"{method}\",code=\"{code}\"}}"
+            ),
+        )
+    };
+    assert_eq!(responses("/v1/locks/{key}", "GET", "404"), 1.0);
+    assert_eq!(responses("/v1/pools/{pool}", "PUT", "201"), 1.0);
+    // The latency histogram keeps its classes.
+    let class = "leasehold_http_request_duration_seconds_count\
+                 {route=\"/v1/locks/{key}\",method=\"GET\",status=\"4xx\"}";
+    assert_eq!(sample(&text, class), 1.0);
+    assert!(text.contains("# TYPE leasehold_http_responses_total counter\n"));
+}
+
+#[tokio::test]
+async fn waited_acquires_are_timed_in_their_own_histogram_when_granted_or_refused() {
+    let app = std::sync::Arc::new(spawn_app_with(|_| {}).await);
+    let path = "/v1/locks/metrics%2Fqueue/acquire";
+    let held = app.must_acquire("metrics/queue", "holder", 60_000).await;
+
+    // One waiter gives up at its deadline: it waited at least 150 ms.
+    let refused = app
+        .post(
+            path,
+            json!({"holder": "brief", "ttl_ms": 60_000, "wait_ms": 150}),
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+
+    // Another waits until the holder lets go.
+    let waiter = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.post(
+                path,
+                json!({"holder": "patient", "ttl_ms": 60_000, "wait_ms": 20_000}),
+            )
+            .await
+            .status()
+        })
+    };
+    wait_for_gauge(&app, "leasehold_waiters", 1).await;
+    let released = app
+        .release("metrics/queue", held["token"].as_str().unwrap())
+        .await;
+    assert_eq!(released.status(), StatusCode::NO_CONTENT);
+    assert_eq!(waiter.await.unwrap(), StatusCode::CREATED);
+
+    // The holder's own acquire asked for no wait: it is not in the histogram.
+    let text = scrape(&app).await;
+    assert_eq!(sample(&text, "leasehold_acquire_wait_seconds_count"), 2.0);
+    let waited = sample(&text, "leasehold_acquire_wait_seconds_sum");
+    assert!(waited >= 0.15, "{waited} s waited in all");
+    assert_eq!(
+        sample(&text, "leasehold_acquire_wait_seconds_bucket{le=\"+Inf\"}"),
+        2.0
+    );
+    // The refused waiter waited its full 150 ms: above the 0.1 s bound.
+    let quick = sample(&text, "leasehold_acquire_wait_seconds_bucket{le=\"0.1\"}");
+    assert!(quick <= 1.0, "{quick} waits under 0.1 s");
+    // The long polls are in the request histogram as well.
+    let requests = "leasehold_http_request_duration_seconds_count\
+                    {route=\"/v1/locks/{key}/acquire\",method=\"POST\",status=\"2xx\"}";
+    assert_eq!(sample(&text, requests), 2.0);
 }
