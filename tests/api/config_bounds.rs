@@ -1,23 +1,7 @@
 //! Bounds no request could live with are refused at start, by flag or by
 //! environment variable, before the database is touched.
 
-use tempfile::TempDir;
-
-use crate::refusals::serve_refused;
-
-/// Starts the real binary with `args` and `env`; asserts the refusal names
-/// every one of `words`, and that no database was made.
-async fn refused(args: &[&str], env: &[(&str, &str)], words: &[&str]) {
-    let dir = TempDir::new().unwrap();
-    let db = dir.path().join("leasehold.db");
-    let mut all = vec!["--listen", "127.0.0.1:0"];
-    all.extend_from_slice(args);
-    let line = serve_refused(&db, &all, env).await;
-    for word in words {
-        assert!(line.contains(word), "{word:?} missing from {line:?}");
-    }
-    assert!(!db.exists(), "a refused start creates no database");
-}
+use crate::refusals::refused_at_start as refused;
 
 #[tokio::test]
 async fn a_max_ttl_under_100ms_is_refused_by_flag_and_by_environment() {

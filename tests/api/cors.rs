@@ -2,12 +2,11 @@
 //! headers, and their preflights are answered without a token.
 
 use reqwest::{Method, Response, StatusCode};
-use tempfile::TempDir;
 
 use crate::auth::{ADMIN, spawn_secured_tweaked};
 use crate::helpers::{TestApp, gauge, problem, spawn_app, spawn_app_with, wait_for_gauge};
 use crate::raw::Raw;
-use crate::refusals::serve_refused;
+use crate::refusals::refused_at_start as refused;
 
 const PAGE: &str = "https://app.example.com";
 const OTHER: &str = "https://evil.example.net";
@@ -157,19 +156,6 @@ async fn a_preflight_is_answered_on_a_saturated_server_and_not_counted() {
         !metrics.contains("method=\"OPTIONS\""),
         "a preflight is not a request served: {metrics}"
     );
-}
-
-/// Starts the real binary; asserts it refuses with a line naming `words`.
-async fn refused(args: &[&str], env: &[(&str, &str)], words: &[&str]) {
-    let dir = TempDir::new().unwrap();
-    let db = dir.path().join("leasehold.db");
-    let mut all = vec!["--listen", "127.0.0.1:0"];
-    all.extend_from_slice(args);
-    let line = serve_refused(&db, &all, env).await;
-    for word in words {
-        assert!(line.contains(word), "{word:?} missing from {line:?}");
-    }
-    assert!(!db.exists(), "a refused start creates no database");
 }
 
 #[tokio::test]

@@ -33,3 +33,17 @@ pub async fn serve_refused(db: &Path, args: &[&str], env: &[(&str, &str)]) -> St
     assert_eq!(reasons.len(), 1, "one line says why: {stderr}");
     reasons[0].to_owned()
 }
+
+/// Starts the real binary with `args` and `env` on a fresh folder; asserts
+/// the refusal names every one of `words`, and that no database was made.
+pub async fn refused_at_start(args: &[&str], env: &[(&str, &str)], words: &[&str]) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let db = dir.path().join("leasehold.db");
+    let mut all = vec!["--listen", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let line = serve_refused(&db, &all, env).await;
+    for word in words {
+        assert!(line.contains(word), "{word:?} missing from {line:?}");
+    }
+    assert!(!db.exists(), "a refused start creates no database");
+}
