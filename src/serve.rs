@@ -34,7 +34,12 @@ const HEAD_BUFFER_BYTES: usize = 2 * MAX_HEAD_BYTES;
 /// The size of a request's head as the client sent it (request line, headers
 /// and their separators).
 fn head_bytes(request: &hyper::Request<Incoming>) -> usize {
-    let line = request.method().as_str().len() + request.uri().to_string().len() + 12;
+    // Counted from the URI's parts: rendering it would allocate on every request.
+    let uri = request.uri();
+    let target = uri.scheme_str().map_or(0, |s| s.len() + 3)
+        + uri.authority().map_or(0, |a| a.as_str().len())
+        + uri.path_and_query().map_or(1, |p| p.as_str().len());
+    let line = request.method().as_str().len() + target + 12;
     let headers: usize = request
         .headers()
         .iter()

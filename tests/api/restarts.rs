@@ -25,6 +25,18 @@ async fn acquire(
     response.json().await.unwrap()
 }
 
+/// The lease on `key` as the server shows it.
+async fn inspect(client: &reqwest::Client, server: &ServerProcess, key: &str) -> Value {
+    client
+        .get(format!("{}/v1/locks/{key}", server.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_grant_survives_sigkill_with_its_token_and_fencing_token() {
     let dir = TempDir::new().unwrap();
@@ -37,14 +49,7 @@ async fn a_grant_survives_sigkill_with_its_token_and_fencing_token() {
 
     let server = ServerProcess::start(&db, &[]);
     wait_until_ready(&client, &server.address).await;
-    let shown: Value = client
-        .get(format!("{}/v1/locks/survivor", server.address))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown = inspect(&client, &server, "survivor").await;
     assert_eq!(shown["fencing_token"], lease["fencing_token"]);
     let renewed = client
         .post(format!("{}/v1/locks/survivor/renew", server.address))
@@ -122,14 +127,7 @@ async fn a_full_ttl_after_downtime_is_full_however_many_leases_resume() {
     // Resuming 300,000 leases takes a while; none of it comes off their TTL.
     let server = ServerProcess::start(&db, &[]);
     wait_until_ready(&client, &server.address).await;
-    let shown: Value = client
-        .get(format!("{}/v1/locks/mine", server.address))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown = inspect(&client, &server, "mine").await;
     let left = shown["expires_in_ms"].as_i64().unwrap();
     assert!((4_700..=5_000).contains(&left), "{shown}");
 }
