@@ -104,7 +104,7 @@ impl SqliteStore {
             path,
         )
         .await?;
-        sqlx::migrate!("./migrations")
+        sqlx::migrate!("./migrations/sqlite")
             .run(&writer_pool)
             .await
             .map_err(|e| format!("cannot migrate database {}: {e}", path.display()))?;
