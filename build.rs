@@ -1,7 +1,3 @@
-//! The PostgreSQL side of the contract suite (`tests/postgres`) is compiled
-//! only when `LEASEHOLD_TEST_POSTGRES_URL` names a server to run it on;
-//! without it that test binary holds one ignored test saying it was not run.
-//!
 //! The git commit the binary is built from becomes `LEASEHOLD_COMMIT`
 //! (`--version`, `leasehold_build_info`); outside a git checkout, or without
 //! git, it is `unknown`: that never fails the build.
@@ -10,13 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(leasehold_postgres_tests)");
-    println!("cargo::rerun-if-env-changed=LEASEHOLD_TEST_POSTGRES_URL");
     println!("cargo::rerun-if-changed=build.rs");
-    let url = std::env::var("LEASEHOLD_TEST_POSTGRES_URL").unwrap_or_default();
-    if !url.trim().is_empty() {
-        println!("cargo::rustc-cfg=leasehold_postgres_tests");
-    }
     let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo::rustc-env=LEASEHOLD_COMMIT={commit}");
     watch_head();

@@ -98,7 +98,6 @@ pub async fn send(
     request.send().await.unwrap()
 }
 
-#[tokio::test]
 async fn a_request_without_a_token_is_401_with_a_bearer_challenge() {
     let app = spawn_secured().await;
     for response in [
@@ -119,7 +118,6 @@ async fn a_request_without_a_token_is_401_with_a_bearer_challenge() {
     }
 }
 
-#[tokio::test]
 async fn an_unknown_token_or_another_scheme_is_401() {
     let app = spawn_secured().await;
     let response = acquire_as(&app, "not-a-token", "ci/x").await;
@@ -145,4 +143,9 @@ async fn an_unknown_token_or_another_scheme_is_401() {
         acquire_as(&app, CI, "ci/x").await.status(),
         StatusCode::CREATED
     );
+}
+
+crate::harness::tests! {
+    a_request_without_a_token_is_401_with_a_bearer_challenge,
+    an_unknown_token_or_another_scheme_is_401,
 }

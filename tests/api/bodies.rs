@@ -29,7 +29,6 @@ async fn refused_as_not_an_object(response: Response, path: &str) {
     );
 }
 
-#[tokio::test]
 async fn an_array_body_is_refused_on_every_write_and_grants_nothing() {
     let app = spawn_app().await;
     let put = app
@@ -123,7 +122,6 @@ async fn an_array_body_is_refused_on_every_write_and_grants_nothing() {
     );
 }
 
-#[tokio::test]
 async fn a_body_of_any_other_json_value_is_refused_naming_the_body() {
     let app = spawn_app().await;
     for body in [r#""h""#, "60000", "true", "null", " [ ] "] {
@@ -133,4 +131,9 @@ async fn a_body_of_any_other_json_value_is_refused_naming_the_body() {
     // Text that is not JSON at all is still malformed JSON.
     let response = post_raw(&app, reqwest::Method::POST, "/v1/locks/k/acquire", "[1,").await;
     problem(response, StatusCode::BAD_REQUEST, "malformed-json").await;
+}
+
+crate::harness::tests! {
+    an_array_body_is_refused_on_every_write_and_grants_nothing,
+    a_body_of_any_other_json_value_is_refused_naming_the_body,
 }

@@ -127,7 +127,6 @@ fn true_wall_ms() -> i64 {
     since.as_millis() as i64
 }
 
-#[tokio::test]
 async fn a_forward_step_neither_ends_a_held_lease_nor_grants_its_key_to_a_waiter() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -158,7 +157,6 @@ async fn a_forward_step_neither_ends_a_held_lease_nor_grants_its_key_to_a_waiter
     assert!((left - 2_000..=left + 2_000).contains(&shown), "{renewed}");
 }
 
-#[tokio::test]
 async fn a_backward_step_does_not_stretch_a_lease_and_its_waiter_gets_the_key_on_time() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -183,7 +181,6 @@ async fn a_backward_step_does_not_stretch_a_lease_and_its_waiter_gets_the_key_on
     assert_eq!(granted["holder"], "h2");
 }
 
-#[tokio::test]
 async fn downtime_gives_a_full_ttl_after_steps_either_way_and_expired_leases_stay_expired() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -236,4 +233,10 @@ async fn downtime_gives_a_full_ttl_after_steps_either_way_and_expired_leases_sta
     assert_eq!(status, StatusCode::OK, "{kept}");
     let left = kept["expires_in_ms"].as_i64().unwrap();
     assert!((18_500..=20_000).contains(&left), "{kept}");
+}
+
+crate::harness::tests! {
+    a_forward_step_neither_ends_a_held_lease_nor_grants_its_key_to_a_waiter,
+    a_backward_step_does_not_stretch_a_lease_and_its_waiter_gets_the_key_on_time,
+    downtime_gives_a_full_ttl_after_steps_either_way_and_expired_leases_stay_expired,
 }

@@ -68,7 +68,6 @@ fn assert_preflight_allowed(response: &Response) {
     }
 }
 
-#[tokio::test]
 async fn a_listed_origin_gets_cors_headers_on_a_request_and_its_preflight() {
     let app = spawn_app_with(allow_page).await;
     let response = get_from(&app, PAGE).await;
@@ -84,7 +83,6 @@ async fn a_listed_origin_gets_cors_headers_on_a_request_and_its_preflight() {
     assert_preflight_allowed(&preflight(&app, PAGE).await);
 }
 
-#[tokio::test]
 async fn a_preflight_needs_no_token_on_a_server_with_an_auth_file() {
     let app = spawn_secured_tweaked(Vec::new(), allow_page).await;
     let response = preflight(&app, PAGE).await;
@@ -108,7 +106,6 @@ async fn a_preflight_needs_no_token_on_a_server_with_an_auth_file() {
     );
 }
 
-#[tokio::test]
 async fn another_origin_gets_no_cors_header() {
     let app = spawn_app_with(allow_page).await;
     let response = get_from(&app, OTHER).await;
@@ -118,7 +115,6 @@ async fn another_origin_gets_no_cors_header() {
     assert!(has_no_cors_header(&response), "{:?}", response.headers());
 }
 
-#[tokio::test]
 async fn without_the_flag_no_response_has_cors_headers() {
     let app = spawn_app().await;
     let response = get_from(&app, PAGE).await;
@@ -128,7 +124,6 @@ async fn without_the_flag_no_response_has_cors_headers() {
     assert!(has_no_cors_header(&response), "{:?}", response.headers());
 }
 
-#[tokio::test]
 async fn a_preflight_is_answered_on_a_saturated_server_and_not_counted() {
     let app = spawn_app_with(|c| {
         allow_page(c);
@@ -158,7 +153,6 @@ async fn a_preflight_is_answered_on_a_saturated_server_and_not_counted() {
     );
 }
 
-#[tokio::test]
 async fn a_wildcard_or_an_origin_with_a_path_is_refused_at_start() {
     let named = ["--cors-origin", "LEASEHOLD_CORS_ORIGINS"];
     let words = [named.as_slice(), &["\"*\"", "wildcard"]].concat();
@@ -169,4 +163,13 @@ async fn a_wildcard_or_an_origin_with_a_path_is_refused_at_start() {
     refused(&["--cors-origin", &with_path], &[], &words).await;
     let env = format!("http://localhost:3000,{with_path}");
     refused(&[], &[("LEASEHOLD_CORS_ORIGINS", &env)], &words).await;
+}
+
+crate::harness::tests! {
+    a_listed_origin_gets_cors_headers_on_a_request_and_its_preflight,
+    a_preflight_needs_no_token_on_a_server_with_an_auth_file,
+    another_origin_gets_no_cors_header,
+    without_the_flag_no_response_has_cors_headers,
+    a_preflight_is_answered_on_a_saturated_server_and_not_counted,
+    a_wildcard_or_an_origin_with_a_path_is_refused_at_start,
 }

@@ -1,5 +1,5 @@
 //! `spawn_app()` starts the service in-process on port 0 with its own database
-//! (on the backend of the test binary, see `backend.rs`); `ServerProcess` runs the real binary for crash and restart tests.
+//! (on the backend the runner chose for the test, see `backend/`); `ServerProcess` runs the real binary for crash and restart tests.
 
 #![allow(dead_code)]
 

@@ -33,7 +33,6 @@ async fn stall(app: &TestApp, n: usize, path: &str, extra: &str) -> Vec<Raw> {
     stalled
 }
 
-#[tokio::test]
 async fn requests_without_a_token_are_refused_from_their_headers_and_renewals_go_on() {
     let app = spawn_secured_tweaked(vec![], |c| {
         c.max_in_flight = 4;
@@ -78,7 +77,6 @@ async fn requests_without_a_token_are_refused_from_their_headers_and_renewals_go
     assert_eq!(renewed.status(), StatusCode::OK);
 }
 
-#[tokio::test]
 async fn one_address_stalling_bodies_cannot_take_every_slot() {
     let app = spawn_app_with(|c| {
         c.max_in_flight = 4;
@@ -125,7 +123,6 @@ async fn one_address_stalling_bodies_cannot_take_every_slot() {
     assert_eq!(gauge(&app, "leasehold_clients_in_flight").await, 0);
 }
 
-#[tokio::test]
 async fn one_token_stalling_bodies_cannot_take_every_slot() {
     let app = spawn_secured_tweaked(vec![], |c| {
         c.max_in_flight = 4;
@@ -153,7 +150,6 @@ async fn one_token_stalling_bodies_cannot_take_every_slot() {
     assert_eq!(granted.status(), StatusCode::CREATED);
 }
 
-#[tokio::test]
 async fn past_the_connection_cap_new_connections_are_refused_and_probes_answer_again_below() {
     let app = spawn_app_with(|c| c.max_connections = 8).await;
     let open = |app: &TestApp| app.leases.metrics.connections.open.load(Ordering::Relaxed);
@@ -191,7 +187,6 @@ async fn past_the_connection_cap_new_connections_are_refused_and_probes_answer_a
     assert!(gauge(&app, "leasehold_connections_open").await <= 8);
 }
 
-#[tokio::test]
 async fn a_request_head_over_the_cap_is_answered_431() {
     let app = spawn_app_with(|_| {}).await;
     // Over the cap: a problem+json naming the limit, and the connection closed.
@@ -231,4 +226,12 @@ async fn a_request_head_over_the_cap_is_answered_431() {
         .await
         .unwrap();
     assert_eq!(fine.status(), StatusCode::OK);
+}
+
+crate::harness::tests! {
+    requests_without_a_token_are_refused_from_their_headers_and_renewals_go_on,
+    one_address_stalling_bodies_cannot_take_every_slot,
+    one_token_stalling_bodies_cannot_take_every_slot,
+    past_the_connection_cap_new_connections_are_refused_and_probes_answer_again_below,
+    a_request_head_over_the_cap_is_answered_431,
 }

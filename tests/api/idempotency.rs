@@ -61,7 +61,6 @@ async fn refused_without_token(response: Response, kind: &str, lease: &Value) ->
     body
 }
 
-#[tokio::test]
 async fn another_token_with_my_idempotency_key_conflicts_and_cannot_touch_my_lock() {
     let app = two_peers().await;
     let path = format!("/v1/locks/{}", encode("ci/deploy"));
@@ -102,7 +101,6 @@ async fn another_token_with_my_idempotency_key_conflicts_and_cannot_touch_my_loc
     assert_eq!(release.status(), StatusCode::NO_CONTENT);
 }
 
-#[tokio::test]
 async fn while_others_wait_my_idempotency_key_replays_to_me_alone() {
     let app = Arc::new(two_peers().await);
     let path = format!("/v1/locks/{}", encode("ci/job"));
@@ -137,7 +135,6 @@ async fn while_others_wait_my_idempotency_key_replays_to_me_alone() {
     assert_eq!(waiter.await.unwrap().status(), StatusCode::CREATED);
 }
 
-#[tokio::test]
 async fn another_token_with_my_idempotency_key_gets_a_slot_of_its_own() {
     let app = two_peers().await;
     let path = format!("/v1/locks/{}/acquire", encode("ci/runners"));
@@ -172,7 +169,6 @@ async fn another_token_with_my_idempotency_key_gets_a_slot_of_its_own() {
     assert_eq!(shown["holders"].as_array().unwrap().len(), 2, "{shown}");
 }
 
-#[tokio::test]
 async fn another_token_with_my_idempotency_key_gets_another_subnet_or_a_conflict() {
     let app = two_peers().await;
     let path = "/v1/pools/ci-nets/reservations";
@@ -215,7 +211,6 @@ async fn another_token_with_my_idempotency_key_gets_another_subnet_or_a_conflict
     refused_without_token(taken, "subnet-unavailable", &mine).await;
 }
 
-#[tokio::test]
 async fn without_an_auth_file_any_caller_replays_the_grant() {
     let app = spawn_app().await;
     let put = app
@@ -252,4 +247,12 @@ async fn without_an_auth_file_any_caller_replays_the_grant() {
         let retry = granted(retry, StatusCode::OK).await;
         assert_eq!(retry["token"], first["token"], "{path}");
     }
+}
+
+crate::harness::tests! {
+    another_token_with_my_idempotency_key_conflicts_and_cannot_touch_my_lock,
+    while_others_wait_my_idempotency_key_replays_to_me_alone,
+    another_token_with_my_idempotency_key_gets_a_slot_of_its_own,
+    another_token_with_my_idempotency_key_gets_another_subnet_or_a_conflict,
+    without_an_auth_file_any_caller_replays_the_grant,
 }

@@ -5,7 +5,6 @@ use serde_json::json;
 
 use crate::helpers::{encode, spawn_app};
 
-#[tokio::test]
 async fn an_acquired_lock_is_located_at_its_percent_encoded_key() {
     let app = spawn_app().await;
     let key = "lb/3f2a é";
@@ -21,7 +20,6 @@ async fn an_acquired_lock_is_located_at_its_percent_encoded_key() {
     assert_eq!(lease.json::<serde_json::Value>().await.unwrap()["key"], key);
 }
 
-#[tokio::test]
 async fn an_idempotent_replay_answers_200_without_a_location() {
     let app = spawn_app().await;
     let send = || {
@@ -39,7 +37,6 @@ async fn an_idempotent_replay_answers_200_without_a_location() {
     assert!(replay.headers().get("location").is_none());
 }
 
-#[tokio::test]
 async fn a_created_pool_and_a_reservation_in_it_are_located() {
     let app = spawn_app().await;
     let put = || {
@@ -70,4 +67,10 @@ async fn a_created_pool_and_a_reservation_in_it_are_located() {
     let shown = app.get(&location).await;
     assert_eq!(shown.status(), StatusCode::OK);
     assert_eq!(shown.json::<serde_json::Value>().await.unwrap()["id"], id);
+}
+
+crate::harness::tests! {
+    an_acquired_lock_is_located_at_its_percent_encoded_key,
+    an_idempotent_replay_answers_200_without_a_location,
+    a_created_pool_and_a_reservation_in_it_are_located,
 }

@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use crate::helpers::{TestApp, problem, spawn_app, spawn_app_with, spawn_app_with_clock};
 
-#[tokio::test]
 async fn sixty_four_clients_race_for_one_key_and_exactly_one_wins() {
     let app = Arc::new(spawn_app().await);
     let mut tasks = vec![];
@@ -53,7 +52,6 @@ struct Hold {
     released: Instant,
 }
 
-#[tokio::test]
 async fn a_thousand_rounds_over_fifty_keys_never_double_grant_and_fencing_only_grows() {
     let app = Arc::new(spawn_app().await);
     let rounds_per_task = 1_000 / 16 + 1;
@@ -118,7 +116,6 @@ async fn a_thousand_rounds_over_fifty_keys_never_double_grant_and_fencing_only_g
     }
 }
 
-#[tokio::test]
 async fn an_expired_lease_is_absent_without_the_reaper() {
     let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3600)).await;
     let old = app.must_acquire("k", "old", 100).await;
@@ -135,7 +132,6 @@ async fn an_expired_lease_is_absent_without_the_reaper() {
     app.assert_lease_lost("k", token).await;
 }
 
-#[tokio::test]
 async fn renew_or_release_after_someone_else_took_the_key_is_lease_lost() {
     let app = spawn_app().await;
     let first = app.must_acquire("k", "first", 10_000).await;
@@ -160,7 +156,6 @@ async fn rows_in(app: &TestApp) -> i64 {
     crate::backend::count_rows(&app.db, "lock_leases").await
 }
 
-#[tokio::test]
 async fn the_reaper_step_removes_expired_rows_in_batches_and_leaves_live_ones() {
     let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3600)).await;
     for i in 0..25 {
@@ -182,7 +177,6 @@ async fn the_reaper_step_removes_expired_rows_in_batches_and_leaves_live_ones() 
     assert!(next["fencing_token"].as_i64() > live["fencing_token"].as_i64());
 }
 
-#[tokio::test]
 async fn the_servers_clock_decides_and_clients_get_durations() {
     let clock = leasehold::clock::ManualClock::new(1_700_000_000_000);
     let app = spawn_app_with_clock(clock.clone()).await;
@@ -215,4 +209,13 @@ async fn the_servers_clock_decides_and_clients_get_durations() {
         "lease-lost",
     )
     .await;
+}
+
+crate::harness::tests! {
+    sixty_four_clients_race_for_one_key_and_exactly_one_wins,
+    a_thousand_rounds_over_fifty_keys_never_double_grant_and_fencing_only_grows,
+    an_expired_lease_is_absent_without_the_reaper,
+    renew_or_release_after_someone_else_took_the_key_is_lease_lost,
+    the_reaper_step_removes_expired_rows_in_batches_and_leaves_live_ones,
+    the_servers_clock_decides_and_clients_get_durations,
 }

@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::{encode, problem, spawn_app};
 
-#[tokio::test]
 async fn acquire_grants_a_lease_with_a_secret_token_and_server_computed_expiry() {
     let app = spawn_app().await;
     let lease = app.must_acquire("lb/3f2a", "node-7/pid-4121", 30_000).await;
@@ -23,7 +22,6 @@ async fn acquire_grants_a_lease_with_a_secret_token_and_server_computed_expiry()
     assert!(lease["acquired_at"].as_str().unwrap() < expires_at);
 }
 
-#[tokio::test]
 async fn a_held_key_is_refused_naming_the_holder_with_retry_after() {
     let app = spawn_app().await;
     let held = app.must_acquire("k", "first", 10_000).await;
@@ -44,7 +42,6 @@ async fn a_held_key_is_refused_naming_the_holder_with_retry_after() {
     );
 }
 
-#[tokio::test]
 async fn grants_are_not_reentrant_by_holder() {
     let app = spawn_app().await;
     app.must_acquire("k", "same-holder", 10_000).await;
@@ -52,7 +49,6 @@ async fn grants_are_not_reentrant_by_holder() {
     problem(again, StatusCode::CONFLICT, "lock-held").await;
 }
 
-#[tokio::test]
 async fn renew_extends_and_keeps_the_fencing_token() {
     let app = spawn_app().await;
     let lease = app.must_acquire("k", "h", 1_000).await;
@@ -76,7 +72,6 @@ async fn renew_extends_and_keeps_the_fencing_token() {
     assert!(again["expires_in_ms"].as_i64().unwrap() > 59_000);
 }
 
-#[tokio::test]
 async fn release_frees_the_key_and_a_second_release_is_lease_lost() {
     let app = spawn_app().await;
     let lease = app.must_acquire("k", "h", 10_000).await;
@@ -100,7 +95,6 @@ async fn release_frees_the_key_and_a_second_release_is_lease_lost() {
     app.must_acquire("k", "next", 10_000).await;
 }
 
-#[tokio::test]
 async fn inspect_and_list_never_show_tokens() {
     let app = spawn_app().await;
     let lease = app.must_acquire("lb/a", "h", 10_000).await;
@@ -117,7 +111,6 @@ async fn inspect_and_list_never_show_tokens() {
     assert!(listed.contains("lb/a") && !listed.contains(token));
 }
 
-#[tokio::test]
 async fn list_filters_by_prefix_and_pages_with_an_opaque_cursor() {
     let app = spawn_app().await;
     for i in 0..7 {
@@ -145,7 +138,6 @@ async fn list_filters_by_prefix_and_pages_with_an_opaque_cursor() {
     assert_eq!(seen, expected);
 }
 
-#[tokio::test]
 async fn list_refuses_a_bad_limit_or_cursor() {
     let app = spawn_app().await;
     let body = problem(
@@ -171,7 +163,6 @@ async fn list_refuses_a_bad_limit_or_cursor() {
     assert_eq!(body["field"], "cursor");
 }
 
-#[tokio::test]
 async fn force_release_removes_the_lease_and_404s_when_not_held() {
     let app = spawn_app().await;
     let lease = app.must_acquire("k", "h", 10_000).await;
@@ -194,7 +185,6 @@ async fn force_release_removes_the_lease_and_404s_when_not_held() {
     .await;
 }
 
-#[tokio::test]
 async fn keys_with_slashes_travel_percent_encoded() {
     let app = spawn_app().await;
     app.must_acquire("a/b/c", "h", 10_000).await;
@@ -202,7 +192,6 @@ async fn keys_with_slashes_travel_percent_encoded() {
     assert_eq!(shown["key"], "a/b/c");
 }
 
-#[tokio::test]
 async fn an_idempotent_retry_returns_the_same_lease_with_200() {
     let app = spawn_app().await;
     let send = || {
@@ -244,7 +233,6 @@ async fn an_idempotent_retry_returns_the_same_lease_with_200() {
     .await;
 }
 
-#[tokio::test]
 async fn bad_input_is_a_problem_naming_the_field_never_a_500() {
     let app = spawn_app().await;
     let cases: Vec<(Value, &str)> = vec![
@@ -283,7 +271,6 @@ async fn bad_input_is_a_problem_naming_the_field_never_a_500() {
     .await;
 }
 
-#[tokio::test]
 async fn malformed_bodies_and_wrong_content_types_are_problems() {
     let app = spawn_app().await;
     let url = app.url("/v1/locks/k/acquire");
@@ -321,7 +308,6 @@ async fn malformed_bodies_and_wrong_content_types_are_problems() {
     problem(trailing, StatusCode::BAD_REQUEST, "malformed-json").await;
 }
 
-#[tokio::test]
 async fn bad_keys_are_refused_as_problems() {
     let app = spawn_app().await;
     let body = json!({"holder": "h", "ttl_ms": 1000});
@@ -339,7 +325,6 @@ async fn bad_keys_are_refused_as_problems() {
     app.must_acquire(&"k".repeat(256), "h", 1000).await;
 }
 
-#[tokio::test]
 async fn unknown_routes_and_methods_are_problems() {
     let app = spawn_app().await;
     problem(
@@ -350,4 +335,22 @@ async fn unknown_routes_and_methods_are_problems() {
     .await;
     let put = app.client.put(app.url("/v1/locks/k")).send().await.unwrap();
     problem(put, StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed").await;
+}
+
+crate::harness::tests! {
+    acquire_grants_a_lease_with_a_secret_token_and_server_computed_expiry,
+    a_held_key_is_refused_naming_the_holder_with_retry_after,
+    grants_are_not_reentrant_by_holder,
+    renew_extends_and_keeps_the_fencing_token,
+    release_frees_the_key_and_a_second_release_is_lease_lost,
+    inspect_and_list_never_show_tokens,
+    list_filters_by_prefix_and_pages_with_an_opaque_cursor,
+    list_refuses_a_bad_limit_or_cursor,
+    force_release_removes_the_lease_and_404s_when_not_held,
+    keys_with_slashes_travel_percent_encoded,
+    an_idempotent_retry_returns_the_same_lease_with_200,
+    bad_input_is_a_problem_naming_the_field_never_a_500,
+    malformed_bodies_and_wrong_content_types_are_problems,
+    bad_keys_are_refused_as_problems,
+    unknown_routes_and_methods_are_problems,
 }

@@ -1,30 +1,22 @@
-//! Black-box tests: a real server on a random port, a fresh SQLite file, real HTTP.
-//! The backend-agnostic modules also run on PostgreSQL (`tests/postgres`).
+//! Black-box tests: a real server on a random port, a fresh database, real HTTP.
+//! The modules here are the contract suite: each of their tests runs on SQLite
+//! and on PostgreSQL (`harness.rs`). What only one backend can show is in
+//! `sqlite/` and `postgres/`, and runs there alone.
 
 mod auth;
 mod backend;
-mod backup;
 mod bodies;
 mod clock_steps;
-mod config_bounds;
-mod container;
-mod corruption;
 mod cors;
-mod crash;
-mod disk_full;
-mod file_safety;
+mod harness;
 mod helpers;
 mod hostile_clients;
 mod idempotency;
-mod interrupted_backup;
-mod limits;
 mod locations;
 mod lock_rules;
 mod locks;
-mod memory;
 mod metrics;
-mod ops;
-mod overload;
+mod postgres;
 mod quota;
 mod quota_precedence;
 mod raw;
@@ -32,8 +24,31 @@ mod refusals;
 mod request_ids;
 mod restarts;
 mod scopes;
-mod slow_clients;
-mod sqlite_file;
+mod sqlite;
 mod subnets;
 mod unknown_reservations;
 mod waiting;
+
+fn main() {
+    let contract = [
+        auth::tests(),
+        bodies::tests(),
+        clock_steps::tests(),
+        cors::tests(),
+        hostile_clients::tests(),
+        idempotency::tests(),
+        locations::tests(),
+        lock_rules::tests(),
+        locks::tests(),
+        metrics::tests(),
+        quota::tests(),
+        quota_precedence::tests(),
+        request_ids::tests(),
+        restarts::tests(),
+        scopes::tests(),
+        subnets::tests(),
+        unknown_reservations::tests(),
+        waiting::tests(),
+    ];
+    harness::main(contract.concat(), sqlite::tests(), postgres::tests())
+}

@@ -29,7 +29,6 @@ async fn scrape(app: &TestApp) -> String {
     response.text().await.unwrap()
 }
 
-#[tokio::test]
 async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
     // The reaper runs only when the test says so.
     let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3600)).await;
@@ -182,7 +181,6 @@ fn checkout_commit() -> String {
     }
 }
 
-#[tokio::test]
 async fn build_info_names_the_version_and_commit_with_value_1() {
     let app = spawn_app_with(|_| {}).await;
     let text = scrape(&app).await;
@@ -197,7 +195,6 @@ async fn build_info_names_the_version_and_commit_with_value_1() {
 }
 
 #[cfg(target_os = "linux")]
-#[tokio::test]
 async fn process_series_describe_a_live_recently_started_process() {
     let app = spawn_app_with(|_| {}).await;
     let text = scrape(&app).await;
@@ -223,7 +220,6 @@ async fn process_series_describe_a_live_recently_started_process() {
     assert!(text.contains("# TYPE process_cpu_seconds_total counter\n"));
 }
 
-#[tokio::test]
 async fn responses_are_counted_by_their_exact_code_beside_the_class() {
     let app = spawn_app_with(|_| {}).await;
     let missing = app.get("/v1/locks/metrics%2Fnobody-holds-this").await;
@@ -255,7 +251,6 @@ async fn responses_are_counted_by_their_exact_code_beside_the_class() {
     assert!(text.contains("# TYPE leasehold_http_responses_total counter\n"));
 }
 
-#[tokio::test]
 async fn waited_acquires_are_timed_in_their_own_histogram_when_granted_or_refused() {
     let app = std::sync::Arc::new(spawn_app_with(|_| {}).await);
     let path = "/v1/locks/metrics%2Fqueue/acquire";
@@ -305,4 +300,12 @@ async fn waited_acquires_are_timed_in_their_own_histogram_when_granted_or_refuse
     let requests = "leasehold_http_request_duration_seconds_count\
                     {route=\"/v1/locks/{key}/acquire\",method=\"POST\",status=\"2xx\"}";
     assert_eq!(sample(&text, requests), 2.0);
+}
+
+crate::harness::tests! {
+    counters_gauges_and_histograms_move_by_exactly_the_work_done,
+    build_info_names_the_version_and_commit_with_value_1,
+    process_series_describe_a_live_recently_started_process,
+    responses_are_counted_by_their_exact_code_beside_the_class,
+    waited_acquires_are_timed_in_their_own_histogram_when_granted_or_refused,
 }

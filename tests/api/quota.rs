@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use crate::auth::{ADMIN, QUOTA, acquire_as, send, spawn_secured, spawn_secured_with};
 use crate::helpers::{encode, problem};
 
-#[tokio::test]
 async fn a_token_at_its_quota_is_refused_with_429_until_it_releases() {
     let app = spawn_secured().await;
     let put = send(
@@ -102,7 +101,6 @@ async fn a_token_at_its_quota_is_refused_with_429_until_it_releases() {
     );
 }
 
-#[tokio::test]
 async fn an_idempotent_retry_at_the_quota_gets_its_lease_back() {
     let app = spawn_secured().await;
     let acquire = |key: &'static str| {
@@ -123,7 +121,6 @@ async fn an_idempotent_retry_at_the_quota_gets_its_lease_back() {
     );
 }
 
-#[tokio::test]
 async fn racing_grants_never_exceed_the_quota() {
     let entry = json!({
         "name": "racer", "sha256": leasehold::auth::hash_hex("racer-secret"),
@@ -200,7 +197,6 @@ fn serve(args: &[&str]) -> Result<u16, (std::process::ExitStatus, String)> {
     Err((child.wait().unwrap(), reason[0].to_owned()))
 }
 
-#[test]
 fn an_open_server_refuses_a_non_loopback_address_and_says_why() {
     let (status, said) = serve(&["--listen", "0.0.0.0:0"]).expect_err("it must not listen");
     assert_eq!(status.code(), Some(1));
@@ -215,7 +211,6 @@ fn an_open_server_refuses_a_non_loopback_address_and_says_why() {
     assert!(serve(&["--listen", "127.0.0.1:0"]).is_ok());
 }
 
-#[test]
 fn a_bad_auth_file_is_one_line_and_exit_code_1() {
     let dir = tempfile::TempDir::new().unwrap();
     let file = dir.path().join("auth.json");
@@ -237,4 +232,12 @@ fn a_bad_auth_file_is_one_line_and_exit_code_1() {
         said.contains("cannot read the auth file /nonexistent/auth.json"),
         "{said}"
     );
+}
+
+crate::harness::tests! {
+    a_token_at_its_quota_is_refused_with_429_until_it_releases,
+    an_idempotent_retry_at_the_quota_gets_its_lease_back,
+    racing_grants_never_exceed_the_quota,
+    [sync: an_open_server_refuses_a_non_loopback_address_and_says_why,
+        a_bad_auth_file_is_one_line_and_exit_code_1],
 }

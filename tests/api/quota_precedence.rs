@@ -45,7 +45,6 @@ async fn pool_with(app: &TestApp, pool: &str, cidr: &str, taken: &str) {
     assert_eq!(r.status(), StatusCode::CREATED);
 }
 
-#[tokio::test]
 async fn a_token_at_its_quota_asking_for_a_held_key_is_told_the_key_is_held() {
     let (app, _) = one_at_its_quota().await;
     let body = problem(
@@ -79,7 +78,6 @@ async fn a_token_at_its_quota_asking_for_a_held_key_is_told_the_key_is_held() {
     );
 }
 
-#[tokio::test]
 async fn a_token_at_its_quota_reserving_in_a_full_pool_is_told_the_pool_is_exhausted() {
     let (app, _) = one_at_its_quota().await;
     pool_with(&app, "full", "10.7.0.0/24", "10.7.0.0/24").await;
@@ -87,7 +85,6 @@ async fn a_token_at_its_quota_reserving_in_a_full_pool_is_told_the_pool_is_exhau
     problem(r, StatusCode::CONFLICT, "pool-exhausted").await;
 }
 
-#[tokio::test]
 async fn a_token_at_its_quota_reserving_a_taken_subnet_is_told_it_is_unavailable() {
     let (app, _) = one_at_its_quota().await;
     pool_with(&app, "nets", "10.8.0.0/16", "10.8.1.0/24").await;
@@ -140,7 +137,6 @@ async fn release(app: &TestApp, token: &str, key: &str, lease_token: &Value) {
     assert_eq!(released.status(), StatusCode::NO_CONTENT);
 }
 
-#[tokio::test]
 async fn a_waiter_at_its_quota_waits_for_the_key_and_is_refused_for_the_quota_once_it_frees() {
     let (app, _) = one_at_its_quota().await;
     let (waiter, held) = one_parked_on_held(&app).await;
@@ -157,7 +153,6 @@ async fn a_waiter_at_its_quota_waits_for_the_key_and_is_refused_for_the_quota_on
     problem(held, StatusCode::NOT_FOUND, "lock-not-found").await;
 }
 
-#[tokio::test]
 async fn a_waiter_that_frees_its_quota_while_it_waits_gets_the_key_once_it_frees() {
     let (app, mine) = one_at_its_quota().await;
     let (waiter, held) = one_parked_on_held(&app).await;
@@ -167,4 +162,12 @@ async fn a_waiter_that_frees_its_quota_while_it_waits_gets_the_key_once_it_frees
     assert_eq!(granted.status(), StatusCode::CREATED);
     let lease: Value = granted.json().await.unwrap();
     assert_eq!(lease["holder"], "a");
+}
+
+crate::harness::tests! {
+    a_token_at_its_quota_asking_for_a_held_key_is_told_the_key_is_held,
+    a_token_at_its_quota_reserving_in_a_full_pool_is_told_the_pool_is_exhausted,
+    a_token_at_its_quota_reserving_a_taken_subnet_is_told_it_is_unavailable,
+    a_waiter_at_its_quota_waits_for_the_key_and_is_refused_for_the_quota_once_it_frees,
+    a_waiter_that_frees_its_quota_while_it_waits_gets_the_key_once_it_frees,
 }

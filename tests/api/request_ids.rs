@@ -16,7 +16,6 @@ fn id_of(response: &reqwest::Response) -> String {
         .to_owned()
 }
 
-#[tokio::test]
 async fn every_answer_carries_a_fresh_request_id_when_none_is_given() {
     let app = spawn_app().await;
 
@@ -34,7 +33,6 @@ async fn every_answer_carries_a_fresh_request_id_when_none_is_given() {
     problem(refused, StatusCode::CONFLICT, "lock-held").await;
 }
 
-#[tokio::test]
 async fn a_given_request_id_is_echoed_on_grants_and_problems() {
     let app = spawn_app().await;
     let send = |id: &'static str, body: serde_json::Value| {
@@ -61,7 +59,6 @@ async fn a_given_request_id_is_echoed_on_grants_and_problems() {
     problem(invalid, StatusCode::BAD_REQUEST, "invalid-request").await;
 }
 
-#[tokio::test]
 async fn an_overlong_or_unprintable_request_id_is_replaced() {
     let app = spawn_app().await;
     let long = "x".repeat(129);
@@ -84,7 +81,6 @@ async fn an_overlong_or_unprintable_request_id_is_replaced() {
     }
 }
 
-#[tokio::test]
 async fn the_request_id_is_on_the_log_line_of_its_request() {
     let dir = tempfile::TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -114,4 +110,11 @@ async fn the_request_id_is_on_the_log_line_of_its_request() {
         "no log line names the request id: {:?}",
         server.logs.lock().unwrap()
     );
+}
+
+crate::harness::tests! {
+    every_answer_carries_a_fresh_request_id_when_none_is_given,
+    a_given_request_id_is_echoed_on_grants_and_problems,
+    an_overlong_or_unprintable_request_id_is_replaced,
+    the_request_id_is_on_the_log_line_of_its_request,
 }

@@ -37,7 +37,6 @@ async fn inspect(client: &reqwest::Client, server: &ServerProcess, key: &str) ->
         .unwrap()
 }
 
-#[tokio::test]
 async fn a_grant_survives_sigkill_with_its_token_and_fencing_token() {
     let dir = TempDir::new().unwrap();
     // On SQLite, the file's folders are created too.
@@ -66,7 +65,6 @@ async fn a_grant_survives_sigkill_with_its_token_and_fencing_token() {
     assert!(next["fencing_token"].as_i64() > lease["fencing_token"].as_i64());
 }
 
-#[tokio::test]
 async fn downtime_does_not_steal_a_lease() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -114,7 +112,6 @@ async fn downtime_does_not_steal_a_lease() {
     assert_eq!(gone.status(), StatusCode::NOT_FOUND, "{expired}");
 }
 
-#[tokio::test]
 async fn a_full_ttl_after_downtime_is_full_however_many_leases_resume() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -132,7 +129,6 @@ async fn a_full_ttl_after_downtime_is_full_however_many_leases_resume() {
     assert!((4_700..=5_000).contains(&left), "{shown}");
 }
 
-#[tokio::test]
 async fn fencing_tokens_keep_growing_across_restarts() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -148,7 +144,6 @@ async fn fencing_tokens_keep_growing_across_restarts() {
     }
 }
 
-#[tokio::test]
 async fn start_up_failures_are_one_line_and_exit_non_zero() {
     let dir = TempDir::new().unwrap();
     let blocker = dir.path().join("file");
@@ -180,7 +175,6 @@ async fn start_up_failures_are_one_line_and_exit_non_zero() {
     assert!(!stderr.contains("panicked"));
 }
 
-#[tokio::test]
 async fn sigterm_lets_in_flight_requests_finish_and_closes_cleanly() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -218,7 +212,6 @@ async fn sigterm_lets_in_flight_requests_finish_and_closes_cleanly() {
     assert!(!wal.exists() || std::fs::metadata(&wal).unwrap().len() == 0);
 }
 
-#[tokio::test]
 async fn a_server_that_cannot_listen_changes_no_lease() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -245,4 +238,14 @@ async fn a_server_that_cannot_listen_changes_no_lease() {
         shown["expires_in_ms"].as_i64() <= Some(60_000 - 300),
         "{shown}"
     );
+}
+
+crate::harness::tests! {
+    a_grant_survives_sigkill_with_its_token_and_fencing_token,
+    downtime_does_not_steal_a_lease,
+    a_full_ttl_after_downtime_is_full_however_many_leases_resume,
+    fencing_tokens_keep_growing_across_restarts,
+    start_up_failures_are_one_line_and_exit_non_zero,
+    sigterm_lets_in_flight_requests_finish_and_closes_cleanly,
+    a_server_that_cannot_listen_changes_no_lease,
 }

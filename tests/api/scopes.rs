@@ -15,7 +15,6 @@ async fn forbidden(response: reqwest::Response, needle: &str) -> Value {
     body
 }
 
-#[tokio::test]
 async fn a_key_outside_the_tokens_prefixes_is_403_for_every_operation() {
     let app = spawn_secured().await;
     let held: Value = acquire_as(&app, ADMIN, "db/primary")
@@ -62,7 +61,6 @@ async fn a_key_outside_the_tokens_prefixes_is_403_for_every_operation() {
     );
 }
 
-#[tokio::test]
 async fn a_pool_outside_the_tokens_pools_is_403() {
     let app = spawn_secured().await;
     let cidr = |c: &str| Some(json!({"cidr": c}));
@@ -107,7 +105,6 @@ async fn a_pool_outside_the_tokens_pools_is_403() {
     assert_eq!(r.status(), StatusCode::CREATED);
 }
 
-#[tokio::test]
 async fn a_read_only_token_reads_and_lists_but_every_write_is_403() {
     let app = spawn_secured().await;
     let held: Value = acquire_as(&app, CI, "ci/job").await.json().await.unwrap();
@@ -142,7 +139,6 @@ async fn a_read_only_token_reads_and_lists_but_every_write_is_403() {
     forbidden(put, "read-only").await;
 }
 
-#[tokio::test]
 async fn only_an_admin_token_force_releases_and_deletes_pools() {
     let app = spawn_secured().await;
     assert_eq!(
@@ -217,7 +213,6 @@ async fn all_pages(app: &TestApp, token: &str, path: &str, field: &str) -> Vec<S
     }
 }
 
-#[tokio::test]
 async fn listings_show_only_what_the_token_may_see_page_by_page() {
     let app = spawn_secured().await;
     let keys = [
@@ -270,4 +265,12 @@ async fn listings_show_only_what_the_token_may_see_page_by_page() {
         all_pages(&app, READER, "/v1/pools", "name").await,
         ["a-nets", "ci-nets", "z-nets"]
     );
+}
+
+crate::harness::tests! {
+    a_key_outside_the_tokens_prefixes_is_403_for_every_operation,
+    a_pool_outside_the_tokens_pools_is_403,
+    a_read_only_token_reads_and_lists_but_every_write_is_403,
+    only_an_admin_token_force_releases_and_deletes_pools,
+    listings_show_only_what_the_token_may_see_page_by_page,
 }

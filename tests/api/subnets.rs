@@ -55,7 +55,6 @@ async fn get_json(app: &TestApp, path: &str) -> Value {
     r.json().await.unwrap()
 }
 
-#[tokio::test]
 async fn reserve_then_confirm_makes_an_allocation_without_expiry() {
     let app = spawn_app().await;
     must_pool(&app, "docker", "192.168.0.0/16").await;
@@ -129,7 +128,6 @@ async fn reserve_then_confirm_makes_an_allocation_without_expiry() {
     assert_eq!(pool["largest_free"], "192.168.128.0/17");
 }
 
-#[tokio::test]
 async fn renew_extends_and_release_frees_the_subnet() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.0.0.0/24").await;
@@ -193,7 +191,6 @@ async fn renew_extends_and_release_frees_the_subnet() {
     problem(twice, StatusCode::NOT_FOUND, "reservation-not-found").await;
 }
 
-#[tokio::test]
 async fn bad_requests_are_refused_naming_the_field() {
     let app = spawn_app().await;
     let bad_name = put_pool(&app, "Bad_Name", json!({"cidr": "10.0.0.0/8"})).await;
@@ -246,7 +243,6 @@ async fn bad_requests_are_refused_naming_the_field() {
     assert_eq!(p["hint"], "192.168.1.0/24");
 }
 
-#[tokio::test]
 async fn an_unknown_pool_or_reservation_is_not_found_on_every_route() {
     let app = spawn_app().await;
     let r_path = "/v1/pools/nope/reservations/r_0000000000000001";
@@ -295,7 +291,6 @@ async fn an_unknown_pool_or_reservation_is_not_found_on_every_route() {
     }
 }
 
-#[tokio::test]
 async fn an_exhausted_pool_says_what_is_left_and_when_to_retry() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.0.0.0/23").await;
@@ -342,7 +337,6 @@ async fn an_exhausted_pool_says_what_is_left_and_when_to_retry() {
     assert_eq!(p["conflicts"].as_array().unwrap().len(), 3);
 }
 
-#[tokio::test]
 async fn a_named_free_subnet_is_granted_and_an_idempotent_retry_replays_it() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.0.0.0/16").await;
@@ -414,7 +408,6 @@ pub(crate) fn exactly_sixteen_disjoint(answers: &[(StatusCode, Value)]) -> HashS
     granted
 }
 
-#[tokio::test]
 async fn sixty_four_concurrent_reserves_in_a_20_grant_exactly_sixteen() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.20.0.0/20").await;
@@ -424,7 +417,6 @@ async fn sixty_four_concurrent_reserves_in_a_20_grant_exactly_sixteen() {
     assert_eq!(granted, expected);
 }
 
-#[tokio::test]
 async fn grants_survive_a_kill_and_restart_of_the_real_binary() {
     let dir = tempfile::TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -471,7 +463,6 @@ async fn grants_survive_a_kill_and_restart_of_the_real_binary() {
     assert_eq!(r.status(), StatusCode::CONFLICT);
 }
 
-#[tokio::test]
 async fn an_expired_subnet_is_granted_again_before_the_reaper_runs() {
     let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3600)).await;
     must_pool(&app, "p", "10.0.0.0/24").await;
@@ -499,7 +490,6 @@ async fn an_expired_subnet_is_granted_again_before_the_reaper_runs() {
     problem(late, StatusCode::CONFLICT, "lease-lost").await;
 }
 
-#[tokio::test]
 async fn confirming_after_expiry_is_lease_lost_and_the_reaper_frees_the_block() {
     let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3600)).await;
     must_pool(&app, "p", "10.0.0.0/24").await;
@@ -526,7 +516,6 @@ async fn confirming_after_expiry_is_lease_lost_and_the_reaper_frees_the_block() 
     assert!(metrics.contains("leasehold_reservation_grants_total 1"));
 }
 
-#[tokio::test]
 async fn a_64_comes_out_of_an_ipv6_32_with_exact_counts() {
     let app = spawn_app().await;
     must_pool(&app, "v6", "2001:db8::/32").await;
@@ -552,7 +541,6 @@ async fn a_64_comes_out_of_an_ipv6_32_with_exact_counts() {
     );
 }
 
-#[tokio::test]
 async fn pools_conflict_when_redefined_and_cannot_be_deleted_in_use() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.0.0.0/16").await;
@@ -609,7 +597,6 @@ async fn pools_conflict_when_redefined_and_cannot_be_deleted_in_use() {
     assert_eq!(list, json!({"items": [], "next_cursor": null}));
 }
 
-#[tokio::test]
 async fn lists_page_through_pools_and_reservations_without_tokens() {
     let app = spawn_app().await;
     for name in ["a", "b", "c"] {
@@ -663,7 +650,6 @@ async fn lists_page_through_pools_and_reservations_without_tokens() {
     problem(bad, StatusCode::BAD_REQUEST, "invalid-request").await;
 }
 
-#[tokio::test]
 async fn fencing_tokens_are_shared_with_locks_and_strictly_increase() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.0.0.0/16").await;
@@ -677,4 +663,21 @@ async fn fencing_tokens_are_shared_with_locks_and_strictly_increase() {
         );
     }
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+}
+
+crate::harness::tests! {
+    reserve_then_confirm_makes_an_allocation_without_expiry,
+    renew_extends_and_release_frees_the_subnet,
+    bad_requests_are_refused_naming_the_field,
+    an_unknown_pool_or_reservation_is_not_found_on_every_route,
+    an_exhausted_pool_says_what_is_left_and_when_to_retry,
+    a_named_free_subnet_is_granted_and_an_idempotent_retry_replays_it,
+    sixty_four_concurrent_reserves_in_a_20_grant_exactly_sixteen,
+    grants_survive_a_kill_and_restart_of_the_real_binary,
+    an_expired_subnet_is_granted_again_before_the_reaper_runs,
+    confirming_after_expiry_is_lease_lost_and_the_reaper_frees_the_block,
+    a_64_comes_out_of_an_ipv6_32_with_exact_counts,
+    pools_conflict_when_redefined_and_cannot_be_deleted_in_use,
+    lists_page_through_pools_and_reservations_without_tokens,
+    fencing_tokens_are_shared_with_locks_and_strictly_increase,
 }

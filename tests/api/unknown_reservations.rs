@@ -26,7 +26,6 @@ async fn reserved(app: &TestApp, ttl_ms: i64) -> Value {
     .await
 }
 
-#[tokio::test]
 async fn an_id_the_server_never_issued_is_not_found_on_renew_confirm_and_release() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.0.0.0/16").await;
@@ -49,7 +48,6 @@ async fn an_id_the_server_never_issued_is_not_found_on_renew_confirm_and_release
     }
 }
 
-#[tokio::test]
 async fn a_released_reservation_is_a_lost_lease() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.0.0.0/16").await;
@@ -70,7 +68,6 @@ async fn a_released_reservation_is_a_lost_lease() {
     }
 }
 
-#[tokio::test]
 async fn an_expired_reservation_is_a_lost_lease_even_once_reaped() {
     let clock = ManualClock::new(1_700_000_000_000);
     let app = spawn_app_with_clock(clock.clone()).await;
@@ -96,4 +93,10 @@ async fn an_expired_reservation_is_a_lost_lease_even_once_reaped() {
         "lease-lost",
     )
     .await;
+}
+
+crate::harness::tests! {
+    an_id_the_server_never_issued_is_not_found_on_renew_confirm_and_release,
+    a_released_reservation_is_a_lost_lease,
+    an_expired_reservation_is_a_lost_lease_even_once_reaped,
 }

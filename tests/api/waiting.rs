@@ -21,7 +21,6 @@ fn millis(rfc3339: &Value) -> i64 {
     (t.unix_timestamp_nanos() / 1_000_000) as i64
 }
 
-#[tokio::test]
 async fn thirty_two_clients_take_turns_fairly_without_overlap() {
     let app = Arc::new(spawn_app().await);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -70,7 +69,6 @@ async fn thirty_two_clients_take_turns_fairly_without_overlap() {
     assert_eq!(gauge(&app, "leasehold_waiters").await, 0);
 }
 
-#[tokio::test]
 async fn waiters_are_granted_in_arrival_order() {
     let app = Arc::new(spawn_app().await);
     let held = app.must_acquire("queue", "first", 30_000).await;
@@ -107,7 +105,6 @@ async fn waiters_are_granted_in_arrival_order() {
     assert_eq!(gauge(&app, "leasehold_waiter_keys").await, 0);
 }
 
-#[tokio::test]
 async fn a_waiter_that_disconnects_is_not_granted_and_the_next_one_is() {
     let app = Arc::new(spawn_app().await);
     let held = app.must_acquire("k", "holder", 30_000).await;
@@ -142,7 +139,6 @@ async fn a_waiter_that_disconnects_is_not_granted_and_the_next_one_is() {
     assert_eq!(shown["holders"].as_array().unwrap().len(), 1);
 }
 
-#[tokio::test]
 async fn expiry_hands_the_key_to_the_waiter_without_the_reaper() {
     let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3600)).await;
     let ttl = 500;
@@ -157,7 +153,6 @@ async fn expiry_hands_the_key_to_the_waiter_without_the_reaper() {
     );
 }
 
-#[tokio::test]
 async fn a_wait_that_ends_answers_the_usual_409() {
     let app = spawn_app().await;
     app.must_acquire("k", "holder", 30_000).await;
@@ -177,7 +172,6 @@ async fn a_wait_that_ends_answers_the_usual_409() {
     assert_eq!(p["field"], "wait_ms");
 }
 
-#[tokio::test]
 async fn a_semaphore_never_exceeds_its_size() {
     let app = Arc::new(spawn_app().await);
     let holding = Arc::new(AtomicUsize::new(0));
@@ -211,7 +205,6 @@ async fn a_semaphore_never_exceeds_its_size() {
     assert!((2..=3).contains(&peak), "peak {peak}");
 }
 
-#[tokio::test]
 async fn every_acquirer_of_a_semaphore_must_name_the_same_limit() {
     let app = spawn_app().await;
     let three = json!({"holder": "a", "ttl_ms": 10_000, "max_holders": 3});
@@ -241,7 +234,6 @@ async fn every_acquirer_of_a_semaphore_must_name_the_same_limit() {
     .await;
 }
 
-#[tokio::test]
 async fn an_exclusive_waiter_is_not_starved_by_later_shared_requests() {
     let app = Arc::new(spawn_app().await);
     let shared = |holder: &str, wait: i64| json!({"holder": holder, "ttl_ms": 30_000, "mode": "shared", "wait_ms": wait});
@@ -302,7 +294,6 @@ async fn an_exclusive_waiter_is_not_starved_by_later_shared_requests() {
     assert!(reader_at > writer_at);
 }
 
-#[tokio::test]
 async fn lock_delay_holds_an_expired_key_but_not_a_released_one() {
     let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3600)).await;
     let body = json!({"holder": "a", "ttl_ms": 200, "lock_delay_ms": 2_000});
@@ -337,7 +328,6 @@ async fn lock_delay_holds_an_expired_key_but_not_a_released_one() {
     app.must_acquire("delayed", "b", 1_000).await;
 }
 
-#[tokio::test]
 async fn an_idempotent_retry_is_answered_even_while_others_wait() {
     let app = Arc::new(spawn_app().await);
     let send = |app: Arc<TestApp>| async move {
@@ -368,4 +358,17 @@ async fn an_idempotent_retry_is_answered_even_while_others_wait() {
     let retry: Value = retry.json().await.unwrap();
     assert_eq!(retry["token"], first["token"]);
     problem(waiter.await.unwrap(), StatusCode::CONFLICT, "lock-held").await;
+}
+
+crate::harness::tests! {
+    thirty_two_clients_take_turns_fairly_without_overlap,
+    waiters_are_granted_in_arrival_order,
+    a_waiter_that_disconnects_is_not_granted_and_the_next_one_is,
+    expiry_hands_the_key_to_the_waiter_without_the_reaper,
+    a_wait_that_ends_answers_the_usual_409,
+    a_semaphore_never_exceeds_its_size,
+    every_acquirer_of_a_semaphore_must_name_the_same_limit,
+    an_exclusive_waiter_is_not_starved_by_later_shared_requests,
+    lock_delay_holds_an_expired_key_but_not_a_released_one,
+    an_idempotent_retry_is_answered_even_while_others_wait,
 }

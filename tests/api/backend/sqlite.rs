@@ -1,16 +1,14 @@
-//! The store these tests run on: a fresh SQLite file in the test's folder.
+//! SQLite: a fresh file in the test's folder.
 
 use std::path::{Path, PathBuf};
 
 use sqlx::Row;
 use sqlx::sqlite::SqliteConnectOptions;
 
-/// The `--db` value of the database kept in `dir` (the same for a restart).
-pub async fn database(dir: &Path) -> PathBuf {
+pub fn database(dir: &Path) -> PathBuf {
     dir.join("leasehold.db")
 }
 
-/// How many rows `table` holds, read on a connection of its own.
 pub async fn count_rows(db: &Path, table: &str) -> i64 {
     let options = SqliteConnectOptions::new().filename(db).read_only(true);
     let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
@@ -25,8 +23,6 @@ pub async fn count_rows(db: &Path, table: &str) -> i64 {
     n
 }
 
-/// Inserts `count` lock leases, live for a day, straight into a stopped
-/// server's database (a restart then has them all to resume).
 pub async fn seed_live_locks(db: &Path, count: i64) {
     let options = SqliteConnectOptions::new().filename(db);
     let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();

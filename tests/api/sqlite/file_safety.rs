@@ -50,7 +50,6 @@ fn mode(path: &Path) -> u32 {
     meta.permissions().mode() & 0o777
 }
 
-#[tokio::test]
 async fn a_second_server_on_the_same_file_is_refused_and_changes_no_lease() {
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("leasehold.db");
@@ -99,7 +98,6 @@ async fn a_second_server_on_the_same_file_is_refused_and_changes_no_lease() {
     );
 }
 
-#[tokio::test]
 async fn the_database_and_the_files_beside_it_are_owner_only_whatever_the_umask() {
     for umask in ["022", "000"] {
         let dir = TempDir::new().unwrap();
@@ -124,7 +122,6 @@ async fn the_database_and_the_files_beside_it_are_owner_only_whatever_the_umask(
     }
 }
 
-#[tokio::test]
 async fn a_database_left_readable_by_others_is_made_owner_only_at_start() {
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("leasehold.db");
@@ -138,4 +135,10 @@ async fn a_database_left_readable_by_others_is_made_owner_only_at_start() {
         let file = dir.path().join(format!("leasehold.db{suffix}"));
         assert_eq!(mode(&file), 0o600, "{}", file.display());
     }
+}
+
+crate::harness::tests! {
+    a_second_server_on_the_same_file_is_refused_and_changes_no_lease,
+    the_database_and_the_files_beside_it_are_owner_only_whatever_the_umask,
+    a_database_left_readable_by_others_is_made_owner_only_at_start,
 }

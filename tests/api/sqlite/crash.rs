@@ -156,7 +156,6 @@ async fn client_loop(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_leases_survive_twenty_sigkills() {
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("leasehold.db");
@@ -319,4 +318,8 @@ async fn acknowledged_leases_survive_twenty_sigkills() {
         .await
         .unwrap();
     assert_eq!(check, "ok");
+}
+
+crate::harness::tests! {
+    acknowledged_leases_survive_twenty_sigkills(2 threads),
 }

@@ -13,7 +13,7 @@ use tempfile::TempDir;
 use crate::helpers::spawn_app;
 use crate::refusals::serve_refused;
 
-#[path = "../../benches/loadgen/seed.rs"]
+#[path = "../../../benches/loadgen/seed.rs"]
 mod seed;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -56,7 +56,6 @@ async fn seeded(leases: i64) -> (Arc<TempDir>, PathBuf) {
     (dir, db)
 }
 
-#[tokio::test]
 async fn a_backup_killed_half_way_leaves_no_file_under_its_name() {
     let (dir, db) = seeded(300_000).await;
     let out = dir.path().join("backup.db");
@@ -121,7 +120,6 @@ fn refused_by_check(file: &Path, words: &[&str]) {
     }
 }
 
-#[tokio::test]
 async fn check_says_what_is_wrong_with_a_file_that_is_no_database() {
     let (dir, db) = seeded(1_000).await;
     let copy = dir.path().join("copy.db");
@@ -164,7 +162,6 @@ async fn check_says_what_is_wrong_with_a_file_that_is_no_database() {
     refused_by_check(&foreign, &["not a leasehold database"]);
 }
 
-#[tokio::test]
 async fn a_half_written_copy_is_refused_at_start_and_left_as_it_was() {
     let (dir, db) = seeded(1_000).await;
     let copy = dir.path().join("copy.db");
@@ -186,4 +183,10 @@ async fn a_half_written_copy_is_refused_at_start_and_left_as_it_was() {
         "the file was left as it was"
     );
     assert!(beside(&cut, "-journal").exists());
+}
+
+crate::harness::tests! {
+    a_backup_killed_half_way_leaves_no_file_under_its_name,
+    check_says_what_is_wrong_with_a_file_that_is_no_database,
+    a_half_written_copy_is_refused_at_start_and_left_as_it_was,
 }

@@ -84,7 +84,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[test]
 fn the_binary_started_as_the_image_starts_it_passes_the_image_healthcheck() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Dockerfile"))
         .expect("a Dockerfile at the root");
@@ -156,7 +155,6 @@ fn the_binary_started_as_the_image_starts_it_passes_the_image_healthcheck() {
     );
 }
 
-#[test]
 fn the_dockerfile_reader_joins_continuations_and_keeps_the_last_stage() {
     let image = parse_dockerfile(
         "FROM a AS build\nENV X=1\nCMD [\"build\"]\nFROM b\n# note\nENV A=1 B=\"two\"\n\
@@ -166,4 +164,9 @@ fn the_dockerfile_reader_joins_continuations_and_keeps_the_last_stage() {
     assert_eq!(image.env["B"], "two");
     assert_eq!(image.cmd, ["serve"]);
     assert_eq!(image.healthcheck, ["true"]);
+}
+
+crate::harness::tests! {
+    [sync: the_binary_started_as_the_image_starts_it_passes_the_image_healthcheck,
+        the_dockerfile_reader_joins_continuations_and_keeps_the_last_stage],
 }

@@ -15,7 +15,6 @@ use tempfile::TempDir;
 use crate::helpers::{ServerProcess, spawn_app, spawn_app_in, wait_until_ready};
 use crate::subnets::{must_pool, must_reserve};
 
-#[tokio::test]
 async fn the_database_itself_refuses_an_overlapping_reservation() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.0.0.0/16").await;
@@ -71,7 +70,6 @@ async fn expires_in(client: &reqwest::Client, address: &str, key: &str) -> i64 {
     shown["expires_in_ms"].as_i64().unwrap()
 }
 
-#[tokio::test]
 async fn a_replica_joining_a_running_one_gives_no_fresh_ttl_but_a_restart_after_downtime_does() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -97,7 +95,6 @@ async fn a_replica_joining_a_running_one_gives_no_fresh_ttl_but_a_restart_after_
     assert!(left > 3_000, "a full TTL from the restart: {left} ms left");
 }
 
-#[test]
 fn an_unreachable_database_fails_the_start_at_once_in_one_line_without_the_password() {
     let started = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_leasehold"))
@@ -117,7 +114,6 @@ fn an_unreachable_database_fails_the_start_at_once_in_one_line_without_the_passw
     assert!(!err.contains("panicked"), "{err}");
 }
 
-#[test]
 fn backup_and_check_refuse_a_postgres_url_plainly() {
     let url = crate::backend::server_url();
     for args in [
@@ -136,7 +132,6 @@ fn backup_and_check_refuse_a_postgres_url_plainly() {
     assert!(!std::path::Path::new("/tmp/never-written.db").exists());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reapers_on_two_replicas_remove_each_expired_row_once() {
     let dir = Arc::new(TempDir::new().unwrap());
     let quiet = |c: &mut leasehold::config::ServeConfig| {
@@ -190,4 +185,12 @@ async fn reapers_on_two_replicas_remove_each_expired_row_once() {
             .unwrap();
         assert_eq!(usage["largest_free"], "10.0.0.0/16", "{usage}");
     }
+}
+
+crate::harness::tests! {
+    the_database_itself_refuses_an_overlapping_reservation,
+    a_replica_joining_a_running_one_gives_no_fresh_ttl_but_a_restart_after_downtime_does,
+    reapers_on_two_replicas_remove_each_expired_row_once(4 threads),
+    [sync: an_unreachable_database_fails_the_start_at_once_in_one_line_without_the_password,
+        backup_and_check_refuse_a_postgres_url_plainly],
 }

@@ -47,7 +47,6 @@ async fn damage_key_index(pool: &SqlitePool, db: &Path) {
     file.sync_all().unwrap();
 }
 
-#[tokio::test]
 async fn a_damaged_file_is_refused_at_start_with_one_line() {
     let app = spawn_app().await;
     for n in 0..50 {
@@ -71,7 +70,6 @@ async fn a_damaged_file_is_refused_at_start_with_one_line() {
     drop(dir);
 }
 
-#[tokio::test]
 async fn damage_found_while_serving_answers_503_and_turns_readiness_off() {
     let dir = std::sync::Arc::new(TempDir::new().unwrap());
     let app = spawn_app_in(dir, |_| {}).await;
@@ -114,4 +112,9 @@ async fn damage_found_while_serving_answers_503_and_turns_readiness_off() {
         "{body}"
     );
     pool.close().await;
+}
+
+crate::harness::tests! {
+    a_damaged_file_is_refused_at_start_with_one_line,
+    damage_found_while_serving_answers_503_and_turns_readiness_off,
 }

@@ -47,7 +47,6 @@ struct Key {
     fencing: Vec<i64>,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixty_four_clients_over_two_replicas_keep_one_holder_per_key_and_growing_fencing() {
     let (_dir, a, b, client) = two_replicas().await;
     let keys = ["svc/a", "svc/b", "svc/c", "svc/d"];
@@ -138,7 +137,6 @@ async fn sixty_four_clients_over_two_replicas_keep_one_holder_per_key_and_growin
     exactly_sixteen_disjoint(&answers);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixty_four_simultaneous_acquires_over_two_replicas_grant_each_key_once() {
     let (_dir, a, b, client) = two_replicas().await;
     let mut last_fencing = 0;
@@ -171,7 +169,6 @@ async fn sixty_four_simultaneous_acquires_over_two_replicas_grant_each_key_once(
     }
 }
 
-#[tokio::test]
 async fn a_waiter_on_one_replica_is_granted_after_a_release_on_the_other() {
     let (_dir, a, b, client) = two_replicas().await;
     let (status, held) = post(
@@ -219,7 +216,6 @@ async fn a_waiter_on_one_replica_is_granted_after_a_release_on_the_other() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_one_replica_mid_load_loses_no_acknowledged_lease() {
     let (_dir, a, b, client) = two_replicas().await;
     let acked: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
@@ -292,7 +288,6 @@ async fn killing_one_replica_mid_load_loses_no_acknowledged_lease() {
     }
 }
 
-#[tokio::test]
 async fn a_replica_whose_wall_clock_is_an_hour_off_agrees_with_the_others_on_every_lease() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -356,4 +351,12 @@ async fn a_replica_whose_wall_clock_is_an_hour_off_agrees_with_the_others_on_eve
         .parse()
         .unwrap();
     assert!(skew < 0.5, "{skew}");
+}
+
+crate::harness::tests! {
+    sixty_four_clients_over_two_replicas_keep_one_holder_per_key_and_growing_fencing(4 threads),
+    sixty_four_simultaneous_acquires_over_two_replicas_grant_each_key_once(4 threads),
+    a_waiter_on_one_replica_is_granted_after_a_release_on_the_other,
+    killing_one_replica_mid_load_loses_no_acknowledged_lease(4 threads),
+    a_replica_whose_wall_clock_is_an_hour_off_agrees_with_the_others_on_every_lease,
 }

@@ -15,7 +15,6 @@ use crate::raw::{Raw, status_of};
 
 const BODY: &str = r#"{"holder": "slow", "ttl_ms": 60000}"#;
 
-#[tokio::test]
 async fn past_the_in_flight_bound_requests_are_refused_at_once_and_served_again_after() {
     let app = spawn_app_with(|c| {
         c.max_in_flight = 4;
@@ -65,7 +64,6 @@ async fn past_the_in_flight_bound_requests_are_refused_at_once_and_served_again_
     );
 }
 
-#[tokio::test]
 async fn parked_waiters_have_their_own_bound_and_do_not_starve_other_requests() {
     let app = Arc::new(
         spawn_app_with(|c| {
@@ -126,7 +124,6 @@ async fn parked_waiters_have_their_own_bound_and_do_not_starve_other_requests() 
     problem(late, StatusCode::CONFLICT, "lock-held").await;
 }
 
-#[tokio::test]
 async fn a_flood_is_answered_in_full_each_request_served_or_shed() {
     let app = Arc::new(
         spawn_app_with(|c| {
@@ -170,7 +167,6 @@ async fn a_flood_is_answered_in_full_each_request_served_or_shed() {
     eprintln!("flood of 400 with 8 in flight: {granted} granted, {shed} shed");
 }
 
-#[tokio::test]
 async fn a_shed_flood_logs_no_error_lines() {
     let dir = tempfile::TempDir::new().unwrap();
     let server = crate::helpers::ServerProcess::start(
@@ -253,4 +249,11 @@ async fn a_shed_flood_logs_no_error_lines() {
         .filter(|l| l.contains("http.status=503"))
         .count();
     assert_eq!(shed_lines, 0, "shed requests log at debug: {:?}", logged());
+}
+
+crate::harness::tests! {
+    past_the_in_flight_bound_requests_are_refused_at_once_and_served_again_after,
+    parked_waiters_have_their_own_bound_and_do_not_starve_other_requests,
+    a_flood_is_answered_in_full_each_request_served_or_shed,
+    a_shed_flood_logs_no_error_lines,
 }

@@ -48,7 +48,6 @@ async fn wait_for_waiters(client: &reqwest::Client, address: &str, n: u64) {
     panic!("the server never counted {n} waiters");
 }
 
-#[tokio::test]
 async fn memory_comes_back_after_thousands_of_waiters_disconnect() {
     let dir = tempfile::TempDir::new().unwrap();
     let server = ServerProcess::start(&dir.path().join("leasehold.db"), &[]);
@@ -96,4 +95,8 @@ async fn memory_comes_back_after_thousands_of_waiters_disconnect() {
         "resident memory stayed {:.1} MiB above its start (peak {peak:.1})",
         after - baseline
     );
+}
+
+crate::harness::tests! {
+    memory_comes_back_after_thousands_of_waiters_disconnect,
 }

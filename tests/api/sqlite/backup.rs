@@ -125,7 +125,6 @@ fn assert_lease_fields(lease: &Value) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_backup_taken_under_load_restores_into_a_consistent_server() {
     let app = Arc::new(spawn_app().await);
     let stop = Arc::new(AtomicBool::new(false));
@@ -210,7 +209,6 @@ async fn a_backup_taken_under_load_restores_into_a_consistent_server() {
     );
 }
 
-#[tokio::test]
 async fn check_fails_on_a_damaged_file() {
     let dir = TempDir::new().unwrap();
     let db = dir.path().join("broken.db");
@@ -218,4 +216,9 @@ async fn check_fails_on_a_damaged_file() {
     let (ok, _, err) = leasehold(&["check"], &db).await;
     assert!(!ok, "check exits non-zero on a damaged file");
     assert!(!err.is_empty());
+}
+
+crate::harness::tests! {
+    a_backup_taken_under_load_restores_into_a_consistent_server(4 threads),
+    check_fails_on_a_damaged_file,
 }

@@ -109,7 +109,6 @@ async fn integrity(db: &Path) -> String {
         .expect("the check runs")
 }
 
-#[tokio::test]
 async fn a_full_disk_refuses_writes_keeps_reads_and_recovers_by_itself() {
     let disk = Tmpfs::mount("3m");
     let app = spawn_app_in(disk.dir.clone(), |c| {
@@ -302,4 +301,8 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_recovers_by_itself() {
     app.stop().await;
     assert_eq!(integrity(&db).await, "ok");
     drop(disk);
+}
+
+crate::harness::tests! {
+    a_full_disk_refuses_writes_keeps_reads_and_recovers_by_itself,
 }

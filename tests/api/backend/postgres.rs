@@ -1,13 +1,51 @@
-//! The store these tests run on: a fresh database, per test, on the
-//! PostgreSQL server `LEASEHOLD_TEST_POSTGRES_URL` names.
+//! PostgreSQL: a fresh database, per test, on the server under test.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use sqlx::{Connection, Executor, PgConnection, Row};
 
-pub fn server_url() -> String {
-    std::env::var("LEASEHOLD_TEST_POSTGRES_URL")
-        .expect("LEASEHOLD_TEST_POSTGRES_URL names the PostgreSQL server to test on")
+/// The server one test runs on, and the databases it made there.
+#[derive(Debug)]
+pub struct Server {
+    pub url: String,
+    made: Mutex<Vec<String>>,
+}
+
+impl Server {
+    pub fn new(url: String) -> Self {
+        Self {
+            url,
+            made: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Drops the databases the test made, so that a run leaves the server as
+    /// it found it. `WITH (FORCE)`: a server a failed test left running may
+    /// still be connected. On a runtime of its own, the test's being gone.
+    pub fn drop_databases(&self) {
+        let names = std::mem::take(&mut *self.made.lock().unwrap());
+        if names.is_empty() {
+            return;
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        runtime.block_on(async {
+            let mut conn = match PgConnection::connect(&self.url).await {
+                Ok(conn) => conn,
+                Err(e) => return eprintln!("cannot drop the test databases {names:?}: {e}"),
+            };
+            for name in names {
+                let drop = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+                if let Err(e) = conn.execute(sqlx::AssertSqlSafe(drop)).await {
+                    eprintln!("cannot drop the test database {name}: {e}");
+                }
+            }
+            let _ = conn.close().await;
+        });
+    }
 }
 
 /// `url` with its database name replaced by `name`.
@@ -25,27 +63,26 @@ fn with_database(url: &str, name: &str) -> String {
 
 /// The URL of the database kept for `dir`: created on first use, the same
 /// for a restart in the same folder.
-pub async fn database(dir: &Path) -> PathBuf {
+pub async fn database(dir: &Path, server: &Server) -> PathBuf {
     let marker = dir.join("postgres-url");
     if let Ok(url) = std::fs::read_to_string(&marker) {
         return PathBuf::from(url);
     }
-    let server = server_url();
     let name = format!("leasehold_test_{:016x}", rand::random::<u64>());
-    let mut conn = PgConnection::connect(&server)
+    let mut conn = PgConnection::connect(&server.url)
         .await
         .expect("the test PostgreSQL server answers");
     conn.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
         .await
         .expect("a fresh test database");
     conn.close().await.unwrap();
-    let url = with_database(&server, &name);
+    server.made.lock().unwrap().push(name.clone());
+    let url = with_database(&server.url, &name);
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(&marker, &url).unwrap();
     PathBuf::from(url)
 }
 
-/// How many rows `table` holds, read on a connection of its own.
 pub async fn count_rows(db: &Path, table: &str) -> i64 {
     let mut conn = PgConnection::connect(db.to_str().unwrap()).await.unwrap();
     let n = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -59,8 +96,6 @@ pub async fn count_rows(db: &Path, table: &str) -> i64 {
     n
 }
 
-/// Inserts `count` lock leases, live for a day, straight into a stopped
-/// server's database (a restart then has them all to resume).
 pub async fn seed_live_locks(db: &Path, count: i64) {
     let mut conn = PgConnection::connect(db.to_str().unwrap()).await.unwrap();
     let now = std::time::SystemTime::now()

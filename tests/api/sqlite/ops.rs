@@ -5,7 +5,6 @@ use serde_json::Value;
 
 use crate::helpers::{problem, spawn_app};
 
-#[tokio::test]
 async fn health_and_readiness_answer() {
     let app = spawn_app().await;
     let health = app.get("/healthz").await;
@@ -14,7 +13,6 @@ async fn health_and_readiness_answer() {
     assert_eq!(ready["status"], "ready");
 }
 
-#[tokio::test]
 async fn the_served_spec_is_the_generated_one() {
     let app = spawn_app().await;
     let served: Value = app.get("/openapi.json").await.json().await.unwrap();
@@ -24,7 +22,6 @@ async fn the_served_spec_is_the_generated_one() {
     );
 }
 
-#[tokio::test]
 async fn the_docs_page_is_self_contained_and_names_every_operation() {
     let app = spawn_app().await;
     let response = app.get("/docs").await;
@@ -88,7 +85,6 @@ impl Drop for Immutable {
     }
 }
 
-#[tokio::test]
 async fn readiness_fails_while_the_database_cannot_be_written_and_recovers() {
     let app = spawn_app().await;
     assert_eq!(app.get("/readyz").await.status(), StatusCode::OK);
@@ -143,4 +139,11 @@ async fn readiness_fails_while_the_database_cannot_be_written_and_recovers() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+crate::harness::tests! {
+    health_and_readiness_answer,
+    the_served_spec_is_the_generated_one,
+    the_docs_page_is_self_contained_and_names_every_operation,
+    readiness_fails_while_the_database_cannot_be_written_and_recovers,
 }

@@ -8,7 +8,6 @@ use sqlx::sqlite::SqliteConnectOptions;
 use crate::helpers::spawn_app;
 use crate::subnets::{must_pool, must_reserve};
 
-#[tokio::test]
 async fn a_grant_is_on_disk_before_it_is_acknowledged() {
     let app = spawn_app().await;
     let lease = app.must_acquire("durable", "h", 60_000).await;
@@ -34,7 +33,6 @@ async fn a_grant_is_on_disk_before_it_is_acknowledged() {
     pool.close().await;
 }
 
-#[tokio::test]
 async fn the_database_itself_refuses_an_overlapping_reservation() {
     let app = spawn_app().await;
     must_pool(&app, "p", "10.0.0.0/16").await;
@@ -72,4 +70,9 @@ async fn the_database_itself_refuses_an_overlapping_reservation() {
     insert([10, 0, 8, 0], [10, 0, 8, 255], 24, 1_000_001)
         .await
         .expect("a disjoint row is accepted");
+}
+
+crate::harness::tests! {
+    a_grant_is_on_disk_before_it_is_acknowledged,
+    the_database_itself_refuses_an_overlapping_reservation,
 }

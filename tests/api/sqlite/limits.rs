@@ -27,7 +27,6 @@ fn metadata_of(json_bytes: usize) -> Value {
     json!({"pad": "x".repeat(json_bytes - 10)})
 }
 
-#[tokio::test]
 async fn lock_fields_are_bounded() {
     let app = app().await;
     let acquire = |body: Value| app.post("/v1/locks/k/acquire", body);
@@ -97,7 +96,6 @@ async fn lock_fields_are_bounded() {
     refused(renew, "ttl_ms", "between 100 and 3600000").await;
 }
 
-#[tokio::test]
 async fn pages_are_bounded_on_every_list() {
     let app = app().await;
     let put = app
@@ -133,7 +131,6 @@ async fn pages_are_bounded_on_every_list() {
     .await;
 }
 
-#[tokio::test]
 async fn pool_and_reservation_fields_are_bounded() {
     let app = app().await;
     let put = |name: String, body: Value| {
@@ -194,7 +191,6 @@ async fn pool_and_reservation_fields_are_bounded() {
     );
 }
 
-#[tokio::test]
 async fn oversized_request_heads_are_refused() {
     let app = app().await;
     let huge = app
@@ -212,4 +208,11 @@ async fn oversized_request_heads_are_refused() {
         );
     }
     assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+}
+
+crate::harness::tests! {
+    lock_fields_are_bounded,
+    pages_are_bounded_on_every_list,
+    pool_and_reservation_fields_are_bounded,
+    oversized_request_heads_are_refused,
 }

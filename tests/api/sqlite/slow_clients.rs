@@ -21,7 +21,6 @@ async fn app_with_short_deadlines() -> TestApp {
     .await
 }
 
-#[tokio::test]
 async fn a_client_that_stalls_in_its_headers_is_disconnected() {
     let app = app_with_short_deadlines().await;
     let mut raw = Raw::connect(&app).await;
@@ -48,7 +47,6 @@ async fn a_client_that_stalls_in_its_headers_is_disconnected() {
     assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
 }
 
-#[tokio::test]
 async fn a_client_that_stalls_in_its_body_gets_408_and_is_disconnected() {
     let app = app_with_short_deadlines().await;
     let body = r#"{"holder": "slow", "ttl_ms": 60000}"#;
@@ -78,7 +76,6 @@ async fn a_client_that_stalls_in_its_body_gets_408_and_is_disconnected() {
     assert_eq!(gauge(&app, "leasehold_requests_in_flight").await, 0);
 }
 
-#[tokio::test]
 async fn a_body_declared_too_large_is_refused_before_it_is_sent() {
     let app = app_with_short_deadlines().await;
     let mut raw = Raw::stalled_post(&app, "/v1/locks/k/acquire", 10 * 1024 * 1024, "{").await;
@@ -90,7 +87,6 @@ async fn a_body_declared_too_large_is_refused_before_it_is_sent() {
     );
 }
 
-#[tokio::test]
 async fn an_idle_keep_alive_connection_is_closed() {
     let app = app_with_short_deadlines().await;
     let mut raw = Raw::connect(&app).await;
@@ -110,7 +106,6 @@ async fn an_idle_keep_alive_connection_is_closed() {
     );
 }
 
-#[tokio::test]
 async fn a_long_poll_outlives_the_connection_deadlines() {
     let app = app_with_short_deadlines().await;
     let held = app.must_acquire("k", "holder", 60_000).await;
@@ -126,7 +121,6 @@ async fn a_long_poll_outlives_the_connection_deadlines() {
     assert_eq!(granted.status(), StatusCode::CREATED);
 }
 
-#[tokio::test]
 async fn a_stalled_body_does_not_hold_up_a_graceful_stop() {
     let app = spawn_app_with(|c| c.body_timeout = Duration::from_secs(60)).await;
     let body = r#"{"holder": "slow", "ttl_ms": 60000}"#;
@@ -143,7 +137,6 @@ async fn a_stalled_body_does_not_hold_up_a_graceful_stop() {
     assert_eq!(status_of(&received), 408, "{received}");
 }
 
-#[tokio::test]
 async fn the_served_binary_takes_its_deadlines_from_flags_and_environment() {
     let dir = tempfile::TempDir::new().unwrap();
     let server = crate::helpers::ServerProcess::start_with_env(
@@ -166,4 +159,14 @@ async fn the_served_binary_takes_its_deadlines_from_flags_and_environment() {
     let (received, after) = raw.read_until_closed(Duration::from_secs(10)).await;
     assert_eq!(status_of(&received), 408, "{received}");
     assert!(after < Duration::from_secs(3), "408 after {after:?}");
+}
+
+crate::harness::tests! {
+    a_client_that_stalls_in_its_headers_is_disconnected,
+    a_client_that_stalls_in_its_body_gets_408_and_is_disconnected,
+    a_body_declared_too_large_is_refused_before_it_is_sent,
+    an_idle_keep_alive_connection_is_closed,
+    a_long_poll_outlives_the_connection_deadlines,
+    a_stalled_body_does_not_hold_up_a_graceful_stop,
+    the_served_binary_takes_its_deadlines_from_flags_and_environment,
 }

@@ -81,7 +81,6 @@ fn through(url: &str, port: u16) -> (String, SocketAddr) {
 
 // The gate runs on another worker while the test waits, blocked, for the
 // server to start.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_database_down_requests_and_readiness_answer_503_at_once() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -137,4 +136,8 @@ async fn with_the_database_down_requests_and_readiness_answer_503_at_once() {
         acquire("after").await.unwrap().status(),
         StatusCode::CREATED
     );
+}
+
+crate::harness::tests! {
+    with_the_database_down_requests_and_readiness_answer_503_at_once(2 threads),
 }
