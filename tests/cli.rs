@@ -5,13 +5,14 @@ use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use leasehold::config::ServeConfig;
-use leasehold::startup::Application;
+use std::sync::Arc;
+
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tempfile::TempDir;
 use tokio::process::Command;
-use tokio::sync::oneshot;
+
+use helpers::{TestApp, spawn_app, spawn_app_in, spawn_app_with};
 
 #[path = "cli/about.rs"]
 mod about;
@@ -22,50 +23,29 @@ mod proxy;
 #[path = "cli/shell.rs"]
 mod shell;
 
-struct Server {
-    url: String,
-    dir: TempDir,
-    stop: Option<oneshot::Sender<()>>,
+// The servers these tests run against: the same as the HTTP suite's.
+#[path = "api/backend/mod.rs"]
+mod backend;
+#[path = "api/helpers.rs"]
+mod helpers;
+
+/// The binary as a client of a test server.
+trait Cli {
+    /// The binary, pointed at this server, run in its folder.
+    fn leasehold(&self, args: &[&str]) -> Command;
+    async fn run(&self, args: &[&str]) -> Output;
+    /// A file in the server's folder.
+    fn path(&self, name: &str) -> String;
+    async fn lock_status(&self, key: &str) -> u16;
+    /// `lock run KEY --ttl TTL --kill-after 1s -- sh -c SCRIPT`, its stderr piped.
+    fn lock_run(&self, key: &str, ttl: &str, script: &str) -> Command;
 }
 
-async fn spawn_server() -> Server {
-    spawn_server_with(|_| {}).await
-}
-
-async fn spawn_server_with(tweak: impl FnOnce(&mut ServeConfig)) -> Server {
-    let dir = TempDir::new().expect("temp dir");
-    let mut config = ServeConfig::new(
-        "127.0.0.1:0".parse().unwrap(),
-        dir.path().join("leasehold.db"),
-    );
-    tweak(&mut config);
-    let app = Application::build(config)
-        .await
-        .expect("the service starts");
-    let url = format!("http://127.0.0.1:{}", app.port());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(app.run_until(async move {
-        let _ = stopped.await;
-    }));
-    Server {
-        url,
-        dir,
-        stop: Some(stop),
-    }
-}
-
-impl Server {
-    fn stop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-
-    /// The binary, pointed at this server.
+impl Cli for TestApp {
     fn leasehold(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(leasehold_binary());
         cmd.args(args)
-            .env("LEASEHOLD_URL", &self.url)
+            .env("LEASEHOLD_URL", &self.address)
             .env_remove("LEASEHOLD_TOKEN")
             .current_dir(self.dir.path())
             .kill_on_drop(true);
@@ -81,11 +61,18 @@ impl Server {
     }
 
     async fn lock_status(&self, key: &str) -> u16 {
-        reqwest::get(format!("{}/v1/locks/{key}", self.url))
+        self.get(&format!("/v1/locks/{key}"))
             .await
-            .expect("the server answers")
             .status()
             .as_u16()
+    }
+
+    fn lock_run(&self, key: &str, ttl: &str, script: &str) -> Command {
+        let args = ["lock", "run", key, "--ttl", ttl, "--kill-after", "1s"];
+        let mut cmd = self.leasehold(&args);
+        cmd.args(["--", "sh", "-c", script])
+            .stderr(std::process::Stdio::piped());
+        cmd
     }
 }
 
@@ -126,7 +113,7 @@ fn process_is_gone(pid: i32) -> bool {
 
 #[tokio::test]
 async fn two_lock_runs_on_one_key_take_turns() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let log = server.path("turns.log");
     let script = format!(
         "echo start $LEASEHOLD_FENCING_TOKEN $(date +%s%N) >> {log}; sleep 1; \
@@ -175,7 +162,7 @@ async fn two_lock_runs_on_one_key_take_turns() {
 
 #[tokio::test]
 async fn a_wait_longer_than_the_server_allows_is_made_of_several_polls() {
-    let server = spawn_server_with(|c| c.max_wait = Duration::from_secs(1)).await;
+    let server = spawn_app_with(|c| c.max_wait = Duration::from_secs(1)).await;
     let log = server.path("polls.log");
     let first = server
         .leasehold(&[
@@ -214,26 +201,10 @@ async fn a_wait_longer_than_the_server_allows_is_made_of_several_polls() {
 
 #[tokio::test]
 async fn a_force_release_stops_the_whole_command_and_exits_6() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let pids = server.path("pids");
     let script = format!("echo $$ > {pids}; sleep 60 & echo $! >> {pids}; wait");
-    let child = server
-        .leasehold(&[
-            "lock",
-            "run",
-            "lost",
-            "--ttl",
-            "8s",
-            "--kill-after",
-            "1s",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = server.lock_run("lost", "8s", &script).spawn().unwrap();
     let pids: Vec<i32> = wait_for_lines(&pids, 2)
         .await
         .iter()
@@ -242,7 +213,7 @@ async fn a_force_release_stops_the_whole_command_and_exits_6() {
 
     let released = Instant::now();
     let answer = reqwest::Client::new()
-        .delete(format!("{}/v1/locks/lost", server.url))
+        .delete(format!("{}/v1/locks/lost", server.address))
         .send()
         .await
         .unwrap();
@@ -269,28 +240,15 @@ async fn a_force_release_stops_the_whole_command_and_exits_6() {
 
 #[tokio::test]
 async fn a_lease_that_cannot_be_renewed_stops_the_command_when_its_ttl_runs_out() {
-    let mut server = spawn_server().await;
+    let server = spawn_app().await;
     let started = server.path("started");
     let script = format!("echo up > {started}; sleep 60");
     let child = server
-        .leasehold(&[
-            "lock",
-            "run",
-            "unreachable",
-            "--ttl",
-            "3s",
-            "--kill-after",
-            "1s",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
-        .stderr(std::process::Stdio::piped())
+        .lock_run("unreachable", "3s", &script)
         .spawn()
         .unwrap();
     wait_for_lines(&started, 1).await;
-    server.stop();
+    let _dir = server.stop().await;
 
     let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
         .await
@@ -303,7 +261,7 @@ async fn a_lease_that_cannot_be_renewed_stops_the_command_when_its_ttl_runs_out(
 
 #[tokio::test]
 async fn the_commands_exit_code_is_leaseholds() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let output = server
         .run(&["lock", "run", "code", "--", "sh", "-c", "exit 7"])
         .await;
@@ -319,7 +277,7 @@ async fn the_commands_exit_code_is_leaseholds() {
 
 #[tokio::test]
 async fn the_command_sees_the_lease_in_its_environment() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let output = server
         .run(&[
             "lock",
@@ -338,7 +296,7 @@ async fn the_command_sees_the_lease_in_its_environment() {
 
 #[tokio::test]
 async fn sigterm_stops_the_command_and_releases_the_lock() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let started = server.path("started");
     let script = format!("echo up > {started}; sleep 30");
     let child = server
@@ -362,7 +320,7 @@ async fn sigterm_stops_the_command_and_releases_the_lock() {
 
 #[tokio::test]
 async fn lock_run_on_a_held_key_without_wait_exits_3_and_runs_nothing() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let held = server.run(&["lock", "acquire", "busy"]).await;
     assert_eq!(held.status.code(), Some(0));
     let marker = server.path("ran");
@@ -376,7 +334,7 @@ async fn lock_run_on_a_held_key_without_wait_exits_3_and_runs_nothing() {
 
 #[tokio::test]
 async fn lock_show_and_list_say_when_the_lease_expires() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let acquired = server
         .run(&["lock", "acquire", "lb/3f2a", "--ttl", "1m"])
         .await;
@@ -393,7 +351,7 @@ async fn lock_show_and_list_say_when_the_lease_expires() {
 
 #[tokio::test]
 async fn a_reservation_printed_as_json_is_confirmed_by_a_script() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let pool = server.run(&["pool", "put", "docker", "10.0.0.0/16"]).await;
     assert_eq!(pool.status.code(), Some(0), "{}", text(&pool.stderr));
 
@@ -407,7 +365,7 @@ async fn a_reservation_printed_as_json_is_confirmed_by_a_script() {
     let output = Command::new("sh")
         .args(["-c", script])
         .env("LEASEHOLD", leasehold_binary())
-        .env("LEASEHOLD_URL", &server.url)
+        .env("LEASEHOLD_URL", &server.address)
         .output()
         .await
         .unwrap();
@@ -430,7 +388,7 @@ async fn a_reservation_printed_as_json_is_confirmed_by_a_script() {
 
 #[tokio::test]
 async fn an_unreachable_server_is_one_line_and_exit_code_5() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let output = server
         .leasehold(&["lock", "show", "x"])
         .env("LEASEHOLD_URL", "http://127.0.0.1:1")
@@ -450,7 +408,7 @@ async fn an_unreachable_server_is_one_line_and_exit_code_5() {
 
 #[tokio::test]
 async fn refusals_map_to_documented_exit_codes() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let missing = server.run(&["lock", "show", "nobody"]).await;
     assert_eq!(missing.status.code(), Some(4));
     assert_eq!(text(&missing.stderr).lines().count(), 1);
@@ -494,10 +452,10 @@ async fn a_token_from_token_new_is_sent_and_refusals_exit_7_and_8() {
         "the entry never holds the token"
     );
 
-    let dir = TempDir::new().unwrap();
+    let dir = Arc::new(TempDir::new().unwrap());
     let file = dir.path().join("auth.json");
     std::fs::write(&file, serde_json::json!({ "tokens": [entry] }).to_string()).unwrap();
-    let server = spawn_server_with(|c| c.auth_file = Some(file)).await;
+    let server = spawn_app_in(dir, |c| c.auth_file = Some(file)).await;
     let anonymous = server
         .run(&["lock", "acquire", "ci/a", "--ttl", "60s"])
         .await;
@@ -523,7 +481,7 @@ async fn a_token_from_token_new_is_sent_and_refusals_exit_7_and_8() {
 
 #[tokio::test]
 async fn lock_acquire_speaks_semaphores_shared_locks_and_idempotency() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let take = |key: &'static str, extra: &'static [&'static str]| {
         let mut args = vec!["lock", "acquire", key, "--json"];
         args.extend_from_slice(extra);

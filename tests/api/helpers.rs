@@ -239,9 +239,14 @@ impl ServerProcess {
     }
 
     /// Starts it through `command`: the binary, or a shell that execs it.
-    pub fn start_as(mut command: Command, db: &Path, extra: &[&str]) -> Self {
+    pub fn start_as(command: Command, db: &Path, extra: &[&str]) -> Self {
+        Self::start_listening(command, "127.0.0.1:0", db, extra)
+    }
+
+    /// Starts it through `command` on `listen` (a port 0 of the loopback).
+    pub fn start_listening(mut command: Command, listen: &str, db: &Path, extra: &[&str]) -> Self {
         let mut child = command
-            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+            .args(["serve", "--listen", listen, "--db"])
             .arg(db)
             .args(extra)
             .env("RUST_LOG", "info")

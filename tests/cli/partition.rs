@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::proxy::Proxy;
-use super::{spawn_server, text, wait_for_lines};
+use super::{Cli, spawn_app, text, wait_for_lines};
 
 /// Appends the wall clock in nanoseconds to `log` every 50 ms, forever.
 fn ticker(log: &str, ignore_sigterm: bool) -> String {
@@ -71,9 +71,8 @@ impl Aftermath {
 /// `stall` also stops `lock run` itself until the lease has expired on the
 /// server, as a process that is not scheduled for a while.
 async fn partitioned(script: &str, extra: &[&str], stall: bool) -> Aftermath {
-    let server = spawn_server().await;
-    let upstream = server.url.trim_start_matches("http://").parse().unwrap();
-    let proxy = Proxy::start(upstream).await;
+    let server = spawn_app().await;
+    let proxy = Proxy::start(&server.address).await;
     let log = server.path("ticks.log");
     let mut args = vec!["lock", "run", "part", "--ttl", "3s", "--kill-after", "1s"];
     args.extend_from_slice(extra);
@@ -92,7 +91,7 @@ async fn partitioned(script: &str, extra: &[&str], stall: bool) -> Aftermath {
     if stall {
         kill(pid, Signal::SIGSTOP).unwrap();
     }
-    let second = tokio::spawn(second_holder_granted(server.url.clone(), "part"));
+    let second = tokio::spawn(second_holder_granted(server.address.clone(), "part"));
     if stall {
         while server.lock_status("part").await == 200 {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -150,28 +149,14 @@ async fn a_lock_run_that_stalls_past_its_lease_is_covered_by_its_lock_delay() {
 
 #[tokio::test]
 async fn a_short_partition_is_ridden_out_by_retried_renewals() {
-    let server = spawn_server().await;
-    let upstream = server.url.trim_start_matches("http://").parse().unwrap();
-    let proxy = Proxy::start(upstream).await;
+    let server = spawn_app().await;
+    let proxy = Proxy::start(&server.address).await;
     let started = server.path("started");
     let go = server.path("go");
     let script = format!("echo up > {started}; while [ ! -e {go} ]; do sleep 0.05; done");
     let child = server
-        .leasehold(&[
-            "lock",
-            "run",
-            "blip",
-            "--ttl",
-            "6s",
-            "--kill-after",
-            "1s",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
+        .lock_run("blip", "6s", &script)
         .env("LEASEHOLD_URL", &proxy.url)
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     wait_for_lines(&started, 1).await;
@@ -191,7 +176,7 @@ async fn a_short_partition_is_ridden_out_by_retried_renewals() {
 
 #[tokio::test]
 async fn a_kill_after_that_does_not_fit_in_the_ttl_is_refused() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
     let marker = server.path("ran");
     let output = server
         .run(&[

@@ -15,8 +15,13 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Forwards connections on a fresh port to `upstream` (`host:port`).
-    pub async fn start(upstream: SocketAddr) -> Proxy {
+    /// Forwards connections on a fresh port to the server at `upstream`
+    /// (`http://host:port`).
+    pub async fn start(upstream: &str) -> Proxy {
+        let upstream: SocketAddr = upstream
+            .trim_start_matches("http://")
+            .parse()
+            .expect("a server address");
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (frozen, _) = watch::channel(false);

@@ -1,14 +1,12 @@
 //! What a shell user types: `lock run KEY cmd…` without `--`, `--listen` with
 //! a host name, a server URL without its scheme.
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-
-use super::{leasehold_binary, spawn_server, text};
+use super::helpers::ServerProcess;
+use super::{Cli, leasehold_binary, spawn_app, text};
 
 #[tokio::test]
 async fn lock_run_takes_the_command_without_a_double_dash() {
-    let server = spawn_server().await;
+    let server = spawn_app().await;
 
     let output = server
         .run(&[
@@ -34,8 +32,8 @@ async fn lock_run_takes_the_command_without_a_double_dash() {
 
 #[tokio::test]
 async fn a_server_url_without_a_scheme_is_a_usage_error_naming_the_fix() {
-    let server = spawn_server().await;
-    let bare = server.url.trim_start_matches("http://").to_owned();
+    let server = spawn_app().await;
+    let bare = server.address.trim_start_matches("http://").to_owned();
 
     for (flag, env) in [(None, bare.as_str()), (Some(bare.as_str()), "")] {
         let mut cmd = server.leasehold(&["lock", "show", "x"]);
@@ -56,23 +54,15 @@ async fn a_server_url_without_a_scheme_is_a_usage_error_naming_the_fix() {
 #[tokio::test]
 async fn serve_listens_on_a_host_name() {
     let dir = tempfile::TempDir::new().unwrap();
-    let mut child = std::process::Command::new(leasehold_binary())
-        .args(["serve", "--listen", "localhost:0", "--db"])
-        .arg(dir.path().join("leasehold.db"))
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let port = lines
-        .map_while(Result::ok)
-        .find_map(|line| line.split("port=").nth(1).map(|p| p.trim().to_owned()))
-        .expect("the server says where it listens");
+    let server = ServerProcess::start_listening(
+        std::process::Command::new(leasehold_binary()),
+        "localhost:0",
+        &dir.path().join("leasehold.db"),
+        &[],
+    );
 
-    let health = reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await;
+    let health = reqwest::get(format!("{}/healthz", server.address)).await;
 
-    let _ = child.kill();
-    let _ = child.wait();
+    server.kill();
     assert_eq!(health.unwrap().status(), 200);
 }
