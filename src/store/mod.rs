@@ -11,11 +11,20 @@ use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
+mod dialect;
+mod engine;
 mod errors;
+mod free_blocks;
+mod locks;
+mod owners;
+mod pools;
 pub mod postgres;
+mod reservations;
 mod resume;
+mod rows;
+mod sql;
 pub mod sqlite;
-mod stored;
+mod subnets;
 
 pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};
