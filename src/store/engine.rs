@@ -9,8 +9,9 @@ use tokio::sync::broadcast;
 use super::dialect::{Atomicity, Dialect};
 use super::reservations::Update;
 use super::{
-    AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery, NewLock, NewReservation,
-    PutPoolOutcome, ReservationQuery, ReserveOutcome, Resumed, Store, StoreError, StoreResult,
+    AcquireLock, AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery,
+    NewReservation, PutPoolOutcome, ReservationQuery, ReserveOutcome, Resumed, Store, StoreError,
+    StoreResult,
 };
 use super::{locks, owners, pools, reservations, sql, subnets};
 use crate::domain::Millis;
@@ -20,11 +21,16 @@ use crate::telemetry::StoreStats;
 
 #[async_trait]
 impl<D: Dialect> Store for D {
-    async fn acquire_lock(&self, lock: NewLock, now: Millis) -> StoreResult<AcquireOutcome> {
+    async fn acquire_lock(
+        &self,
+        lock: AcquireLock,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<AcquireOutcome> {
         // Its only changes before a failure remove rows that are absent already.
         self.write(
             Atomicity::KeepPartial,
-            Box::new(move |c, fx| Box::pin(locks::acquire::<D>(c, fx, lock, now))),
+            Box::new(move |c, fx| Box::pin(locks::acquire::<D>(c, fx, lock, token, now))),
         )
         .await
     }

@@ -10,7 +10,7 @@ use super::dialect::{Dialect, Effects};
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::rows::{self, LOCK_COLUMNS, metadata_text};
 use super::sql::{Columns, Sql, args};
-use super::{AcquireOutcome, LockQuery, NewLock, StoreError, StoreResult, grant_order};
+use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 
@@ -25,7 +25,8 @@ async fn lock_key<D: Dialect>(conn: &mut D::Conn, key: &str) -> StoreResult<()> 
 pub async fn acquire<D: Dialect>(
     conn: &mut D::Conn,
     fx: &mut Effects,
-    new: NewLock,
+    new: AcquireLock,
+    token: String,
     now: Millis,
 ) -> StoreResult<AcquireOutcome> {
     lock_key::<D>(conn, &new.key).await?;
@@ -53,9 +54,13 @@ pub async fn acquire<D: Dialect>(
     // A key with no rows at all grants any claim: the insert that checks
     // this is the whole write, in one statement.
     if quota.has_room()
-        && let Some(fencing_token) = insert::<D>(conn, &new, now, true).await?
+        && let Some(fencing_token) = insert::<D>(conn, &new, &token, now, true).await?
     {
-        return Ok(AcquireOutcome::Granted(new.granted(now, fencing_token)));
+        return Ok(AcquireOutcome::Granted(new.granted(
+            token,
+            now,
+            fencing_token,
+        )));
     }
     let sql =
         format!("SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 ORDER BY fencing_token");
@@ -82,17 +87,23 @@ pub async fn acquire<D: Dialect>(
         // Nothing was changed but the removal of absent rows; keep it.
         return Ok(AcquireOutcome::Refused(refusal));
     }
-    let fencing_token = insert::<D>(conn, &new, now, false)
+    let fencing_token = insert::<D>(conn, &new, &token, now, false)
         .await?
         .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
-    Ok(AcquireOutcome::Granted(new.granted(now, fencing_token)))
+    Ok(AcquireOutcome::Granted(new.granted(
+        token,
+        now,
+        fencing_token,
+    )))
 }
 
-/// Inserts the lease `new` with the next fencing token and answers that
-/// token; when `only_if_free`, only if `new.key` has no row at all (else `None`).
+/// Inserts the lease `new` with its secret `token` and the next fencing
+/// token, and answers that fencing token; when `only_if_free`, only if
+/// `new.key` has no row at all (else `None`).
 async fn insert<D: Dialect>(
     conn: &mut D::Conn,
-    new: &NewLock,
+    new: &AcquireLock,
+    token: &str,
     now: Millis,
     only_if_free: bool,
 ) -> StoreResult<Option<i64>> {
@@ -100,7 +111,7 @@ async fn insert<D: Dialect>(
     let args = args![
         &new.key,
         &new.holder,
-        &new.token,
+        token,
         new.mode.as_str(),
         new.max_holders.map(i64::from),
         now,
