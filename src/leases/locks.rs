@@ -274,7 +274,7 @@ impl LockService<'_> {
     }
 
     /// One page of the live leases under any of `prefixes`, which must be
-    /// disjoint and in key order (as `auth::Grant::visible_prefixes` gives
+    /// disjoint and in key order (as `auth::ApiToken::visible_prefixes` gives
     /// them): each is read in turn from the cursor on until the page is full,
     /// so the pages are the filtered list, in order, with nothing skipped.
     pub async fn list_under(
