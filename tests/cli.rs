@@ -23,6 +23,8 @@ mod partition;
 mod proxy;
 #[path = "cli/shell.rs"]
 mod shell;
+#[path = "cli/systemd.rs"]
+mod systemd;
 #[path = "cli/tokens.rs"]
 mod tokens;
 
