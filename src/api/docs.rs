@@ -44,9 +44,13 @@ pub async fn docs() -> impl IntoResponse {
 
 /// A script, style sheet or icon of the `/docs` page.
 #[utoipa::path(get, path = "/docs/{file}", operation_id = "getDocsAsset", tag = "operations",
-    params(("file" = String, Path, description = "A file of the page, e.g. `swagger-ui-bundle.js`")),
+    params(("file" = String, Path, description = "A file of the page", example = "swagger-ui-bundle.js")),
     responses(
-        (status = 200, description = "The file", body = String, content_type = "application/octet-stream"),
+        (status = 200, description = "The file", content(
+            (String = "text/javascript"),
+            (String = "text/css"),
+            (String = "image/png"),
+        )),
         (status = 404, description = "`not-found`: the page has no such file", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn docs_asset(Path(file): Path<String>) -> Result<impl IntoResponse, Problem> {
