@@ -10,7 +10,7 @@ use super::run::RunArgs;
 use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
 use serde_json::{Map, Value};
 
-use crate::client::{AcquireLock, LockLease, millis};
+use crate::client::{AcquireBody, LockJson, millis};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
@@ -118,7 +118,7 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
             metadata,
             idempotency_key,
         } => {
-            let request = AcquireLock {
+            let request = AcquireBody {
                 holder: holder.unwrap_or_else(default_holder),
                 ttl_ms: millis(ttl),
                 wait_ms: (!wait.is_zero()).then(|| millis(wait)),
@@ -179,7 +179,7 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
     Ok(exit::OK)
 }
 
-fn row(l: &LockLease) -> Vec<String> {
+fn row(l: &LockJson) -> Vec<String> {
     vec![
         l.key.clone(),
         l.holder.clone(),
@@ -188,7 +188,7 @@ fn row(l: &LockLease) -> Vec<String> {
     ]
 }
 
-fn show(l: &LockLease) -> String {
+fn show(l: &LockJson) -> String {
     let mut text = format!(
         "{} is held by {} (fencing token {}), {}, acquired at {}\n",
         l.key,

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 
 use super::output::{more, table};
 use super::{CliError, ClientArgs, examples, exit};
-use crate::client::Pool;
+use crate::client::PoolJson;
 
 #[derive(Debug, Args)]
 #[command(after_help = examples::POOL)]
@@ -100,7 +100,7 @@ fn labels(labels: &BTreeMap<String, String>) -> String {
     text.join(",")
 }
 
-fn show(pool: &Pool) -> String {
+fn show(pool: &PoolJson) -> String {
     let mut text = format!("pool {}: {} ({})\n", pool.name, pool.cidr, pool.family);
     if !pool.labels.is_empty() {
         text.push_str(&format!("labels: {}\n", labels(&pool.labels)));

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 
 use super::output::{expires_in, more, table};
 use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
-use crate::client::{Reservation, ReserveSubnet, millis};
+use crate::client::{ReservationJson, ReserveBody, millis};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
@@ -100,7 +100,7 @@ pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
             ttl,
             holder,
         } => {
-            let request = ReserveSubnet {
+            let request = ReserveBody {
                 holder: holder.unwrap_or_else(default_holder),
                 prefix_len,
                 subnet,
@@ -171,14 +171,14 @@ pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
 }
 
 /// `reserved, expires in 40s` or `allocated`.
-fn status(r: &Reservation) -> String {
+fn status(r: &ReservationJson) -> String {
     match r.expires_in_ms {
         Some(ms) => format!("{}, {}", r.state, expires_in(ms)),
         None => r.state.clone(),
     }
 }
 
-fn show(r: &Reservation) -> String {
+fn show(r: &ReservationJson) -> String {
     format!(
         "{} {} in pool {}, held by {} (fencing token {}): {}",
         r.id,
