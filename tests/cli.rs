@@ -16,12 +16,18 @@ use helpers::{TestApp, spawn_app, spawn_app_in, spawn_app_with};
 
 #[path = "cli/about.rs"]
 mod about;
+#[path = "cli/help.rs"]
+mod help;
 #[path = "cli/partition.rs"]
 mod partition;
 #[path = "cli/proxy.rs"]
 mod proxy;
 #[path = "cli/shell.rs"]
 mod shell;
+#[path = "cli/systemd.rs"]
+mod systemd;
+#[path = "cli/tokens.rs"]
+mod tokens;
 
 // The servers these tests run against: the same as the HTTP suite's.
 #[path = "api/backend/mod.rs"]
@@ -460,7 +466,7 @@ async fn a_token_from_token_new_is_sent_and_refusals_exit_7_and_8() {
         .run(&["lock", "acquire", "ci/a", "--ttl", "60s"])
         .await;
     assert_eq!(anonymous.status.code(), Some(7));
-    assert!(text(&anonymous.stderr).contains("--token or LEASEHOLD_TOKEN"));
+    assert!(text(&anonymous.stderr).contains("--api-token or LEASEHOLD_TOKEN"));
     let granted = server
         .run(&["lock", "acquire", "ci/a", "--ttl", "60s", "--token", token])
         .await;

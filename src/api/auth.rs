@@ -17,7 +17,7 @@ use http_body::Body as _;
 
 use super::AppState;
 use super::error::Problem;
-use crate::auth::{ANY_POOL, Access, Denial, Grant, Need};
+use crate::auth::{ANY_POOL, Access, ApiToken, Denial, Need};
 use crate::leases::ClientId;
 use crate::store::LeaseOwner;
 
@@ -29,7 +29,7 @@ const CHALLENGE: &str = r#"Bearer realm="leasehold""#;
 pub enum Caller {
     /// The server runs without an auth file.
     Open,
-    Token(Arc<Grant>),
+    Token(Arc<ApiToken>),
 }
 
 /// Why a request names no caller: the 401 to answer.
@@ -147,7 +147,7 @@ fn verb(need: Need) -> &'static str {
     }
 }
 
-fn forbidden(grant: &Grant, what: &str, name: &str, need: Need, denial: Denial) -> Problem {
+fn forbidden(grant: &ApiToken, what: &str, name: &str, need: Need, denial: Denial) -> Problem {
     let why = match denial {
         Denial::OutOfScope if what == "lock" => format!(
             "its lock key prefixes are {}",

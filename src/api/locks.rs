@@ -215,7 +215,6 @@ pub async fn acquire_lock(
         key: key.clone(),
         holder: body.holder,
         ttl_ms: body.ttl_ms,
-        wait_ms: body.wait_ms.unwrap_or(0),
         mode: body.mode.unwrap_or_default().into(),
         max_holders: body.max_holders,
         lock_delay_ms: body.lock_delay_ms.unwrap_or(0),
@@ -226,7 +225,7 @@ pub async fn acquire_lock(
     let acquired = state
         .leases
         .locks()
-        .acquire(request)
+        .acquire(request, body.wait_ms.unwrap_or(0))
         .await
         .map_err(|e| lease_problem(&key, e))?;
     let now = state.leases.moment();

@@ -16,6 +16,7 @@ use crate::leases::Leases;
 pub mod auth;
 pub mod cors;
 pub mod created;
+pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod load;
@@ -91,6 +92,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(pools::router())
         .merge(reservations::router())
         .merge(ops::router())
+        .merge(docs::router())
 }
 
 /// The OpenAPI document of every registered route.

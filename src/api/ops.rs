@@ -24,7 +24,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(readyz))
         .routes(routes!(metrics))
         .routes(routes!(openapi_json))
-        .routes(routes!(docs))
 }
 
 /// The OpenAPI document as JSON text, built once.
@@ -136,20 +135,4 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
 pub async fn openapi_json() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], spec_json())
-}
-
-/// A browsable page of this API, served from the binary (no external assets).
-#[utoipa::path(get, path = "/docs", operation_id = "getDocs", tag = "operations",
-    responses((status = 200, description = "The API documentation page", body = String, content_type = "text/html")))]
-pub async fn docs() -> impl IntoResponse {
-    static PAGE: OnceLock<String> = OnceLock::new();
-    let page = PAGE.get_or_init(|| {
-        // The document is embedded in a <script> element: keep "</" out of it.
-        let spec = spec_json().replace("</", "<\\/");
-        include_str!("../../assets/docs.html").replace("__SPEC__", &spec)
-    });
-    (
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        page.as_str(),
-    )
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ANY_POOL, Access, Grant, Tokens};
+use super::{ANY_POOL, Access, ApiToken, Tokens};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -38,7 +38,7 @@ pub struct TokenEntry {
 }
 
 impl TokenEntry {
-    fn into_grant(self) -> Result<Grant, String> {
+    fn into_grant(self) -> Result<ApiToken, String> {
         if self.name.trim().is_empty() || self.name.len() > 128 {
             return Err("name: must be 1 to 128 characters".into());
         }
@@ -59,7 +59,7 @@ impl TokenEntry {
         {
             return Err(format!("pools: {p:?} is not a pool name (nor \"*\")"));
         }
-        Ok(Grant {
+        Ok(ApiToken {
             name: self.name,
             sha256: bytes,
             lock_prefixes: self.lock_prefixes,

@@ -33,7 +33,7 @@ pub const ANY_POOL: &str = "*";
 
 /// One token of the auth file, as the server checks it.
 #[derive(Debug, Clone)]
-pub struct Grant {
+pub struct ApiToken {
     pub name: String,
     sha256: [u8; 32],
     /// Keys starting with one of these; `""` is every key.
@@ -56,7 +56,7 @@ pub enum Denial {
     NotAdmin,
 }
 
-impl Grant {
+impl ApiToken {
     fn allows(&self, need: Need) -> Result<(), Denial> {
         match need {
             Need::Read => Ok(()),
@@ -128,11 +128,11 @@ impl Grant {
 /// Every token of the auth file.
 #[derive(Debug, Clone, Default)]
 pub struct Tokens {
-    grants: Vec<Arc<Grant>>,
+    grants: Vec<Arc<ApiToken>>,
 }
 
 impl Tokens {
-    pub fn new(grants: Vec<Grant>) -> Self {
+    pub fn new(grants: Vec<ApiToken>) -> Self {
         Self {
             grants: grants.into_iter().map(Arc::new).collect(),
         }
@@ -148,7 +148,7 @@ impl Tokens {
 
     /// The grant of a presented token. Every entry is compared in full, in
     /// constant time, so the answer's timing says nothing about the hashes.
-    pub fn find(&self, token: &str) -> Option<Arc<Grant>> {
+    pub fn find(&self, token: &str) -> Option<Arc<ApiToken>> {
         let digest = sha256(token);
         let mut found = None;
         for grant in &self.grants {

@@ -1,7 +1,7 @@
 use super::*;
 
-fn grant(prefixes: &[&str], pools: &[&str], access: Access, admin: bool) -> Grant {
-    Grant {
+fn grant(prefixes: &[&str], pools: &[&str], access: Access, admin: bool) -> ApiToken {
+    ApiToken {
         name: "t".into(),
         sha256: sha256("secret"),
         lock_prefixes: prefixes.iter().map(|p| (*p).to_owned()).collect(),

@@ -16,7 +16,7 @@ use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use super::{CliError, exit};
 
-use crate::client::{Client, ClientError, LockLease};
+use crate::client::{Client, ClientError, LockJson};
 use crate::config::format_duration;
 
 /// Time left between SIGKILL and the end of the lease, for the kernel to tear
@@ -141,7 +141,7 @@ impl Keeper {
         client: Client,
         budget: Budget,
         sent: Instant,
-        lease: &LockLease,
+        lease: &LockJson,
         token: String,
     ) -> Self {
         Self {

@@ -7,13 +7,14 @@ use clap::{Args, Subcommand};
 
 use super::output::{expires_in, human_ms, more, table};
 use super::run::RunArgs;
-use super::{CliError, ClientArgs, default_holder, exit};
+use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
 use serde_json::{Map, Value};
 
-use crate::client::{AcquireLock, LockLease, millis};
+use crate::client::{AcquireBody, LockJson, millis};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
+#[command(after_help = examples::LOCK)]
 pub struct LockCommand {
     #[command(flatten)]
     pub client: ClientArgs,
@@ -24,8 +25,10 @@ pub struct LockCommand {
 #[derive(Debug, Subcommand)]
 pub enum LockAction {
     /// Run a command while holding a lock; renew it meanwhile, release it after.
+    #[command(after_help = examples::LOCK_RUN)]
     Run(RunArgs),
-    /// Acquire a lease on a key and print it with its secret token.
+    /// Acquire a lease on a key and print it with its secret lease token.
+    #[command(after_help = examples::LOCK_ACQUIRE)]
     Acquire {
         key: String,
         /// How long the lease lives unless renewed.
@@ -54,27 +57,30 @@ pub enum LockAction {
         idempotency_key: Option<String>,
     },
     /// Renew a lease, keeping its fencing token.
+    #[command(after_help = examples::LOCK_RENEW)]
     Renew {
         key: String,
-        /// The secret token from `lock acquire`.
-        lease_token: String,
+        #[command(flatten)]
+        token: LeaseTokenArg,
         /// The new TTL from now; the lease's own TTL when omitted.
         #[arg(long, value_parser = parse_duration)]
         ttl: Option<Duration>,
     },
     /// Release a lease (or, with --force and no token, every lease on the key).
+    #[command(after_help = examples::LOCK_RELEASE)]
     Release {
         key: String,
-        /// The secret token from `lock acquire`.
-        #[arg(required_unless_present = "force")]
-        lease_token: Option<String>,
+        #[command(flatten)]
+        token: LeaseTokenArg,
         /// Remove every lease on the key without its token (admin).
-        #[arg(long, conflicts_with = "lease_token")]
+        #[arg(long, conflicts_with_all = ["lease_token", "lease_token_flag"])]
         force: bool,
     },
     /// Show who holds a key.
+    #[command(after_help = examples::LOCK_SHOW)]
     Show { key: String },
     /// List live leases.
+    #[command(after_help = examples::LOCK_LIST)]
     List {
         /// Only keys that start with this text.
         #[arg(long)]
@@ -112,7 +118,7 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
             metadata,
             idempotency_key,
         } => {
-            let request = AcquireLock {
+            let request = AcquireBody {
                 holder: holder.unwrap_or_else(default_holder),
                 ttl_ms: millis(ttl),
                 wait_ms: (!wait.is_zero()).then(|| millis(wait)),
@@ -133,25 +139,19 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
                 )
             });
         }
-        LockAction::Renew {
-            key,
-            lease_token,
-            ttl,
-        } => {
+        LockAction::Renew { key, token, ttl } => {
+            let lease_token = token.require(&args, "lock renew")?;
             let lease = client.renew_lock(&key, &lease_token, ttl).await?;
             args.print(&lease, |l| {
                 format!("renewed {}, {}\n", l.key, expires_in(l.expires_in_ms))
             });
         }
-        LockAction::Release {
-            key,
-            lease_token,
-            force,
-        } => {
-            match (lease_token, force) {
-                (Some(token), _) => client.release_lock(&key, &token).await?,
-                (None, true) => client.force_release_lock(&key).await?,
-                (None, false) => return Err(CliError::new(exit::USAGE, "a lease token is needed")),
+        LockAction::Release { key, token, force } => {
+            if force {
+                client.force_release_lock(&key).await?;
+            } else {
+                let lease_token = token.require(&args, "lock release")?;
+                client.release_lock(&key, &lease_token).await?;
             }
             if !args.json {
                 println!("released {key}");
@@ -179,7 +179,7 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
     Ok(exit::OK)
 }
 
-fn row(l: &LockLease) -> Vec<String> {
+fn row(l: &LockJson) -> Vec<String> {
     vec![
         l.key.clone(),
         l.holder.clone(),
@@ -188,7 +188,7 @@ fn row(l: &LockLease) -> Vec<String> {
     ]
 }
 
-fn show(l: &LockLease) -> String {
+fn show(l: &LockJson) -> String {
     let mut text = format!(
         "{} is held by {} (fencing token {}), {}, acquired at {}\n",
         l.key,

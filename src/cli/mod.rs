@@ -4,6 +4,7 @@
 //! human-readable answer (or the server's JSON with `--json`), and maps a
 //! refusal to one line on stderr and a documented exit code ([`exit`]).
 
+pub mod examples;
 pub mod keepalive;
 pub mod lock;
 pub mod output;
@@ -51,8 +52,8 @@ Exit codes of the client commands:
   4  not found (404)
   5  server unreachable, or a server error (5xx)
   6  lock run: the lease was lost while the command ran; it was stopped
-  7  no valid token (401: give --token or LEASEHOLD_TOKEN), or the token may
-     not do this (403)
+  7  no valid API token (401: give --api-token or LEASEHOLD_TOKEN), or the
+     token may not do this (403)
   8  the token holds its quota of live leases (429)
 `lock run` otherwise exits with the command's own code, 128+N if the command
 died of signal N, 127 if it was not found, 126 if it could not be started.";
@@ -63,9 +64,19 @@ pub struct ClientArgs {
     /// The leasehold server.
     #[arg(long, env = "LEASEHOLD_URL", default_value = DEFAULT_URL, global = true)]
     pub server: String,
-    /// Sent as `Authorization: Bearer <token>`.
-    #[arg(long, env = "LEASEHOLD_TOKEN", hide_env_values = true, global = true)]
-    pub token: Option<String>,
+    /// The API token of the server's auth file (`lh_…`, from `leasehold token
+    /// new`), sent as `Authorization: Bearer <token>`; not the lease token that
+    /// `lock acquire` and `subnet reserve` print. `--token` is an older
+    /// spelling.
+    #[arg(
+        long = "api-token",
+        alias = "token",
+        value_name = "API_TOKEN",
+        env = "LEASEHOLD_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub api_token: Option<String>,
     /// Print the server's JSON (one line) instead of text.
     #[arg(long, global = true)]
     pub json: bool,
@@ -86,7 +97,7 @@ impl ClientArgs {
                 ),
             ));
         }
-        Ok(Client::new(server, self.token.clone())?)
+        Ok(Client::new(server, self.api_token.clone())?)
     }
 
     /// Prints `value` as one line of JSON, or `human` of it.
@@ -100,6 +111,59 @@ impl ClientArgs {
             let text = human(value);
             if !text.is_empty() {
                 println!("{}", text.trim_end());
+            }
+        }
+    }
+}
+
+/// The secret of one lease, as `lock acquire` or `subnet reserve` printed it
+/// (`token: …`): after the key or id, or as `--lease-token`.
+#[derive(Debug, Clone, Args)]
+pub struct LeaseTokenArg {
+    /// The lease token that `lock acquire` or `subnet reserve` printed (32 hex
+    /// digits); not the API token.
+    #[arg(value_name = "LEASE_TOKEN")]
+    lease_token: Option<String>,
+    /// The lease token, as a flag (the same as the argument).
+    #[arg(
+        long = "lease-token",
+        value_name = "LEASE_TOKEN",
+        conflicts_with = "lease_token"
+    )]
+    lease_token_flag: Option<String>,
+}
+
+impl LeaseTokenArg {
+    /// The lease token if one was given.
+    pub fn given(&self) -> Option<&str> {
+        self.lease_token
+            .as_deref()
+            .or(self.lease_token_flag.as_deref())
+    }
+
+    /// The lease token, or a usage error that tells the two tokens apart:
+    /// `--token` (the API token's older spelling) is the likely mistake.
+    pub fn require(&self, args: &ClientArgs, command: &str) -> Result<String, CliError> {
+        let usage = |why: String| CliError::new(exit::USAGE, why);
+        match self.given() {
+            Some(token) if token.starts_with("lh_") => Err(usage(format!(
+                "{command}: {token:.6}… is an API token (lh_…, from `leasehold token new`), \
+                 not a lease token: give the API token as --api-token and the lease token \
+                 that the grant printed (token: …) after the key or id, or as --lease-token"
+            ))),
+            Some(token) => Ok(token.to_owned()),
+            None => {
+                let mut why = format!(
+                    "{command} needs the lease token that the grant printed (token: …): \
+                     give it after the key or id, or as --lease-token"
+                );
+                if args.api_token.is_some() {
+                    why.push_str(
+                        "; the token given (--api-token, --token or LEASEHOLD_TOKEN) is the \
+                         API token of the server's auth file, which only authenticates",
+                    );
+                }
+                Err(usage(why))
             }
         }
     }
@@ -139,7 +203,10 @@ impl From<ClientError> for CliError {
         // One line, whatever the server put in its detail.
         let mut message = err.to_string().replace('\n', " ");
         if err.status() == Some(401) {
-            message.push_str(" (give the token with --token or LEASEHOLD_TOKEN)");
+            message.push_str(
+                " (give the API token of the server's auth file with --api-token or \
+                 LEASEHOLD_TOKEN; a lease token does not authenticate)",
+            );
         }
         Self { code, message }
     }

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use clap::{Args, Subcommand};
 
 use super::output::{more, table};
-use super::{CliError, ClientArgs, exit};
-use crate::client::Pool;
+use super::{CliError, ClientArgs, examples, exit};
+use crate::client::PoolJson;
 
 #[derive(Debug, Args)]
+#[command(after_help = examples::POOL)]
 pub struct PoolCommand {
     #[command(flatten)]
     pub client: ClientArgs,
@@ -19,6 +20,7 @@ pub struct PoolCommand {
 #[derive(Debug, Subcommand)]
 pub enum PoolAction {
     /// Create a pool, or check that it exists with this definition.
+    #[command(after_help = examples::POOL_PUT)]
     Put {
         name: String,
         /// An aligned IPv4 or IPv6 block, e.g. 10.0.0.0/8.
@@ -28,8 +30,10 @@ pub enum PoolAction {
         labels: Vec<(String, String)>,
     },
     /// Show a pool and its usage.
+    #[command(after_help = examples::POOL_SHOW)]
     Show { name: String },
     /// List pools.
+    #[command(after_help = examples::POOL_LIST)]
     List {
         /// Page size (1 to 1000).
         #[arg(long)]
@@ -39,6 +43,7 @@ pub enum PoolAction {
         cursor: Option<String>,
     },
     /// Delete a pool that has no live reservations.
+    #[command(after_help = examples::POOL_DELETE)]
     Delete { name: String },
 }
 
@@ -95,7 +100,7 @@ fn labels(labels: &BTreeMap<String, String>) -> String {
     text.join(",")
 }
 
-fn show(pool: &Pool) -> String {
+fn show(pool: &PoolJson) -> String {
     let mut text = format!("pool {}: {} ({})\n", pool.name, pool.cidr, pool.family);
     if !pool.labels.is_empty() {
         text.push_str(&format!("labels: {}\n", labels(&pool.labels)));

@@ -24,7 +24,7 @@ use tokio::time::{Instant, sleep, timeout};
 
 use super::keepalive::{Budget, Keeper, Lost};
 use super::{CliError, default_holder, exit};
-use crate::client::{AcquireLock, Client, LockLease, millis};
+use crate::client::{AcquireBody, Client, LockJson, millis};
 use crate::config::parse_duration;
 
 /// The longest single long poll: the server's default maximum wait.
@@ -155,18 +155,18 @@ async fn acquire(
     args: &RunArgs,
     holder: &str,
     lock_delay: Duration,
-) -> Result<(LockLease, Instant), CliError> {
+) -> Result<(LockJson, Instant), CliError> {
     let deadline = Instant::now() + args.wait;
     let mut max_poll = MAX_POLL;
     loop {
         let sent = Instant::now();
         let poll = deadline.saturating_duration_since(sent).min(max_poll);
-        let request = AcquireLock {
+        let request = AcquireBody {
             holder: holder.to_owned(),
             ttl_ms: millis(args.ttl),
             wait_ms: (!poll.is_zero()).then(|| millis(poll)),
             lock_delay_ms: (!lock_delay.is_zero()).then(|| millis(lock_delay)),
-            ..AcquireLock::default()
+            ..AcquireBody::default()
         };
         match client.acquire_lock(&args.key, &request).await {
             Err(e) if e.is_problem("lock-held") && Instant::now() + MIN_POLL < deadline => {}

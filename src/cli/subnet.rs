@@ -6,11 +6,12 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::output::{expires_in, more, table};
-use super::{CliError, ClientArgs, default_holder, exit};
-use crate::client::{Reservation, ReserveSubnet, millis};
+use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
+use crate::client::{ReservationJson, ReserveBody, millis};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
+#[command(after_help = examples::SUBNET)]
 pub struct SubnetCommand {
     #[command(flatten)]
     pub client: ClientArgs,
@@ -23,7 +24,9 @@ pub struct SubnetCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum SubnetAction {
-    /// Reserve a free block of --prefix-len, or the named --subnet.
+    /// Reserve a free block of --prefix-len, or the named --subnet, and print
+    /// it with its secret lease token.
+    #[command(after_help = examples::SUBNET_RESERVE)]
     Reserve {
         /// Any free block of this length.
         #[arg(long, required_unless_present = "subnet", conflicts_with = "subnet")]
@@ -42,33 +45,37 @@ pub enum SubnetAction {
         holder: Option<String>,
     },
     /// Renew a reservation.
+    #[command(after_help = examples::SUBNET_RENEW)]
     Renew {
         id: String,
-        /// The secret token from `subnet reserve`.
-        lease_token: String,
+        #[command(flatten)]
+        token: LeaseTokenArg,
         /// The new TTL from now; the reservation's own TTL when omitted.
         #[arg(long, value_parser = parse_duration)]
         ttl: Option<Duration>,
     },
     /// Confirm a reservation: it is allocated and no longer expires.
+    #[command(after_help = examples::SUBNET_CONFIRM)]
     Confirm {
         id: String,
-        /// The secret token from `subnet reserve`.
-        lease_token: String,
+        #[command(flatten)]
+        token: LeaseTokenArg,
     },
     /// Release a reservation (or, with --force and no token, remove it).
+    #[command(after_help = examples::SUBNET_RELEASE)]
     Release {
         id: String,
-        /// The secret token from `subnet reserve`.
-        #[arg(required_unless_present = "force")]
-        lease_token: Option<String>,
+        #[command(flatten)]
+        token: LeaseTokenArg,
         /// Remove it without its token (admin).
-        #[arg(long, conflicts_with = "lease_token")]
+        #[arg(long, conflicts_with_all = ["lease_token", "lease_token_flag"])]
         force: bool,
     },
     /// Show a reservation.
+    #[command(after_help = examples::SUBNET_SHOW)]
     Show { id: String },
     /// List a pool's live reservations in address order.
+    #[command(after_help = examples::SUBNET_LIST)]
     List {
         /// Page size (1 to 1000).
         #[arg(long)]
@@ -93,7 +100,7 @@ pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
             ttl,
             holder,
         } => {
-            let request = ReserveSubnet {
+            let request = ReserveBody {
                 holder: holder.unwrap_or_else(default_holder),
                 prefix_len,
                 subnet,
@@ -110,29 +117,24 @@ pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
                 )
             });
         }
-        SubnetAction::Renew {
-            id,
-            lease_token,
-            ttl,
-        } => {
+        SubnetAction::Renew { id, token, ttl } => {
+            let lease_token = token.require(&args, "subnet renew")?;
             let r = client
                 .renew_reservation(&pool, &id, &lease_token, ttl)
                 .await?;
             args.print(&r, show);
         }
-        SubnetAction::Confirm { id, lease_token } => {
+        SubnetAction::Confirm { id, token } => {
+            let lease_token = token.require(&args, "subnet confirm")?;
             let r = client.confirm_reservation(&pool, &id, &lease_token).await?;
             args.print(&r, show);
         }
-        SubnetAction::Release {
-            id,
-            lease_token,
-            force,
-        } => {
-            match (lease_token, force) {
-                (Some(token), _) => client.release_reservation(&pool, &id, &token).await?,
-                (None, true) => client.force_release_reservation(&pool, &id).await?,
-                (None, false) => return Err(CliError::new(exit::USAGE, "a lease token is needed")),
+        SubnetAction::Release { id, token, force } => {
+            if force {
+                client.force_release_reservation(&pool, &id).await?;
+            } else {
+                let lease_token = token.require(&args, "subnet release")?;
+                client.release_reservation(&pool, &id, &lease_token).await?;
             }
             if !args.json {
                 println!("released {id}");
@@ -169,14 +171,14 @@ pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
 }
 
 /// `reserved, expires in 40s` or `allocated`.
-fn status(r: &Reservation) -> String {
+fn status(r: &ReservationJson) -> String {
     match r.expires_in_ms {
         Some(ms) => format!("{}, {}", r.state, expires_in(ms)),
         None => r.state.clone(),
     }
 }
 
-fn show(r: &Reservation) -> String {
+fn show(r: &ReservationJson) -> String {
     format!(
         "{} {} in pool {}, held by {} (fencing token {}): {}",
         r.id,

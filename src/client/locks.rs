@@ -5,7 +5,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use super::{AcquireLock, Client, ClientError, LockLease, Page, page_query, renew_body};
+use super::{AcquireBody, Client, ClientError, LockJson, PageJson, page_query, renew_body};
 
 impl Client {
     /// Acquires a lease on `key`, long-polling up to `wait_ms`. The request may
@@ -13,8 +13,8 @@ impl Client {
     pub async fn acquire_lock(
         &self,
         key: &str,
-        req: &AcquireLock,
-    ) -> Result<LockLease, ClientError> {
+        req: &AcquireBody,
+    ) -> Result<LockJson, ClientError> {
         let path = format!("{}/acquire", Self::lock_path(key));
         let timeout = Duration::from_millis(req.wait_ms.unwrap_or(0)) + Duration::from_secs(30);
         let mut request = self.request(Method::POST, &path).json(req).timeout(timeout);
@@ -29,7 +29,7 @@ impl Client {
         key: &str,
         token: &str,
         ttl: Option<Duration>,
-    ) -> Result<LockLease, ClientError> {
+    ) -> Result<LockJson, ClientError> {
         let path = format!("{}/renew", Self::lock_path(key));
         self.post(&path, &renew_body(token, ttl)).await
     }
@@ -39,7 +39,7 @@ impl Client {
         self.post_empty(&path, &json!({ "token": token })).await
     }
 
-    pub async fn get_lock(&self, key: &str) -> Result<LockLease, ClientError> {
+    pub async fn get_lock(&self, key: &str) -> Result<LockJson, ClientError> {
         self.get(&Self::lock_path(key), &[]).await
     }
 
@@ -48,7 +48,7 @@ impl Client {
         prefix: Option<&str>,
         limit: Option<u32>,
         cursor: Option<&str>,
-    ) -> Result<Page<LockLease>, ClientError> {
+    ) -> Result<PageJson<LockJson>, ClientError> {
         let mut query = page_query(limit, cursor);
         if let Some(prefix) = prefix {
             query.push(("prefix", prefix.to_owned()));

@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 use crate::domain::paths;
 
 pub use types::{
-    AcquireLock, LockHolder, LockLease, Page, Pool, PoolUsage, Reservation, ReserveSubnet,
+    AcquireBody, HolderJson, LockJson, PageJson, PoolJson, PoolUsageJson, ReservationJson,
+    ReserveBody,
 };
 
 /// Where client commands look for the server when no `--server` is given.

@@ -6,7 +6,9 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use super::{Client, ClientError, Page, Pool, Reservation, ReserveSubnet, page_query, renew_body};
+use super::{
+    Client, ClientError, PageJson, PoolJson, ReservationJson, ReserveBody, page_query, renew_body,
+};
 
 impl Client {
     pub async fn put_pool(
@@ -14,7 +16,7 @@ impl Client {
         pool: &str,
         cidr: &str,
         labels: &BTreeMap<String, String>,
-    ) -> Result<Pool, ClientError> {
+    ) -> Result<PoolJson, ClientError> {
         let body = json!({ "cidr": cidr, "labels": labels });
         self.call(
             self.request(Method::PUT, &Self::pool_path(pool))
@@ -23,7 +25,7 @@ impl Client {
         .await
     }
 
-    pub async fn get_pool(&self, pool: &str) -> Result<Pool, ClientError> {
+    pub async fn get_pool(&self, pool: &str) -> Result<PoolJson, ClientError> {
         self.get(&Self::pool_path(pool), &[]).await
     }
 
@@ -31,7 +33,7 @@ impl Client {
         &self,
         limit: Option<u32>,
         cursor: Option<&str>,
-    ) -> Result<Page<Pool>, ClientError> {
+    ) -> Result<PageJson<PoolJson>, ClientError> {
         self.get("/v1/pools", &page_query(limit, cursor)).await
     }
 
@@ -42,8 +44,8 @@ impl Client {
     pub async fn reserve_subnet(
         &self,
         pool: &str,
-        req: &ReserveSubnet,
-    ) -> Result<Reservation, ClientError> {
+        req: &ReserveBody,
+    ) -> Result<ReservationJson, ClientError> {
         let path = format!("{}/reservations", Self::pool_path(pool));
         self.post(&path, req).await
     }
@@ -54,7 +56,7 @@ impl Client {
         id: &str,
         token: &str,
         ttl: Option<Duration>,
-    ) -> Result<Reservation, ClientError> {
+    ) -> Result<ReservationJson, ClientError> {
         let path = format!("{}/renew", Self::reservation_path(pool, id));
         self.post(&path, &renew_body(token, ttl)).await
     }
@@ -64,7 +66,7 @@ impl Client {
         pool: &str,
         id: &str,
         token: &str,
-    ) -> Result<Reservation, ClientError> {
+    ) -> Result<ReservationJson, ClientError> {
         let path = format!("{}/confirm", Self::reservation_path(pool, id));
         self.post(&path, &json!({ "token": token })).await
     }
@@ -84,7 +86,11 @@ impl Client {
         self.delete(&Self::reservation_path(pool, id)).await
     }
 
-    pub async fn get_reservation(&self, pool: &str, id: &str) -> Result<Reservation, ClientError> {
+    pub async fn get_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+    ) -> Result<ReservationJson, ClientError> {
         self.get(&Self::reservation_path(pool, id), &[]).await
     }
 
@@ -93,7 +99,7 @@ impl Client {
         pool: &str,
         limit: Option<u32>,
         cursor: Option<&str>,
-    ) -> Result<Page<Reservation>, ClientError> {
+    ) -> Result<PageJson<ReservationJson>, ClientError> {
         let path = format!("{}/reservations", Self::pool_path(pool));
         self.get(&path, &page_query(limit, cursor)).await
     }

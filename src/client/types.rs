@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 /// The body of `POST /v1/locks/{key}/acquire`.
 #[derive(Debug, Clone, Serialize, Default)]
-pub struct AcquireLock {
+pub struct AcquireBody {
     pub holder: String,
     pub ttl_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -31,7 +31,7 @@ pub struct AcquireLock {
 
 /// The body of `POST /v1/pools/{pool}/reservations`.
 #[derive(Debug, Clone, Serialize)]
-pub struct ReserveSubnet {
+pub struct ReserveBody {
     pub holder: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix_len: Option<u8>,
@@ -47,7 +47,7 @@ pub struct ReserveSubnet {
 
 /// One holder of a key, as inspecting a lock lists them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LockHolder {
+pub struct HolderJson {
     pub holder: String,
     pub fencing_token: i64,
     pub acquired_at: String,
@@ -57,7 +57,7 @@ pub struct LockHolder {
 
 /// A lease on a lock key; `token` only in the answer to the grant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LockLease {
+pub struct LockJson {
     pub key: String,
     pub holder: String,
     pub fencing_token: i64,
@@ -68,14 +68,14 @@ pub struct LockLease {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub holders: Option<Vec<LockHolder>>,
+    pub holders: Option<Vec<HolderJson>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 /// A subnet reservation; `token` only in the answer to the grant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Reservation {
+pub struct ReservationJson {
     pub id: String,
     pub pool: String,
     pub subnet: String,
@@ -95,19 +95,19 @@ pub struct Reservation {
 
 /// A pool; `usage` is there when it was asked for by name or just defined.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Pool {
+pub struct PoolJson {
     pub name: String,
     pub cidr: String,
     pub family: String,
     pub labels: BTreeMap<String, String>,
     pub created_at: String,
     #[serde(flatten)]
-    pub usage: Option<PoolUsage>,
+    pub usage: Option<PoolUsageJson>,
 }
 
 /// A pool's usage over its live reservations. Address counts are decimal text.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PoolUsage {
+pub struct PoolUsageJson {
     pub reserved_count: u64,
     pub allocated_count: u64,
     pub free_addresses: String,
@@ -117,7 +117,7 @@ pub struct PoolUsage {
 
 /// A page of a list; pass `next_cursor` back for the next one.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Page<T> {
+pub struct PageJson<T> {
     pub items: Vec<T>,
     pub next_cursor: Option<String>,
 }

@@ -3,30 +3,13 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
 use super::{LeaseError, Leases, new_token};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
-use crate::domain::{LockMode, Millis, validate};
-use crate::store::{AcquireOutcome, LeaseOwner, LockQuery, NewLock};
+use crate::domain::{Millis, validate};
+use crate::store::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::telemetry::Metrics;
-
-/// An acquire request as the service takes it.
-#[derive(Debug, Clone, Default)]
-pub struct AcquireLock {
-    pub key: String,
-    pub holder: String,
-    pub ttl_ms: Millis,
-    pub wait_ms: Millis,
-    pub mode: LockMode,
-    pub max_holders: Option<u32>,
-    pub lock_delay_ms: Millis,
-    pub metadata: Option<Map<String, Value>>,
-    pub idempotency_key: Option<String>,
-    /// The API token asking, when the server runs with an auth file.
-    pub owner: Option<LeaseOwner>,
-}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Acquired {
@@ -46,12 +29,12 @@ pub struct LockService<'a> {
 }
 
 impl LockService<'_> {
-    fn validate(&self, req: &AcquireLock) -> Result<(), LeaseError> {
+    fn validate(&self, req: &AcquireLock, wait_ms: Millis) -> Result<(), LeaseError> {
         let limits = &self.leases.limits;
         validate::key(&req.key)?;
         validate::holder(&req.holder)?;
         validate::ttl("ttl_ms", req.ttl_ms, limits.max_ttl_ms)?;
-        validate::duration_up_to("wait_ms", req.wait_ms, limits.max_wait_ms)?;
+        validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         validate::duration_up_to("lock_delay_ms", req.lock_delay_ms, limits.max_ttl_ms)?;
         if req.max_holders == Some(0) {
             return Err(validate::InvalidInput::new("max_holders", "must be at least 1").into());
@@ -66,10 +49,10 @@ impl LockService<'_> {
     }
 
     /// Grants the key now, or waits up to `wait_ms` in first-come order.
-    pub async fn acquire(&self, req: AcquireLock) -> Result<Acquired, LeaseError> {
-        let waits = req.wait_ms > 0;
+    pub async fn acquire(&self, req: AcquireLock, wait_ms: Millis) -> Result<Acquired, LeaseError> {
+        let waits = wait_ms > 0;
         let started = std::time::Instant::now();
-        let result = self.acquire_or_wait(req).await;
+        let result = self.acquire_or_wait(req, wait_ms).await;
         let metrics = &self.leases.metrics;
         match &result {
             Ok(Acquired::Granted(_)) => Metrics::inc(&metrics.lock_grants),
@@ -89,34 +72,29 @@ impl LockService<'_> {
         result
     }
 
-    async fn acquire_or_wait(&self, req: AcquireLock) -> Result<Acquired, LeaseError> {
-        self.validate(&req)?;
+    async fn acquire_or_wait(
+        &self,
+        new: AcquireLock,
+        wait_ms: Millis,
+    ) -> Result<Acquired, LeaseError> {
+        self.validate(&new, wait_ms)?;
         let leases = self.leases;
-        let new = NewLock {
-            key: req.key.clone(),
-            holder: req.holder,
-            token: new_token(),
-            ttl_ms: req.ttl_ms,
-            mode: req.mode,
-            max_holders: req.max_holders,
-            lock_delay_ms: req.lock_delay_ms,
-            metadata: req.metadata,
-            idempotency_key: req.idempotency_key,
-            owner: req.owner,
-        };
+        // Drawn once: every attempt of this request grants the same token.
+        let token = new_token();
+        let req = &new;
         // A retry of a live grant is answered at once, even while others wait.
         if leases.waiters.is_queued(&req.key)
             && let Some(replay) = self.replay(&new).await?
         {
             return Ok(replay);
         }
-        if req.wait_ms == 0 {
+        if wait_ms == 0 {
             if leases.waiters.is_queued(&req.key) {
                 return Err(self.queue_refusal(&req.key).await);
             }
-            return self.try_acquire(new).await;
+            return self.try_acquire(new.clone(), token).await;
         }
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(req.wait_ms as u64);
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms as u64);
         let ticket = leases.waiters.enqueue(&req.key);
         let mut stopping = leases.stopping();
         // Taken when the request first has to wait, held until it answers.
@@ -124,7 +102,7 @@ impl LockService<'_> {
         loop {
             let mut wake_at = deadline;
             if ticket.is_head() {
-                match self.try_acquire(new.clone()).await {
+                match self.try_acquire(new.clone(), token.clone()).await {
                     Err(LeaseError::Refused { refusal, now })
                         if !matches!(refusal, Refusal::LimitMismatch { .. }) =>
                     {
@@ -163,12 +141,16 @@ impl LockService<'_> {
 
     /// One attempt, run to its end even if the client goes away meanwhile; a
     /// lease granted to a client that is gone is released at once.
-    async fn try_acquire(&self, new: NewLock) -> Result<Acquired, LeaseError> {
+    async fn try_acquire(&self, new: AcquireLock, token: String) -> Result<Acquired, LeaseError> {
         let leases = self.leases.clone();
         let (reply, answer) = oneshot::channel();
         tokio::spawn(async move {
             let now = leases.now();
-            let outcome = leases.store.acquire_lock(new, now).await.map(|o| (o, now));
+            let outcome = leases
+                .store
+                .acquire_lock(new, token, now)
+                .await
+                .map(|o| (o, now));
             if let Err(Ok((AcquireOutcome::Granted(lease), _))) = reply.send(outcome) {
                 // The client went away while its grant was being committed.
                 let now = leases.now();
@@ -194,7 +176,7 @@ impl LockService<'_> {
 
     /// The live lease this caller's `Idempotency-Key` already holds, if any
     /// (the store makes the same check inside its grant transaction).
-    async fn replay(&self, new: &NewLock) -> Result<Option<Acquired>, LeaseError> {
+    async fn replay(&self, new: &AcquireLock) -> Result<Option<Acquired>, LeaseError> {
         let Some(idem) = &new.idempotency_key else {
             return Ok(None);
         };
@@ -292,7 +274,7 @@ impl LockService<'_> {
     }
 
     /// One page of the live leases under any of `prefixes`, which must be
-    /// disjoint and in key order (as `auth::Grant::visible_prefixes` gives
+    /// disjoint and in key order (as `auth::ApiToken::visible_prefixes` gives
     /// them): each is read in turn from the cursor on until the page is full,
     /// so the pages are the filtered list, in order, with nothing skipped.
     pub async fn list_under(

@@ -19,9 +19,10 @@ pub mod shares;
 pub mod subnets;
 pub mod waiters;
 
+pub use crate::store::AcquireLock;
 pub use crate::token::new_token;
 pub use admission::{Admission, Shed};
-pub use locks::{AcquireLock, Acquired, LockService};
+pub use locks::{Acquired, LockService};
 pub use shares::ClientId;
 pub use subnets::{Page, PutPool, ReserveSubnet, Reserved, SubnetService};
 pub use waiters::{WaiterStats, Waiters};

@@ -11,11 +11,20 @@ use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
+mod dialect;
+mod engine;
 mod errors;
+mod free_blocks;
+mod locks;
+mod owners;
+mod pools;
 pub mod postgres;
+mod reservations;
 mod resume;
+mod rows;
+mod sql;
 pub mod sqlite;
-mod stored;
+mod subnets;
 
 pub use postgres::PostgresStore;
 pub use sqlite::{Durability, SqliteStore};
@@ -108,12 +117,13 @@ pub struct LeaseOwner {
     pub max_live_leases: Option<u32>,
 }
 
-/// A lock lease to grant, with its secret token already drawn.
-#[derive(Debug, Clone)]
-pub struct NewLock {
+/// A lock lease to grant: what an acquire asks for, as the service and the
+/// store both take it (the service adds how long to wait, the store the
+/// secret token the service drew).
+#[derive(Debug, Clone, Default)]
+pub struct AcquireLock {
     pub key: String,
     pub holder: String,
-    pub token: String,
     pub ttl_ms: Millis,
     pub mode: LockMode,
     pub max_holders: Option<u32>,
@@ -124,14 +134,15 @@ pub struct NewLock {
     pub owner: Option<LeaseOwner>,
 }
 
-impl NewLock {
-    /// The lease this grant became, once stored with `fencing_token` at `now`.
-    pub fn granted(self, now: Millis, fencing_token: i64) -> LockLease {
+impl AcquireLock {
+    /// The lease this grant became, once stored with `token` and
+    /// `fencing_token` at `now`.
+    pub fn granted(self, token: String, now: Millis, fencing_token: i64) -> LockLease {
         LockLease {
             key: self.key,
             lease: Lease::granted(
                 self.holder,
-                self.token,
+                token,
                 fencing_token,
                 now,
                 self.ttl_ms,
@@ -279,7 +290,12 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub trait Store: Send + Sync + 'static {
     /// Compare-and-insert in one write transaction: expired rows of the key are
     /// treated as absent (and deleted), the decision is `domain::lock::decide`.
-    async fn acquire_lock(&self, lock: NewLock, now: Millis) -> StoreResult<AcquireOutcome>;
+    async fn acquire_lock(
+        &self,
+        lock: AcquireLock,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<AcquireOutcome>;
     /// Extends a live lease; `ttl_ms` of `None` reuses the lease's own TTL.
     async fn renew_lock(
         &self,

@@ -6,11 +6,15 @@
 //! replicas share), which may have stepped either way while the service was
 //! down, so times written by the last run are compared with `$2` alone.
 
+use super::StoreResult;
+use super::sql::{Sql, args};
+use crate::domain::Millis;
+
 /// One statement of the resume, and whether the rows it changes count as
 /// extended leases.
-pub(super) struct ResumeStatement {
-    pub text: String,
-    pub extends: bool,
+struct ResumeStatement {
+    text: String,
+    extends: bool,
 }
 
 /// The tables whose leases expire (allocated reservations have no expiry and
@@ -21,7 +25,7 @@ const TABLES: [&str; 2] = ["lock_leases", "subnet_reservations"];
 /// new clock starts before their old expiry (the wall clock stepped back);
 /// then leases live at the stop get exactly a full TTL from `$1`. Run in the
 /// opposite order, the first would catch the leases the second extends.
-pub(super) fn resume_statements() -> Vec<ResumeStatement> {
+fn resume_statements() -> Vec<ResumeStatement> {
     let mut statements = Vec::new();
     for table in TABLES {
         statements.push(ResumeStatement {
@@ -38,4 +42,33 @@ pub(super) fn resume_statements() -> Vec<ResumeStatement> {
         });
     }
     statements
+}
+
+/// Gives the leases live at `alive_at` (the last instant the service was
+/// known to run) a full TTL from `anchor`, where the lease clock starts now,
+/// and records `anchor` as the instant the service runs at; answers how many
+/// leases were extended.
+pub(super) async fn resume(conn: &mut impl Sql, anchor: Millis) -> StoreResult<u64> {
+    let row = super::sql::one(
+        conn,
+        "SELECT alive_at FROM server_state WHERE id = 1",
+        args![],
+    )
+    .await?;
+    let alive_at = super::sql::Columns::opt_int(&row, "alive_at")?;
+    let mut extended = 0;
+    if let Some(alive_at) = alive_at {
+        for sql in resume_statements() {
+            let done = conn.execute(sql.text, args![anchor, alive_at]).await?;
+            if sql.extends {
+                extended += done;
+            }
+        }
+    }
+    conn.execute(
+        "UPDATE server_state SET alive_at = $1 WHERE id = 1",
+        args![anchor],
+    )
+    .await?;
+    Ok(extended)
 }

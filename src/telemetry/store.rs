@@ -17,8 +17,6 @@ pub struct StoreStats {
     pub expired_locks: AtomicU64,
     /// Expired reservations deleted, by a grant that found them or the reaper.
     pub expired_reservations: AtomicU64,
-    /// Expiries noted by writes of the open batch: counted once it commits.
-    pending_expired: std::sync::Mutex<(u64, u64)>,
     /// Writes refused because the database could not be written (disk full,
     /// read-only, I/O error).
     pub storage_failures: AtomicU64,
@@ -38,7 +36,6 @@ impl Default for StoreStats {
             batch_size: Histogram::new(histogram::SIZE_BUCKETS),
             expired_locks: AtomicU64::new(0),
             expired_reservations: AtomicU64::new(0),
-            pending_expired: std::sync::Mutex::new((0, 0)),
             storage_failures: AtomicU64::new(0),
             last_storage_failure: std::sync::Mutex::new(None),
             clock_skew_ms: AtomicI64::new(0),
@@ -48,26 +45,16 @@ impl Default for StoreStats {
 }
 
 impl StoreStats {
-    fn pending(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
-        self.pending_expired
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Notes expired rows (locks, reservations) a write of the open batch deleted.
+    /// Counts expired rows (locks, reservations) a committed write deleted.
     pub fn note_expired(&self, locks: u64, reservations: u64) {
-        let mut pending = self.pending();
-        pending.0 += locks;
-        pending.1 += reservations;
+        Metrics::add(&self.expired_locks, locks);
+        Metrics::add(&self.expired_reservations, reservations);
     }
 
-    /// A batch of `batch` writes committed in `elapsed`: its expiries count now.
+    /// A batch of `batch` writes committed in `elapsed`.
     pub fn observe_commit(&self, elapsed: std::time::Duration, batch: usize) {
         self.latency.observe_duration(elapsed);
         self.batch_size.observe(batch as f64);
-        let (locks, reservations) = std::mem::take(&mut *self.pending());
-        Metrics::add(&self.expired_locks, locks);
-        Metrics::add(&self.expired_reservations, reservations);
     }
 
     /// A write was refused because the database could not be written.
@@ -94,10 +81,5 @@ impl StoreStats {
 
     pub fn damaged(&self) -> bool {
         self.damaged.load(Ordering::Relaxed)
-    }
-
-    /// A batch failed: whatever it noted never happened.
-    pub fn discard_pending(&self) {
-        *self.pending() = (0, 0);
     }
 }

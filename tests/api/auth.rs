@@ -112,8 +112,17 @@ async fn a_request_without_a_token_is_401_with_a_bearer_challenge() {
         assert_eq!(challenge, r#"Bearer realm="leasehold""#);
         problem(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
     }
-    // Health, readiness, metrics and the spec stay open.
-    for path in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"] {
+    // Health, readiness, metrics, the spec and the docs page with its files
+    // stay open.
+    for path in [
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+        "/docs",
+        "/docs/swagger-ui-bundle.js",
+        "/docs/swagger-ui.css",
+    ] {
         assert_eq!(app.get(path).await.status(), StatusCode::OK, "{path}");
     }
 }

@@ -8,23 +8,18 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, PgConnection, Postgres, Transaction};
 use tokio::sync::broadcast;
 
-use super::{KeyEvent, StoreError, StoreResult};
-use crate::telemetry::{Metrics, StoreStats};
+use super::dialect::{Atomicity, Dialect, Effects, ReadWork, Texts, WriteWork};
+use super::{KeyEvent, Resumed, StoreError, StoreResult};
+use crate::domain::Millis;
+use crate::telemetry::StoreStats;
 
-mod free_blocks;
 mod listener;
-mod locks;
-mod owners;
-mod pools;
 mod replicas;
-mod reservations;
-mod subnets;
-mod verbs;
 
 /// The channel a release, force release or reap announces freed keys on.
 pub(super) const KEYS_CHANNEL: &str = "leasehold_keys";
@@ -123,39 +118,95 @@ impl PostgresStore {
         }
     }
 
-    /// Commits and counts the expired rows the transaction deleted.
-    async fn commit(
-        &self,
-        tx: Transaction<'static, Postgres>,
-        expired: (u64, u64),
-    ) -> StoreResult<()> {
+    /// Commits, timing the commit.
+    async fn commit(&self, tx: Transaction<'static, Postgres>) -> StoreResult<()> {
         let started = Instant::now();
         tx.commit().await?;
         self.stats.observe_commit(started.elapsed(), 1);
-        Metrics::add(&self.stats.expired_locks, expired.0);
-        Metrics::add(&self.stats.expired_reservations, expired.1);
         Ok(())
     }
 }
 
-/// Stored metadata: a JSON object or nothing.
-fn parse_metadata(text: Option<String>) -> StoreResult<Option<Map<String, Value>>> {
-    text.map(|text| serde_json::from_str::<Map<String, Value>>(&text))
-        .transpose()
-        .map_err(|e| StoreError::Internal(format!("stored metadata is not a JSON object: {e}")))
-}
+#[async_trait]
+impl Dialect for PostgresStore {
+    type Conn = PgConnection;
 
-fn metadata_text(metadata: &Option<Map<String, Value>>) -> Option<String> {
-    metadata
-        .as_ref()
-        .map(|m| Value::Object(m.clone()).to_string())
-}
+    const SQL: Texts = Texts {
+        lock_key: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"),
+        // The two-key form: a key space apart from the per-key locks' bigint one.
+        lock_owner: Some("SELECT pg_advisory_xact_lock(1, hashtext($1))"),
+        lock_pool_row: " FOR UPDATE",
+        next_fencing: "SELECT nextval('fencing_tokens') AS fencing_token",
+        insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
+             max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
+             idempotency_key, owner) \
+             SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $6 + $7, $7, $8, $9, \
+             $10, $12 WHERE NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
+             RETURNING fencing_token",
+        // The subnet also as `cidr`, for the exclusion constraint.
+        insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, subnet, \
+             first_addr, last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, \
+             metadata, idempotency_key, owner) \
+             VALUES ($1, $2, $14::cidr, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        // Rows another replica's reaper (or a grant) holds are left to it.
+        reap_rows: " FOR UPDATE SKIP LOCKED",
+    };
 
-/// Takes the next value of the global fencing sequence.
-async fn next_fencing_token(conn: &mut PgConnection) -> StoreResult<i64> {
-    Ok(sqlx::query_scalar("SELECT nextval('fencing_tokens')")
-        .fetch_one(conn)
-        .await?)
+    async fn write<T: Send + 'static>(
+        &self,
+        atomicity: Atomicity,
+        work: WriteWork<PgConnection, T>,
+    ) -> StoreResult<T> {
+        let mut fx = Effects::default();
+        let value = match atomicity {
+            // One statement commits by itself: no BEGIN, no COMMIT. Its
+            // time counts as the commit's.
+            Atomicity::Statement => {
+                let mut conn = self.pool.acquire().await?;
+                let started = Instant::now();
+                let value = work(&mut conn, &mut fx).await?;
+                self.stats.observe_commit(started.elapsed(), 1);
+                value
+            }
+            Atomicity::AllOrNothing | Atomicity::KeepPartial => {
+                let mut tx = self.begin().await?;
+                let value = work(&mut tx, &mut fx).await?;
+                self.commit(tx).await?;
+                value
+            }
+        };
+        self.stats
+            .note_expired(fx.expired_locks, fx.expired_reservations);
+        self.notify_freed(&fx.freed_keys).await;
+        Ok(value)
+    }
+
+    async fn read<T: Send + 'static>(&self, work: ReadWork<PgConnection, T>) -> StoreResult<T> {
+        let mut conn = self.pool.acquire().await?;
+        work(&mut conn).await
+    }
+
+    async fn record_alive(&self, now: Millis) -> StoreResult<()> {
+        self.record_replica_alive(now).await
+    }
+
+    async fn resume_after_downtime(&self, _proposed: Millis) -> StoreResult<Resumed> {
+        self.resume_if_all_were_down().await
+    }
+
+    fn stats(&self) -> &StoreStats {
+        &self.stats
+    }
+
+    fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {
+        Some(self.events.subscribe())
+    }
+
+    async fn close(&self) {
+        self.leave_replicas().await;
+        self.listener.abort();
+        self.pool.close().await;
+    }
 }
 
 /// PostgreSQL errors as store errors: the exclusion constraint is the

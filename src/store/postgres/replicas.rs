@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 
 use super::PostgresStore;
 use crate::domain::Millis;
-use crate::store::resume::resume_statements;
+use crate::store::resume::resume;
 use crate::store::{Resumed, StoreResult};
 
 /// A replica that has not recorded itself alive for this long (on the
@@ -58,7 +58,7 @@ impl PostgresStore {
         .bind(now)
         .execute(&mut *tx)
         .await?;
-        self.commit(tx, (0, 0)).await?;
+        self.commit(tx).await?;
         let skew = skew.unwrap_or(0);
         self.stats.clock_skew_ms.store(skew, Ordering::Relaxed);
         if skew > SKEW_WARNING_MS {
@@ -78,10 +78,9 @@ impl PostgresStore {
     pub(super) async fn resume_if_all_were_down(&self) -> StoreResult<Resumed> {
         let mut tx = self.begin().await?;
         // Replicas starting together take turns here.
-        let alive_at: Option<Millis> =
-            sqlx::query_scalar("SELECT alive_at FROM server_state WHERE id = 1 FOR UPDATE")
-                .fetch_one(&mut *tx)
-                .await?;
+        sqlx::query("SELECT alive_at FROM server_state WHERE id = 1 FOR UPDATE")
+            .execute(&mut *tx)
+            .await?;
         let db_now: Millis = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT {DB_CLOCK}")))
             .fetch_one(&mut *tx)
             .await?;
@@ -94,29 +93,9 @@ impl PostgresStore {
         )
         .fetch_optional(&mut *tx)
         .await?;
-        let mut extended = 0;
-        let anchor = match running {
-            Some(offset) => db_now - offset,
-            None => {
-                if let Some(alive_at) = alive_at {
-                    for sql in resume_statements() {
-                        let done = sqlx::query(sqlx::AssertSqlSafe(sql.text))
-                            .bind(db_now)
-                            .bind(alive_at)
-                            .execute(&mut *tx)
-                            .await?
-                            .rows_affected();
-                        if sql.extends {
-                            extended += done;
-                        }
-                    }
-                }
-                sqlx::query("UPDATE server_state SET alive_at = $1 WHERE id = 1")
-                    .bind(db_now)
-                    .execute(&mut *tx)
-                    .await?;
-                db_now
-            }
+        let (anchor, extended) = match running {
+            Some(offset) => (db_now - offset, 0),
+            None => (db_now, resume(&mut *tx, db_now).await?),
         };
         // Joins the running replicas, with the offset the refresh's own
         // duration gave: this replica's clock starts at `anchor` only now.
@@ -130,7 +109,7 @@ impl PostgresStore {
         .bind(anchor)
         .execute(&mut *tx)
         .await?;
-        self.commit(tx, (0, 0)).await?;
+        self.commit(tx).await?;
         Ok(Resumed { anchor, extended })
     }
 

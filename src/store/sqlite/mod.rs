@@ -7,33 +7,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
+use sqlx::SqliteConnection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use serde_json::{Map, Value};
-
-use super::resume::resume_statements;
-use super::{
-    AcquireOutcome, DeletePoolOutcome, LiveLeases, LockQuery, NewLock, NewReservation,
-    PutPoolOutcome, ReservationQuery, ReserveOutcome, Resumed, Store, StoreError, StoreResult,
-};
+use super::dialect::{Atomicity, Dialect, Effects, ReadWork, Texts, WriteWork};
+use super::resume::resume;
+use super::sql::{Sql, args};
+use super::{Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
-use crate::domain::lock::LockLease;
-use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
 
 mod errors;
 pub(super) use errors::classify;
 pub mod file;
-mod free_blocks;
-mod lock_acquire;
-mod locks;
 pub mod maintenance;
-mod owners;
-mod pools;
-mod reservations;
-mod subnets;
 mod writer;
 
 use file::ServerLock;
@@ -41,9 +31,6 @@ use writer::Writer;
 
 /// The message of the trigger that refuses overlapping reservations.
 const OVERLAP_ABORT: &str = "subnet overlaps a live reservation";
-
-const RECORD_ALIVE: &str =
-    "UPDATE server_state SET alive_at = max(coalesce(alive_at, 0), ?1) WHERE id = 1";
 
 /// How hard a commit waits for the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -128,7 +115,9 @@ impl SqliteStore {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
 
+impl SqliteStore {
     /// Passes `result` on, noting a damaged file (which keeps the server unready).
     fn noted<T>(&self, result: StoreResult<T>) -> StoreResult<T> {
         if let Err(StoreError::Damaged(_)) = &result {
@@ -138,211 +127,104 @@ impl SqliteStore {
     }
 }
 
-/// Stored metadata: a JSON object or nothing.
-fn parse_metadata(text: Option<String>) -> StoreResult<Option<Map<String, Value>>> {
-    text.map(|text| serde_json::from_str::<Map<String, Value>>(&text))
-        .transpose()
-        .map_err(|e| StoreError::Internal(format!("stored metadata is not a JSON object: {e}")))
-}
-
-/// Metadata as stored: JSON text, or NULL.
-fn metadata_text(metadata: &Option<Map<String, Value>>) -> Option<String> {
-    metadata
-        .as_ref()
-        .map(|m| Value::Object(m.clone()).to_string())
+/// The write as the writer runs it: its effects answered with its value,
+/// to be told once the batch has committed.
+fn with_effects<T: Send + 'static>(
+    work: WriteWork<SqliteConnection, T>,
+) -> impl for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<(T, Effects)>>
++ Send
++ 'static {
+    move |conn| {
+        Box::pin(async move {
+            let mut fx = Effects::default();
+            let value = work(conn, &mut fx).await?;
+            Ok((value, fx))
+        })
+    }
 }
 
 #[async_trait]
-impl Store for SqliteStore {
-    async fn acquire_lock(&self, lock: NewLock, now: Millis) -> StoreResult<AcquireOutcome> {
-        self.acquire_lock_tx(lock, now).await
-    }
+impl Dialect for SqliteStore {
+    type Conn = SqliteConnection;
 
-    async fn renew_lock(
+    const SQL: Texts = Texts {
+        // One writer: writes never run side by side.
+        lock_key: None,
+        lock_owner: None,
+        lock_pool_row: "",
+        next_fencing: "UPDATE fencing_counter SET value = value + 1 WHERE id = 1 \
+                       RETURNING value AS fencing_token",
+        // The counter follows the row's fencing token by trigger.
+        insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
+             max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
+             idempotency_key, owner) \
+             SELECT value + 1, $1, $2, $3, $4, $5, $6, $6 + $7, $7, $8, $9, $10, $12 \
+             FROM fencing_counter WHERE id = 1 \
+             AND NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
+             RETURNING fencing_token",
+        insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, \
+             last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, metadata, \
+             idempotency_key, owner) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        reap_rows: "",
+    };
+
+    async fn write<T: Send + 'static>(
         &self,
-        key: &str,
-        token: &str,
-        ttl_ms: Option<Millis>,
-        now: Millis,
-    ) -> StoreResult<LockLease> {
-        self.renew_lock_tx(key, token, ttl_ms, now).await
+        atomicity: Atomicity,
+        work: WriteWork<SqliteConnection, T>,
+    ) -> StoreResult<T> {
+        let work = with_effects(work);
+        // A write that may fail after changing something runs in its own
+        // savepoint, so its failure undoes only its own changes.
+        let (value, fx) = match atomicity {
+            Atomicity::AllOrNothing => self.writer.write(work).await,
+            Atomicity::Statement | Atomicity::KeepPartial => {
+                self.writer.write_unguarded(work).await
+            }
+        }?;
+        self.stats
+            .note_expired(fx.expired_locks, fx.expired_reservations);
+        Ok(value)
     }
 
-    async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()> {
-        self.release_lock_tx(key, token, now).await
-    }
-
-    async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
-        self.noted(self.live_locks_of(key, now).await)
-    }
-
-    async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>> {
-        self.noted(self.list_locks_page(query, now).await)
-    }
-
-    async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
-        self.force_release_tx(key, now).await
-    }
-
-    async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
-        self.reap_locks_batch(now, batch).await
-    }
-
-    async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
-        self.put_pool_tx(pool, now).await
-    }
-
-    async fn get_pool_usage(&self, name: &str, now: Millis) -> StoreResult<PoolUsage> {
-        self.pool_usage_tx(name, now).await
-    }
-
-    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
-        self.noted(self.list_pools_page(after, limit).await)
-    }
-
-    async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome> {
-        self.delete_pool_tx(name, now).await
-    }
-
-    async fn reserve_subnet(
-        &self,
-        new: NewReservation,
-        now: Millis,
-    ) -> StoreResult<ReserveOutcome> {
-        self.reserve_tx(new, now).await
-    }
-
-    async fn renew_reservation(
-        &self,
-        pool: &str,
-        id: &str,
-        token: &str,
-        ttl_ms: Option<Millis>,
-        now: Millis,
-    ) -> StoreResult<Reservation> {
-        self.renew_reservation_tx(pool, id, token, ttl_ms, now)
-            .await
-    }
-
-    async fn confirm_reservation(
-        &self,
-        pool: &str,
-        id: &str,
-        token: &str,
-        now: Millis,
-    ) -> StoreResult<Reservation> {
-        self.confirm_reservation_tx(pool, id, token, now).await
-    }
-
-    async fn release_reservation(
-        &self,
-        pool: &str,
-        id: &str,
-        token: &str,
-        now: Millis,
-    ) -> StoreResult<()> {
-        self.release_reservation_tx(pool, id, token, now).await
-    }
-
-    async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation> {
-        self.noted(self.get_reservation_row(pool, id, now).await)
-    }
-
-    async fn list_reservations(
-        &self,
-        query: &ReservationQuery,
-        now: Millis,
-    ) -> StoreResult<Vec<Reservation>> {
-        self.noted(self.list_reservations_page(query, now).await)
-    }
-
-    async fn force_release_reservation(
-        &self,
-        pool: &str,
-        id: &str,
-        now: Millis,
-    ) -> StoreResult<()> {
-        self.force_release_reservation_tx(pool, id, now).await
-    }
-
-    async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64> {
-        self.reap_reservations_batch(now, batch).await
+    async fn read<T: Send + 'static>(&self, work: ReadWork<SqliteConnection, T>) -> StoreResult<T> {
+        let read = async {
+            let mut conn = self.reader.acquire().await?;
+            work(&mut conn).await
+        };
+        self.noted(read.await)
     }
 
     async fn record_alive(&self, now: Millis) -> StoreResult<()> {
         self.writer
-            .write(move |tx| {
+            .write_unguarded(move |conn| {
                 Box::pin(async move {
-                    sqlx::query(RECORD_ALIVE)
-                        .bind(now)
-                        .execute(&mut *tx)
-                        .await?;
+                    conn.execute(
+                        "UPDATE server_state SET alive_at = max(coalesce(alive_at, 0), $1) \
+                         WHERE id = 1",
+                        args![now],
+                    )
+                    .await?;
                     Ok(())
                 })
             })
             .await
     }
 
-    async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
-        // `gone_at` is never before `expires_at`: the range on its index
-        // skips the expired rows the reaper has not deleted yet.
-        let counts: Result<(i64, i64), _> = sqlx::query_as(
-            "SELECT (SELECT count(*) FROM lock_leases WHERE gone_at > ?1 AND expires_at > ?1), \
-             (SELECT count(*) FROM subnet_reservations \
-              WHERE expires_at IS NULL OR expires_at > ?1)",
-        )
-        .bind(now)
-        .fetch_one(&self.reader)
-        .await;
-        let (locks, reservations) = self.noted(counts.map_err(StoreError::from))?;
-        Ok(LiveLeases {
-            locks: u64::try_from(locks).unwrap_or(0),
-            reservations: u64::try_from(reservations).unwrap_or(0),
+    async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed> {
+        let extended = self
+            .writer
+            .write(move |conn| Box::pin(resume(conn, proposed)))
+            .await?;
+        Ok(Resumed {
+            anchor: proposed,
+            extended,
         })
     }
 
-    async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {
-        let mut conn = self.reader.acquire().await?;
-        self.noted(owners::count_live(&mut conn, owner, now).await)
-    }
-
-    fn stats(&self) -> Option<&StoreStats> {
-        Some(&self.stats)
-    }
-
-    async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed> {
-        let anchor = proposed;
-        let extended = self
-            .writer
-            .write(move |tx| {
-                Box::pin(async move {
-                    let alive_at: Option<Millis> =
-                        sqlx::query_scalar("SELECT alive_at FROM server_state WHERE id = 1")
-                            .fetch_one(&mut *tx)
-                            .await?;
-                    let mut extended = 0;
-                    if let Some(alive_at) = alive_at {
-                        for sql in resume_statements() {
-                            let done = sqlx::query(sqlx::AssertSqlSafe(sql.text))
-                                .bind(anchor)
-                                .bind(alive_at)
-                                .execute(&mut *tx)
-                                .await?
-                                .rows_affected();
-                            if sql.extends {
-                                extended += done;
-                            }
-                        }
-                    }
-                    sqlx::query("UPDATE server_state SET alive_at = ?1 WHERE id = 1")
-                        .bind(anchor)
-                        .execute(&mut *tx)
-                        .await?;
-                    Ok(extended)
-                })
-            })
-            .await?;
-        Ok(Resumed { anchor, extended })
+    fn stats(&self) -> &StoreStats {
+        &self.stats
     }
 
     async fn close(&self) {

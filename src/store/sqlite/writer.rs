@@ -199,7 +199,6 @@ async fn run(
         if let Ok((elapsed, _)) = &commit {
             stats.observe_commit(*elapsed, batch.len());
         } else {
-            stats.discard_pending();
             // A commit that failed on a disk error (full, read-only, I/O) can
             // leave the connection in a transaction no ROLLBACK ends: close it,
             // and the next batch opens a fresh one, so writes resume with the disk.

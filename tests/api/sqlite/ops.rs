@@ -22,7 +22,7 @@ async fn the_served_spec_is_the_generated_one() {
     );
 }
 
-async fn the_docs_page_is_self_contained_and_names_every_operation() {
+async fn the_docs_page_is_swagger_ui_served_whole_from_the_binary() {
     let app = spawn_app().await;
     let response = app.get("/docs").await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -33,21 +33,51 @@ async fn the_docs_page_is_self_contained_and_names_every_operation() {
             .starts_with("text/html")
     );
     let page = response.text().await.unwrap();
-    for id in [
-        "acquireLock",
-        "renewLock",
-        "releaseLock",
-        "getLock",
-        "listLocks",
-        "forceReleaseLock",
-    ] {
-        assert!(page.contains(id), "{id} is on the page");
+    assert!(
+        page.contains("SwaggerUIBundle("),
+        "the page starts Swagger UI"
+    );
+    let files: Vec<&str> = page
+        .split(['"', '\''])
+        .filter(|s| s.starts_with("docs/"))
+        .collect();
+    assert!(files.contains(&"docs/swagger-ui-bundle.js"), "{files:?}");
+    assert!(files.contains(&"docs/swagger-ui.css"), "{files:?}");
+    // Each file the page names comes from this server, with its type.
+    for file in files {
+        let asset = app.get(&format!("/{file}")).await;
+        assert_eq!(asset.status(), StatusCode::OK, "{file}");
+        let kind = asset.headers()["content-type"].to_str().unwrap().to_owned();
+        let expected = match file.rsplit('.').next() {
+            Some("js") => "javascript",
+            Some("css") => "text/css",
+            _ => "image/png",
+        };
+        assert!(kind.contains(expected), "{file}: {kind}");
+        assert!(!asset.bytes().await.unwrap().is_empty(), "{file}");
     }
-    for external in ["src=\"http", "href=\"http", "@import", "cdn."] {
+    for external in [
+        "src=\"http",
+        "href=\"http",
+        "src=\"//",
+        "href=\"//",
+        "@import",
+    ] {
         assert!(
             !page.contains(external),
             "the page loads nothing from elsewhere ({external})"
         );
+    }
+}
+
+async fn a_file_the_docs_page_does_not_have_is_404() {
+    let app = spawn_app().await;
+    for path in [
+        "/docs/nope.js",
+        "/docs/index.html",
+        "/docs/swagger-initializer.js",
+    ] {
+        problem(app.get(path).await, StatusCode::NOT_FOUND, "not-found").await;
     }
 }
 
@@ -144,6 +174,7 @@ async fn readiness_fails_while_the_database_cannot_be_written_and_recovers() {
 crate::harness::tests! {
     health_and_readiness_answer,
     the_served_spec_is_the_generated_one,
-    the_docs_page_is_self_contained_and_names_every_operation,
+    the_docs_page_is_swagger_ui_served_whole_from_the_binary,
+    a_file_the_docs_page_does_not_have_is_404,
     readiness_fails_while_the_database_cannot_be_written_and_recovers,
 }

@@ -1,44 +1,42 @@
 //! The free-block table: each pool's free space as its maximal free aligned
 //! blocks (a buddy system), and the few indexed reads a grant decides over.
 
-use sqlx::SqliteConnection;
-
+use super::rows::{block, corrupt};
+use super::sql::{Columns, Sql, args, one};
+use super::{StoreError, StoreResult};
 use crate::domain::allocator::{Grant, best_fit, carve, largest, usable};
 use crate::domain::cidr::Block;
 use crate::domain::subnet::Pool;
-use crate::store::stored::{block_of, corrupt};
-use crate::store::{StoreError, StoreResult};
 
-pub(super) async fn insert_free(
-    conn: &mut SqliteConnection,
-    pool: &str,
-    block: Block,
-) -> StoreResult<()> {
-    sqlx::query("INSERT INTO pool_free_blocks (pool, start, prefix_len) VALUES (?1, ?2, ?3)")
-        .bind(pool)
-        .bind(&block.start_bytes()[..])
-        .bind(i64::from(block.prefix_len()))
-        .execute(conn)
-        .await?;
+pub(super) async fn insert_free(conn: &mut impl Sql, pool: &str, block: Block) -> StoreResult<()> {
+    conn.execute(
+        "INSERT INTO pool_free_blocks (pool, start, prefix_len) VALUES ($1, $2, $3)",
+        args![
+            pool,
+            &block.start_bytes()[..],
+            i64::from(block.prefix_len())
+        ],
+    )
+    .await?;
     Ok(())
 }
 
-/// Takes a grant out of the free space: its free block goes, the rest of it stays.
-pub(super) async fn take_free(
-    conn: &mut SqliteConnection,
-    pool: &str,
-    grant: Grant,
-) -> StoreResult<()> {
-    let removed = sqlx::query(
-        "DELETE FROM pool_free_blocks WHERE pool = ?1 AND start = ?2 AND prefix_len = ?3",
+/// Removes a free block; answers whether it was there (1) or not (0).
+async fn remove_free(conn: &mut impl Sql, pool: &str, block: Block) -> StoreResult<u64> {
+    conn.execute(
+        "DELETE FROM pool_free_blocks WHERE pool = $1 AND start = $2 AND prefix_len = $3",
+        args![
+            pool,
+            &block.start_bytes()[..],
+            i64::from(block.prefix_len())
+        ],
     )
-    .bind(pool)
-    .bind(&grant.from.start_bytes()[..])
-    .bind(i64::from(grant.from.prefix_len()))
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    if removed != 1 {
+    .await
+}
+
+/// Takes a grant out of the free space: its free block goes, the rest of it stays.
+pub(super) async fn take_free(conn: &mut impl Sql, pool: &str, grant: Grant) -> StoreResult<()> {
+    if remove_free(conn, pool, grant.from).await? != 1 {
         return Err(StoreError::Internal(format!(
             "{} is not a free block",
             grant.from
@@ -51,26 +49,13 @@ pub(super) async fn take_free(
 }
 
 /// Gives a block back to the free space, merged with its free buddies.
-pub(super) async fn give_back(
-    conn: &mut SqliteConnection,
-    pool: &Pool,
-    block: Block,
-) -> StoreResult<()> {
+pub(super) async fn give_back(conn: &mut impl Sql, pool: &Pool, block: Block) -> StoreResult<()> {
     let mut block = block;
     while block != pool.cidr {
         let (Some(buddy), Some(parent)) = (block.buddy(), block.parent()) else {
             break;
         };
-        let merged = sqlx::query(
-            "DELETE FROM pool_free_blocks WHERE pool = ?1 AND start = ?2 AND prefix_len = ?3",
-        )
-        .bind(&pool.name)
-        .bind(&buddy.start_bytes()[..])
-        .bind(i64::from(buddy.prefix_len()))
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        if merged == 0 {
+        if remove_free(conn, &pool.name, buddy).await? == 0 {
             break;
         }
         block = parent;
@@ -80,20 +65,19 @@ pub(super) async fn give_back(
 
 /// The free block starting last at or before `address`: the only one that can hold it.
 pub(super) async fn free_block_at(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Sql,
     pool: &Pool,
     address: u128,
 ) -> StoreResult<Option<Block>> {
-    let row: Option<(Vec<u8>, i64)> = sqlx::query_as(
-        "SELECT start, prefix_len FROM pool_free_blocks WHERE pool = ?1 AND start <= ?2 \
-         ORDER BY start DESC LIMIT 1",
-    )
-    .bind(&pool.name)
-    .bind(&address.to_be_bytes()[..])
-    .fetch_optional(conn)
-    .await?;
+    let row = conn
+        .row(
+            "SELECT start, prefix_len FROM pool_free_blocks WHERE pool = $1 AND start <= $2 \
+             ORDER BY start DESC LIMIT 1",
+            args![&pool.name, &address.to_be_bytes()[..]],
+        )
+        .await?;
     let block = row
-        .map(|(start, len)| block_of(pool.cidr.family(), &start, len))
+        .map(|r| block(&r, pool.cidr.family(), "start"))
         .transpose()?;
     Ok(block.filter(|b| b.start() <= address && address <= b.last()))
 }
@@ -105,7 +89,7 @@ fn outside_excludes(excludes: &[Block], first_param: usize) -> String {
     (0..excludes.len())
         .map(|i| {
             let p = first_param + 2 * i;
-            format!(" AND NOT (start BETWEEN ?{p} AND ?{})", p + 1)
+            format!(" AND NOT (start BETWEEN ${p} AND ${})", p + 1)
         })
         .collect()
 }
@@ -113,28 +97,28 @@ fn outside_excludes(excludes: &[Block], first_param: usize) -> String {
 /// The first free block in best-fit order (`prefix_len` from `max_len` down
 /// to the pool's, then lowest address) outside the excludes and not in `skip`.
 pub(super) async fn best_plain(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Sql,
     pool: &Pool,
     max_len: u8,
     excludes: &[Block],
     skip: &[Block],
 ) -> StoreResult<Option<Block>> {
     let sql = format!(
-        "SELECT start, prefix_len FROM pool_free_blocks WHERE pool = ?1 AND prefix_len <= ?2{} \
-         ORDER BY prefix_len DESC, start LIMIT ?3",
+        "SELECT start, prefix_len FROM pool_free_blocks WHERE pool = $1 AND prefix_len <= $2{} \
+         ORDER BY prefix_len DESC, start LIMIT $3",
         outside_excludes(excludes, 4)
     );
-    let mut query = sqlx::query_as::<_, (Vec<u8>, i64)>(sqlx::AssertSqlSafe(sql))
-        .bind(&pool.name)
-        .bind(i64::from(max_len))
-        .bind(skip.len() as i64 + 1);
-    for x in excludes {
-        query = query
-            .bind(x.start_bytes().to_vec())
-            .bind(x.last_bytes().to_vec());
+    let bounds: Vec<([u8; 16], [u8; 16])> = excludes
+        .iter()
+        .map(|x| (x.start_bytes(), x.last_bytes()))
+        .collect();
+    let mut args = args![&pool.name, i64::from(max_len), skip.len() as i64 + 1].to_vec();
+    for (first, last) in &bounds {
+        args.push((&first[..]).into());
+        args.push((&last[..]).into());
     }
-    for (start, len) in query.fetch_all(conn).await? {
-        let block = block_of(pool.cidr.family(), &start, len)?;
+    for row in conn.rows(sql, &args).await? {
+        let block = block(&row, pool.cidr.family(), "start")?;
         if !skip.contains(&block) {
             return Ok(Some(block));
         }
@@ -145,20 +129,21 @@ pub(super) async fn best_plain(
 /// The largest free block (lowest address among equals) outside the excludes
 /// and not in `skip`: one indexed probe per prefix length present.
 pub(super) async fn largest_plain(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Sql,
     pool: &Pool,
     excludes: &[Block],
     skip: &[Block],
 ) -> StoreResult<Option<Block>> {
     let mut after: i64 = -1;
     loop {
-        let level: Option<i64> = sqlx::query_scalar(
-            "SELECT min(prefix_len) FROM pool_free_blocks WHERE pool = ?1 AND prefix_len > ?2",
+        let level = one(
+            conn,
+            "SELECT min(prefix_len) AS level FROM pool_free_blocks \
+             WHERE pool = $1 AND prefix_len > $2",
+            args![&pool.name, after],
         )
-        .bind(&pool.name)
-        .bind(after)
-        .fetch_one(&mut *conn)
-        .await?;
+        .await?
+        .opt_int("level")?;
         let Some(level) = level else {
             return Ok(None);
         };
@@ -175,7 +160,7 @@ pub(super) async fn largest_plain(
 /// excludes, against the usable pieces of the few free blocks that contain an
 /// exclude. `Err` carries the largest usable block.
 pub(super) async fn find_grant(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Sql,
     pool: &Pool,
     len: u8,
     excludes: &[Block],

@@ -1,0 +1,112 @@
+//! The examples that `--help` shows under each client command. Two secrets
+//! must not be confused: the lease token (`token: …` in the answer to a grant,
+//! 32 hex digits) proves who holds a lease; the API token (`lh_…`, from
+//! `leasehold token new`) authenticates the client to a server with an auth
+//! file. The examples name them `$LEASE_TOKEN` and `LEASEHOLD_TOKEN`.
+
+pub const LOCK: &str = "\
+Examples:
+  # Take lb/3f2a for 30s; keep the lease token it prints (token: …)
+  LEASE_TOKEN=$(leasehold lock acquire lb/3f2a --ttl 30s --json | sed -n 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/p')
+  leasehold lock renew lb/3f2a \"$LEASE_TOKEN\" --ttl 1m
+  leasehold lock show lb/3f2a
+  leasehold lock release lb/3f2a \"$LEASE_TOKEN\"
+  # Run a command under the lock, renewed while it runs
+  leasehold lock run backup/db --ttl 30s --wait 10m -- /usr/local/bin/backup-db
+  # Against a server with an auth file, the API token authenticates:
+  LEASEHOLD_TOKEN=lh_… leasehold lock list --prefix lb/";
+
+pub const LOCK_RUN: &str = "\
+Examples:
+  leasehold lock run backup/db --ttl 30s --wait 10m -- /usr/local/bin/backup-db
+  leasehold lock run lb/3f2a -- sh -c 'reconcile --fencing-token \"$LEASEHOLD_FENCING_TOKEN\"'";
+
+pub const LOCK_ACQUIRE: &str = "\
+Examples:
+  leasehold lock acquire lb/3f2a --ttl 30s --wait 5s   # prints the lease and its lease token
+  leasehold lock acquire pool/gpu --max-holders 3      # one of 3 slots (a semaphore)
+  leasehold lock acquire cfg/main --shared             # readers share
+  # The lease token, for renew and release:
+  LEASE_TOKEN=$(leasehold lock acquire lb/3f2a --json | sed -n 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/p')";
+
+pub const LOCK_RENEW: &str = "\
+Examples:
+  leasehold lock renew lb/3f2a \"$LEASE_TOKEN\" --ttl 1m
+  leasehold lock renew lb/3f2a --lease-token \"$LEASE_TOKEN\"
+  # With an auth file, the API token too (--api-token, or LEASEHOLD_TOKEN):
+  leasehold lock renew lb/3f2a \"$LEASE_TOKEN\" --api-token \"$API_TOKEN\"";
+
+pub const LOCK_RELEASE: &str = "\
+Examples:
+  leasehold lock release lb/3f2a \"$LEASE_TOKEN\"
+  leasehold lock release lb/3f2a --lease-token \"$LEASE_TOKEN\"
+  leasehold lock release lb/3f2a --force     # admin: every lease on the key, no lease token";
+
+pub const LOCK_SHOW: &str = "\
+Examples:
+  leasehold lock show lb/3f2a              # who holds it, \"expires in 28s\"
+  leasehold lock show lb/3f2a --json";
+
+pub const LOCK_LIST: &str = "\
+Examples:
+  leasehold lock list --prefix lb/
+  leasehold lock list --limit 100 --cursor \"$NEXT_CURSOR\"";
+
+pub const POOL: &str = "\
+Examples:
+  leasehold pool put docker 10.0.0.0/8 --label driver=bridge
+  leasehold pool show docker
+  leasehold pool list
+  leasehold pool delete docker";
+
+pub const POOL_PUT: &str = "\
+Examples:
+  leasehold pool put docker 10.0.0.0/8 --label driver=bridge
+  leasehold pool put v6 fd00::/48";
+
+pub const POOL_SHOW: &str = "\
+Examples:
+  leasehold pool show docker               # counts, free addresses, largest free block";
+
+pub const POOL_LIST: &str = "\
+Examples:
+  leasehold pool list --json";
+
+pub const POOL_DELETE: &str = "\
+Examples:
+  leasehold pool delete docker             # refused (exit 3) while it has live reservations";
+
+pub const SUBNET: &str = "\
+Examples:
+  out=$(leasehold subnet reserve --pool docker --prefix-len 24 --json)
+  id=$(echo \"$out\" | sed -n 's/.*\"id\":\"\\([^\"]*\\)\".*/\\1/p')
+  LEASE_TOKEN=$(echo \"$out\" | sed -n 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/p')
+  leasehold subnet confirm --pool docker \"$id\" \"$LEASE_TOKEN\"
+  leasehold subnet list --pool docker";
+
+pub const SUBNET_RESERVE: &str = "\
+Examples:
+  leasehold subnet reserve --pool docker --prefix-len 24 --exclude 172.17.0.0/16 --ttl 1m
+  leasehold subnet reserve --pool docker --subnet 10.0.3.0/24";
+
+pub const SUBNET_RENEW: &str = "\
+Examples:
+  leasehold subnet renew --pool docker \"$id\" \"$LEASE_TOKEN\" --ttl 1m";
+
+pub const SUBNET_CONFIRM: &str = "\
+Examples:
+  leasehold subnet confirm --pool docker \"$id\" \"$LEASE_TOKEN\"
+  leasehold subnet confirm --pool docker \"$id\" --lease-token \"$LEASE_TOKEN\"";
+
+pub const SUBNET_RELEASE: &str = "\
+Examples:
+  leasehold subnet release --pool docker \"$id\" \"$LEASE_TOKEN\"
+  leasehold subnet release --pool docker \"$id\" --force    # admin: without the lease token";
+
+pub const SUBNET_SHOW: &str = "\
+Examples:
+  leasehold subnet show --pool docker \"$id\"";
+
+pub const SUBNET_LIST: &str = "\
+Examples:
+  leasehold subnet list --pool docker";

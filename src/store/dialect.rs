@@ -1,0 +1,95 @@
+//! What a database dialect provides to the transactions written once above
+//! it: how a write is run and committed, how a read gets a connection, the
+//! few SQL texts that differ, and what only one database does (PostgreSQL's
+//! replicas share a clock and announce freed keys).
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use tokio::sync::broadcast;
+
+use super::sql::Sql;
+use super::{KeyEvent, Resumed, StoreResult};
+use crate::domain::Millis;
+use crate::telemetry::StoreStats;
+
+/// What a write needs from the transaction around it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Atomicity {
+    /// One statement that changes anything (reads aside): atomic by itself.
+    Statement,
+    /// Several changes, all or none: a failure undoes what the write did.
+    AllOrNothing,
+    /// Several changes, of which those made before a failure are harmless
+    /// to keep (they remove rows that are already absent): a transaction
+    /// still, but SQLite spares the savepoint.
+    KeepPartial,
+}
+
+/// What a committed write did that others learn of after the commit: the
+/// expired rows it deleted (counted) and the keys it freed (announced to
+/// other replicas' waiters, where there are any).
+#[derive(Debug, Default)]
+pub struct Effects {
+    pub expired_locks: u64,
+    pub expired_reservations: u64,
+    pub freed_keys: Vec<String>,
+}
+
+/// A write's work on the connection, run inside the dialect's transaction.
+pub type WriteWork<C, T> =
+    Box<dyn for<'c> FnOnce(&'c mut C, &'c mut Effects) -> BoxFuture<'c, StoreResult<T>> + Send>;
+
+/// A read's work on a connection of its own.
+pub type ReadWork<C, T> =
+    Box<dyn for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, StoreResult<T>> + Send>;
+
+/// The statements whose text differs between dialects; every other
+/// statement is one text in the shared transactions.
+pub struct Texts {
+    /// Serialises writes of one key (`$1`) until the transaction ends;
+    /// `None` where writes never run side by side.
+    pub lock_key: Option<&'static str>,
+    /// Serialises the quota counts of one owner (`$1`), likewise.
+    pub lock_owner: Option<&'static str>,
+    /// The suffix of a pool's `SELECT` that locks its row for the transaction.
+    pub lock_pool_row: &'static str,
+    /// Takes the next fencing token, answered as `fencing_token`.
+    pub next_fencing: &'static str,
+    /// Inserts a lock lease with the next fencing token and answers it
+    /// (`fencing_token`); with `$11` true, only if the key (`$1`) has no row.
+    pub insert_lock: &'static str,
+    /// Inserts a reservation; `$14` is its subnet as text, for a dialect that
+    /// keeps it as a network type besides its addresses.
+    pub insert_reservation: &'static str,
+    /// The rows a reaper may take (`… LIMIT $2` plus this suffix): every
+    /// expired one, or those no other replica's reaper holds.
+    pub reap_rows: &'static str,
+}
+
+/// A database leasehold runs on. `impl Store` for every dialect is written
+/// once, in `store/engine.rs`.
+#[async_trait]
+pub trait Dialect: Send + Sync + 'static {
+    /// The connection statements run on.
+    type Conn: Sql + Send;
+    const SQL: Texts;
+
+    /// Runs `work` in a write transaction and answers after it committed.
+    async fn write<T: Send + 'static>(
+        &self,
+        atomicity: Atomicity,
+        work: WriteWork<Self::Conn, T>,
+    ) -> StoreResult<T>;
+    /// Runs `work` on a connection that only reads.
+    async fn read<T: Send + 'static>(&self, work: ReadWork<Self::Conn, T>) -> StoreResult<T>;
+    /// See `Store::record_alive`.
+    async fn record_alive(&self, now: Millis) -> StoreResult<()>;
+    /// See `Store::resume_after_downtime`.
+    async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed>;
+    fn stats(&self) -> &StoreStats;
+    /// Keys freed by other servers on the same database, if any share it.
+    fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {
+        None
+    }
+    async fn close(&self);
+}

@@ -1,0 +1,363 @@
+//! `Store` for every dialect, written once: each verb is one transaction of
+//! the sibling modules (`locks`, `subnets`, `reservations`, `pools`) run by
+//! the dialect's `write` or `read`. A new transaction is written here and in
+//! the module of its resource, never per dialect.
+
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+use super::dialect::{Atomicity, Dialect};
+use super::reservations::Update;
+use super::{
+    AcquireLock, AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery,
+    NewReservation, PutPoolOutcome, ReservationQuery, ReserveOutcome, Resumed, Store, StoreError,
+    StoreResult,
+};
+use super::{locks, owners, pools, reservations, sql, subnets};
+use crate::domain::Millis;
+use crate::domain::lock::LockLease;
+use crate::domain::subnet::{Pool, PoolUsage, Reservation};
+use crate::telemetry::StoreStats;
+
+#[async_trait]
+impl<D: Dialect> Store for D {
+    async fn acquire_lock(
+        &self,
+        lock: AcquireLock,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<AcquireOutcome> {
+        // Its only changes before a failure remove rows that are absent already.
+        self.write(
+            Atomicity::KeepPartial,
+            Box::new(move |c, fx| Box::pin(locks::acquire::<D>(c, fx, lock, token, now))),
+        )
+        .await
+    }
+
+    async fn renew_lock(
+        &self,
+        key: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<LockLease> {
+        let (key, token) = (key.to_owned(), token.to_owned());
+        self.write(
+            Atomicity::Statement,
+            Box::new(move |c, _| {
+                Box::pin(async move { locks::renew(c, &key, &token, ttl_ms, now).await })
+            }),
+        )
+        .await
+    }
+
+    async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()> {
+        let (key, token) = (key.to_owned(), token.to_owned());
+        self.write(
+            Atomicity::Statement,
+            Box::new(move |c, fx| {
+                Box::pin(async move { locks::release(c, fx, &key, &token, now).await })
+            }),
+        )
+        .await
+    }
+
+    async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
+        let key = key.to_owned();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { locks::get(c, &key, now).await })
+        }))
+        .await
+    }
+
+    async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>> {
+        let query = query.clone();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { locks::list(c, &query, now).await })
+        }))
+        .await
+    }
+
+    async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
+        let key = key.to_owned();
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                Box::pin(async move { locks::force_release::<D>(c, fx, &key, now).await })
+            }),
+        )
+        .await
+    }
+
+    async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
+        self.write(
+            Atomicity::Statement,
+            Box::new(move |c, fx| Box::pin(locks::reap::<D>(c, fx, now, batch))),
+        )
+        .await
+    }
+
+    async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| Box::pin(pools::put::<D>(c, fx, pool, now))),
+        )
+        .await
+    }
+
+    async fn get_pool_usage(&self, name: &str, now: Millis) -> StoreResult<PoolUsage> {
+        // A short write: purging the pool's expired reservations first makes
+        // the counts and the free space exact.
+        let name = name.to_owned();
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                Box::pin(async move { pools::usage_now::<D>(c, fx, &name, now).await })
+            }),
+        )
+        .await
+    }
+
+    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
+        let after = after.map(str::to_owned);
+        self.read(Box::new(move |c| {
+            Box::pin(async move { pools::list(c, after.as_deref(), limit).await })
+        }))
+        .await
+    }
+
+    async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome> {
+        let name = name.to_owned();
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                Box::pin(async move { pools::delete::<D>(c, fx, &name, now).await })
+            }),
+        )
+        .await
+    }
+
+    async fn reserve_subnet(
+        &self,
+        new: NewReservation,
+        now: Millis,
+    ) -> StoreResult<ReserveOutcome> {
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| Box::pin(subnets::reserve::<D>(c, fx, new, now))),
+        )
+        .await
+    }
+
+    async fn renew_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        self.update_reservation(pool, id, token, Update::Renew { ttl_ms }, now)
+            .await
+    }
+
+    async fn confirm_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        self.update_reservation(pool, id, token, Update::Confirm, now)
+            .await
+    }
+
+    async fn release_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        match self.remove_reservation(pool, id, Some(token), now).await? {
+            true => Ok(()),
+            false => Err(StoreError::LeaseLost),
+        }
+    }
+
+    async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation> {
+        let (pool, id) = (pool.to_owned(), id.to_owned());
+        self.read(Box::new(move |c| {
+            Box::pin(async move { reservations::get(c, &pool, &id, now).await })
+        }))
+        .await
+    }
+
+    async fn list_reservations(
+        &self,
+        query: &ReservationQuery,
+        now: Millis,
+    ) -> StoreResult<Vec<Reservation>> {
+        let query = query.clone();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { reservations::list(c, &query, now).await })
+        }))
+        .await
+    }
+
+    async fn force_release_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        match self.remove_reservation(pool, id, None, now).await? {
+            true => Ok(()),
+            false => Err(StoreError::NotFound),
+        }
+    }
+
+    async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64> {
+        let pools = self
+            .read(Box::new(move |c| {
+                Box::pin(reservations::pools_to_reap(c, now, batch))
+            }))
+            .await?;
+        let mut left = i64::from(batch);
+        let mut removed = 0;
+        for pool in pools {
+            if left <= 0 {
+                break;
+            }
+            let freed = self
+                .write(
+                    Atomicity::AllOrNothing,
+                    Box::new(move |c, fx| {
+                        Box::pin(async move {
+                            reservations::reap_pool::<D>(c, fx, &pool, now, left).await
+                        })
+                    }),
+                )
+                .await?;
+            left -= freed as i64;
+            removed += freed;
+        }
+        Ok(removed)
+    }
+
+    async fn record_alive(&self, now: Millis) -> StoreResult<()> {
+        Dialect::record_alive(self, now).await
+    }
+
+    async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed> {
+        Dialect::resume_after_downtime(self, proposed).await
+    }
+
+    async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
+        self.read(Box::new(move |c| {
+            Box::pin(async move {
+                // `gone_at` is never before `expires_at`: the range on its
+                // index skips the expired rows the reaper has not deleted yet.
+                let row = sql::one(
+                    c,
+                    "SELECT (SELECT count(*) FROM lock_leases \
+                     WHERE gone_at > $1 AND expires_at > $1) AS locks, \
+                     (SELECT count(*) FROM subnet_reservations \
+                     WHERE expires_at IS NULL OR expires_at > $1) AS reservations",
+                    sql::args![now],
+                )
+                .await?;
+                use sql::Columns;
+                Ok(LiveLeases {
+                    locks: u64::try_from(row.int("locks")?).unwrap_or(0),
+                    reservations: u64::try_from(row.int("reservations")?).unwrap_or(0),
+                })
+            })
+        }))
+        .await
+    }
+
+    async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {
+        let owner = owner.to_owned();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { owners::count_live(c, &owner, now).await })
+        }))
+        .await
+    }
+
+    fn stats(&self) -> Option<&StoreStats> {
+        Some(Dialect::stats(self))
+    }
+
+    fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {
+        Dialect::key_events(self)
+    }
+
+    async fn close(&self) {
+        Dialect::close(self).await
+    }
+}
+
+/// The writes two verbs share.
+#[async_trait]
+trait ReservationWrites {
+    async fn update_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        update: Update,
+        now: Millis,
+    ) -> StoreResult<Reservation>;
+    async fn remove_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<bool>;
+}
+
+#[async_trait]
+impl<D: Dialect> ReservationWrites for D {
+    async fn update_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        update: Update,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        let (pool, id, token) = (pool.to_owned(), id.to_owned(), token.to_owned());
+        self.write(
+            Atomicity::Statement,
+            Box::new(move |c, _| {
+                Box::pin(
+                    async move { reservations::update(c, &pool, &id, &token, update, now).await },
+                )
+            }),
+        )
+        .await
+    }
+
+    async fn remove_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<bool> {
+        let (pool, id) = (pool.to_owned(), id.to_owned());
+        let token = token.map(str::to_owned);
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, _| {
+                Box::pin(async move {
+                    reservations::remove::<D>(c, &pool, &id, token.as_deref(), now).await
+                })
+            }),
+        )
+        .await
+    }
+}

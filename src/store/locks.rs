@@ -1,0 +1,247 @@
+//! Lock leases: every transaction on them, written once for both dialects.
+//!
+//! The acquire: the key's lock (where writes run side by side), an
+//! idempotent replay, the owner's quota counted, a free key granted in one
+//! statement, else the key's rows read, the decision of
+//! `domain::lock::decide` and the quota in `domain::grant`'s order, the
+//! key's absent rows removed, and the insert.
+
+use super::dialect::{Dialect, Effects};
+use super::owners::{SAME_OWNER, owner_name, quota};
+use super::rows::{self, LOCK_COLUMNS, metadata_text};
+use super::sql::{Columns, Sql, args};
+use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
+use crate::domain::Millis;
+use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
+
+/// Serialises the writes of one key until the transaction ends.
+async fn lock_key<D: Dialect>(conn: &mut D::Conn, key: &str) -> StoreResult<()> {
+    if let Some(lock) = D::SQL.lock_key {
+        conn.execute(lock, args![key]).await?;
+    }
+    Ok(())
+}
+
+pub async fn acquire<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    new: AcquireLock,
+    token: String,
+    now: Millis,
+) -> StoreResult<AcquireOutcome> {
+    lock_key::<D>(conn, &new.key).await?;
+    if let Some(idem) = &new.idempotency_key {
+        let sql = format!(
+            "SELECT {LOCK_COLUMNS} FROM lock_leases \
+             WHERE key = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND expires_at > $3"
+        );
+        let replay = conn
+            .row(sql, args![&new.key, idem, now, owner_name(&new.owner)])
+            .await?;
+        if let Some(row) = replay {
+            let lease = rows::lock(&row)?;
+            if lease.lease.holder != new.holder {
+                return Err(StoreError::IdempotencyMismatch {
+                    holder: lease.lease.holder,
+                });
+            }
+            return Ok(AcquireOutcome::Replayed(lease));
+        }
+    }
+    // Counted here, answered after the key's decision: the order of answers
+    // is `domain::grant`'s.
+    let quota = quota::<D>(conn, new.owner.as_ref(), now).await?;
+    // A key with no rows at all grants any claim: the insert that checks
+    // this is the whole write, in one statement.
+    if quota.has_room()
+        && let Some(fencing_token) = insert::<D>(conn, &new, &token, now, true).await?
+    {
+        return Ok(AcquireOutcome::Granted(new.granted(
+            token,
+            now,
+            fencing_token,
+        )));
+    }
+    let sql =
+        format!("SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 ORDER BY fencing_token");
+    let mut rows = rows::locks(&conn.rows(sql, args![&new.key]).await?)?;
+    let absent = rows.iter().any(|r| r.gone_at() <= now);
+    rows.retain(|r| r.gone_at() > now);
+    let claim = Claim {
+        mode: new.mode,
+        max_holders: new.max_holders,
+    };
+    // Over the quota the write fails before it has changed anything.
+    let decision = grant_order(lock::decide(claim, &rows, now), quota)?;
+    // Rows past their expiry and lock delay are absent: remove them here,
+    // so correctness never waits for the reaper.
+    if absent {
+        fx.expired_locks += conn
+            .execute(
+                "DELETE FROM lock_leases WHERE key = $1 AND gone_at <= $2",
+                args![&new.key, now],
+            )
+            .await?;
+    }
+    if let Err(refusal) = decision {
+        // Nothing was changed but the removal of absent rows; keep it.
+        return Ok(AcquireOutcome::Refused(refusal));
+    }
+    let fencing_token = insert::<D>(conn, &new, &token, now, false)
+        .await?
+        .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
+    Ok(AcquireOutcome::Granted(new.granted(
+        token,
+        now,
+        fencing_token,
+    )))
+}
+
+/// Inserts the lease `new` with its secret `token` and the next fencing
+/// token, and answers that fencing token; when `only_if_free`, only if
+/// `new.key` has no row at all (else `None`).
+async fn insert<D: Dialect>(
+    conn: &mut D::Conn,
+    new: &AcquireLock,
+    token: &str,
+    now: Millis,
+    only_if_free: bool,
+) -> StoreResult<Option<i64>> {
+    let metadata = metadata_text(&new.metadata);
+    let args = args![
+        &new.key,
+        &new.holder,
+        token,
+        new.mode.as_str(),
+        new.max_holders.map(i64::from),
+        now,
+        new.ttl_ms,
+        new.lock_delay_ms,
+        &metadata,
+        &new.idempotency_key,
+        only_if_free,
+        owner_name(&new.owner),
+    ];
+    let row = conn.row(D::SQL.insert_lock, args).await?;
+    row.map(|r| r.int("fencing_token")).transpose()
+}
+
+pub async fn renew(
+    conn: &mut impl Sql,
+    key: &str,
+    token: &str,
+    ttl_ms: Option<Millis>,
+    now: Millis,
+) -> StoreResult<LockLease> {
+    let sql = format!(
+        "UPDATE lock_leases SET ttl_ms = coalesce($4, ttl_ms), \
+         expires_at = $3 + coalesce($4, ttl_ms) \
+         WHERE key = $1 AND token = $2 AND expires_at > $3 RETURNING {LOCK_COLUMNS}"
+    );
+    let row = conn.row(sql, args![key, token, now, ttl_ms]).await?;
+    rows::lock(&row.ok_or(StoreError::LeaseLost)?)
+}
+
+pub async fn release(
+    conn: &mut impl Sql,
+    fx: &mut Effects,
+    key: &str,
+    token: &str,
+    now: Millis,
+) -> StoreResult<()> {
+    let removed = conn
+        .execute(
+            "DELETE FROM lock_leases WHERE key = $1 AND token = $2 AND expires_at > $3",
+            args![key, token, now],
+        )
+        .await?;
+    if removed == 0 {
+        return Err(StoreError::LeaseLost);
+    }
+    fx.freed_keys.push(key.to_owned());
+    Ok(())
+}
+
+pub async fn force_release<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    key: &str,
+    now: Millis,
+) -> StoreResult<u64> {
+    lock_key::<D>(conn, key).await?;
+    let live = super::sql::one(
+        conn,
+        "SELECT count(*) AS n FROM lock_leases WHERE key = $1 AND expires_at > $2",
+        args![key, now],
+    )
+    .await?
+    .int("n")?;
+    if live == 0 {
+        return Err(StoreError::NotFound);
+    }
+    conn.execute("DELETE FROM lock_leases WHERE key = $1", args![key])
+        .await?;
+    fx.freed_keys.push(key.to_owned());
+    Ok(live as u64)
+}
+
+/// Compare-and-delete: the DELETE itself checks the time again, and where
+/// several reapers run, each takes rows no other holds.
+pub async fn reap<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    now: Millis,
+    batch: u32,
+) -> StoreResult<Vec<String>> {
+    let sql = format!(
+        "DELETE FROM lock_leases WHERE fencing_token IN \
+         (SELECT fencing_token FROM lock_leases WHERE gone_at <= $1 \
+          ORDER BY gone_at LIMIT $2{}) \
+         AND gone_at <= $1 RETURNING key",
+        D::SQL.reap_rows
+    );
+    let rows = conn.rows(sql, args![now, i64::from(batch)]).await?;
+    let keys = rows
+        .iter()
+        .map(|r| r.text("key"))
+        .collect::<StoreResult<Vec<_>>>()?;
+    fx.expired_locks += keys.len() as u64;
+    fx.freed_keys.extend(keys.iter().cloned());
+    Ok(keys)
+}
+
+/// The live leases on a key, oldest grant first.
+pub async fn get(conn: &mut impl Sql, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
+    let sql = format!(
+        "SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 AND expires_at > $2 \
+         ORDER BY fencing_token"
+    );
+    rows::locks(&conn.rows(sql, args![key, now]).await?)
+}
+
+pub async fn list(
+    conn: &mut impl Sql,
+    query: &LockQuery,
+    now: Millis,
+) -> StoreResult<Vec<LockLease>> {
+    let (after_key, after_fencing) = match &query.after {
+        Some(c) => (c.key.as_str(), c.fencing_token),
+        None => ("", i64::MIN),
+    };
+    let upper = prefix_upper_bound(&query.prefix);
+    let sql = format!(
+        "SELECT {LOCK_COLUMNS} FROM lock_leases \
+         WHERE key >= $1 {} AND (key, fencing_token) > ($3, $4) AND expires_at > $5 \
+         ORDER BY key, fencing_token LIMIT $6",
+        if upper.is_some() { "AND key < $2" } else { "" }
+    );
+    let args = args![
+        query.prefix.as_str().max(after_key),
+        upper.as_deref(),
+        after_key,
+        after_fencing,
+        now,
+        i64::from(query.limit),
+    ];
+    rows::locks(&conn.rows(sql, args).await?)
+}

@@ -1,0 +1,49 @@
+//! Who created a lease, and the quota of live leases per API token. The count
+//! runs inside the grant's own write transaction, after the owner's lock where
+//! writes run side by side, so two grants racing for the last unit of a quota,
+//! on any replica, cannot both pass.
+
+use super::dialect::Dialect;
+use super::sql::Columns;
+use super::sql::{Sql, args, one};
+use super::{LeaseOwner, StoreResult};
+use crate::domain::Millis;
+use crate::domain::grant::Quota;
+
+const COUNT_LIVE: &str = "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND expires_at > $2) \
+     + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
+        AND (expires_at IS NULL OR expires_at > $2)) AS n";
+
+/// A lease row of the owner bound as `$4`: an idempotency key replays
+/// only to the token that used it (no owner, without an auth file, is one
+/// owner). The expression is the one the per-owner unique index is built on.
+pub const SAME_OWNER: &str = "coalesce(owner, '') = coalesce($4, '')";
+
+/// The live leases `owner` created, locks and reservations together.
+pub async fn count_live(conn: &mut impl Sql, owner: &str, now: Millis) -> StoreResult<u64> {
+    let n = one(conn, COUNT_LIVE, args![owner, now]).await?.int("n")?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// The owner's quota and its live leases, for `store::grant_order`. Taken
+/// last in a grant's transaction (after its key or pool lock), so no lock
+/// order cycles.
+pub async fn quota<D: Dialect>(
+    conn: &mut D::Conn,
+    owner: Option<&LeaseOwner>,
+    now: Millis,
+) -> StoreResult<Quota> {
+    let Some((name, limit)) = LeaseOwner::counted(owner) else {
+        return Ok(Quota::Unlimited);
+    };
+    if let Some(lock) = D::SQL.lock_owner {
+        conn.execute(lock, args![name]).await?;
+    }
+    let current = count_live(conn, name, now).await?;
+    Ok(Quota::Counted { limit, current })
+}
+
+/// The name stored in a lease's `owner` column.
+pub fn owner_name(owner: &Option<LeaseOwner>) -> Option<&str> {
+    owner.as_ref().map(|o| o.name.as_str())
+}

@@ -1,0 +1,193 @@
+//! Pools: definitions, usage over live reservations, and the purge of a
+//! pool's expired reservations. Every write to a pool's free space or
+//! reservations first locks the pool's row (where writes run side by side),
+//! so writes to different pools never wait for each other.
+
+use super::dialect::{Dialect, Effects};
+use super::free_blocks::{give_back, insert_free, largest_plain};
+use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
+use super::sql::{Columns, Sql, args, one};
+use super::{DeletePoolOutcome, PutPoolOutcome, StoreError, StoreResult};
+use crate::domain::Millis;
+use crate::domain::cidr::AddressCount;
+use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
+
+/// The pool, read without a lock.
+pub async fn find(conn: &mut impl Sql, name: &str) -> StoreResult<Option<Pool>> {
+    let sql = format!("SELECT {POOL_COLUMNS} FROM subnet_pools WHERE name = $1");
+    let row = conn.row(sql, args![name]).await?;
+    row.as_ref().map(rows::pool).transpose()
+}
+
+/// The pool, read without a lock; `PoolNotFound`.
+pub async fn load(conn: &mut impl Sql, name: &str) -> StoreResult<Pool> {
+    find(conn, name).await?.ok_or(StoreError::PoolNotFound)
+}
+
+/// The pool, locked until the transaction ends; `PoolNotFound`.
+pub async fn lock<D: Dialect>(conn: &mut D::Conn, name: &str) -> StoreResult<Pool> {
+    let sql = format!(
+        "SELECT {POOL_COLUMNS} FROM subnet_pools WHERE name = $1{}",
+        D::SQL.lock_pool_row
+    );
+    let row = conn.row(sql, args![name]).await?;
+    row.as_ref()
+        .map(rows::pool)
+        .transpose()?
+        .ok_or(StoreError::PoolNotFound)
+}
+
+/// Deletes at most `limit` of the locked pool's expired reservations and
+/// frees their blocks (rule 1: an expired reservation is absent, whether or
+/// not the reaper has run). Answers how many went.
+pub async fn purge_expired(
+    conn: &mut impl Sql,
+    fx: &mut Effects,
+    pool: &Pool,
+    now: Millis,
+    limit: i64,
+) -> StoreResult<u64> {
+    let freed = conn
+        .rows(
+            "DELETE FROM subnet_reservations WHERE fencing_token IN \
+             (SELECT fencing_token FROM subnet_reservations \
+              WHERE pool = $1 AND expires_at <= $2 LIMIT $3) \
+             AND expires_at <= $2 RETURNING first_addr, prefix_len",
+            args![&pool.name, now, limit],
+        )
+        .await?;
+    for row in &freed {
+        give_back(conn, pool, block(row, pool.cidr.family(), "first_addr")?).await?;
+    }
+    fx.expired_reservations += freed.len() as u64;
+    Ok(freed.len() as u64)
+}
+
+/// Locks a pool and purges all its expired reservations.
+async fn lock_purged<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    name: &str,
+    now: Millis,
+) -> StoreResult<Pool> {
+    let pool = lock::<D>(conn, name).await?;
+    purge_expired(conn, fx, &pool, now, i64::MAX).await?;
+    Ok(pool)
+}
+
+/// How many of the pool's reservations are allocated and reserved, and
+/// when the last reserved one expires.
+const COUNTS: &str = "SELECT count(*) FILTER (WHERE expires_at IS NULL) AS allocated, \
+     count(*) FILTER (WHERE expires_at IS NOT NULL) AS reserved, \
+     max(expires_at) AS last_expiry \
+     FROM subnet_reservations WHERE pool = $1";
+
+/// Counts and free space of a pool whose expired reservations are purged.
+async fn usage(conn: &mut impl Sql, pool: Pool) -> StoreResult<PoolUsage> {
+    let counts = one(conn, COUNTS, args![&pool.name]).await?;
+    let levels = conn
+        .rows(
+            "SELECT prefix_len, count(*) AS n FROM pool_free_blocks WHERE pool = $1 \
+             GROUP BY prefix_len",
+            args![&pool.name],
+        )
+        .await?;
+    let width = u32::from(pool.cidr.family().width());
+    let mut free = AddressCount::default();
+    for level in &levels {
+        let len = u32::try_from(level.int("prefix_len")?).map_err(|_| corrupt("prefix length"))?;
+        let count = level.int("n")? as u64;
+        free = free.add_times(AddressCount::power_of_two(width.saturating_sub(len)), count);
+    }
+    let largest_free = largest_plain(conn, &pool, &[], &[]).await?;
+    Ok(PoolUsage {
+        reserved: counts.int("reserved")? as u64,
+        allocated: counts.int("allocated")? as u64,
+        pool,
+        free,
+        largest_free,
+    })
+}
+
+/// Creates a pool, or checks that the existing one has the same definition.
+pub async fn put<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    pool: Pool,
+    now: Millis,
+) -> StoreResult<PutPoolOutcome> {
+    let labels =
+        serde_json::to_string(&pool.labels).map_err(|e| StoreError::Internal(e.to_string()))?;
+    // Two replicas creating the same pool: one inserts, the other finds it.
+    let created = conn
+        .execute(
+            "INSERT INTO subnet_pools (name, family, start, prefix_len, labels, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
+            args![
+                &pool.name,
+                family_code(pool.cidr.family()),
+                &pool.cidr.start_bytes()[..],
+                i64::from(pool.cidr.prefix_len()),
+                &labels,
+                pool.created_at,
+            ],
+        )
+        .await?
+        == 1;
+    if created {
+        insert_free(conn, &pool.name, pool.cidr).await?;
+        return Ok(PutPoolOutcome::Created(usage(conn, pool).await?));
+    }
+    let existing = lock::<D>(conn, &pool.name).await?;
+    let differs = pool_differences(&existing, pool.cidr, &pool.labels);
+    if !differs.is_empty() {
+        return Ok(PutPoolOutcome::Conflict { existing, differs });
+    }
+    purge_expired(conn, fx, &existing, now, i64::MAX).await?;
+    Ok(PutPoolOutcome::Unchanged(usage(conn, existing).await?))
+}
+
+/// The pool's usage, exact: its expired reservations are purged first.
+pub async fn usage_now<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    name: &str,
+    now: Millis,
+) -> StoreResult<PoolUsage> {
+    let pool = lock_purged::<D>(conn, fx, name, now).await?;
+    usage(conn, pool).await
+}
+
+/// Pools in name order, after `after`.
+pub async fn list(conn: &mut impl Sql, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
+    let sql =
+        format!("SELECT {POOL_COLUMNS} FROM subnet_pools WHERE name > $1 ORDER BY name LIMIT $2");
+    let rows = conn
+        .rows(sql, args![after.unwrap_or(""), i64::from(limit)])
+        .await?;
+    rows.iter().map(rows::pool).collect()
+}
+
+/// Deletes a pool without live reservations (expired ones go with it).
+pub async fn delete<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    name: &str,
+    now: Millis,
+) -> StoreResult<DeletePoolOutcome> {
+    lock_purged::<D>(conn, fx, name, now).await?;
+    let counts = one(conn, COUNTS, args![name]).await?;
+    let (allocated, reserved) = (counts.int("allocated")?, counts.int("reserved")?);
+    if allocated + reserved > 0 {
+        return Ok(DeletePoolOutcome::InUse {
+            reserved: reserved as u64,
+            allocated: allocated as u64,
+            clears_at: counts.opt_int("last_expiry")?.filter(|_| allocated == 0),
+        });
+    }
+    conn.execute("DELETE FROM pool_free_blocks WHERE pool = $1", args![name])
+        .await?;
+    conn.execute("DELETE FROM subnet_pools WHERE name = $1", args![name])
+        .await?;
+    Ok(DeletePoolOutcome::Deleted)
+}

@@ -1,0 +1,156 @@
+//! The life of a reservation after its grant, written once for both
+//! dialects: renew, confirm, release, force release, reads, and the reaper's
+//! batches.
+
+use super::dialect::{Dialect, Effects};
+use super::free_blocks::give_back;
+use super::pools::{self, purge_expired};
+use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of};
+use super::sql::{Columns, Sql, args};
+use super::{ReservationQuery, StoreError, StoreResult};
+use crate::domain::Millis;
+use crate::domain::subnet::Reservation;
+
+/// Live: allocated (no expiry) or not yet expired at `$3`.
+const LIVE: &str = "(expires_at IS NULL OR expires_at > $3)";
+
+/// What an update of one live reservation does to it.
+#[derive(Debug, Clone, Copy)]
+pub enum Update {
+    /// A new expiry, `ttl_ms` from now (the reservation's own TTL when
+    /// `None`); an allocated reservation has nothing to renew and comes back
+    /// unchanged.
+    Renew { ttl_ms: Option<Millis> },
+    /// No expiry any more; idempotent.
+    Confirm,
+}
+
+/// Runs `update` on one live reservation of the token; no row is
+/// `LeaseLost`, or `PoolNotFound` when the pool is gone. The subnet does not
+/// change, so no pool lock is needed.
+pub async fn update(
+    conn: &mut impl Sql,
+    pool: &str,
+    id: &str,
+    token: &str,
+    update: Update,
+    now: Millis,
+) -> StoreResult<Reservation> {
+    let (set, ttl_ms) = match update {
+        Update::Renew { ttl_ms } => (
+            "ttl_ms = CASE WHEN expires_at IS NULL THEN ttl_ms ELSE coalesce($5, ttl_ms) END, \
+             expires_at = CASE WHEN expires_at IS NULL THEN NULL \
+             ELSE $3 + coalesce($5, ttl_ms) END",
+            ttl_ms,
+        ),
+        Update::Confirm => ("expires_at = NULL, ttl_ms = coalesce($5, ttl_ms)", None),
+    };
+    let sql = format!(
+        "UPDATE subnet_reservations SET {set} \
+         WHERE pool = $1 AND fencing_token = $2 AND token = $4 AND {LIVE} \
+         RETURNING {RESERVATION_COLUMNS}"
+    );
+    let row = conn
+        .row(sql, args![pool, fencing_of(id), now, token, ttl_ms])
+        .await?;
+    let pool = pools::load(conn, pool).await?;
+    rows::reservation(pool.cidr.family(), &row.ok_or(StoreError::LeaseLost)?)
+}
+
+/// Deletes one live reservation (of `token` when given) and frees its block,
+/// under the pool's lock; answers whether there was one.
+pub async fn remove<D: Dialect>(
+    conn: &mut D::Conn,
+    pool: &str,
+    id: &str,
+    token: Option<&str>,
+    now: Millis,
+) -> StoreResult<bool> {
+    let pool = pools::lock::<D>(conn, pool).await?;
+    let sql = format!(
+        "DELETE FROM subnet_reservations WHERE pool = $1 AND fencing_token = $2 AND {LIVE} \
+         AND ($4 IS NULL OR token = $4) RETURNING first_addr, prefix_len"
+    );
+    let removed = conn
+        .row(sql, args![&pool.name, fencing_of(id), now, token])
+        .await?;
+    let Some(row) = removed else {
+        return Ok(false);
+    };
+    give_back(conn, &pool, block(&row, pool.cidr.family(), "first_addr")?).await?;
+    Ok(true)
+}
+
+/// A live reservation; `NotFound` (or `PoolNotFound`).
+pub async fn get(
+    conn: &mut impl Sql,
+    pool: &str,
+    id: &str,
+    now: Millis,
+) -> StoreResult<Reservation> {
+    let pool = pools::load(conn, pool).await?;
+    let sql = format!(
+        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
+         WHERE pool = $1 AND fencing_token = $2 AND {LIVE}"
+    );
+    let row = conn
+        .row(sql, args![&pool.name, fencing_of(id), now])
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    rows::reservation(pool.cidr.family(), &row)
+}
+
+/// One page of a pool's live reservations, in address order.
+pub async fn list(
+    conn: &mut impl Sql,
+    query: &ReservationQuery,
+    now: Millis,
+) -> StoreResult<Vec<Reservation>> {
+    let pool = pools::load(conn, &query.pool).await?;
+    let sql = format!(
+        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
+         WHERE pool = $1 AND first_addr > $2 AND {LIVE} ORDER BY first_addr LIMIT $4"
+    );
+    let after = query.after.as_deref().unwrap_or_default();
+    let rows = conn
+        .rows(sql, args![&pool.name, after, now, i64::from(query.limit)])
+        .await?;
+    rows.iter()
+        .map(|r| rows::reservation(pool.cidr.family(), r))
+        .collect()
+}
+
+/// The pools holding reservations expired at `now`, among the first `batch`.
+pub async fn pools_to_reap(
+    conn: &mut impl Sql,
+    now: Millis,
+    batch: u32,
+) -> StoreResult<Vec<String>> {
+    let rows = conn
+        .rows(
+            "SELECT DISTINCT pool FROM (SELECT pool FROM subnet_reservations \
+             WHERE expires_at <= $1 LIMIT $2) expired ORDER BY pool",
+            args![now, i64::from(batch)],
+        )
+        .await?;
+    rows.iter().map(|r| r.text("pool")).collect()
+}
+
+/// At most `limit` of one pool's expired reservations, under the pool's
+/// lock. Reapers of several replicas may pick the same pool: the second
+/// waits for the first, and its compare-and-delete finds only the rows still
+/// there, so every row is deleted, and counted, once. A pool deleted
+/// meanwhile has nothing left to reap.
+pub async fn reap_pool<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    pool: &str,
+    now: Millis,
+    limit: i64,
+) -> StoreResult<u64> {
+    match pools::lock::<D>(conn, pool).await {
+        Ok(pool) => purge_expired(conn, fx, &pool, now, limit).await,
+        Err(StoreError::PoolNotFound) => Ok(0),
+        Err(e) => Err(e),
+    }
+}

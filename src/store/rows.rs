@@ -1,0 +1,126 @@
+//! Stored rows read back as domain values, and domain values as stored: the
+//! same in both dialects. A value that does not decode is corruption, never a
+//! client's fault.
+
+use serde_json::{Map, Value};
+
+use super::sql::Columns;
+use super::{StoreError, StoreResult};
+use crate::domain::cidr::{Block, Family};
+use crate::domain::lock::LockLease;
+use crate::domain::subnet::{Pool, Reservation, parse_reservation_id};
+use crate::domain::{Lease, LockMode};
+
+/// The columns `lock` decodes.
+pub const LOCK_COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, \
+     acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key, owner";
+
+/// The columns `reservation` decodes.
+pub const RESERVATION_COLUMNS: &str = "fencing_token, pool, first_addr, prefix_len, holder, \
+     token, acquired_at, expires_at, ttl_ms, metadata, idempotency_key";
+
+/// The columns `pool` decodes.
+pub const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at";
+
+/// The error for a stored value that cannot be what it claims.
+pub fn corrupt(what: &str) -> StoreError {
+    StoreError::Internal(format!("stored {what} is invalid"))
+}
+
+/// Stored metadata: a JSON object or nothing.
+fn metadata(text: Option<String>) -> StoreResult<Option<Map<String, Value>>> {
+    text.map(|text| serde_json::from_str::<Map<String, Value>>(&text))
+        .transpose()
+        .map_err(|_| corrupt("metadata"))
+}
+
+/// Metadata as stored: JSON text, or NULL.
+pub fn metadata_text(metadata: &Option<Map<String, Value>>) -> Option<String> {
+    metadata
+        .as_ref()
+        .map(|m| Value::Object(m.clone()).to_string())
+}
+
+/// How a pool's address family is stored.
+pub fn family_code(family: Family) -> i64 {
+    match family {
+        Family::V4 => 4,
+        Family::V6 => 6,
+    }
+}
+
+/// A stored block of `family`.
+pub fn block_of(family: Family, start: &[u8], prefix_len: i64) -> StoreResult<Block> {
+    let len = u8::try_from(prefix_len).map_err(|_| corrupt("prefix length"))?;
+    Block::from_bytes(family, start, len).ok_or_else(|| corrupt("block"))
+}
+
+/// A stored block read from the `start_column` and `prefix_len` of a row.
+pub fn block(row: &impl Columns, family: Family, start_column: &str) -> StoreResult<Block> {
+    block_of(family, &row.bytes(start_column)?, row.int("prefix_len")?)
+}
+
+/// Ids this server never issued name no row (fencing tokens start at 1).
+pub fn fencing_of(id: &str) -> i64 {
+    parse_reservation_id(id).unwrap_or(0)
+}
+
+fn lease(row: &impl Columns) -> StoreResult<Lease> {
+    Ok(Lease {
+        holder: row.text("holder")?,
+        token: row.text("token")?,
+        fencing_token: row.int("fencing_token")?,
+        acquired_at: row.int("acquired_at")?,
+        expires_at: row.opt_int("expires_at")?,
+        ttl_ms: row.int("ttl_ms")?,
+        metadata: metadata(row.opt_text("metadata")?)?,
+    })
+}
+
+/// A row of `LOCK_COLUMNS`.
+pub fn lock(row: &impl Columns) -> StoreResult<LockLease> {
+    let mode = row.text("mode")?;
+    let max_holders = row.opt_int("max_holders")?;
+    Ok(LockLease {
+        key: row.text("key")?,
+        lease: lease(row)?,
+        mode: LockMode::parse(&mode).ok_or_else(|| corrupt("lock mode"))?,
+        max_holders: max_holders
+            .map(|n| u32::try_from(n).map_err(|_| corrupt("max_holders")))
+            .transpose()?,
+        lock_delay_ms: row.int("lock_delay_ms")?,
+        idempotency_key: row.opt_text("idempotency_key")?,
+        owner: row.opt_text("owner")?,
+    })
+}
+
+/// Rows of `LOCK_COLUMNS`.
+pub fn locks<R: Columns>(rows: &[R]) -> StoreResult<Vec<LockLease>> {
+    rows.iter().map(lock).collect()
+}
+
+/// A row of `RESERVATION_COLUMNS`, of a pool of `family`.
+pub fn reservation(family: Family, row: &impl Columns) -> StoreResult<Reservation> {
+    Ok(Reservation {
+        pool: row.text("pool")?,
+        subnet: block(row, family, "first_addr")?,
+        lease: lease(row)?,
+        idempotency_key: row.opt_text("idempotency_key")?,
+    })
+}
+
+/// A row of `POOL_COLUMNS`.
+pub fn pool(row: &impl Columns) -> StoreResult<Pool> {
+    let family = match row.int("family")? {
+        4 => Family::V4,
+        6 => Family::V6,
+        _ => return Err(corrupt("pool family")),
+    };
+    let labels = row.text("labels")?;
+    Ok(Pool {
+        name: row.text("name")?,
+        cidr: block(row, family, "start")?,
+        labels: serde_json::from_str(&labels).map_err(|_| corrupt("pool labels"))?,
+        created_at: row.int("created_at")?,
+    })
+}

@@ -1,0 +1,197 @@
+//! The grant of a subnet, written once for both dialects: one transaction
+//! holding the pool (its row lock where writes run side by side) purges the
+//! pool's expired reservations, decides over the free-block table with a
+//! handful of indexed reads, and inserts. The cost does not grow with the
+//! number of live reservations.
+
+use super::dialect::{Dialect, Effects};
+use super::free_blocks::{find_grant, free_block_at, take_free};
+use super::owners::{SAME_OWNER, owner_name, quota};
+use super::pools::{lock, purge_expired};
+use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
+use super::sql::{Columns, Sql, args, one};
+use super::{NewReservation, ReserveOutcome, StoreError, StoreResult, grant_order};
+use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
+use crate::domain::cidr::Block;
+use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
+use crate::domain::{Lease, Millis};
+
+/// The live reservations overlapping `subnet` (all rows are live once the
+/// pool is purged): the one starting before it if it reaches in, and those
+/// starting inside it.
+async fn conflicts(
+    conn: &mut impl Sql,
+    pool: &Pool,
+    subnet: Block,
+) -> StoreResult<Vec<Reservation>> {
+    let family = pool.cidr.family();
+    let (first, last) = (subnet.start_bytes(), subnet.last_bytes());
+    let before = format!(
+        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
+         WHERE pool = $1 AND first_addr < $2 ORDER BY first_addr DESC LIMIT 1"
+    );
+    let mut found = Vec::new();
+    if let Some(row) = conn.row(before, args![&pool.name, &first[..]]).await? {
+        let r = rows::reservation(family, &row)?;
+        if r.subnet.overlaps(subnet) {
+            found.push(r);
+        }
+    }
+    let inside = format!(
+        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
+         WHERE pool = $1 AND first_addr BETWEEN $2 AND $3 ORDER BY first_addr LIMIT $4"
+    );
+    let args = args![&pool.name, &first[..], &last[..], MAX_CONFLICTS as i64 + 1];
+    for row in conn.rows(inside, args).await? {
+        found.push(rows::reservation(family, &row)?);
+    }
+    Ok(found)
+}
+
+async fn earliest_expiry(conn: &mut impl Sql, pool: &str) -> StoreResult<Option<Millis>> {
+    one(
+        conn,
+        "SELECT min(expires_at) AS at FROM subnet_reservations \
+         WHERE pool = $1 AND expires_at IS NOT NULL",
+        args![pool],
+    )
+    .await?
+    .opt_int("at")
+}
+
+/// The same `Idempotency-Key` of the same owner on a live reservation of
+/// the pool: that reservation again, or a refusal when another holder has it.
+async fn replay(
+    conn: &mut impl Sql,
+    pool: &Pool,
+    new: &NewReservation,
+    now: Millis,
+) -> StoreResult<Option<Reservation>> {
+    let Some(idem) = &new.idempotency_key else {
+        return Ok(None);
+    };
+    let sql = format!(
+        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations WHERE pool = $1 \
+         AND idempotency_key = $2 AND {SAME_OWNER} AND (expires_at IS NULL OR expires_at > $3)"
+    );
+    let row = conn
+        .row(sql, args![&new.pool, idem, now, owner_name(&new.owner)])
+        .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let reservation = rows::reservation(pool.cidr.family(), &row)?;
+    if reservation.lease.holder != new.holder {
+        return Err(StoreError::IdempotencyMismatch {
+            holder: reservation.lease.holder,
+        });
+    }
+    Ok(Some(reservation))
+}
+
+/// The allocator's decision over the purged pool's free blocks.
+async fn decide(
+    conn: &mut impl Sql,
+    pool: &Pool,
+    want: Want,
+    excludes: &[Block],
+) -> StoreResult<Result<Grant, ReserveRefusal>> {
+    Ok(match want {
+        Want::PrefixLen(len) => match find_grant(conn, pool, len, excludes).await? {
+            Ok(grant) => Ok(grant),
+            Err(largest_free) => Err(ReserveRefusal::Exhausted {
+                largest_free,
+                retry_at: earliest_expiry(conn, &pool.name).await?,
+            }),
+        },
+        Want::Subnet(subnet) => {
+            let excluded: Vec<Block> = excludes
+                .iter()
+                .copied()
+                .filter(|x| x.overlaps(subnet))
+                .collect();
+            let free = free_block_at(conn, pool, subnet.start()).await?;
+            match free.filter(|f| f.contains(subnet)) {
+                Some(from) if excluded.is_empty() => Ok(Grant {
+                    from,
+                    block: subnet,
+                }),
+                _ => {
+                    let mut conflicts = conflicts(conn, pool, subnet).await?;
+                    let more_conflicts = conflicts.len() > MAX_CONFLICTS;
+                    conflicts.truncate(MAX_CONFLICTS);
+                    Err(ReserveRefusal::Unavailable {
+                        conflicts,
+                        more_conflicts,
+                        excluded,
+                    })
+                }
+            }
+        }
+    })
+}
+
+/// The reserve transaction: the pool's lock, replay, purge of the pool's
+/// expired reservations, the allocator's decision then the quota (in
+/// `domain::grant`'s order), and the insert.
+pub async fn reserve<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    new: NewReservation,
+    now: Millis,
+) -> StoreResult<ReserveOutcome> {
+    let pool = lock::<D>(conn, &new.pool).await?;
+    if let Err(invalid) = check_want(pool.cidr, new.want) {
+        return Ok(ReserveOutcome::Invalid(invalid));
+    }
+    if let Some(reservation) = replay(conn, &pool, &new, now).await? {
+        return Ok(ReserveOutcome::Replayed(reservation));
+    }
+    purge_expired(conn, fx, &pool, now, i64::MAX).await?;
+    let excludes = relevant_excludes(pool.cidr, &new.excludes);
+    let decision = decide(conn, &pool, new.want, &excludes).await?;
+    // The pool's decision answers before the quota: `domain::grant`'s order.
+    // Over the quota the whole write is undone, purge included.
+    let quota = quota::<D>(conn, new.owner.as_ref(), now).await?;
+    let grant = match grant_order(decision, quota)? {
+        Ok(grant) => grant,
+        Err(refusal) => return Ok(ReserveOutcome::Refused(refusal)),
+    };
+    take_free(conn, &pool.name, grant).await?;
+    let fencing_token = one(conn, D::SQL.next_fencing, args![])
+        .await?
+        .int("fencing_token")?;
+    let metadata = metadata_text(&new.metadata);
+    let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());
+    let subnet = grant.block.to_string();
+    let args = args![
+        fencing_token,
+        &pool.name,
+        &first[..],
+        &last[..],
+        i64::from(grant.block.prefix_len()),
+        &new.holder,
+        &new.token,
+        now,
+        now + new.ttl_ms,
+        new.ttl_ms,
+        &metadata,
+        &new.idempotency_key,
+        owner_name(&new.owner),
+        &subnet,
+    ];
+    conn.execute(D::SQL.insert_reservation, args).await?;
+    Ok(ReserveOutcome::Granted(Reservation {
+        pool: pool.name,
+        subnet: grant.block,
+        lease: Lease::granted(
+            new.holder,
+            new.token,
+            fencing_token,
+            now,
+            new.ttl_ms,
+            new.metadata,
+        ),
+        idempotency_key: new.idempotency_key,
+    }))
+}
