@@ -33,6 +33,7 @@ mod request_ids;
 mod restarts;
 mod scopes;
 mod slow_clients;
+mod spec_answers;
 mod sqlite_file;
 mod subnets;
 mod unknown_reservations;

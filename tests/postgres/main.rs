@@ -67,6 +67,9 @@ mod restarts;
 #[path = "../api/scopes.rs"]
 mod scopes;
 #[cfg(leasehold_postgres_tests)]
+#[path = "../api/spec_answers.rs"]
+mod spec_answers;
+#[cfg(leasehold_postgres_tests)]
 #[path = "../api/subnets.rs"]
 mod subnets;
 #[cfg(leasehold_postgres_tests)]
