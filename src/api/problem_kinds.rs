@@ -85,19 +85,11 @@ const fn kind(
     }
 }
 
-/// A kind whose refusal may clear by itself, answered with `Retry-After`.
-const fn clears(
-    name: &'static str,
-    status: u16,
-    summary: &'static str,
-    fields: &'static [Field],
-) -> Kind {
+/// `kind`, answered with `Retry-After`: its refusal may clear by itself.
+const fn clears(kind: Kind) -> Kind {
     Kind {
-        name,
-        status,
-        summary,
         retry_after: true,
-        fields,
+        ..kind
     }
 }
 
@@ -139,7 +131,7 @@ pub const KINDS: &[Kind] = &[
     kind("request-timeout", 408, "the body did not arrive within the body timeout", &[]),
     kind("lease-lost", 409, "the token names no live lease: it expired, was released, or was \
         taken over", &[]),
-    clears("lock-held", 409, "the key is held, or kept by its lock delay (`available_at` says \
+    clears(kind("lock-held", 409, "the key is held, or kept by its lock delay (`available_at` says \
         until when)", &[
         KEY,
         null("holder", Ty::Text, "The holder of the oldest live lease; null while a lock delay \
@@ -149,23 +141,23 @@ pub const KINDS: &[Kind] = &[
         req("available_at", Ty::Text, "When the key may next be granted, if nothing renews it."),
         opt("holders", Ty::ListOf("ProblemHolder"), "Every live lease on the key."),
         opt("reason", Ty::OneOf(&["lock-delay"]), "Present when a lock delay keeps the key."),
-    ]),
-    clears("limit-mismatch", 409, "the key is held with another `max_holders`", &[
+    ])),
+    clears(kind("limit-mismatch", 409, "the key is held with another `max_holders`", &[
         KEY,
         null("max_holders", Ty::Int, "The limit the key is held with; null: a plain lock."),
-    ]),
-    clears("pool-exhausted", 409, "no free block that large outside the excludes \
+    ])),
+    clears(kind("pool-exhausted", 409, "no free block that large outside the excludes \
         (`largest_free` is the largest there is)", &[
         POOL,
         null("largest_free", Ty::Text, "The largest free aligned block, or null."),
-    ]),
-    clears("subnet-unavailable", 409, "the subnet overlaps live reservations (`conflicts`) or \
+    ])),
+    clears(kind("subnet-unavailable", 409, "the subnet overlaps live reservations (`conflicts`) or \
         an excluded network", &[
         POOL,
         req("conflicts", Ty::ListOf("ProblemConflict"), "The live reservations it overlaps."),
         opt("more_conflicts", Ty::Bool, "More reservations overlap than `conflicts` lists."),
         opt("excluded", Ty::Texts, "The excluded networks it overlaps."),
-    ]),
+    ])),
     kind("pool-conflict", 409, "the pool exists with another cidr or labels (`differs` names \
         them)", &[
         POOL,
@@ -173,11 +165,11 @@ pub const KINDS: &[Kind] = &[
         req("cidr", Ty::Text, "The existing pool's cidr."),
         req("labels", Ty::Labels, "The existing pool's labels."),
     ]),
-    clears("pool-in-use", 409, "the pool has live reservations", &[
+    clears(kind("pool-in-use", 409, "the pool has live reservations", &[
         POOL,
         req("reserved_count", Ty::Int, "Live reservations not yet confirmed."),
         req("allocated_count", Ty::Int, "Confirmed reservations."),
-    ]),
+    ])),
     kind("payload-too-large", 413, "the body exceeds 64 KiB", &[]),
     kind("unsupported-media-type", 415, "the body must be JSON", &[]),
     kind("idempotency-key-reused", 422, "the Idempotency-Key holds another request's lease", &[]),
@@ -189,11 +181,11 @@ pub const KINDS: &[Kind] = &[
         req("limit", Ty::Int, "The bound, in bytes."),
     ]),
     kind("internal", 500, "the server failed; it logged why", &[]),
-    clears("storage-unavailable", 503, "the database cannot be used now", &[]),
-    clears("overloaded", 503, "the server is at one of its load bounds (`reason` names it)", &[
+    clears(kind("storage-unavailable", 503, "the database cannot be used now", &[])),
+    clears(kind("overloaded", 503, "the server is at one of its load bounds (`reason` names it)", &[
         req("reason", Ty::OneOf(SHED), "The bound: requests in flight, waiting acquires, the \
             caller's share of requests in flight, or connections."),
-    ]),
+    ])),
 ];
 
 /// The objects that extension fields list, by schema name.

@@ -159,43 +159,33 @@ refusals! {
 /// the token check on `/v1/` (403 where the route names a key or a pool;
 /// listings are filtered instead).
 pub fn add_shared(doc: &mut OpenApi) {
-    use utoipa::openapi::path::ParameterIn;
-    for (path, item) in doc.paths.paths.iter_mut() {
+    use utoipa::openapi::path::{Parameter, ParameterIn};
+    for (path, op) in super::spec::operations(doc) {
         let v1 = path.starts_with("/v1/");
-        let ops = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.delete,
-        ];
-        for op in ops.into_iter().flatten() {
-            let mut names: Vec<&str> = vec![];
-            if op.request_body.is_some() {
-                names.extend([
-                    "invalid-request",
-                    "malformed-json",
-                    "request-timeout",
-                    "payload-too-large",
-                    "unsupported-media-type",
-                ]);
-            }
-            let has_path_parameter =
-                op.parameters.iter().flatten().any(
-                    |p| matches!(p, RefOr::T(p) if matches!(p.parameter_in, ParameterIn::Path)),
-                );
-            if has_path_parameter {
-                names.push("invalid-request");
-            }
-            if v1 || path == "/metrics" {
-                names.push("storage-unavailable");
-            }
-            if v1 {
-                names.extend(["overloaded", "unauthorized"]);
-            }
-            if v1 && path.contains('{') {
-                names.push("forbidden");
-            }
-            add(&mut op.responses, &names);
+        let mut names: Vec<&str> = vec![];
+        if op.request_body.is_some() {
+            names.extend([
+                "invalid-request",
+                "malformed-json",
+                "request-timeout",
+                "payload-too-large",
+                "unsupported-media-type",
+            ]);
         }
+        let in_path =
+            |p: &RefOr<Parameter>| matches!(p, RefOr::T(p) if p.parameter_in == ParameterIn::Path);
+        if op.parameters.iter().flatten().any(in_path) {
+            names.push("invalid-request");
+        }
+        if v1 || path == "/metrics" {
+            names.push("storage-unavailable");
+        }
+        if v1 {
+            names.extend(["overloaded", "unauthorized"]);
+        }
+        if v1 && path.contains('{') {
+            names.push("forbidden");
+        }
+        add(&mut op.responses, &names);
     }
 }

@@ -2,6 +2,7 @@
 //! bearer token on every `/v1/` operation, and the rules of the path, header
 //! and query parameters that every operation shares.
 
+use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{OpenApi, RefOr, Schema};
 
@@ -9,23 +10,29 @@ use utoipa::openapi::{OpenApi, RefOr, Schema};
 /// (its 401 and 403 are among the shared refusals of `refusals`).
 pub(super) fn add_auth(doc: &mut OpenApi) {
     use utoipa::openapi::security::SecurityRequirement;
-    for (path, item) in doc.paths.paths.iter_mut() {
-        if !path.starts_with("/v1/") {
-            continue;
-        }
-        let ops = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.delete,
-        ];
-        for op in ops.into_iter().flatten() {
+    for (path, op) in operations(doc) {
+        if path.starts_with("/v1/") {
             op.security = Some(vec![SecurityRequirement::new(
                 "bearerAuth",
                 Vec::<String>::new(),
             )]);
         }
     }
+}
+
+/// Every operation of the document, with its path.
+pub(super) fn operations(doc: &mut OpenApi) -> impl Iterator<Item = (&str, &mut Operation)> {
+    doc.paths.paths.iter_mut().flat_map(|(path, item)| {
+        [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+        ]
+        .into_iter()
+        .flatten()
+        .map(move |op| (path.as_str(), op))
+    })
 }
 
 /// The schema of a shared parameter, by name: the rules the server checks
@@ -55,21 +62,13 @@ fn parameter_schema(name: &str) -> Option<Schema> {
 }
 
 pub(super) fn constrain_parameters(doc: &mut OpenApi) {
-    for item in doc.paths.paths.values_mut() {
-        let ops = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.delete,
-        ];
-        for op in ops.into_iter().flatten() {
-            for parameter in op.parameters.iter_mut().flatten() {
-                let RefOr::T(parameter) = parameter else {
-                    continue;
-                };
-                if let Some(schema) = parameter_schema(&parameter.name) {
-                    parameter.schema = Some(RefOr::T(schema));
-                }
+    for (_, op) in operations(doc) {
+        for parameter in op.parameters.iter_mut().flatten() {
+            let RefOr::T(parameter) = parameter else {
+                continue;
+            };
+            if let Some(schema) = parameter_schema(&parameter.name) {
+                parameter.schema = Some(RefOr::T(schema));
             }
         }
     }

@@ -108,6 +108,11 @@ async fn locks(client: &Client) {
     );
 }
 
+async fn pool_usage(client: &Client, pool: &str) -> types::PoolBody {
+    let pool = pool.parse().unwrap();
+    client.get_pool(&pool).await.expect("usage").into_inner()
+}
+
 async fn pools(client: &Client) {
     let pool = "rust-docker";
     let definition = PutPoolRequest {
@@ -160,11 +165,7 @@ async fn pools(client: &Client) {
         "an allocation does not expire",
     );
 
-    let usage = client
-        .get_pool(&pool.parse().unwrap())
-        .await
-        .expect("usage")
-        .into_inner();
+    let usage = pool_usage(client, pool).await;
     check(
         usage.allocated_count == 1 && usage.reserved_count == 0,
         "usage counts the allocation",
@@ -191,11 +192,7 @@ async fn pools(client: &Client) {
         .release_reservation(&pool.parse().unwrap(), &reservation.id, &release)
         .await
         .expect("release");
-    let usage = client
-        .get_pool(&pool.parse().unwrap())
-        .await
-        .expect("usage")
-        .into_inner();
+    let usage = pool_usage(client, pool).await;
     check(
         usage.allocated_count == 0 && usage.free_addresses == "65536",
         "the pool is free again",
