@@ -5,6 +5,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
 
 use crate::domain::InvalidInput;
 use crate::domain::lease::retry_after_secs;
@@ -15,7 +16,9 @@ use crate::leases::Shed;
 /// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus extension
 /// fields where useful (the holder on a conflict, the field on bad input).
 /// Each `type` and its fields are catalogued in `problem_kinds`.
-#[derive(Debug, Serialize)]
+// The derived schema only lets a route write `body = Problem`: the document
+// replaces it with the union of every problem type (`problem_schemas`).
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Problem {
     /// A stable identifier of the kind of failure, such as `/problems/lock-held`.
     #[serde(rename = "type")]

@@ -187,5 +187,19 @@ pub fn add_shared(doc: &mut OpenApi) {
             names.push("forbidden");
         }
         add(&mut op.responses, &names);
+        // A problem a route still declares by hand is readable by JSON-only
+        // generators too.
+        for (status, response) in op.responses.responses.iter_mut() {
+            if let RefOr::T(response) = response
+                && (status.starts_with('4') || status.starts_with('5'))
+                && response.content.contains_key("application/problem+json")
+            {
+                let union = Content::new(Some(Ref::from_schema_name("Problem")));
+                response
+                    .content
+                    .entry("application/json".to_owned())
+                    .or_insert(union.into());
+            }
+        }
     }
 }
