@@ -24,13 +24,18 @@ from leasehold_client.api.pools import (
 from leasehold_client.models import (
     AcquireRequest,
     ConfirmRequest,
+    LockGrantBody,
+    LockHeldProblem,
     LockLeaseBody,
+    LockNotFoundProblem,
     PoolBody,
-    Problem,
+    PoolInUseProblem,
     PutPoolRequest,
     ReleaseRequest,
     RenewRequest,
     ReservationBody,
+    ReservationGrantBody,
+    ReservationState,
     ReserveRequest,
 )
 
@@ -48,7 +53,7 @@ def locks(client):
     )
     check(granted.status_code == 201, "acquire answers 201")
     lease = granted.parsed
-    check(isinstance(lease, LockLeaseBody) and lease.token, "the grant carries a token")
+    check(isinstance(lease, LockGrantBody) and lease.token, "the grant carries a token")
 
     renewed = renew_lock.sync_detailed(
         key=key, client=client, body=RenewRequest(token=lease.token, ttl_ms=60_000)
@@ -62,9 +67,9 @@ def locks(client):
     )
     check(refused.status_code == 409, "a second acquire is refused with 409")
     problem = refused.parsed
-    check(isinstance(problem, Problem), "the 409 is a typed Problem")
-    check(problem.type_ == "/problems/lock-held", "its type is lock-held")
-    check(problem.additional_properties.get("holder") == "sdk-a", "it names the holder")
+    check(isinstance(problem, LockHeldProblem), "the 409 is a typed lock-held problem")
+    check(problem.holder == "sdk-a", "it names the holder")
+    check(refused.headers.get("Retry-After") is not None, "with Retry-After")
 
     shown = get_lock.sync(key=key, client=client)
     check(isinstance(shown, LockLeaseBody) and shown.holder == "sdk-a", "inspect shows the holder")
@@ -75,6 +80,7 @@ def locks(client):
     check(released.status_code == 204, "release answers 204")
     gone = get_lock.sync_detailed(key=key, client=client)
     check(gone.status_code == 404, "the released key is not held")
+    check(isinstance(gone.parsed, LockNotFoundProblem), "the 404 is a typed lock-not-found problem")
 
 
 def pools(client):
@@ -89,15 +95,16 @@ def pools(client):
     )
     check(reserved.status_code == 201, "reserve answers 201")
     reservation = reserved.parsed
-    check(isinstance(reservation, ReservationBody), "the reservation is typed")
+    check(isinstance(reservation, ReservationGrantBody), "the reservation is typed")
     check(reservation.subnet == "10.20.0.0/24", "the first /24 is the lowest address")
-    check(reservation.state == "reserved" and reservation.token, "reserved, with a token")
+    check(reservation.state == ReservationState.RESERVED and reservation.token, "reserved, with a token")
 
     confirmed = confirm_reservation.sync_detailed(
         pool=pool, id=reservation.id, client=client, body=ConfirmRequest(token=reservation.token)
     )
     check(confirmed.status_code == 200, "confirm answers 200")
-    check(confirmed.parsed.state == "allocated", "now allocated")
+    check(isinstance(confirmed.parsed, ReservationBody), "the confirmed reservation is typed")
+    check(confirmed.parsed.state == ReservationState.ALLOCATED, "now allocated")
     check(confirmed.parsed.expires_at is None, "an allocation does not expire")
 
     usage = get_pool.sync(pool=pool, client=client)
@@ -107,6 +114,10 @@ def pools(client):
 
     in_use = delete_pool.sync_detailed(pool=pool, client=client)
     check(in_use.status_code == 409, "a pool in use is not deleted")
+    check(
+        isinstance(in_use.parsed, PoolInUseProblem) and in_use.parsed.allocated_count == 1,
+        "the typed 409 counts the allocation",
+    )
 
     released = release_reservation.sync_detailed(
         pool=pool, id=reservation.id, client=client, body=ReleaseRequest(token=reservation.token)

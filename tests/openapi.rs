@@ -52,10 +52,16 @@ fn every_operation_is_named_tagged_summarised_and_lists_its_problems() {
             );
             for (status, response) in op["responses"].as_object().unwrap() {
                 if status.starts_with('4') || status.starts_with('5') {
-                    let problem =
-                        &response["content"]["application/problem+json"]["schema"]["$ref"];
-                    assert_eq!(
-                        problem, "#/components/schemas/Problem",
+                    let problem = &response["content"]["application/problem+json"]["schema"];
+                    let refs: Vec<&Value> = match problem["oneOf"].as_array() {
+                        Some(items) => items.iter().map(|i| &i["$ref"]).collect(),
+                        None => vec![&problem["$ref"]],
+                    };
+                    assert!(
+                        refs.iter().all(|r| r
+                            .as_str()
+                            .is_some_and(|r| r.starts_with("#/components/schemas/")
+                                && r.ends_with("Problem"))),
                         "{id} {status} is a problem"
                     );
                 }

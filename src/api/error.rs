@@ -15,15 +15,10 @@ use crate::leases::Shed;
 
 /// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus extension
 /// fields where useful (the holder on a conflict, the field on bad input).
+/// Each `type` and its fields are catalogued in `problem_kinds`.
+// The derived schema only lets a route write `body = Problem`: the document
+// replaces it with the union of every problem type (`problem_schemas`).
 #[derive(Debug, Serialize, ToSchema)]
-#[schema(example = json!({
-    "type": "/problems/lock-held",
-    "title": "The lock is held",
-    "status": 409,
-    "detail": "lb/3f2a is held by node-7/pid-4121 until 2026-11-29T22:13:20.123Z",
-    "holder": "node-7/pid-4121",
-    "expires_at": "2026-11-29T22:13:20.123Z"
-}))]
 pub struct Problem {
     /// A stable identifier of the kind of failure, such as `/problems/lock-held`.
     #[serde(rename = "type")]
@@ -33,7 +28,6 @@ pub struct Problem {
     pub detail: String,
     /// Extension fields (for example `holder`, `expires_at`, `field`).
     #[serde(flatten)]
-    #[schema(additional_properties)]
     pub extensions: Map<String, Value>,
     #[serde(skip)]
     pub retry_after: Option<u64>,

@@ -16,6 +16,7 @@ use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::problems::lease_problem;
+use super::refusals::{LockGrantRefusals, LockNotHeld, LockTokenRefusals, QueryRefusals};
 use crate::auth::Need;
 use crate::domain::LockMode;
 use crate::domain::lock::LockLease;
@@ -111,13 +112,12 @@ pub struct LockHolder {
     pub expires_in_ms: i64,
 }
 
-/// A lease on a lock key. `token` appears only in the answer to the grant.
+/// A lease on a lock key, as anyone may read it: without its token.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(example = json!({
     "key": "lb/3f2a", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
-    "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null,
-    "token": "9f86d081884c7d659a2feaa0c55ad015"
+    "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null
 }))]
 pub struct LockLeaseBody {
     pub key: String,
@@ -126,18 +126,35 @@ pub struct LockLeaseBody {
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: i64,
+    #[schema(required = true)]
     pub metadata: Option<Map<String, Value>>,
     pub mode: Mode,
+    /// The semaphore's limit; null for a plain lock.
+    #[schema(required = true)]
     pub max_holders: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
     /// Every live lease on the key (inspect only: a semaphore or shared key has several).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub holders: Option<Vec<LockHolder>>,
 }
 
+/// The answer to a grant: the lease and its secret token, which renew and
+/// release need and nothing ever shows again.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "key": "lb/3f2a", "holder": "node-7/pid-4121", "fencing_token": 42,
+    "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
+    "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null,
+    "token": "9f86d081884c7d659a2feaa0c55ad015"
+}))]
+pub struct LockGrantBody {
+    #[serde(flatten)]
+    pub lease: LockLeaseBody,
+    pub token: String,
+}
+
 impl LockLeaseBody {
-    fn new(lease: LockLease, now: Now, with_token: bool) -> Self {
+    fn new(lease: LockLease, now: Now) -> Self {
         let expires_in_ms = lease.lease.expires_in_ms(now.at).unwrap_or(0);
         Self {
             expires_at: now.show(lease.expires_at()),
@@ -149,7 +166,6 @@ impl LockLeaseBody {
             metadata: lease.lease.metadata,
             mode: lease.mode.into(),
             max_holders: lease.max_holders,
-            token: with_token.then_some(lease.lease.token),
             holders: None,
         }
     }
@@ -159,6 +175,7 @@ impl LockLeaseBody {
 pub struct LockPageBody {
     pub items: Vec<LockLeaseBody>,
     /// Pass as `cursor` for the next page; null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
@@ -194,13 +211,10 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Pro
     ),
     request_body = AcquireRequest,
     responses(
-        (status = 201, description = "Granted; the answer carries the secret token", body = LockLeaseBody,
+        (status = 201, description = "Granted; the answer carries the secret token", body = LockGrantBody,
             headers(("Location" = String, description = "The lock: `/v1/locks/{key}`, the key percent-encoded"))),
-        (status = 200, description = "Idempotent replay of a live grant", body = LockLeaseBody),
-        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`lock-held` (with Retry-After) or `limit-mismatch`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`idempotency-key-reused`", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`quota-exceeded`: the token holds its quota of live leases (`limit`, `current`)", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "Idempotent replay of a live grant", body = LockGrantBody),
+        LockGrantRefusals,
     )
 )]
 pub async fn acquire_lock(
@@ -233,7 +247,10 @@ pub async fn acquire_lock(
         Acquired::Granted(lease) => (true, lease),
         Acquired::Replayed(lease) => (false, lease),
     };
-    let body = LockLeaseBody::new(lease, now, true);
+    let body = LockGrantBody {
+        token: lease.lease.token.clone(),
+        lease: LockLeaseBody::new(lease, now),
+    };
     Ok(created_or_ok(created, &paths::lock(&key), body))
 }
 
@@ -244,8 +261,7 @@ pub async fn acquire_lock(
     request_body = RenewRequest,
     responses(
         (status = 200, description = "Renewed", body = LockLeaseBody),
-        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`lease-lost`: the token names no live lease", body = Problem, content_type = "application/problem+json"),
+        LockTokenRefusals,
     )
 )]
 pub async fn renew_lock(
@@ -261,11 +277,7 @@ pub async fn renew_lock(
         .renew(&key, &body.token, body.ttl_ms)
         .await
         .map_err(|e| lease_problem(&key, e))?;
-    Ok(Json(LockLeaseBody::new(
-        lease,
-        state.leases.moment(),
-        false,
-    )))
+    Ok(Json(LockLeaseBody::new(lease, state.leases.moment())))
 }
 
 /// Release a lease.
@@ -275,8 +287,7 @@ pub async fn renew_lock(
     request_body = ReleaseRequest,
     responses(
         (status = 204, description = "Released"),
-        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`lease-lost`: the token names no live lease", body = Problem, content_type = "application/problem+json"),
+        LockTokenRefusals,
     )
 )]
 pub async fn release_lock(
@@ -301,8 +312,7 @@ pub async fn release_lock(
     params(("key" = String, Path, description = "The lock key")),
     responses(
         (status = 200, description = "The oldest live lease, with every holder in `holders`", body = LockLeaseBody),
-        (status = 400, description = "Invalid key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`lock-not-found`: not held", body = Problem, content_type = "application/problem+json"),
+        LockNotHeld,
     )
 )]
 pub async fn get_lock(
@@ -332,7 +342,7 @@ pub async fn get_lock(
         .into_iter()
         .next()
         .expect("inspect answers at least one lease");
-    let mut body = LockLeaseBody::new(first, now, false);
+    let mut body = LockLeaseBody::new(first, now);
     body.holders = Some(holders);
     Ok(Json(body))
 }
@@ -344,7 +354,7 @@ pub async fn get_lock(
     params(ListQuery),
     responses(
         (status = 200, description = "A page of live leases (no tokens)", body = LockPageBody),
-        (status = 400, description = "Invalid query", body = Problem, content_type = "application/problem+json"),
+        QueryRefusals,
     )
 )]
 pub async fn list_locks(
@@ -367,7 +377,7 @@ pub async fn list_locks(
         items: page
             .items
             .into_iter()
-            .map(|l| LockLeaseBody::new(l, now, false))
+            .map(|l| LockLeaseBody::new(l, now))
             .collect(),
         next_cursor: page.next.map(|c| c.encode()),
     }))
@@ -379,8 +389,7 @@ pub async fn list_locks(
     params(("key" = String, Path, description = "The lock key")),
     responses(
         (status = 204, description = "Every lease on the key was removed"),
-        (status = 400, description = "Invalid key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`lock-not-found`: not held", body = Problem, content_type = "application/problem+json"),
+        LockNotHeld,
     )
 )]
 pub async fn force_release_lock(

@@ -21,9 +21,13 @@ pub mod error;
 pub mod extract;
 pub mod load;
 pub mod locks;
+mod nullable;
 pub mod ops;
 pub mod pools;
+mod problem_kinds;
+mod problem_schemas;
 pub mod problems;
+mod refusals;
 pub mod request_id;
 pub mod requests;
 pub mod reservations;
@@ -98,63 +102,12 @@ fn routes() -> OpenApiRouter<AppState> {
 /// The OpenAPI document of every registered route.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = routes().split_for_parts().1;
-    add_common_problems(&mut doc);
+    problem_schemas::add_components(&mut doc);
+    refusals::add_shared(&mut doc);
     spec::add_auth(&mut doc);
     spec::constrain_parameters(&mut doc);
+    nullable::reshape(&mut doc);
     doc
-}
-
-/// The problems any operation of a kind can answer, added to each: a body
-/// that is too large, not JSON or malformed; storage that cannot be used.
-fn add_common_problems(doc: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::{Content, Ref, ResponseBuilder};
-    let problem = |description: &str| {
-        ResponseBuilder::new()
-            .description(description)
-            .content(
-                "application/problem+json",
-                Content::new(Some(Ref::from_schema_name("Problem"))),
-            )
-            .build()
-    };
-    for (path, item) in doc.paths.paths.iter_mut() {
-        let touches_storage = path.starts_with("/v1/") || path == "/v1" || path == "/metrics";
-        let ops = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.delete,
-        ];
-        for op in ops.into_iter().flatten().filter(|_| touches_storage) {
-            let responses = &mut op.responses.responses;
-            if op.request_body.is_some() {
-                for (status, description) in [
-                    ("400", "`invalid-request` or `malformed-json`"),
-                    (
-                        "408",
-                        "`request-timeout`: the body did not arrive within the body timeout",
-                    ),
-                    ("413", "`payload-too-large`: the body exceeds 64 KiB"),
-                    ("415", "`unsupported-media-type`: the body must be JSON"),
-                ] {
-                    responses
-                        .entry(status.to_owned())
-                        .or_insert_with(|| problem(description).into());
-                }
-            }
-            // Probes are never shed, so only storage makes them unavailable.
-            let unavailable = if path.starts_with("/v1") {
-                "`storage-unavailable`: the database cannot be used now; `overloaded`: \
-                 the server is at its bound of requests in flight, of the caller's share \
-                 of them, or of waiting acquires (both with Retry-After)"
-            } else {
-                "`storage-unavailable`: the database cannot be used now (Retry-After)"
-            };
-            responses
-                .entry("503".to_owned())
-                .or_insert_with(|| problem(unavailable).into());
-        }
-    }
 }
 
 /// The complete application router; `cors`: the origins allowed to call it

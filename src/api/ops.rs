@@ -8,12 +8,14 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use serde::Serialize;
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
 use super::error::Problem;
+use super::refusals::StorageRefusals;
 use crate::leases::{Leases, Shed};
 use crate::store::LiveLeases;
 use crate::telemetry::{ProcessStats, Snapshot};
@@ -59,7 +61,7 @@ const READY_WITHIN: Duration = Duration::from_millis(900);
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", body = Status),
-        (status = 503, description = "`storage-unavailable`", body = Problem, content_type = "application/problem+json"),
+        StorageRefusals,
     ))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Problem> {
     let leases = &state.leases;
@@ -130,9 +132,22 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
     }
 }
 
+/// An OpenAPI 3.1 document.
+// Only its schema is used: the document is served as `spec_json` renders it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+struct OpenApiDocument {
+    /// The OpenAPI version: `3.1.0`.
+    openapi: String,
+    info: Map<String, Value>,
+    paths: Map<String, Value>,
+    #[schema(nullable = false)]
+    components: Option<Map<String, Value>>,
+}
+
 /// This OpenAPI document.
 #[utoipa::path(get, path = "/openapi.json", operation_id = "getOpenApi", tag = "operations",
-    responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
+    responses((status = 200, description = "The OpenAPI 3.1 document", body = OpenApiDocument)))]
 pub async fn openapi_json() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], spec_json())
 }

@@ -17,6 +17,7 @@ use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::problems::subnet_problem;
+use super::refusals::{PoolDefinitionRefusals, PoolDeleteRefusals, PoolUnknown, QueryRefusals};
 use crate::auth::Need;
 use crate::domain::cidr::Family;
 use crate::domain::paths;
@@ -41,13 +42,21 @@ pub struct PutPoolRequest {
     pub labels: Option<BTreeMap<String, String>>,
 }
 
+/// The address family of a pool.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = Family)]
+pub enum FamilyBody {
+    Ipv4,
+    Ipv6,
+}
+
 /// A pool as listed.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PoolSummaryBody {
     pub name: String,
     pub cidr: String,
-    /// `ipv4` or `ipv6`.
-    pub family: String,
+    pub family: FamilyBody,
     pub labels: BTreeMap<String, String>,
     pub created_at: String,
 }
@@ -56,8 +65,8 @@ impl From<Pool> for PoolSummaryBody {
     fn from(pool: Pool) -> Self {
         Self {
             family: match pool.cidr.family() {
-                Family::V4 => "ipv4".into(),
-                Family::V6 => "ipv6".into(),
+                Family::V4 => FamilyBody::Ipv4,
+                Family::V6 => FamilyBody::Ipv6,
             },
             cidr: pool.cidr.to_string(),
             created_at: rfc3339_ms(pool.created_at),
@@ -85,6 +94,7 @@ pub struct PoolBody {
     pub free_addresses: String,
     pub total_addresses: String,
     /// The largest free aligned block (lowest address among equals), or null.
+    #[schema(required = true)]
     pub largest_free: Option<String>,
 }
 
@@ -105,6 +115,7 @@ impl From<PoolUsage> for PoolBody {
 pub struct PoolPageBody {
     pub items: Vec<PoolSummaryBody>,
     /// Pass as `cursor` for the next page; null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
@@ -127,8 +138,7 @@ pub struct PageQuery {
         (status = 201, description = "Created", body = PoolBody,
             headers(("Location" = String, description = "The pool: `/v1/pools/{pool}`"))),
         (status = 200, description = "It exists with the same cidr and labels", body = PoolBody),
-        (status = 400, description = "Invalid name or cidr (with `hint` when host bits are set)", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`pool-conflict`: it exists with another cidr or labels (`differs` names them)", body = Problem, content_type = "application/problem+json"),
+        PoolDefinitionRefusals,
     )
 )]
 pub async fn put_pool(
@@ -158,8 +168,7 @@ pub async fn put_pool(
     params(("pool" = String, Path, description = "The pool name")),
     responses(
         (status = 200, description = "The pool and its usage", body = PoolBody),
-        (status = 400, description = "Invalid name", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        PoolUnknown,
     )
 )]
 pub async fn get_pool(
@@ -183,7 +192,7 @@ pub async fn get_pool(
     params(PageQuery),
     responses(
         (status = 200, description = "A page of pools", body = PoolPageBody),
-        (status = 400, description = "Invalid query", body = Problem, content_type = "application/problem+json"),
+        QueryRefusals,
     )
 )]
 pub async fn list_pools(
@@ -211,9 +220,7 @@ pub async fn list_pools(
     params(("pool" = String, Path, description = "The pool name")),
     responses(
         (status = 204, description = "Deleted, with its expired reservations"),
-        (status = 400, description = "Invalid name", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`pool-in-use`: it has live reservations (Retry-After when all of them will expire)", body = Problem, content_type = "application/problem+json"),
+        PoolDeleteRefusals,
     )
 )]
 pub async fn delete_pool(

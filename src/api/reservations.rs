@@ -19,9 +19,12 @@ use super::extract::{AppJson, AppPath, AppQuery};
 use super::locks::{ReleaseRequest, RenewRequest, idempotency_key};
 use super::pools::PageQuery;
 use super::problems::subnet_problem;
+use super::refusals::{
+    PoolUnknown, ReservationTokenRefusals, ReservationUnknown, SubnetGrantRefusals,
+};
 use crate::auth::Need;
 use crate::domain::paths;
-use crate::domain::subnet::Reservation;
+use crate::domain::subnet::{self, Reservation};
 use crate::domain::time::Now;
 use crate::leases::{ReserveSubnet, Reserved};
 
@@ -63,7 +66,52 @@ pub struct ConfirmRequest {
     pub token: String,
 }
 
-/// A reservation. `token` appears only in the answer to the grant.
+/// `reserved`, or `allocated` once confirmed.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReservationState {
+    Reserved,
+    Allocated,
+}
+
+impl From<subnet::ReservationState> for ReservationState {
+    fn from(state: subnet::ReservationState) -> Self {
+        match state {
+            subnet::ReservationState::Reserved => ReservationState::Reserved,
+            subnet::ReservationState::Allocated => ReservationState::Allocated,
+        }
+    }
+}
+
+/// A reservation, as anyone may read it: without its token.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "id": "r_000000000000002a", "pool": "docker", "subnet": "10.0.3.0/24", "prefix_len": 24,
+    "state": "reserved", "holder": "node-7/pid-4121", "fencing_token": 42,
+    "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:14:20.123Z",
+    "expires_in_ms": 60000, "metadata": null
+}))]
+pub struct ReservationBody {
+    pub id: String,
+    pub pool: String,
+    pub subnet: String,
+    pub prefix_len: u8,
+    pub state: ReservationState,
+    pub holder: String,
+    pub fencing_token: i64,
+    pub acquired_at: String,
+    /// Null once allocated.
+    #[schema(required = true)]
+    pub expires_at: Option<String>,
+    /// Null once allocated.
+    #[schema(required = true)]
+    pub expires_in_ms: Option<i64>,
+    #[schema(required = true)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// The answer to a reservation: it and its secret token, which renew,
+/// confirm and release need and nothing ever shows again.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(example = json!({
     "id": "r_000000000000002a", "pool": "docker", "subnet": "10.0.3.0/24", "prefix_len": 24,
@@ -71,30 +119,17 @@ pub struct ConfirmRequest {
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:14:20.123Z",
     "expires_in_ms": 60000, "metadata": null, "token": "9f86d081884c7d659a2feaa0c55ad015"
 }))]
-pub struct ReservationBody {
-    pub id: String,
-    pub pool: String,
-    pub subnet: String,
-    pub prefix_len: u8,
-    /// `reserved`, or `allocated` once confirmed.
-    pub state: String,
-    pub holder: String,
-    pub fencing_token: i64,
-    pub acquired_at: String,
-    /// Null once allocated.
-    pub expires_at: Option<String>,
-    /// Null once allocated.
-    pub expires_in_ms: Option<i64>,
-    pub metadata: Option<Map<String, Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
+pub struct ReservationGrantBody {
+    #[serde(flatten)]
+    pub reservation: ReservationBody,
+    pub token: String,
 }
 
 impl ReservationBody {
-    fn new(r: Reservation, now: Now, with_token: bool) -> Self {
+    fn new(r: Reservation, now: Now) -> Self {
         Self {
             id: r.id(),
-            state: r.state().as_str().to_owned(),
+            state: r.state().into(),
             subnet: r.subnet.to_string(),
             prefix_len: r.subnet.prefix_len(),
             expires_at: r.lease.expires_at.map(|t| now.show(t)),
@@ -104,7 +139,6 @@ impl ReservationBody {
             holder: r.lease.holder,
             fencing_token: r.lease.fencing_token,
             metadata: r.lease.metadata,
-            token: with_token.then_some(r.lease.token),
         }
     }
 }
@@ -113,6 +147,7 @@ impl ReservationBody {
 pub struct ReservationPageBody {
     pub items: Vec<ReservationBody>,
     /// Pass as `cursor` for the next page; null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
@@ -125,14 +160,10 @@ pub struct ReservationPageBody {
     ),
     request_body = ReserveRequest,
     responses(
-        (status = 201, description = "Granted; the answer carries the secret token", body = ReservationBody,
+        (status = 201, description = "Granted; the answer carries the secret token", body = ReservationGrantBody,
             headers(("Location" = String, description = "The reservation: `/v1/pools/{pool}/reservations/{id}`"))),
-        (status = 200, description = "Idempotent replay of a live grant", body = ReservationBody),
-        (status = 400, description = "Invalid request (with `hint` for a subnet with host bits set)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`pool-exhausted` (with `largest_free`) or `subnet-unavailable` (with `conflicts`); Retry-After when a blocking reservation will expire", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`idempotency-key-reused`", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`quota-exceeded`: the token holds its quota of live leases (`limit`, `current`)", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "Idempotent replay of a live grant", body = ReservationGrantBody),
+        SubnetGrantRefusals,
     )
 )]
 pub async fn reserve_subnet(
@@ -169,7 +200,10 @@ pub async fn reserve_subnet(
     Ok(created_or_ok(
         created,
         &location,
-        ReservationBody::new(r, now, true),
+        ReservationGrantBody {
+            token: r.lease.token.clone(),
+            reservation: ReservationBody::new(r, now),
+        },
     ))
 }
 
@@ -179,8 +213,7 @@ pub async fn reserve_subnet(
     params(("pool" = String, Path, description = "The pool name"), PageQuery),
     responses(
         (status = 200, description = "A page of live reservations", body = ReservationPageBody),
-        (status = 400, description = "Invalid query", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`pool-not-found`", body = Problem, content_type = "application/problem+json"),
+        PoolUnknown,
     )
 )]
 pub async fn list_reservations(
@@ -201,7 +234,7 @@ pub async fn list_reservations(
         items: page
             .items
             .into_iter()
-            .map(|r| ReservationBody::new(r, now, false))
+            .map(|r| ReservationBody::new(r, now))
             .collect(),
         next_cursor: page.next,
     }))
@@ -213,7 +246,7 @@ pub async fn list_reservations(
     params(("pool" = String, Path, description = "The pool name"), ("id" = String, Path, description = "The reservation id")),
     responses(
         (status = 200, description = "The reservation", body = ReservationBody),
-        (status = 404, description = "`pool-not-found` or `reservation-not-found`", body = Problem, content_type = "application/problem+json"),
+        ReservationUnknown,
     )
 )]
 pub async fn get_reservation(
@@ -228,7 +261,7 @@ pub async fn get_reservation(
         .get(&pool, &id)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
-    Ok(Json(ReservationBody::new(r, state.leases.moment(), false)))
+    Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
 /// Renew a reservation, keeping its subnet and fencing token. An allocated
@@ -239,9 +272,7 @@ pub async fn get_reservation(
     request_body = RenewRequest,
     responses(
         (status = 200, description = "Renewed", body = ReservationBody),
-        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`pool-not-found`, or `reservation-not-found` for an id this server never issues", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`lease-lost`: the token names no live reservation", body = Problem, content_type = "application/problem+json"),
+        ReservationTokenRefusals,
     )
 )]
 pub async fn renew_reservation(
@@ -257,7 +288,7 @@ pub async fn renew_reservation(
         .renew(&pool, &id, &body.token, body.ttl_ms)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
-    Ok(Json(ReservationBody::new(r, state.leases.moment(), false)))
+    Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
 /// Confirm a reservation: it becomes `allocated` and no longer expires.
@@ -267,8 +298,7 @@ pub async fn renew_reservation(
     request_body = ConfirmRequest,
     responses(
         (status = 200, description = "Allocated (confirming again is a no-op)", body = ReservationBody),
-        (status = 404, description = "`pool-not-found`, or `reservation-not-found` for an id this server never issues", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`lease-lost`: expired first, released, or not this token", body = Problem, content_type = "application/problem+json"),
+        ReservationTokenRefusals,
     )
 )]
 pub async fn confirm_reservation(
@@ -284,7 +314,7 @@ pub async fn confirm_reservation(
         .confirm(&pool, &id, &body.token)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
-    Ok(Json(ReservationBody::new(r, state.leases.moment(), false)))
+    Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
 /// Release a reservation (reserved or allocated).
@@ -294,8 +324,7 @@ pub async fn confirm_reservation(
     request_body = ReleaseRequest,
     responses(
         (status = 204, description = "Released"),
-        (status = 404, description = "`pool-not-found`, or `reservation-not-found` for an id this server never issues", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`lease-lost`", body = Problem, content_type = "application/problem+json"),
+        ReservationTokenRefusals,
     )
 )]
 pub async fn release_reservation(
@@ -320,7 +349,7 @@ pub async fn release_reservation(
     params(("pool" = String, Path, description = "The pool name"), ("id" = String, Path, description = "The reservation id")),
     responses(
         (status = 204, description = "Removed"),
-        (status = 404, description = "`pool-not-found` or `reservation-not-found`", body = Problem, content_type = "application/problem+json"),
+        ReservationUnknown,
     )
 )]
 pub async fn force_release_reservation(

@@ -1,53 +1,38 @@
 //! What the OpenAPI document says beyond the routes' own annotations: the
-//! bearer token and its 401/403 on every `/v1/` operation, and the rules of
-//! the path, header and query parameters that every operation shares.
+//! bearer token on every `/v1/` operation, and the rules of the path, header
+//! and query parameters that every operation shares.
 
+use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{OpenApi, RefOr, Schema};
 
-/// Every `/v1/` operation needs a token when the server has an auth file:
-/// 401 without a valid one; 403 outside the token's scope where the route
-/// names a key or a pool (listings are filtered instead).
+/// Every `/v1/` operation needs a token when the server has an auth file
+/// (its 401 and 403 are among the shared refusals of `refusals`).
 pub(super) fn add_auth(doc: &mut OpenApi) {
-    use utoipa::openapi::Header;
     use utoipa::openapi::security::SecurityRequirement;
-    for (path, item) in doc.paths.paths.iter_mut() {
-        if !path.starts_with("/v1/") {
-            continue;
-        }
-        let names_resource = path.contains('{');
-        let ops = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.delete,
-        ];
-        for op in ops.into_iter().flatten() {
+    for (path, op) in operations(doc) {
+        if path.starts_with("/v1/") {
             op.security = Some(vec![SecurityRequirement::new(
                 "bearerAuth",
                 Vec::<String>::new(),
             )]);
-            let unauthorized = problem("`unauthorized`: no token, or one the server does not know")
-                .header(
-                    "WWW-Authenticate",
-                    Header::new(
-                        utoipa::openapi::ObjectBuilder::new()
-                            .schema_type(utoipa::openapi::schema::Type::String),
-                    ),
-                )
-                .build();
-            let responses = &mut op.responses.responses;
-            responses.insert("401".to_owned(), unauthorized.into());
-            if names_resource {
-                responses.insert(
-                    "403".to_owned(),
-                    problem("`forbidden`: the key or pool is outside the token's scope, the token is read-only, or the operation needs an admin token")
-                        .build()
-                        .into(),
-                );
-            }
         }
     }
+}
+
+/// Every operation of the document, with its path.
+pub(super) fn operations(doc: &mut OpenApi) -> impl Iterator<Item = (&str, &mut Operation)> {
+    doc.paths.paths.iter_mut().flat_map(|(path, item)| {
+        [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+        ]
+        .into_iter()
+        .flatten()
+        .map(move |op| (path.as_str(), op))
+    })
 }
 
 /// The schema of a shared parameter, by name: the rules the server checks
@@ -77,45 +62,14 @@ fn parameter_schema(name: &str) -> Option<Schema> {
 }
 
 pub(super) fn constrain_parameters(doc: &mut OpenApi) {
-    for item in doc.paths.paths.values_mut() {
-        let ops = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.delete,
-        ];
-        for op in ops.into_iter().flatten() {
-            let mut names_path_parameter = false;
-            for parameter in op.parameters.iter_mut().flatten() {
-                let RefOr::T(parameter) = parameter else {
-                    continue;
-                };
-                if let Some(schema) = parameter_schema(&parameter.name) {
-                    parameter.schema = Some(RefOr::T(schema));
-                }
-                names_path_parameter |= matches!(
-                    parameter.parameter_in,
-                    utoipa::openapi::path::ParameterIn::Path
-                );
-            }
-            if names_path_parameter {
-                op.responses
-                    .responses
-                    .entry("400".to_owned())
-                    .or_insert_with(|| {
-                        problem("`invalid-request`: a path parameter breaks its rules (`field` names it)")
-                            .build()
-                            .into()
-                    });
+    for (_, op) in operations(doc) {
+        for parameter in op.parameters.iter_mut().flatten() {
+            let RefOr::T(parameter) = parameter else {
+                continue;
+            };
+            if let Some(schema) = parameter_schema(&parameter.name) {
+                parameter.schema = Some(RefOr::T(schema));
             }
         }
     }
-}
-
-fn problem(description: &str) -> utoipa::openapi::ResponseBuilder {
-    use utoipa::openapi::{Content, Ref, ResponseBuilder};
-    ResponseBuilder::new().description(description).content(
-        "application/problem+json",
-        Content::new(Some(Ref::from_schema_name("Problem"))),
-    )
 }

@@ -24,6 +24,7 @@ mod refusals;
 mod request_ids;
 mod restarts;
 mod scopes;
+mod spec_answers;
 mod sqlite;
 mod subnets;
 mod unknown_reservations;
@@ -46,6 +47,7 @@ fn main() {
         request_ids::tests(),
         restarts::tests(),
         scopes::tests(),
+        spec_answers::tests(),
         subnets::tests(),
         unknown_reservations::tests(),
         waiting::tests(),

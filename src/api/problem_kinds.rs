@@ -1,0 +1,232 @@
+//! The catalogue of every problem `type` the server answers: its status,
+//! what it means, whether it comes with `Retry-After`, and its extension
+//! fields. The server builds its problems in `error`, `problems` and `auth`;
+//! `problem_schemas` describes each entry here in the OpenAPI document, and
+//! the contract tests hold the server's answers to those descriptions.
+
+/// The type of an extension field.
+#[derive(Clone, Copy)]
+pub(super) enum Ty {
+    Text,
+    Int,
+    Bool,
+    Texts,
+    /// Text that takes one of these values.
+    OneOf(&'static [&'static str]),
+    /// An object of text labels.
+    Labels,
+    /// A schema of the document, by name.
+    Named(&'static str),
+    /// An array of a schema of the document, by name.
+    ListOf(&'static str),
+}
+
+pub(super) struct Field {
+    pub name: &'static str,
+    pub ty: Ty,
+    /// Present in every problem of the type.
+    pub required: bool,
+    pub nullable: bool,
+    pub doc: &'static str,
+}
+
+/// One problem `type`: `/problems/{name}`.
+pub struct Kind {
+    pub name: &'static str,
+    pub status: u16,
+    /// What it means, in the description of the responses that carry it.
+    pub summary: &'static str,
+    /// Answered with `Retry-After` (always, or when the refusal clears by itself).
+    pub retry_after: bool,
+    pub(super) fields: &'static [Field],
+}
+
+const fn field(
+    name: &'static str,
+    ty: Ty,
+    required: bool,
+    nullable: bool,
+    doc: &'static str,
+) -> Field {
+    Field {
+        name,
+        ty,
+        required,
+        nullable,
+        doc,
+    }
+}
+
+const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Field {
+    field(name, ty, true, false, doc)
+}
+
+/// Always present, and null where there is nothing to name.
+const fn null(name: &'static str, ty: Ty, doc: &'static str) -> Field {
+    field(name, ty, true, true, doc)
+}
+
+const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Field {
+    field(name, ty, false, false, doc)
+}
+
+const fn kind(
+    name: &'static str,
+    status: u16,
+    summary: &'static str,
+    fields: &'static [Field],
+) -> Kind {
+    Kind {
+        name,
+        status,
+        summary,
+        retry_after: false,
+        fields,
+    }
+}
+
+/// `kind`, answered with `Retry-After`: its refusal may clear by itself.
+const fn clears(kind: Kind) -> Kind {
+    Kind {
+        retry_after: true,
+        ..kind
+    }
+}
+
+const POOL: Field = req("pool", Ty::Text, "The pool named by the request.");
+const KEY: Field = req("key", Ty::Text, "The lock key named by the request.");
+const SHED: &[&str] = &["in_flight", "waiters", "client_in_flight", "connections"];
+const ACCESS: &[&str] = &["read-only", "read-write"];
+
+// One entry a few lines long reads better than rustfmt's one argument a line.
+#[rustfmt::skip]
+pub const KINDS: &[Kind] = &[
+    kind("invalid-request", 400, "the request breaks a rule (`field` names the field, header, \
+        path or query parameter; `hint` suggests a correction where there is one)", &[
+        req("field", Ty::Text, "The field, header, path or query parameter at fault, such as \
+            `ttl_ms`, `key` or `body`."),
+        opt("hint", Ty::Text, "A corrected value, such as the aligned subnet of one with host \
+            bits set."),
+    ]),
+    kind("malformed-json", 400, "the body is not valid JSON", &[]),
+    kind("unauthorized", 401, "no token, or one the server does not know", &[]),
+    kind("forbidden", 403, "the key or pool is outside the token's scope, the token is \
+        read-only, or the operation needs an admin token", &[
+        req("token", Ty::Text, "The name of the token."),
+        opt("lock", Ty::Text, "The lock key that was refused."),
+        opt("pool", Ty::Text, "The pool that was refused."),
+        req("lock_prefixes", Ty::Texts, "The key prefixes the token may use."),
+        req("pools", Ty::Texts, "The pools the token may use (`*`: every pool)."),
+        req("access", Ty::OneOf(ACCESS), "What the token may do."),
+        req("admin", Ty::Bool, "Whether the token may force releases and delete pools."),
+    ]),
+    kind("not-found", 404, "no such route", &[]),
+    kind("lock-not-found", 404, "the key is not held", &[]),
+    kind("pool-not-found", 404, "no such pool", &[POOL]),
+    kind("reservation-not-found", 404, "the pool has no such live reservation", &[
+        POOL,
+        null("id", Ty::Text, "The reservation id."),
+    ]),
+    kind("method-not-allowed", 405, "the route does not take this method", &[]),
+    kind("request-timeout", 408, "the body did not arrive within the body timeout", &[]),
+    kind("lease-lost", 409, "the token names no live lease: it expired, was released, or was \
+        taken over", &[]),
+    clears(kind("lock-held", 409, "the key is held, or kept by its lock delay (`available_at` says \
+        until when)", &[
+        KEY,
+        null("holder", Ty::Text, "The holder of the oldest live lease; null while a lock delay \
+            keeps the key."),
+        null("expires_at", Ty::Text, "When the oldest live lease expires; null while a lock \
+            delay keeps the key."),
+        req("available_at", Ty::Text, "When the key may next be granted, if nothing renews it."),
+        opt("holders", Ty::ListOf("ProblemHolder"), "Every live lease on the key."),
+        opt("reason", Ty::OneOf(&["lock-delay"]), "Present when a lock delay keeps the key."),
+    ])),
+    clears(kind("limit-mismatch", 409, "the key is held with another `max_holders`", &[
+        KEY,
+        null("max_holders", Ty::Int, "The limit the key is held with; null: a plain lock."),
+    ])),
+    clears(kind("pool-exhausted", 409, "no free block that large outside the excludes \
+        (`largest_free` is the largest there is)", &[
+        POOL,
+        null("largest_free", Ty::Text, "The largest free aligned block, or null."),
+    ])),
+    clears(kind("subnet-unavailable", 409, "the subnet overlaps live reservations (`conflicts`) or \
+        an excluded network", &[
+        POOL,
+        req("conflicts", Ty::ListOf("ProblemConflict"), "The live reservations it overlaps."),
+        opt("more_conflicts", Ty::Bool, "More reservations overlap than `conflicts` lists."),
+        opt("excluded", Ty::Texts, "The excluded networks it overlaps."),
+    ])),
+    kind("pool-conflict", 409, "the pool exists with another cidr or labels (`differs` names \
+        them)", &[
+        POOL,
+        req("differs", Ty::Texts, "What differs: `cidr`, `labels`."),
+        req("cidr", Ty::Text, "The existing pool's cidr."),
+        req("labels", Ty::Labels, "The existing pool's labels."),
+    ]),
+    clears(kind("pool-in-use", 409, "the pool has live reservations", &[
+        POOL,
+        req("reserved_count", Ty::Int, "Live reservations not yet confirmed."),
+        req("allocated_count", Ty::Int, "Confirmed reservations."),
+    ])),
+    kind("payload-too-large", 413, "the body exceeds 64 KiB", &[]),
+    kind("unsupported-media-type", 415, "the body must be JSON", &[]),
+    kind("idempotency-key-reused", 422, "the Idempotency-Key holds another request's lease", &[]),
+    kind("quota-exceeded", 429, "the token holds its quota of live leases", &[
+        req("limit", Ty::Int, "How many live leases the token may hold."),
+        req("current", Ty::Int, "How many it holds."),
+    ]),
+    kind("request-header-fields-too-large", 431, "the request line and headers are too large", &[
+        req("limit", Ty::Int, "The bound, in bytes."),
+    ]),
+    kind("internal", 500, "the server failed; it logged why", &[]),
+    clears(kind("storage-unavailable", 503, "the database cannot be used now", &[])),
+    clears(kind("overloaded", 503, "the server is at one of its load bounds (`reason` names it)", &[
+        req("reason", Ty::OneOf(SHED), "The bound: requests in flight, waiting acquires, the \
+            caller's share of requests in flight, or connections."),
+    ])),
+];
+
+/// The objects that extension fields list, by schema name.
+#[rustfmt::skip]
+pub(super) const NESTED: &[(&str, &str, &[Field])] = &[
+    ("ProblemHolder", "A live lease on a key that refused a grant.", &[
+        req("holder", Ty::Text, "Free text naming the client."),
+        req("fencing_token", Ty::Int, "Its fencing token."),
+        null("expires_at", Ty::Text, "When it expires."),
+        null("expires_in_ms", Ty::Int, "How long it has left."),
+    ]),
+    ("ProblemConflict", "A live reservation that overlaps the requested subnet.", &[
+        req("id", Ty::Text, "The reservation id."),
+        req("subnet", Ty::Text, "Its subnet."),
+        req("holder", Ty::Text, "Free text naming the client."),
+        req("state", Ty::Named("ReservationState"), "`reserved`, or `allocated` once confirmed."),
+        null("expires_at", Ty::Text, "When it expires; null once allocated."),
+    ]),
+];
+
+impl Kind {
+    /// The `type` the server answers.
+    pub fn uri(&self) -> String {
+        format!("/problems/{}", self.name)
+    }
+
+    /// The name of its schema: `lock-held` → `LockHeldProblem`.
+    pub fn schema_name(&self) -> String {
+        let words = self.name.split('-');
+        let mut name: String = words
+            .map(|word| word[..1].to_ascii_uppercase() + &word[1..])
+            .collect();
+        name.push_str("Problem");
+        name
+    }
+
+    /// The entry of `name`; every name the code passes is in the catalogue.
+    pub fn named(name: &str) -> &'static Kind {
+        KINDS
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("no problem type {name} in the catalogue"))
+    }
+}
