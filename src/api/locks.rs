@@ -12,6 +12,7 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::auth::Caller;
+use super::commands::renewal_ttl;
 use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
@@ -20,9 +21,10 @@ use super::refusals::{LockGrantRefusals, LockNotHeld, LockTokenRefusals, QueryRe
 use crate::auth::Need;
 use crate::domain::LockMode;
 use crate::domain::lock::LockLease;
+use crate::domain::names::LockKey;
 use crate::domain::paths;
 use crate::domain::time::Now;
-use crate::leases::{AcquireLock, Acquired};
+use crate::leases::Acquired;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -225,21 +227,17 @@ pub async fn acquire_lock(
     AppJson(body): AppJson<AcquireRequest>,
 ) -> Result<Response, Problem> {
     caller.lock(&key, Need::Write)?;
-    let request = AcquireLock {
-        key: key.clone(),
-        holder: body.holder,
-        ttl_ms: body.ttl_ms,
-        mode: body.mode.unwrap_or_default().into(),
-        max_holders: body.max_holders,
-        lock_delay_ms: body.lock_delay_ms.unwrap_or(0),
-        metadata: body.metadata,
-        idempotency_key: idempotency_key(&headers)?,
-        owner: caller.owner(),
-    };
+    let idempotency_key = idempotency_key(&headers)?;
+    let (request, wait_ms) = body.parse(
+        key.clone(),
+        idempotency_key,
+        caller.owner(),
+        &state.leases.limits,
+    )?;
     let acquired = state
         .leases
         .locks()
-        .acquire(request, body.wait_ms.unwrap_or(0))
+        .acquire(request, wait_ms)
         .await
         .map_err(|e| lease_problem(&key, e))?;
     let now = state.leases.moment();
@@ -271,10 +269,12 @@ pub async fn renew_lock(
     AppJson(body): AppJson<RenewRequest>,
 ) -> Result<Json<LockLeaseBody>, Problem> {
     caller.lock(&key, Need::Write)?;
+    let key = LockKey::parse(key)?;
+    let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
     let lease = state
         .leases
         .locks()
-        .renew(&key, &body.token, body.ttl_ms)
+        .renew(&key, &body.token, ttl)
         .await
         .map_err(|e| lease_problem(&key, e))?;
     Ok(Json(LockLeaseBody::new(lease, state.leases.moment())))
@@ -297,6 +297,7 @@ pub async fn release_lock(
     AppJson(body): AppJson<ReleaseRequest>,
 ) -> Result<StatusCode, Problem> {
     caller.lock(&key, Need::Write)?;
+    let key = LockKey::parse(key)?;
     state
         .leases
         .locks()
@@ -321,6 +322,7 @@ pub async fn get_lock(
     AppPath(key): AppPath<String>,
 ) -> Result<Json<LockLeaseBody>, Problem> {
     caller.lock(&key, Need::Read)?;
+    let key = LockKey::parse(key)?;
     let held = state
         .leases
         .locks()
@@ -398,6 +400,7 @@ pub async fn force_release_lock(
     AppPath(key): AppPath<String>,
 ) -> Result<StatusCode, Problem> {
     caller.lock(&key, Need::Admin)?;
+    let key = LockKey::parse(key)?;
     state
         .leases
         .locks()

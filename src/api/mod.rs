@@ -14,6 +14,7 @@ use crate::auth::Tokens;
 use crate::leases::Leases;
 
 pub mod auth;
+mod commands;
 pub mod cors;
 pub mod created;
 pub mod docs;

@@ -20,6 +20,7 @@ use super::problems::subnet_problem;
 use super::refusals::{PoolDefinitionRefusals, PoolDeleteRefusals, PoolUnknown, QueryRefusals};
 use crate::auth::Need;
 use crate::domain::cidr::Family;
+use crate::domain::names::PoolName;
 use crate::domain::paths;
 use crate::domain::subnet::{Pool, PoolUsage};
 use crate::domain::time::rfc3339_ms;
@@ -148,6 +149,7 @@ pub async fn put_pool(
     AppJson(body): AppJson<PutPoolRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
+    let pool = PoolName::parse(pool)?;
     let put = state
         .leases
         .subnets()
@@ -177,6 +179,7 @@ pub async fn get_pool(
     AppPath(pool): AppPath<String>,
 ) -> Result<Json<PoolBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
+    let pool = PoolName::parse(pool)?;
     let usage = state
         .leases
         .subnets()
@@ -229,6 +232,7 @@ pub async fn delete_pool(
     AppPath(pool): AppPath<String>,
 ) -> Result<StatusCode, Problem> {
     caller.pool(&pool, Need::Admin)?;
+    let pool = PoolName::parse(pool)?;
     state
         .leases
         .subnets()

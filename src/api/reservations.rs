@@ -23,10 +23,11 @@ use super::refusals::{
     PoolUnknown, ReservationTokenRefusals, ReservationUnknown, SubnetGrantRefusals,
 };
 use crate::auth::Need;
+use crate::domain::names::PoolName;
 use crate::domain::paths;
 use crate::domain::subnet::{self, Reservation};
 use crate::domain::time::Now;
-use crate::leases::{ReserveSubnet, Reserved};
+use crate::leases::Reserved;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -174,17 +175,13 @@ pub async fn reserve_subnet(
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let request = ReserveSubnet {
-        pool: pool.clone(),
-        holder: body.holder,
-        prefix_len: body.prefix_len,
-        subnet: body.subnet,
-        ttl_ms: body.ttl_ms,
-        exclude: body.exclude.unwrap_or_default(),
-        metadata: body.metadata,
-        idempotency_key: idempotency_key(&headers)?,
-        owner: caller.owner(),
-    };
+    let idempotency_key = idempotency_key(&headers)?;
+    let request = body.parse(
+        pool.clone(),
+        idempotency_key,
+        caller.owner(),
+        &state.leases.limits,
+    )?;
     let reserved = state
         .leases
         .subnets()
@@ -223,6 +220,7 @@ pub async fn list_reservations(
     AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<Json<ReservationPageBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
+    let pool = PoolName::parse(pool)?;
     let page = state
         .leases
         .subnets()
@@ -255,6 +253,7 @@ pub async fn get_reservation(
     AppPath((pool, id)): AppPath<(String, String)>,
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
+    let pool = PoolName::parse(pool)?;
     let r = state
         .leases
         .subnets()
@@ -282,6 +281,7 @@ pub async fn renew_reservation(
     AppJson(body): AppJson<RenewRequest>,
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Write)?;
+    let pool = PoolName::parse(pool)?;
     let r = state
         .leases
         .subnets()
@@ -308,6 +308,7 @@ pub async fn confirm_reservation(
     AppJson(body): AppJson<ConfirmRequest>,
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Write)?;
+    let pool = PoolName::parse(pool)?;
     let r = state
         .leases
         .subnets()
@@ -334,6 +335,7 @@ pub async fn release_reservation(
     AppJson(body): AppJson<ReleaseRequest>,
 ) -> Result<StatusCode, Problem> {
     caller.pool(&pool, Need::Write)?;
+    let pool = PoolName::parse(pool)?;
     state
         .leases
         .subnets()
@@ -358,6 +360,7 @@ pub async fn force_release_reservation(
     AppPath((pool, id)): AppPath<(String, String)>,
 ) -> Result<StatusCode, Problem> {
     caller.pool(&pool, Need::Admin)?;
+    let pool = PoolName::parse(pool)?;
     state
         .leases
         .subnets()

@@ -6,6 +6,7 @@ pub mod cidr;
 pub mod grant;
 pub mod lease;
 pub mod lock;
+pub mod names;
 pub mod paths;
 pub mod subnet;
 pub mod time;

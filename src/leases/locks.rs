@@ -7,6 +7,7 @@ use tokio::sync::oneshot;
 
 use super::{LeaseError, Leases, new_token};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
+use crate::domain::names::{LockKey, Ttl};
 use crate::domain::{Millis, validate};
 use crate::store::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::telemetry::Metrics;
@@ -29,25 +30,6 @@ pub struct LockService<'a> {
 }
 
 impl LockService<'_> {
-    fn validate(&self, req: &AcquireLock, wait_ms: Millis) -> Result<(), LeaseError> {
-        let limits = &self.leases.limits;
-        validate::key(&req.key)?;
-        validate::holder(&req.holder)?;
-        validate::ttl("ttl_ms", req.ttl_ms, limits.max_ttl_ms)?;
-        validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
-        validate::duration_up_to("lock_delay_ms", req.lock_delay_ms, limits.max_ttl_ms)?;
-        if req.max_holders == Some(0) {
-            return Err(validate::InvalidInput::new("max_holders", "must be at least 1").into());
-        }
-        if let Some(m) = &req.metadata {
-            validate::metadata(m)?;
-        }
-        if let Some(k) = &req.idempotency_key {
-            validate::idempotency_key(k)?;
-        }
-        Ok(())
-    }
-
     /// Grants the key now, or waits up to `wait_ms` in first-come order.
     pub async fn acquire(&self, req: AcquireLock, wait_ms: Millis) -> Result<Acquired, LeaseError> {
         let waits = wait_ms > 0;
@@ -77,7 +59,6 @@ impl LockService<'_> {
         new: AcquireLock,
         wait_ms: Millis,
     ) -> Result<Acquired, LeaseError> {
-        self.validate(&new, wait_ms)?;
         let leases = self.leases;
         // Drawn once: every attempt of this request grants the same token.
         let token = new_token();
@@ -187,11 +168,10 @@ impl LockService<'_> {
             .await?;
         let owner = new.owner.as_ref().map(|o| &o.name);
         // Another token's lease with the same key is none of this caller's.
-        match held
-            .into_iter()
-            .find(|l| l.idempotency_key.as_ref() == Some(idem) && l.owner.as_ref() == owner)
-        {
-            Some(lease) if lease.lease.holder != new.holder => {
+        match held.into_iter().find(|l| {
+            l.idempotency_key.as_deref() == Some(idem.as_str()) && l.owner.as_ref() == owner
+        }) {
+            Some(lease) if lease.lease.holder != new.holder.as_str() => {
                 Err(LeaseError::IdempotencyMismatch {
                     holder: lease.lease.holder,
                 })
@@ -225,26 +205,21 @@ impl LockService<'_> {
 
     pub async fn renew(
         &self,
-        key: &str,
+        key: &LockKey,
         token: &str,
-        ttl_ms: Option<Millis>,
+        ttl: Option<Ttl>,
     ) -> Result<LockLease, LeaseError> {
-        validate::key(key)?;
-        if let Some(ttl) = ttl_ms {
-            validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
-        }
         let now = self.leases.now();
         let lease = self
             .leases
             .store
-            .renew_lock(key, token, ttl_ms, now)
+            .renew_lock(key, token, ttl.map(Ttl::ms), now)
             .await?;
         Metrics::inc(&self.leases.metrics.lock_renewals);
         Ok(lease)
     }
 
-    pub async fn release(&self, key: &str, token: &str) -> Result<(), LeaseError> {
-        validate::key(key)?;
+    pub async fn release(&self, key: &LockKey, token: &str) -> Result<(), LeaseError> {
         let now = self.leases.now();
         self.leases.store.release_lock(key, token, now).await?;
         Metrics::inc(&self.leases.metrics.lock_releases);
@@ -253,8 +228,7 @@ impl LockService<'_> {
     }
 
     /// The live leases on a key, oldest first; `NotFound` when it is not held.
-    pub async fn inspect(&self, key: &str) -> Result<Vec<LockLease>, LeaseError> {
-        validate::key(key)?;
+    pub async fn inspect(&self, key: &LockKey) -> Result<Vec<LockLease>, LeaseError> {
         let now = self.leases.now();
         let held = self.leases.store.get_lock(key, now).await?;
         if held.is_empty() {
@@ -316,8 +290,7 @@ impl LockService<'_> {
         Ok(LockPage { items, next })
     }
 
-    pub async fn force_release(&self, key: &str) -> Result<u64, LeaseError> {
-        validate::key(key)?;
+    pub async fn force_release(&self, key: &LockKey) -> Result<u64, LeaseError> {
         let now = self.leases.now();
         let removed = self.leases.store.force_release_lock(key, now).await?;
         Metrics::inc(&self.leases.metrics.lock_force_releases);

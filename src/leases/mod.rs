@@ -20,11 +20,12 @@ pub mod subnets;
 pub mod waiters;
 
 pub use crate::store::AcquireLock;
+pub use crate::store::ReserveSubnet;
 pub use crate::token::new_token;
 pub use admission::{Admission, Shed};
 pub use locks::{Acquired, LockService};
 pub use shares::ClientId;
-pub use subnets::{Page, PutPool, ReserveSubnet, Reserved, SubnetService};
+pub use subnets::{Page, PutPool, Reserved, SubnetService};
 pub use waiters::{WaiterStats, Waiters};
 
 /// Server-side bounds on what clients may ask.

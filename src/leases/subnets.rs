@@ -3,33 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
-
 use super::{LeaseError, Leases, new_token};
-use crate::domain::allocator::Want;
+use crate::domain::names::PoolName;
 use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
 use crate::domain::{InvalidInput, Millis, validate};
 use crate::store::{
-    DeletePoolOutcome, LeaseOwner, NewReservation, PutPoolOutcome, ReservationQuery,
-    ReserveOutcome, StoreError,
+    DeletePoolOutcome, PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet, StoreError,
 };
 use crate::telemetry::Metrics;
-
-/// A reserve request as the service takes it.
-#[derive(Debug, Clone, Default)]
-pub struct ReserveSubnet {
-    pub pool: String,
-    pub holder: String,
-    pub prefix_len: Option<u8>,
-    pub subnet: Option<String>,
-    /// The server's default TTL when `None`.
-    pub ttl_ms: Option<Millis>,
-    pub exclude: Vec<String>,
-    pub metadata: Option<Map<String, Value>>,
-    pub idempotency_key: Option<String>,
-    /// The API token asking, when the server runs with an auth file.
-    pub owner: Option<LeaseOwner>,
-}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reserved {
@@ -97,17 +78,16 @@ impl SubnetService<'_> {
 
     pub async fn put_pool(
         &self,
-        name: &str,
+        name: &PoolName,
         cidr: &str,
         labels: Option<BTreeMap<String, String>>,
     ) -> Result<PutPool, LeaseError> {
-        subnet::pool_name(name)?;
         let cidr = subnet::cidr("cidr", cidr)?;
         let labels = labels.unwrap_or_default();
         subnet::labels(&labels)?;
         let now = self.now();
         let pool = Pool {
-            name: name.to_owned(),
+            name: name.as_str().to_owned(),
             cidr,
             labels,
             created_at: now,
@@ -121,8 +101,7 @@ impl SubnetService<'_> {
         }
     }
 
-    pub async fn pool(&self, name: &str) -> Result<PoolUsage, LeaseError> {
-        subnet::pool_name(name)?;
+    pub async fn pool(&self, name: &PoolName) -> Result<PoolUsage, LeaseError> {
         Ok(self.leases.store.get_pool_usage(name, self.now()).await?)
     }
 
@@ -161,8 +140,7 @@ impl SubnetService<'_> {
         }))
     }
 
-    pub async fn delete_pool(&self, name: &str) -> Result<(), LeaseError> {
-        subnet::pool_name(name)?;
+    pub async fn delete_pool(&self, name: &PoolName) -> Result<(), LeaseError> {
         let now = self.now();
         match self.leases.store.delete_pool(name, now).await? {
             DeletePoolOutcome::Deleted => Ok(()),
@@ -179,49 +157,11 @@ impl SubnetService<'_> {
         }
     }
 
-    fn want(req: &ReserveSubnet) -> Result<Want, InvalidInput> {
-        match (req.prefix_len, &req.subnet) {
-            (Some(len), None) => Ok(Want::PrefixLen(len)),
-            (None, Some(text)) => Ok(Want::Subnet(subnet::cidr("subnet", text)?)),
-            (Some(_), Some(_)) => Err(InvalidInput::new(
-                "subnet",
-                "give either prefix_len or subnet, not both",
-            )),
-            (None, None) => Err(InvalidInput::new(
-                "prefix_len",
-                "is required unless a subnet is named",
-            )),
-        }
-    }
-
-    pub async fn reserve(&self, req: ReserveSubnet) -> Result<Reserved, LeaseError> {
-        let limits = &self.leases.limits;
-        subnet::pool_name(&req.pool)?;
-        validate::holder(&req.holder)?;
-        let want = Self::want(&req)?;
-        let ttl_ms = req.ttl_ms.unwrap_or(limits.default_ttl_ms);
-        validate::ttl("ttl_ms", ttl_ms, limits.max_ttl_ms)?;
-        let excludes = subnet::excludes(&req.exclude)?;
-        if let Some(m) = &req.metadata {
-            validate::metadata(m)?;
-        }
-        if let Some(k) = &req.idempotency_key {
-            validate::idempotency_key(k)?;
-        }
-        let new = NewReservation {
-            pool: req.pool,
-            want,
-            excludes,
-            holder: req.holder,
-            token: new_token(),
-            ttl_ms,
-            metadata: req.metadata,
-            idempotency_key: req.idempotency_key,
-            owner: req.owner,
-        };
+    pub async fn reserve(&self, new: ReserveSubnet) -> Result<Reserved, LeaseError> {
+        let token = new_token();
         let now = self.now();
         let metrics = &self.leases.metrics;
-        match self.leases.store.reserve_subnet(new, now).await? {
+        match self.leases.store.reserve_subnet(new, token, now).await? {
             ReserveOutcome::Granted(r) => {
                 Metrics::inc(&metrics.reservation_grants);
                 Ok(Reserved::Granted(r))
@@ -240,18 +180,17 @@ impl SubnetService<'_> {
 
     pub async fn list(
         &self,
-        pool: &str,
+        pool: &PoolName,
         limit: Option<u32>,
         cursor: Option<&str>,
     ) -> Result<Page<Reservation>, LeaseError> {
-        subnet::pool_name(pool)?;
         let limit = self.page_limit(limit)?;
         let after = cursor.map(subnet::decode_cursor).transpose()?;
         if after.as_ref().is_some_and(|a| a.len() != 16) {
             return Err(cursor_error().into());
         }
         let query = ReservationQuery {
-            pool: pool.to_owned(),
+            pool: pool.as_str().to_owned(),
             after,
             limit: limit + 1,
         };
@@ -265,8 +204,7 @@ impl SubnetService<'_> {
         }))
     }
 
-    pub async fn get(&self, pool: &str, id: &str) -> Result<Reservation, LeaseError> {
-        subnet::pool_name(pool)?;
+    pub async fn get(&self, pool: &PoolName, id: &str) -> Result<Reservation, LeaseError> {
         let now = self.now();
         (self.leases.store.get_reservation(pool, id, now).await).map_err(reservation_error)
     }
@@ -275,12 +213,11 @@ impl SubnetService<'_> {
     /// extend and comes back unchanged.
     pub async fn renew(
         &self,
-        pool: &str,
+        pool: &PoolName,
         id: &str,
         token: &str,
         ttl_ms: Option<Millis>,
     ) -> Result<Reservation, LeaseError> {
-        subnet::pool_name(pool)?;
         issued_id(id)?;
         if let Some(ttl) = ttl_ms {
             validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
@@ -292,11 +229,10 @@ impl SubnetService<'_> {
 
     pub async fn confirm(
         &self,
-        pool: &str,
+        pool: &PoolName,
         id: &str,
         token: &str,
     ) -> Result<Reservation, LeaseError> {
-        subnet::pool_name(pool)?;
         issued_id(id)?;
         let now = self.now();
         let store = &self.leases.store;
@@ -306,8 +242,7 @@ impl SubnetService<'_> {
         Ok(r)
     }
 
-    pub async fn release(&self, pool: &str, id: &str, token: &str) -> Result<(), LeaseError> {
-        subnet::pool_name(pool)?;
+    pub async fn release(&self, pool: &PoolName, id: &str, token: &str) -> Result<(), LeaseError> {
         issued_id(id)?;
         let now = self.now();
         let store = &self.leases.store;
@@ -316,8 +251,7 @@ impl SubnetService<'_> {
         Ok(())
     }
 
-    pub async fn force_release(&self, pool: &str, id: &str) -> Result<(), LeaseError> {
-        subnet::pool_name(pool)?;
+    pub async fn force_release(&self, pool: &PoolName, id: &str) -> Result<(), LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
         (store.force_release_reservation(pool, id, now).await).map_err(reservation_error)?;

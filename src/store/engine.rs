@@ -10,7 +10,7 @@ use super::dialect::{Atomicity, Dialect};
 use super::reservations::Update;
 use super::{
     AcquireLock, AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery,
-    NewReservation, PutPoolOutcome, ReservationQuery, ReserveOutcome, Resumed, Store, StoreError,
+    PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet, Resumed, Store, StoreError,
     StoreResult,
 };
 use super::{locks, owners, pools, reservations, sql, subnets};
@@ -140,12 +140,13 @@ impl<D: Dialect> Store for D {
 
     async fn reserve_subnet(
         &self,
-        new: NewReservation,
+        new: ReserveSubnet,
+        token: String,
         now: Millis,
     ) -> StoreResult<ReserveOutcome> {
         self.write(
             Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(subnets::reserve::<D>(c, fx, new, now))),
+            Box::new(move |c, fx| Box::pin(subnets::reserve::<D>(c, fx, new, token, now))),
         )
         .await
     }

@@ -36,11 +36,14 @@ pub async fn acquire<D: Dialect>(
              WHERE key = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND expires_at > $3"
         );
         let replay = conn
-            .row(sql, args![&new.key, idem, now, owner_name(&new.owner)])
+            .row(
+                sql,
+                args![new.key.as_str(), idem.as_str(), now, owner_name(&new.owner)],
+            )
             .await?;
         if let Some(row) = replay {
             let lease = rows::lock(&row)?;
-            if lease.lease.holder != new.holder {
+            if lease.lease.holder != new.holder.as_str() {
                 return Err(StoreError::IdempotencyMismatch {
                     holder: lease.lease.holder,
                 });
@@ -64,7 +67,7 @@ pub async fn acquire<D: Dialect>(
     }
     let sql =
         format!("SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 ORDER BY fencing_token");
-    let mut rows = rows::locks(&conn.rows(sql, args![&new.key]).await?)?;
+    let mut rows = rows::locks(&conn.rows(sql, args![new.key.as_str()]).await?)?;
     let absent = rows.iter().any(|r| r.gone_at() <= now);
     rows.retain(|r| r.gone_at() > now);
     let claim = Claim {
@@ -79,7 +82,7 @@ pub async fn acquire<D: Dialect>(
         fx.expired_locks += conn
             .execute(
                 "DELETE FROM lock_leases WHERE key = $1 AND gone_at <= $2",
-                args![&new.key, now],
+                args![new.key.as_str(), now],
             )
             .await?;
     }
@@ -109,16 +112,16 @@ async fn insert<D: Dialect>(
 ) -> StoreResult<Option<i64>> {
     let metadata = metadata_text(&new.metadata);
     let args = args![
-        &new.key,
-        &new.holder,
+        new.key.as_str(),
+        new.holder.as_str(),
         token,
         new.mode.as_str(),
         new.max_holders.map(i64::from),
         now,
-        new.ttl_ms,
+        new.ttl.ms(),
         new.lock_delay_ms,
         &metadata,
-        &new.idempotency_key,
+        new.idempotency_key.as_deref(),
         only_if_free,
         owner_name(&new.owner),
     ];

@@ -8,6 +8,7 @@ use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
 use crate::domain::grant::{self, Quota, Refused};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
+use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
@@ -120,16 +121,17 @@ pub struct LeaseOwner {
 /// A lock lease to grant: what an acquire asks for, as the service and the
 /// store both take it (the service adds how long to wait, the store the
 /// secret token the service drew).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AcquireLock {
-    pub key: String,
-    pub holder: String,
-    pub ttl_ms: Millis,
+    pub key: LockKey,
+    pub holder: Holder,
+    pub ttl: Ttl,
     pub mode: LockMode,
+    /// At least 1.
     pub max_holders: Option<u32>,
     pub lock_delay_ms: Millis,
     pub metadata: Option<Map<String, Value>>,
-    pub idempotency_key: Option<String>,
+    pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
 }
@@ -139,19 +141,19 @@ impl AcquireLock {
     /// `fencing_token` at `now`.
     pub fn granted(self, token: String, now: Millis, fencing_token: i64) -> LockLease {
         LockLease {
-            key: self.key,
+            key: self.key.into_string(),
             lease: Lease::granted(
-                self.holder,
+                self.holder.into_string(),
                 token,
                 fencing_token,
                 now,
-                self.ttl_ms,
+                self.ttl.ms(),
                 self.metadata,
             ),
             mode: self.mode,
             max_holders: self.max_holders,
             lock_delay_ms: self.lock_delay_ms,
-            idempotency_key: self.idempotency_key,
+            idempotency_key: self.idempotency_key.map(IdempotencyKey::into_string),
             owner: self.owner.map(|o| o.name),
         }
     }
@@ -193,18 +195,18 @@ pub struct LockQuery {
     pub limit: u32,
 }
 
-/// A reservation to grant, with its secret token already drawn.
+/// A subnet to reserve: what a reserve asks for, as the service and the
+/// store both take it (the store also takes the secret token the service drew).
 #[derive(Debug, Clone)]
-pub struct NewReservation {
-    pub pool: String,
+pub struct ReserveSubnet {
+    pub pool: PoolName,
     pub want: Want,
     /// The caller's networks, in any family; the grant overlaps none of them.
     pub excludes: Vec<Block>,
-    pub holder: String,
-    pub token: String,
-    pub ttl_ms: Millis,
+    pub holder: Holder,
+    pub ttl: Ttl,
     pub metadata: Option<Map<String, Value>>,
-    pub idempotency_key: Option<String>,
+    pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
 }
@@ -324,8 +326,12 @@ pub trait Store: Send + Sync + 'static {
     /// Compare-and-insert in one write transaction: the pool's expired
     /// reservations are deleted and their blocks freed first, then the
     /// allocator decides over the free blocks.
-    async fn reserve_subnet(&self, new: NewReservation, now: Millis)
-    -> StoreResult<ReserveOutcome>;
+    async fn reserve_subnet(
+        &self,
+        new: ReserveSubnet,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<ReserveOutcome>;
     /// Extends a live reservation; an allocated one is returned unchanged.
     async fn renew_reservation(
         &self,

@@ -10,9 +10,10 @@ use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{lock, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
 use super::sql::{Columns, Sql, args, one};
-use super::{NewReservation, ReserveOutcome, StoreError, StoreResult, grant_order};
+use super::{ReserveOutcome, ReserveSubnet, StoreError, StoreResult, grant_order};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
+use crate::domain::names::IdempotencyKey;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
 use crate::domain::{Lease, Millis};
 
@@ -64,7 +65,7 @@ async fn earliest_expiry(conn: &mut impl Sql, pool: &str) -> StoreResult<Option<
 async fn replay(
     conn: &mut impl Sql,
     pool: &Pool,
-    new: &NewReservation,
+    new: &ReserveSubnet,
     now: Millis,
 ) -> StoreResult<Option<Reservation>> {
     let Some(idem) = &new.idempotency_key else {
@@ -75,13 +76,21 @@ async fn replay(
          AND idempotency_key = $2 AND {SAME_OWNER} AND (expires_at IS NULL OR expires_at > $3)"
     );
     let row = conn
-        .row(sql, args![&new.pool, idem, now, owner_name(&new.owner)])
+        .row(
+            sql,
+            args![
+                new.pool.as_str(),
+                idem.as_str(),
+                now,
+                owner_name(&new.owner)
+            ],
+        )
         .await?;
     let Some(row) = row else {
         return Ok(None);
     };
     let reservation = rows::reservation(pool.cidr.family(), &row)?;
-    if reservation.lease.holder != new.holder {
+    if reservation.lease.holder != new.holder.as_str() {
         return Err(StoreError::IdempotencyMismatch {
             holder: reservation.lease.holder,
         });
@@ -137,7 +146,8 @@ async fn decide(
 pub async fn reserve<D: Dialect>(
     conn: &mut D::Conn,
     fx: &mut Effects,
-    new: NewReservation,
+    new: ReserveSubnet,
+    token: String,
     now: Millis,
 ) -> StoreResult<ReserveOutcome> {
     let pool = lock::<D>(conn, &new.pool).await?;
@@ -170,13 +180,13 @@ pub async fn reserve<D: Dialect>(
         &first[..],
         &last[..],
         i64::from(grant.block.prefix_len()),
-        &new.holder,
-        &new.token,
+        new.holder.as_str(),
+        token.as_str(),
         now,
-        now + new.ttl_ms,
-        new.ttl_ms,
+        now + new.ttl.ms(),
+        new.ttl.ms(),
         &metadata,
-        &new.idempotency_key,
+        new.idempotency_key.as_deref(),
         owner_name(&new.owner),
         &subnet,
     ];
@@ -185,13 +195,13 @@ pub async fn reserve<D: Dialect>(
         pool: pool.name,
         subnet: grant.block,
         lease: Lease::granted(
-            new.holder,
-            new.token,
+            new.holder.into_string(),
+            token,
             fencing_token,
             now,
-            new.ttl_ms,
+            new.ttl.ms(),
             new.metadata,
         ),
-        idempotency_key: new.idempotency_key,
+        idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
     }))
 }

@@ -1,0 +1,107 @@
+//! Request bodies parsed into the service's commands, once, at the edge:
+//! every field is checked here, in the order the API documents them (the
+//! first bad field is the one a 400 names), and what reaches the service is
+//! the parsed value, never checked again.
+
+use super::locks::AcquireRequest;
+use super::reservations::ReserveRequest;
+use crate::domain::allocator::Want;
+use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
+use crate::domain::{InvalidInput, Millis, subnet, validate};
+use crate::leases::{AcquireLock, Limits, ReserveSubnet};
+use crate::store::LeaseOwner;
+
+impl AcquireRequest {
+    /// The acquire this body asks for on `key`, and how long it may wait.
+    pub(super) fn parse(
+        self,
+        key: String,
+        idempotency_key: Option<String>,
+        owner: Option<LeaseOwner>,
+        limits: &Limits,
+    ) -> Result<(AcquireLock, Millis), InvalidInput> {
+        let key = LockKey::parse(key)?;
+        let holder = Holder::parse(self.holder)?;
+        let ttl = Ttl::parse("ttl_ms", self.ttl_ms, limits.max_ttl_ms)?;
+        let wait_ms = self.wait_ms.unwrap_or(0);
+        validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
+        let lock_delay_ms = self.lock_delay_ms.unwrap_or(0);
+        validate::duration_up_to("lock_delay_ms", lock_delay_ms, limits.max_ttl_ms)?;
+        if self.max_holders == Some(0) {
+            return Err(InvalidInput::new("max_holders", "must be at least 1"));
+        }
+        if let Some(m) = &self.metadata {
+            validate::metadata(m)?;
+        }
+        let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
+        let lock = AcquireLock {
+            key,
+            holder,
+            ttl,
+            mode: self.mode.unwrap_or_default().into(),
+            max_holders: self.max_holders,
+            lock_delay_ms,
+            metadata: self.metadata,
+            idempotency_key,
+            owner,
+        };
+        Ok((lock, wait_ms))
+    }
+}
+
+/// A TTL a renewal may name: the lease's own when `None`.
+pub(super) fn renewal_ttl(
+    ttl_ms: Option<Millis>,
+    limits: &Limits,
+) -> Result<Option<Ttl>, InvalidInput> {
+    ttl_ms
+        .map(|ms| Ttl::parse("ttl_ms", ms, limits.max_ttl_ms))
+        .transpose()
+}
+
+impl ReserveRequest {
+    /// The reservation this body asks for in `pool`.
+    pub(super) fn parse(
+        self,
+        pool: String,
+        idempotency_key: Option<String>,
+        owner: Option<LeaseOwner>,
+        limits: &Limits,
+    ) -> Result<ReserveSubnet, InvalidInput> {
+        let pool = PoolName::parse(pool)?;
+        let holder = Holder::parse(self.holder)?;
+        let want = match (self.prefix_len, &self.subnet) {
+            (Some(len), None) => Want::PrefixLen(len),
+            (None, Some(text)) => Want::Subnet(subnet::cidr("subnet", text)?),
+            (Some(_), Some(_)) => {
+                return Err(InvalidInput::new(
+                    "subnet",
+                    "give either prefix_len or subnet, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(InvalidInput::new(
+                    "prefix_len",
+                    "is required unless a subnet is named",
+                ));
+            }
+        };
+        let ttl_ms = self.ttl_ms.unwrap_or(limits.default_ttl_ms);
+        let ttl = Ttl::parse("ttl_ms", ttl_ms, limits.max_ttl_ms)?;
+        let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
+        if let Some(m) = &self.metadata {
+            validate::metadata(m)?;
+        }
+        let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
+        Ok(ReserveSubnet {
+            pool,
+            want,
+            excludes,
+            holder,
+            ttl,
+            metadata: self.metadata,
+            idempotency_key,
+            owner,
+        })
+    }
+}

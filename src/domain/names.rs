@@ -1,0 +1,106 @@
+//! Input parsed once, at the edge: a value of one of these types has been
+//! checked, so code below takes it and never checks it again.
+
+use std::fmt;
+use std::ops::Deref;
+
+use super::validate::{self, InvalidInput};
+use super::{Millis, subnet};
+
+/// A text newtype whose only way in is `parse`.
+macro_rules! checked_text {
+    ($(#[$doc:meta])* $name:ident, $check:path) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(text: impl Into<String>) -> Result<Self, InvalidInput> {
+                let text = text.into();
+                $check(&text)?;
+                Ok(Self(text))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+checked_text!(
+    /// A lock key: 1 to `MAX_KEY_BYTES` bytes of text without control characters.
+    LockKey,
+    validate::key
+);
+checked_text!(
+    /// Who holds a lease, as a label: 1 to `MAX_HOLDER_BYTES` bytes of text.
+    Holder,
+    validate::holder
+);
+checked_text!(
+    /// The `Idempotency-Key` of a grant: 1 to `MAX_IDEMPOTENCY_KEY_BYTES` bytes.
+    IdempotencyKey,
+    validate::idempotency_key
+);
+checked_text!(
+    /// A pool name: 1 to 63 of `a-z`, `0-9`, `-`, `_`, `.`, starting with a
+    /// letter or digit.
+    PoolName,
+    subnet::pool_name
+);
+
+/// How long a lease lives from its grant or renewal: `MIN_TTL_MS` to the
+/// server's maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ttl(Millis);
+
+impl Ttl {
+    pub fn parse(field: &str, ms: Millis, max_ms: Millis) -> Result<Self, InvalidInput> {
+        validate::ttl(field, ms, max_ms)?;
+        Ok(Self(ms))
+    }
+
+    pub fn ms(self) -> Millis {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_exists_only_once_checked() {
+        assert_eq!(&*LockKey::parse("lb/3f2a").unwrap(), "lb/3f2a");
+        assert_eq!(LockKey::parse("").unwrap_err().field, "key");
+        assert_eq!(Holder::parse("a\u{7}").unwrap_err().field, "holder");
+        assert_eq!(PoolName::parse("Bad").unwrap_err().field, "pool");
+        assert_eq!(
+            IdempotencyKey::parse("k".repeat(257)).unwrap_err().field,
+            "Idempotency-Key"
+        );
+        assert_eq!(Ttl::parse("ttl_ms", 5_000, 10_000).unwrap().ms(), 5_000);
+        assert_eq!(
+            Ttl::parse("ttl_ms", 50, 10_000).unwrap_err().field,
+            "ttl_ms"
+        );
+    }
+}
