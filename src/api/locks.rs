@@ -16,6 +16,7 @@ use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::problems::lease_problem;
+use super::sessions::{SessionRef, lifetime};
 use crate::auth::Need;
 use crate::domain::LockMode;
 use crate::domain::lock::LockLease;
@@ -66,8 +67,11 @@ pub struct AcquireRequest {
     /// Free text naming the client; informational only.
     pub holder: String,
     /// How long the lease lives unless renewed, 100 ms to the server's maximum.
+    /// Required unless `session` is given.
     #[schema(minimum = 100)]
-    pub ttl_ms: i64,
+    pub ttl_ms: Option<i64>,
+    /// Binds the lease to a session instead: it lives exactly as long as the session.
+    pub session: Option<SessionRef>,
     /// How long to wait for the key if it is held (default 0: answer at once).
     #[schema(minimum = 0)]
     pub wait_ms: Option<i64>,
@@ -129,6 +133,9 @@ pub struct LockLeaseBody {
     pub metadata: Option<Map<String, Value>>,
     pub mode: Mode,
     pub max_holders: Option<u32>,
+    /// The session the lease is bound to, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
     /// Every live lease on the key (inspect only: a semaphore or shared key has several).
@@ -149,6 +156,7 @@ impl LockLeaseBody {
             metadata: lease.lease.metadata,
             mode: lease.mode.into(),
             max_holders: lease.max_holders,
+            session: lease.session,
             token: with_token.then_some(lease.lease.token),
             holders: None,
         }
@@ -211,10 +219,12 @@ pub async fn acquire_lock(
     AppJson(body): AppJson<AcquireRequest>,
 ) -> Result<Response, Problem> {
     caller.lock(&key, Need::Write)?;
+    let (ttl_ms, session) = lifetime(&state, &caller, body.ttl_ms, body.session)?;
     let request = AcquireLock {
         key: key.clone(),
         holder: body.holder,
-        ttl_ms: body.ttl_ms,
+        ttl_ms,
+        session,
         mode: body.mode.unwrap_or_default().into(),
         max_holders: body.max_holders,
         lock_delay_ms: body.lock_delay_ms.unwrap_or(0),

@@ -27,6 +27,8 @@ pub mod problems;
 pub mod request_id;
 pub mod requests;
 pub mod reservations;
+pub mod session_problems;
+pub mod sessions;
 mod spec;
 
 pub use error::Problem;
@@ -80,6 +82,7 @@ impl utoipa::Modify for BearerScheme {
     ),
     tags(
         (name = "locks", description = "Keyed locks: one holder (or N, or shared) per key, with fencing tokens"),
+        (name = "sessions", description = "Sessions: one heartbeat for many leases, which end together with it"),
         (name = "pools", description = "Subnet pools and reservations: free blocks handed out best fit, then lowest address"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )
@@ -91,6 +94,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(locks::router())
         .merge(pools::router())
         .merge(reservations::router())
+        .merge(sessions::router())
         .merge(ops::router())
         .merge(docs::router())
 }

@@ -7,6 +7,7 @@ pub mod grant;
 pub mod lease;
 pub mod lock;
 pub mod paths;
+pub mod session;
 pub mod subnet;
 pub mod time;
 pub mod validate;

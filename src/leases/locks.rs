@@ -33,7 +33,10 @@ impl LockService<'_> {
         let limits = &self.leases.limits;
         validate::key(&req.key)?;
         validate::holder(&req.holder)?;
-        validate::ttl("ttl_ms", req.ttl_ms, limits.max_ttl_ms)?;
+        // A bound lease lives by its session's TTL.
+        if req.session.is_none() {
+            validate::ttl("ttl_ms", req.ttl_ms, limits.max_ttl_ms)?;
+        }
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         validate::duration_up_to("lock_delay_ms", req.lock_delay_ms, limits.max_ttl_ms)?;
         if req.max_holders == Some(0) {

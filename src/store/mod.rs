@@ -8,6 +8,7 @@ use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
 use crate::domain::grant::{self, Quota, Refused};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
+use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
@@ -22,6 +23,7 @@ pub mod postgres;
 mod reservations;
 mod resume;
 mod rows;
+mod sessions;
 mod sql;
 pub mod sqlite;
 mod subnets;
@@ -104,6 +106,10 @@ pub struct LiveLeases {
     pub locks: u64,
     /// Reserved and allocated reservations alike.
     pub reservations: u64,
+    /// Open sessions (the `leasehold_live_sessions` gauge).
+    pub sessions: u64,
+    /// Of the live locks and reservations, those bound to a session.
+    pub bound: u64,
 }
 
 /// The API token a grant is made for, and its quota of live leases.
@@ -132,6 +138,62 @@ pub struct AcquireLock {
     pub idempotency_key: Option<String>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
+    /// The session the lease is bound to, instead of a TTL of its own.
+    pub session: Option<SessionClaim>,
+}
+
+/// A session a grant binds its lease to: the lease lives exactly as long as
+/// the session, and the session's token proves the caller holds it.
+#[derive(Debug, Clone)]
+pub struct SessionClaim {
+    pub id: String,
+    pub token: String,
+    /// The API token binding; `None` when any may (no auth file, or an admin).
+    pub caller: Option<String>,
+    /// The most leases the session may hold (`SessionFull` past it).
+    pub max_leases: u32,
+}
+
+/// A session to open, with its id and secret token already drawn.
+#[derive(Debug, Clone)]
+pub struct OpenSession {
+    pub id: String,
+    pub token: String,
+    pub holder: String,
+    pub ttl_ms: Millis,
+    pub metadata: Option<Map<String, Value>>,
+    pub idempotency_key: Option<String>,
+    /// The API token opening it; `None` without an auth file.
+    pub owner: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpenOutcome {
+    Opened(Session),
+    /// The same `Idempotency-Key` of the same API token already opened it.
+    Replayed(Session),
+}
+
+/// Who ends a session, and how they prove they may.
+#[derive(Debug, Clone)]
+pub enum SessionEnd {
+    /// Its holder, by its token; `caller` as in `SessionClaim`.
+    Close {
+        token: String,
+        caller: Option<String>,
+    },
+    /// An admin, whatever the token.
+    Force,
+}
+
+/// What one pass of the session reaper removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReapedSessions {
+    /// Expired sessions deleted (each counted once, when its last bound
+    /// lease is gone too).
+    pub sessions: u64,
+    /// Keys of the bound locks deleted, for their waiters.
+    pub keys: Vec<String>,
 }
 
 impl AcquireLock {
@@ -153,6 +215,7 @@ impl AcquireLock {
             lock_delay_ms: self.lock_delay_ms,
             idempotency_key: self.idempotency_key,
             owner: self.owner.map(|o| o.name),
+            session: self.session.map(|s| s.id),
         }
     }
 }
@@ -272,6 +335,16 @@ pub enum StoreError {
     #[error("the token holds {current} live leases, its limit is {limit}")]
     QuotaExceeded { limit: u32, current: u64 },
     /// The database cannot take writes now (disk full, read-only, I/O error).
+    /// The session a grant names is not live (`field` says which part of
+    /// the claim failed: its id, or its token).
+    #[error("the session is not live or its token is wrong")]
+    SessionLost { field: &'static str },
+    /// The session belongs to another API token.
+    #[error("the session belongs to another token")]
+    NotSessionOwner,
+    /// The session already holds its cap of bound leases.
+    #[error("the session holds {limit} leases, its limit")]
+    SessionFull { limit: u32 },
     #[error("storage unavailable: {0}")]
     Unavailable(String),
     /// The database file is damaged (SQLite: corrupt, or not a database):
@@ -371,6 +444,27 @@ pub trait Store: Send + Sync + 'static {
     /// TTL from there (rule 7); leases that had expired by then stay expired,
     /// whichever way the wall clock moved in between.
     async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed>;
+    /// Opens a session, or replays the live one of the same idempotency key.
+    async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome>;
+    /// Extends a live session (one row, however many leases are bound);
+    /// `caller` as in `SessionClaim`.
+    async fn renew_session(
+        &self,
+        id: &str,
+        token: &str,
+        caller: Option<&str>,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<Session>;
+    /// Ends a live session and, in the same transaction, every lease bound
+    /// to it (confirmed reservations stay); answers the keys it freed.
+    async fn end_session(&self, id: &str, end: SessionEnd, now: Millis)
+    -> StoreResult<Vec<String>>;
+    /// A live session with what is bound to it; `NotFound`.
+    async fn get_session(&self, id: &str, now: Millis) -> StoreResult<SessionView>;
+    /// Deletes at most `batch` leases bound to expired sessions, then the
+    /// expired sessions left with none (compare-and-delete).
+    async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions>;
     /// Counts the live leases at `now`.
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases>;
     /// Counts the live leases (locks and reservations, allocated ones

@@ -24,6 +24,7 @@ mod refusals;
 mod request_ids;
 mod restarts;
 mod scopes;
+mod sessions;
 mod sqlite;
 mod subnets;
 mod unknown_reservations;
@@ -46,6 +47,7 @@ fn main() {
         request_ids::tests(),
         restarts::tests(),
         scopes::tests(),
+        sessions::tests(),
         subnets::tests(),
         unknown_reservations::tests(),
         waiting::tests(),

@@ -139,9 +139,9 @@ impl Dialect for PostgresStore {
         next_fencing: "SELECT nextval('fencing_tokens') AS fencing_token",
         insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
              max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
-             idempotency_key, owner) \
-             SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $6 + $7, $7, $8, $9, \
-             $10, $12 WHERE NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
+             idempotency_key, owner, session_id) \
+             SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $14, $7, $8, $9, \
+             $10, $12, $13 WHERE NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
              RETURNING fencing_token",
         // The subnet also as `cidr`, for the exclusion constraint.
         insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, subnet, \
