@@ -27,6 +27,7 @@ pub mod problems;
 pub mod request_id;
 pub mod requests;
 pub mod reservations;
+pub mod session_bodies;
 pub mod session_problems;
 pub mod sessions;
 mod spec;

@@ -24,6 +24,8 @@ mod refusals;
 mod request_ids;
 mod restarts;
 mod scopes;
+mod session_ends;
+mod session_owners;
 mod sessions;
 mod sqlite;
 mod subnets;
@@ -47,6 +49,8 @@ fn main() {
         request_ids::tests(),
         restarts::tests(),
         scopes::tests(),
+        session_ends::tests(),
+        session_owners::tests(),
         sessions::tests(),
         subnets::tests(),
         unknown_reservations::tests(),
