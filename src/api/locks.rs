@@ -220,10 +220,16 @@ pub async fn acquire_lock(
 ) -> Result<Response, Problem> {
     caller.lock(&key, Need::Write)?;
     let (ttl_ms, session) = lifetime(&state, &caller, body.ttl_ms, body.session)?;
+    if ttl_ms.is_none() && session.is_none() {
+        return Err(Problem::invalid(
+            "ttl_ms",
+            "required, unless the lease is bound to a session",
+        ));
+    }
     let request = AcquireLock {
         key: key.clone(),
         holder: body.holder,
-        ttl_ms,
+        ttl_ms: ttl_ms.unwrap_or(0),
         session,
         mode: body.mode.unwrap_or_default().into(),
         max_holders: body.max_holders,

@@ -19,6 +19,7 @@ use super::extract::{AppJson, AppPath, AppQuery};
 use super::locks::{ReleaseRequest, RenewRequest, idempotency_key};
 use super::pools::PageQuery;
 use super::problems::subnet_problem;
+use super::sessions::{SessionRef, lifetime};
 use crate::auth::Need;
 use crate::domain::paths;
 use crate::domain::subnet::Reservation;
@@ -48,6 +49,9 @@ pub struct ReserveRequest {
     /// How long the reservation lives unless renewed or confirmed (default 60 s).
     #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
+    /// Binds the reservation to a session instead of a TTL: until confirmed,
+    /// it lives exactly as long as the session.
+    pub session: Option<SessionRef>,
     /// Networks the grant must not overlap (the caller's own). Host bits are
     /// cleared; networks of the other family are ignored.
     pub exclude: Option<Vec<String>>,
@@ -86,6 +90,9 @@ pub struct ReservationBody {
     /// Null once allocated.
     pub expires_in_ms: Option<i64>,
     pub metadata: Option<Map<String, Value>>,
+    /// The session it is bound to until confirmed, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
 }
@@ -104,6 +111,7 @@ impl ReservationBody {
             holder: r.lease.holder,
             fencing_token: r.lease.fencing_token,
             metadata: r.lease.metadata,
+            session: r.session,
             token: with_token.then_some(r.lease.token),
         }
     }
@@ -143,12 +151,14 @@ pub async fn reserve_subnet(
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
+    let (ttl_ms, session) = lifetime(&state, &caller, body.ttl_ms, body.session)?;
     let request = ReserveSubnet {
         pool: pool.clone(),
         holder: body.holder,
         prefix_len: body.prefix_len,
         subnet: body.subnet,
-        ttl_ms: body.ttl_ms,
+        ttl_ms,
+        session,
         exclude: body.exclude.unwrap_or_default(),
         metadata: body.metadata,
         idempotency_key: idempotency_key(&headers)?,

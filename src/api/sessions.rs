@@ -70,24 +70,20 @@ fn may(caller: &Caller, admin: bool) -> Result<(), Problem> {
     .with("token", g.name.as_str()))
 }
 
-/// The lifetime an acquire asks for: its own `ttl_ms`, or a session's
-/// (the claim checked in the grant's transaction); never both.
+/// The lifetime a grant asks for: its own `ttl_ms` (if any), or a
+/// session's (the claim checked in the grant's transaction); never both.
 pub fn lifetime(
     state: &AppState,
     caller: &Caller,
     ttl_ms: Option<Millis>,
     session: Option<SessionRef>,
-) -> Result<(Millis, Option<SessionClaim>), Problem> {
+) -> Result<(Option<Millis>, Option<SessionClaim>), Problem> {
     match (ttl_ms, session) {
         (Some(_), Some(_)) => Err(Problem::invalid(
             "session",
             "a lease bound to a session lives as long as it: send ttl_ms or session, not both",
         )),
-        (None, None) => Err(Problem::invalid(
-            "ttl_ms",
-            "required, unless the lease is bound to a session",
-        )),
-        (Some(ttl), None) => Ok((ttl, None)),
+        (ttl, None) => Ok((ttl, None)),
         (None, Some(s)) => {
             may(caller, false)?;
             let claim = state
@@ -95,7 +91,7 @@ pub fn lifetime(
                 .sessions()
                 .claim(s.id, s.token, restricted_to(caller))
                 .map_err(|e| lease_problem("the session", e))?;
-            Ok((0, Some(claim)))
+            Ok((None, Some(claim)))
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
 use crate::domain::{InvalidInput, Millis, validate};
 use crate::store::{
     DeletePoolOutcome, LeaseOwner, NewReservation, PutPoolOutcome, ReservationQuery,
-    ReserveOutcome, StoreError,
+    ReserveOutcome, SessionClaim, StoreError,
 };
 use crate::telemetry::Metrics;
 
@@ -29,6 +29,8 @@ pub struct ReserveSubnet {
     pub idempotency_key: Option<String>,
     /// The API token asking, when the server runs with an auth file.
     pub owner: Option<LeaseOwner>,
+    /// The session to bind the reservation to, instead of a TTL.
+    pub session: Option<SessionClaim>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -200,7 +202,10 @@ impl SubnetService<'_> {
         validate::holder(&req.holder)?;
         let want = Self::want(&req)?;
         let ttl_ms = req.ttl_ms.unwrap_or(limits.default_ttl_ms);
-        validate::ttl("ttl_ms", ttl_ms, limits.max_ttl_ms)?;
+        // A bound reservation lives by its session's TTL.
+        if req.session.is_none() {
+            validate::ttl("ttl_ms", ttl_ms, limits.max_ttl_ms)?;
+        }
         let excludes = subnet::excludes(&req.exclude)?;
         if let Some(m) = &req.metadata {
             validate::metadata(m)?;
@@ -218,6 +223,7 @@ impl SubnetService<'_> {
             metadata: req.metadata,
             idempotency_key: req.idempotency_key,
             owner: req.owner,
+            session: req.session,
         };
         let now = self.now();
         let metrics = &self.leases.metrics;

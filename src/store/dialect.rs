@@ -60,7 +60,7 @@ pub struct Texts {
     /// `$13` is its session, `$14` its `expires_at`.
     pub insert_lock: &'static str,
     /// Inserts a reservation; `$14` is its subnet as text, for a dialect that
-    /// keeps it as a network type besides its addresses.
+    /// keeps it as a network type besides its addresses; `$15` its session.
     pub insert_reservation: &'static str,
     /// The rows a reaper may take (`… LIMIT $2` plus this suffix): every
     /// expired one, or those no other replica's reaper holds.

@@ -270,6 +270,8 @@ pub struct NewReservation {
     pub idempotency_key: Option<String>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
+    /// The session the reservation is bound to until confirmed.
+    pub session: Option<SessionClaim>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

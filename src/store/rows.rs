@@ -23,9 +23,16 @@ pub const LOCK_COLUMNS: &str = "fencing_token, key, holder, token, mode, max_hol
        lock_leases.ttl_ms) AS ttl_ms, \
      lock_delay_ms, metadata, idempotency_key, owner, session_id";
 
-/// The columns `reservation` decodes.
+/// The columns `reservation` decodes; a reservation bound to a session
+/// shows the session's expiry and TTL, as a bound lock does.
 pub const RESERVATION_COLUMNS: &str = "fencing_token, pool, first_addr, prefix_len, holder, \
-     token, acquired_at, expires_at, ttl_ms, metadata, idempotency_key";
+     token, acquired_at, \
+     CASE WHEN subnet_reservations.session_id IS NULL THEN subnet_reservations.expires_at \
+       ELSE coalesce((SELECT s.expires_at FROM sessions s \
+         WHERE s.id = subnet_reservations.session_id), 0) END AS expires_at, \
+     coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = subnet_reservations.session_id), \
+       subnet_reservations.ttl_ms) AS ttl_ms, \
+     metadata, idempotency_key, session_id";
 
 /// The columns `pool` decodes.
 pub const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at";
@@ -115,6 +122,7 @@ pub fn reservation(family: Family, row: &impl Columns) -> StoreResult<Reservatio
         subnet: block(row, family, "first_addr")?,
         lease: lease(row)?,
         idempotency_key: row.opt_text("idempotency_key")?,
+        session: row.opt_text("session_id")?,
     })
 }
 

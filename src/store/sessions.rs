@@ -30,6 +30,12 @@ pub fn live_by_session(table: &str, n: u8) -> String {
     )
 }
 
+/// A row of `table` bound to a session that had expired by `$n` (its rows
+/// are absent, as an expired lease's are: rule 1).
+pub fn ended_by_session(table: &str, n: u8) -> String {
+    format!("{table}.session_id IN (SELECT id FROM sessions WHERE expires_at <= ${n})")
+}
+
 fn session(row: &impl Columns) -> StoreResult<Session> {
     Ok(Session {
         id: row.text("id")?,
@@ -140,8 +146,9 @@ pub async fn renew(
     }
 }
 
-/// Ends the session and every lease bound to it, in the transaction the
-/// caller runs; answers the keys freed (also in `fx`, for other replicas).
+/// Ends the session and every lease bound to it (locks, and reservations
+/// not yet confirmed), in the transaction the caller runs; answers the keys
+/// freed (also in `fx`, for other replicas).
 pub async fn end<D: Dialect>(
     conn: &mut D::Conn,
     fx: &mut Effects,
@@ -181,6 +188,7 @@ pub async fn end<D: Dialect>(
         .await?;
     let keys = keys_of(&rows)?;
     fx.freed_keys.extend(keys.iter().cloned());
+    super::reservations::remove_bound::<D>(conn, id).await?;
     Ok(keys)
 }
 

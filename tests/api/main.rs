@@ -26,6 +26,7 @@ mod restarts;
 mod scopes;
 mod session_ends;
 mod session_owners;
+mod session_reservations;
 mod sessions;
 mod sqlite;
 mod subnets;
@@ -51,6 +52,7 @@ fn main() {
         scopes::tests(),
         session_ends::tests(),
         session_owners::tests(),
+        session_reservations::tests(),
         sessions::tests(),
         subnets::tests(),
         unknown_reservations::tests(),

@@ -146,8 +146,8 @@ impl Dialect for PostgresStore {
         // The subnet also as `cidr`, for the exclusion constraint.
         insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, subnet, \
              first_addr, last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, \
-             metadata, idempotency_key, owner) \
-             VALUES ($1, $2, $14::cidr, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+             metadata, idempotency_key, owner, session_id) \
+             VALUES ($1, $2, $14::cidr, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)",
         // Rows another replica's reaper (or a grant) holds are left to it.
         reap_rows: " FOR UPDATE SKIP LOCKED",
     };

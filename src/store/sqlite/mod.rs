@@ -164,8 +164,8 @@ impl Dialect for SqliteStore {
              RETURNING fencing_token",
         insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, \
              last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, metadata, \
-             idempotency_key, owner) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+             idempotency_key, owner, session_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)",
         reap_rows: "",
     };
 
