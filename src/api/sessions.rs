@@ -32,10 +32,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_session, force_close_session))
 }
 
-fn path(id: &str) -> String {
-    format!("/v1/sessions/{id}")
-}
-
 fn resource(id: &str) -> String {
     format!("session {id}")
 }
@@ -136,7 +132,7 @@ pub async fn open_session(
         Opened::Opened(s) => (true, s),
         Opened::Replayed(s) => (false, s),
     };
-    let location = path(&session.id);
+    let location = crate::domain::paths::session(&session.id);
     let body = SessionBody::new(session, state.leases.moment(), true);
     Ok(created_or_ok(created, &location, body))
 }
