@@ -286,7 +286,7 @@ impl<D: Dialect> Store for D {
     async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
         self.write(
             Atomicity::AllOrNothing,
-            Box::new(move |c, _| Box::pin(sessions::open(c, new, now))),
+            Box::new(move |c, _| Box::pin(sessions::open::<D>(c, new, now))),
         )
         .await
     }

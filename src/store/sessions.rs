@@ -55,8 +55,18 @@ fn owned_by(owner: &Option<String>, caller: Option<&str>) -> bool {
     caller.is_none_or(|c| owner.as_deref() == Some(c))
 }
 
-pub async fn open(conn: &mut impl Sql, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
+pub async fn open<D: Dialect>(
+    conn: &mut D::Conn,
+    new: OpenSession,
+    now: Millis,
+) -> StoreResult<OpenOutcome> {
     if let Some(idem) = &new.idempotency_key {
+        // Two opens racing with one key, where writes run side by side: the
+        // second waits, then replays the first's session.
+        if let Some(lock) = D::SQL.lock_key {
+            let name = format!("session idempotency {idem}");
+            conn.execute(lock, args![&name]).await?;
+        }
         let same_key = "idempotency_key = $1 AND coalesce(owner, '') = coalesce($2, '')";
         let sql =
             format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE {same_key} AND expires_at > $3");

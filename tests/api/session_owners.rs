@@ -209,7 +209,40 @@ async fn a_session_live_at_a_stop_gets_a_full_ttl_with_its_leases() {
     assert_eq!(r.status(), StatusCode::OK);
 }
 
+async fn racing_opens_with_one_idempotency_key_open_one_session() {
+    let app = spawn_app().await;
+    let opens = (0..8).map(|_| {
+        let request = app
+            .client
+            .post(app.url("/v1/sessions"))
+            .header("Idempotency-Key", "boot-7")
+            .json(&json!({"holder": "controller", "ttl_ms": 60_000}));
+        tokio::spawn(async move {
+            let r = request.send().await.unwrap();
+            let status = r.status();
+            (status, r.json::<Value>().await.unwrap())
+        })
+    });
+    let mut answers = Vec::new();
+    for open in opens.collect::<Vec<_>>() {
+        answers.push(open.await.unwrap());
+    }
+    let created = answers
+        .iter()
+        .filter(|(s, _)| *s == StatusCode::CREATED)
+        .count();
+    assert_eq!(created, 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|(s, b)| (*s == StatusCode::CREATED || *s == StatusCode::OK)
+                && b["id"] == answers[0].1["id"])
+    );
+    assert_eq!(gauge(&app, "leasehold_live_sessions").await, 1);
+}
+
 crate::harness::tests! {
+    racing_opens_with_one_idempotency_key_open_one_session(4 threads),
     only_the_opening_token_or_an_admin_uses_a_session,
     bound_leases_count_toward_the_session_owners_quota,
     metrics_show_live_sessions_bound_leases_and_expiries,
