@@ -144,7 +144,7 @@ pub struct LockLeaseBody {
 }
 
 impl LockLeaseBody {
-    fn new(lease: LockLease, now: Now, with_token: bool) -> Self {
+    pub(super) fn new(lease: LockLease, now: Now, with_token: bool) -> Self {
         let expires_in_ms = lease.lease.expires_in_ms(now.at).unwrap_or(0);
         Self {
             expires_at: now.show(lease.expires_at()),

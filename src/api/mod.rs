@@ -20,6 +20,7 @@ pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod load;
+pub mod lock_sets;
 pub mod locks;
 pub mod ops;
 pub mod pools;
@@ -93,6 +94,7 @@ struct ApiDoc;
 fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(locks::router())
+        .merge(lock_sets::router())
         .merge(pools::router())
         .merge(reservations::router())
         .merge(sessions::router())

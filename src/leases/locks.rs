@@ -29,7 +29,7 @@ pub struct LockService<'a> {
 }
 
 impl LockService<'_> {
-    fn validate(&self, req: &AcquireLock, wait_ms: Millis) -> Result<(), LeaseError> {
+    pub(super) fn validate(&self, req: &AcquireLock, wait_ms: Millis) -> Result<(), LeaseError> {
         let limits = &self.leases.limits;
         validate::key(&req.key)?;
         validate::holder(&req.holder)?;
@@ -205,7 +205,7 @@ impl LockService<'_> {
     }
 
     /// The refusal for a newcomer while others wait: the key's current holders.
-    async fn queue_refusal(&self, key: &str) -> LeaseError {
+    pub(super) async fn queue_refusal(&self, key: &str) -> LeaseError {
         let now = self.leases.now();
         match self.leases.store.get_lock(key, now).await {
             Ok(holders) => {

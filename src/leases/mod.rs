@@ -14,6 +14,7 @@ use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 
 pub mod admission;
+pub mod lock_sets;
 pub mod locks;
 pub mod sessions;
 pub mod shares;
@@ -139,6 +140,10 @@ impl From<StoreError> for LeaseError {
             }
             StoreError::SessionLost { field } => LeaseError::SessionLost { field },
             StoreError::NotSessionOwner => LeaseError::NotSessionOwner,
+            // The set's service answers it with the time of the refusal.
+            StoreError::SetRefused { key, .. } => {
+                LeaseError::Internal(format!("the set refusal of {key} was not answered"))
+            }
             StoreError::SessionFull { limit } => LeaseError::SessionFull { limit },
             StoreError::Unavailable(m) | StoreError::Damaged(m) => LeaseError::Unavailable(m),
             StoreError::Internal(m) => LeaseError::Internal(m),
@@ -204,6 +209,10 @@ impl Leases {
 
     pub fn locks(&self) -> LockService<'_> {
         LockService { leases: self }
+    }
+
+    pub fn lock_sets(&self) -> lock_sets::LockSetService<'_> {
+        lock_sets::LockSetService { leases: self }
     }
 
     pub fn sessions(&self) -> SessionService<'_> {

@@ -13,7 +13,7 @@ use super::{
     NewReservation, OpenOutcome, OpenSession, PutPoolOutcome, ReapedSessions, ReservationQuery,
     ReserveOutcome, Resumed, SessionEnd, Store, StoreError, StoreResult,
 };
-use super::{locks, owners, pools, reservations, sessions, sql, subnets};
+use super::{lock_sets, locks, owners, pools, reservations, sessions, sql, subnets};
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
 use crate::domain::session::{Session, SessionView};
@@ -32,6 +32,18 @@ impl<D: Dialect> Store for D {
         self.write(
             Atomicity::KeepPartial,
             Box::new(move |c, fx| Box::pin(locks::acquire::<D>(c, fx, lock, token, now))),
+        )
+        .await
+    }
+
+    async fn acquire_lock_set(
+        &self,
+        set: Vec<(AcquireLock, String)>,
+        now: Millis,
+    ) -> StoreResult<Vec<LockLease>> {
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| Box::pin(lock_sets::acquire::<D>(c, fx, set, now))),
         )
         .await
     }

@@ -16,6 +16,7 @@ mod dialect;
 mod engine;
 mod errors;
 mod free_blocks;
+mod lock_sets;
 mod locks;
 mod owners;
 mod pools;
@@ -344,6 +345,9 @@ pub enum StoreError {
     /// The session belongs to another API token.
     #[error("the session belongs to another token")]
     NotSessionOwner,
+    /// A key of a set refused its grant; nothing of the set was granted.
+    #[error("the key {key} of the set cannot be granted now")]
+    SetRefused { key: String, refusal: Box<Refusal> },
     /// The session already holds its cap of bound leases.
     #[error("the session holds {limit} leases, its limit")]
     SessionFull { limit: u32 },
@@ -371,6 +375,13 @@ pub trait Store: Send + Sync + 'static {
         token: String,
         now: Millis,
     ) -> StoreResult<AcquireOutcome>;
+    /// Grants every lock of the set (keys distinct, in key order), each with
+    /// its secret token, or none (`SetRefused`, naming the key).
+    async fn acquire_lock_set(
+        &self,
+        set: Vec<(AcquireLock, String)>,
+        now: Millis,
+    ) -> StoreResult<Vec<LockLease>>;
     /// Extends a live lease; `ttl_ms` of `None` reuses the lease's own TTL.
     async fn renew_lock(
         &self,

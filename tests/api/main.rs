@@ -14,6 +14,7 @@ mod hostile_clients;
 mod idempotency;
 mod locations;
 mod lock_rules;
+mod lock_sets;
 mod locks;
 mod metrics;
 mod postgres;
@@ -43,6 +44,7 @@ fn main() {
         idempotency::tests(),
         locations::tests(),
         lock_rules::tests(),
+        lock_sets::tests(),
         locks::tests(),
         metrics::tests(),
         quota::tests(),
