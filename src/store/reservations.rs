@@ -171,17 +171,25 @@ pub async fn pools_to_reap(
     now: Millis,
     batch: u32,
 ) -> StoreResult<Vec<String>> {
-    let rows = conn
-        .rows(
-            format!(
-                "SELECT DISTINCT pool FROM (SELECT pool FROM subnet_reservations \
-                 WHERE expires_at <= $1 OR {} LIMIT $2) expired ORDER BY pool",
-                ended_by_session("subnet_reservations", 1)
-            ),
-            args![now, i64::from(batch)],
-        )
-        .await?;
-    rows.iter().map(|r| r.text("pool")).collect()
+    // Expired by time, then bound to an expired session: each on its index.
+    let mut rows = Vec::new();
+    for expired in [
+        "expires_at <= $1".to_owned(),
+        ended_by_session("subnet_reservations", 1),
+    ] {
+        let sql = format!(
+            "SELECT DISTINCT pool FROM (SELECT pool FROM subnet_reservations \
+             WHERE {expired} LIMIT $2) expired ORDER BY pool"
+        );
+        rows.extend(conn.rows(sql, args![now, i64::from(batch)]).await?);
+    }
+    let mut pools = rows
+        .iter()
+        .map(|r| r.text("pool"))
+        .collect::<StoreResult<Vec<_>>>()?;
+    pools.sort_unstable();
+    pools.dedup();
+    Ok(pools)
 }
 
 /// At most `limit` of one pool's expired reservations, under the pool's
