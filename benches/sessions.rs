@@ -4,13 +4,15 @@
 //! database with `synchronous=FULL`. Prints the p50 and p99 of each renewal
 //! and their ratio; a keep-alive rewrites the session's row alone, so the
 //! ratio should stay near 1. Then the expiry of the large session: how long
-//! after its end every key is free to a grant (at once: rule 1), and how
-//! long until the reaper has deleted the leases.
+//! after its end every key is free to a grant (at once: rule 1), how long
+//! until the reaper has deleted the leases, and the acquire p99 of four
+//! other clients meanwhile against their quiet p99.
 //!
 //! Run: `cargo bench --bench sessions` (env BOUND, RENEWALS; DB a
 //! `postgres://` URL to run it on PostgreSQL).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
@@ -72,6 +74,63 @@ async fn renew(client: &reqwest::Client, base: &str, s: &Value, renewals: u64) -
     latencies
 }
 
+/// Acquires (timed) and releases distinct keys, one client, until `stop`;
+/// the acquire latencies, sorted.
+async fn acquires(
+    client: reqwest::Client,
+    base: Arc<String>,
+    tag: &'static str,
+    stop: Arc<AtomicBool>,
+) -> Vec<Duration> {
+    let mut latencies = Vec::new();
+    let mut i = 0;
+    while !stop.load(Ordering::Relaxed) {
+        i += 1;
+        let url = format!("{base}/v1/locks/{tag}-{i}");
+        let t = Instant::now();
+        let lease: Value = client
+            .post(format!("{url}/acquire"))
+            .json(&json!({"holder": "bench", "ttl_ms": 30_000}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        latencies.push(t.elapsed());
+        let r = client
+            .post(format!("{url}/release"))
+            .json(&json!({"token": lease["token"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 204);
+    }
+    latencies.sort_unstable();
+    latencies
+}
+
+/// Runs 4 acquiring clients while `during` runs; their latencies, sorted.
+async fn acquiring_while<F: std::future::Future<Output = ()>>(
+    client: &reqwest::Client,
+    base: &Arc<String>,
+    tag: &'static str,
+    during: F,
+) -> Vec<Duration> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(acquires(client.clone(), base.clone(), tag, stop.clone())))
+        .collect();
+    during.await;
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    for c in clients {
+        all.extend(c.await.unwrap());
+    }
+    all.sort_unstable();
+    all
+}
+
 #[tokio::main]
 async fn main() {
     let bound = env("BOUND", 10_000);
@@ -121,8 +180,18 @@ async fn main() {
         p50_many.as_secs_f64() / p50_one.as_secs_f64()
     );
 
+    // Quiet acquire latency, for the comparison below.
+    let quiet = acquiring_while(
+        &client,
+        &base,
+        "quiet",
+        tokio::time::sleep(Duration::from_secs(2)),
+    )
+    .await;
+
     // The large session ends: its keys are free to the next grant at once,
-    // and the reaper deletes its leases in batches.
+    // and the reaper deletes its leases in batches while other clients
+    // acquire.
     let url = format!("{base}/v1/sessions/{}/renew", large["id"].as_str().unwrap());
     let r = client
         .post(&url)
@@ -132,42 +201,58 @@ async fn main() {
         .unwrap();
     assert_eq!(r.status(), 200);
     let ended = Instant::now() + Duration::from_millis(500);
-    tokio::time::sleep_until(ended.into()).await;
-    let last = format!("{base}/v1/locks/many-{}/acquire", bound - 1);
-    let r = client
-        .post(last)
-        .json(&json!({"holder": "next", "ttl_ms": 60_000}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    println!(
-        "a grant on a key of the expired session: free {:?} after its end",
-        ended.elapsed()
-    );
-    let metrics = format!("{base}/metrics");
-    loop {
-        let text = client
-            .get(&metrics)
+    let reaped = async {
+        tokio::time::sleep_until(ended.into()).await;
+        let last = format!("{base}/v1/locks/many-{}/acquire", bound - 1);
+        let r = client
+            .post(last)
+            .json(&json!({"holder": "next", "ttl_ms": 60_000}))
             .send()
             .await
-            .unwrap()
-            .text()
-            .await
             .unwrap();
-        let expired = text
-            .lines()
-            .find(|l| l.starts_with("leasehold_session_expiries_total "))
-            .and_then(|l| l.split(' ').nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
-        if expired >= 1 {
-            break;
+        assert_eq!(r.status(), 201);
+        println!(
+            "a grant on a key of the expired session: free {:?} after its end",
+            ended.elapsed()
+        );
+        let metrics = format!("{base}/metrics");
+        loop {
+            let text = client
+                .get(&metrics)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let expired = text
+                .lines()
+                .find(|l| l.starts_with("leasehold_session_expiries_total "))
+                .and_then(|l| l.split(' ').nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            if expired >= 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        println!(
+            "the reaper deleted the session and its {bound} leases {:?} after its end",
+            ended.elapsed()
+        );
+    };
+    let during = acquiring_while(&client, &base, "during", reaped).await;
+    let (quiet_p99, during_p99) = (percentile(&quiet, 0.99), percentile(&during, 0.99));
     println!(
-        "the reaper deleted the session and its {bound} leases {:?} after its end",
-        ended.elapsed()
+        "acquire p99 quiet: {quiet_p99:?} ({} acquires)",
+        quiet.len()
+    );
+    println!(
+        "acquire p99 while the session expired and was reaped: {during_p99:?} ({} acquires)",
+        during.len()
+    );
+    println!(
+        "p99 ratio (during / quiet): {:.2}",
+        during_p99.as_secs_f64() / quiet_p99.as_secs_f64()
     );
 }

@@ -49,20 +49,25 @@ pub async fn purge_expired(
     now: Millis,
     limit: i64,
 ) -> StoreResult<u64> {
-    // Two statements, each on its own index: expired by time, then bound to
-    // an expired session (none, most of the time: one probe of `sessions`).
-    let by_time = "expires_at <= $2".to_owned();
-    let by_session = ended_by_session("subnet_reservations", 2);
+    // Two statements, each driven by its own index: expired by time, then
+    // bound to an expired session (found from the sessions that expired,
+    // most of the time none: never a scan of the pool's live reservations).
+    let by_time = "SELECT fencing_token FROM subnet_reservations \
+                   WHERE pool = $1 AND expires_at <= $2 LIMIT $3";
+    let by_session = "SELECT r.fencing_token FROM sessions s CROSS JOIN subnet_reservations r \
+                      WHERE r.session_id = s.id AND s.expires_at <= $2 AND r.pool = $1 LIMIT $3";
+    let recheck = [
+        "expires_at <= $2".to_owned(),
+        ended_by_session("subnet_reservations", 2),
+    ];
     let mut freed = Vec::new();
-    for expired in [by_time, by_session] {
+    for (pick, expired) in [by_time, by_session].into_iter().zip(recheck) {
         let left = limit - freed.len() as i64;
         if left <= 0 {
             break;
         }
         let sql = format!(
-            "DELETE FROM subnet_reservations WHERE fencing_token IN \
-             (SELECT fencing_token FROM subnet_reservations \
-              WHERE pool = $1 AND {expired} LIMIT $3) \
+            "DELETE FROM subnet_reservations WHERE fencing_token IN ({pick}) \
              AND {expired} RETURNING first_addr, prefix_len"
         );
         freed.extend(conn.rows(sql, args![&pool.name, now, left]).await?);
