@@ -79,7 +79,7 @@ async fn renew(client: &reqwest::Client, base: &str, s: &Value, renewals: u64) -
 async fn acquires(
     client: reqwest::Client,
     base: Arc<String>,
-    tag: &'static str,
+    tag: String,
     stop: Arc<AtomicBool>,
 ) -> Vec<Duration> {
     let mut latencies = Vec::new();
@@ -119,7 +119,10 @@ async fn acquiring_while<F: std::future::Future<Output = ()>>(
 ) -> Vec<Duration> {
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = (0..4)
-        .map(|_| tokio::spawn(acquires(client.clone(), base.clone(), tag, stop.clone())))
+        .map(|c| {
+            let tag = format!("{tag}-{c}");
+            tokio::spawn(acquires(client.clone(), base.clone(), tag, stop.clone()))
+        })
         .collect();
     during.await;
     stop.store(true, Ordering::Relaxed);
@@ -140,7 +143,6 @@ async fn main() {
         std::env::var("DB").unwrap_or_else(|_| dir.path().join("bench.db").display().to_string());
     let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), db.into());
     config.reaper_interval = Duration::from_secs(1);
-    config.reaper_batch = 1_000;
     let app = Application::build(config).await.unwrap();
     let base = Arc::new(format!("http://127.0.0.1:{}", app.port()));
     tokio::spawn(app.run_until(std::future::pending()));
