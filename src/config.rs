@@ -128,6 +128,10 @@ pub struct ServeConfig {
     /// flight while they wait. Past it, a waiting acquire answers 503 `overloaded`.
     #[arg(long, env = "LEASEHOLD_MAX_WAITERS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_waiters: u32,
+    /// Leases (locks and reservations) bound to one session at most; a grant
+    /// past it answers 409 `session-full`.
+    #[arg(long, env = "LEASEHOLD_MAX_SESSION_LEASES", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_session_leases: u32,
     /// Client connections open at once; past it a new connection is answered
     /// 503 and closed at once (lowered, with a warning, to what the open files
     /// limit allows).
@@ -274,6 +278,7 @@ impl ServeConfig {
             max_in_flight: 1024,
             max_in_flight_per_client: None,
             max_waiters: 4096,
+            max_session_leases: 100_000,
             max_connections: 8192,
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),

@@ -28,6 +28,8 @@ enum Command {
     Serve(ServeConfig),
     /// Keyed locks: run a command under one, acquire, renew, release, show, list.
     Lock(cli::lock::LockCommand),
+    /// Sessions: one heartbeat for many leases. Open, renew, close, show.
+    Session(cli::session::SessionCommand),
     /// Subnet pools: put, show, list, delete.
     Pool(cli::pool::PoolCommand),
     /// Subnet reservations of a pool: reserve, renew, confirm, release, show, list.
@@ -137,6 +139,7 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(config) => serve(config).await,
         Command::Lock(cmd) => return cli::finish(cli::lock::execute(cmd).await),
+        Command::Session(cmd) => return cli::finish(cli::session::execute(cmd).await),
         Command::Pool(cmd) => return cli::finish(cli::pool::execute(cmd).await),
         Command::Subnet(cmd) => return cli::finish(cli::subnet::execute(cmd).await),
         Command::Token(cmd) => cli::token::execute(cmd),

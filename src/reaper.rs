@@ -20,7 +20,18 @@ use crate::telemetry::Metrics;
 pub struct ReapReport {
     pub locks_removed: u64,
     pub reservations_removed: u64,
+    /// Expired sessions removed (their bound locks count in `locks_removed`).
+    pub sessions_removed: u64,
     pub batches: u32,
+}
+
+/// Wakes the waiters of each key once.
+fn wake(leases: &Leases, mut keys: Vec<String>) {
+    keys.sort_unstable();
+    keys.dedup();
+    for key in &keys {
+        leases.waiters.wake(key);
+    }
 }
 
 /// One pass: batches of at most `batch` rows until none is left past its time.
@@ -28,7 +39,7 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
     let mut report = ReapReport::default();
     loop {
         let started = Instant::now();
-        let mut keys = leases.store.reap_locks(leases.now(), batch).await?;
+        let keys = leases.store.reap_locks(leases.now(), batch).await?;
         if keys.is_empty() {
             break;
         }
@@ -36,15 +47,31 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
         report.locks_removed += keys.len() as u64;
         Metrics::add(&leases.metrics.reaped_locks, keys.len() as u64);
         let full = keys.len() as u32 >= batch;
-        keys.sort_unstable();
-        keys.dedup();
-        for key in &keys {
-            leases.waiters.wake(key);
-        }
+        wake(leases, keys);
         if !full {
             break;
         }
         // Let requests in between batches.
+        tokio::time::sleep(started.elapsed()).await;
+    }
+    // Leases bound to expired sessions (absent to every grant already),
+    // then the sessions themselves.
+    loop {
+        let started = Instant::now();
+        let reaped = leases.store.reap_sessions(leases.now(), batch).await?;
+        if reaped.keys.is_empty() && reaped.sessions == 0 {
+            break;
+        }
+        report.batches += 1;
+        report.locks_removed += reaped.keys.len() as u64;
+        report.sessions_removed += reaped.sessions;
+        Metrics::add(&leases.metrics.reaped_locks, reaped.keys.len() as u64);
+        Metrics::add(&leases.metrics.sessions.expiries, reaped.sessions);
+        let full = reaped.keys.len() as u64 + reaped.sessions >= u64::from(batch);
+        wake(leases, reaped.keys);
+        if !full {
+            break;
+        }
         tokio::time::sleep(started.elapsed()).await;
     }
     // Expired reservations: their blocks go back to the pools' free space.

@@ -77,6 +77,7 @@ impl Application {
             max_in_flight_per_client: config.in_flight_per_client() as usize,
             max_waiters: config.max_waiters as usize,
             body_timeout: config.body_timeout,
+            max_session_leases: config.max_session_leases,
             ..Limits::default()
         };
         let leases = Leases::new(store, clock, limits);

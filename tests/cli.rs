@@ -22,6 +22,8 @@ mod help;
 mod partition;
 #[path = "cli/proxy.rs"]
 mod proxy;
+#[path = "cli/sessions.rs"]
+mod sessions;
 #[path = "cli/shell.rs"]
 mod shell;
 #[path = "cli/systemd.rs"]

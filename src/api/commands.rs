@@ -3,13 +3,20 @@
 //! first bad field is the one a 400 names), and what reaches the service is
 //! the parsed value, never checked again.
 
+use super::lock_sets::LockSetRequest;
 use super::locks::AcquireRequest;
 use super::reservations::ReserveRequest;
+use crate::domain::LockMode;
 use crate::domain::allocator::Want;
 use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
 use crate::domain::{InvalidInput, Millis, subnet, validate};
+use crate::leases::lock_sets::MAX_SET_KEYS;
 use crate::leases::{AcquireLock, Limits, ReserveSubnet};
-use crate::store::LeaseOwner;
+use crate::store::{LeaseOwner, SessionClaim};
+
+/// How long a lease lives: its own TTL, or its session's (never both; the
+/// caller has checked that much).
+type Lifetime = (Option<Millis>, Option<SessionClaim>);
 
 impl AcquireRequest {
     /// The acquire this body asks for on `key`, and how long it may wait.
@@ -18,11 +25,22 @@ impl AcquireRequest {
         key: String,
         idempotency_key: Option<String>,
         owner: Option<LeaseOwner>,
+        (ttl_ms, session): Lifetime,
         limits: &Limits,
     ) -> Result<(AcquireLock, Millis), InvalidInput> {
         let key = LockKey::parse(key)?;
         let holder = Holder::parse(self.holder)?;
-        let ttl = Ttl::parse("ttl_ms", self.ttl_ms, limits.max_ttl_ms)?;
+        let ttl = match (ttl_ms, &session) {
+            // A bound lease lives by its session's TTL.
+            (_, Some(_)) => None,
+            (Some(ms), None) => Some(Ttl::parse("ttl_ms", ms, limits.max_ttl_ms)?),
+            (None, None) => {
+                return Err(InvalidInput::new(
+                    "ttl_ms",
+                    "required, unless the lease is bound to a session",
+                ));
+            }
+        };
         let wait_ms = self.wait_ms.unwrap_or(0);
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         let lock_delay_ms = self.lock_delay_ms.unwrap_or(0);
@@ -44,6 +62,7 @@ impl AcquireRequest {
             metadata: self.metadata,
             idempotency_key,
             owner,
+            session,
         };
         Ok((lock, wait_ms))
     }
@@ -66,6 +85,7 @@ impl ReserveRequest {
         pool: String,
         idempotency_key: Option<String>,
         owner: Option<LeaseOwner>,
+        (ttl_ms, session): Lifetime,
         limits: &Limits,
     ) -> Result<ReserveSubnet, InvalidInput> {
         let pool = PoolName::parse(pool)?;
@@ -86,8 +106,14 @@ impl ReserveRequest {
                 ));
             }
         };
-        let ttl_ms = self.ttl_ms.unwrap_or(limits.default_ttl_ms);
-        let ttl = Ttl::parse("ttl_ms", ttl_ms, limits.max_ttl_ms)?;
+        // A bound reservation lives by its session's TTL.
+        let ttl = match session {
+            Some(_) => None,
+            None => {
+                let ms = ttl_ms.unwrap_or(limits.default_ttl_ms);
+                Some(Ttl::parse("ttl_ms", ms, limits.max_ttl_ms)?)
+            }
+        };
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
         if let Some(m) = &self.metadata {
             validate::metadata(m)?;
@@ -102,6 +128,59 @@ impl ReserveRequest {
             metadata: self.metadata,
             idempotency_key,
             owner,
+            session,
         })
+    }
+}
+
+impl LockSetRequest {
+    /// The keys of the set, the lease each key gets (its key aside: the
+    /// first), and how long the set may wait.
+    pub(super) fn parse(
+        self,
+        owner: Option<LeaseOwner>,
+        (ttl_ms, session): Lifetime,
+        limits: &Limits,
+    ) -> Result<(Vec<LockKey>, AcquireLock, Millis), InvalidInput> {
+        if self.keys.is_empty() || self.keys.len() > MAX_SET_KEYS {
+            return Err(InvalidInput::new(
+                "keys",
+                format!("must name 1 to {MAX_SET_KEYS} keys"),
+            ));
+        }
+        let keys = self
+            .keys
+            .into_iter()
+            .map(LockKey::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        let holder = Holder::parse(self.holder)?;
+        let ttl = match (ttl_ms, &session) {
+            (_, Some(_)) => None,
+            (Some(ms), None) => Some(Ttl::parse("ttl_ms", ms, limits.max_ttl_ms)?),
+            (None, None) => {
+                return Err(InvalidInput::new(
+                    "ttl_ms",
+                    "required, unless the leases are bound to a session",
+                ));
+            }
+        };
+        let wait_ms = self.wait_ms.unwrap_or(0);
+        validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
+        if let Some(m) = &self.metadata {
+            validate::metadata(m)?;
+        }
+        let template = AcquireLock {
+            key: keys[0].clone(),
+            holder,
+            ttl,
+            mode: LockMode::Exclusive,
+            max_holders: None,
+            lock_delay_ms: 0,
+            metadata: self.metadata,
+            idempotency_key: None,
+            owner,
+            session,
+        };
+        Ok((keys, template, wait_ms))
     }
 }

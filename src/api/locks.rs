@@ -18,6 +18,7 @@ use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::problems::lease_problem;
 use super::refusals::{LockGrantRefusals, LockNotHeld, LockTokenRefusals, QueryRefusals};
+use super::sessions::{SessionRef, lifetime};
 use crate::auth::Need;
 use crate::domain::LockMode;
 use crate::domain::lock::LockLease;
@@ -69,8 +70,11 @@ pub struct AcquireRequest {
     /// Free text naming the client; informational only.
     pub holder: String,
     /// How long the lease lives unless renewed, 100 ms to the server's maximum.
+    /// Required unless `session` is given.
     #[schema(minimum = 100)]
-    pub ttl_ms: i64,
+    pub ttl_ms: Option<i64>,
+    /// Binds the lease to a session instead: it lives exactly as long as the session.
+    pub session: Option<SessionRef>,
     /// How long to wait for the key if it is held (default 0: answer at once).
     #[schema(minimum = 0)]
     pub wait_ms: Option<i64>,
@@ -134,6 +138,10 @@ pub struct LockLeaseBody {
     /// The semaphore's limit; null for a plain lock.
     #[schema(required = true)]
     pub max_holders: Option<u32>,
+    /// The session the lease is bound to, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub session: Option<String>,
     /// Every live lease on the key (inspect only: a semaphore or shared key has several).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -156,7 +164,7 @@ pub struct LockGrantBody {
 }
 
 impl LockLeaseBody {
-    fn new(lease: LockLease, now: Now) -> Self {
+    pub(super) fn new(lease: LockLease, now: Now) -> Self {
         let expires_in_ms = lease.lease.expires_in_ms(now.at).unwrap_or(0);
         Self {
             expires_at: now.show(lease.expires_at()),
@@ -168,6 +176,7 @@ impl LockLeaseBody {
             metadata: lease.lease.metadata,
             mode: lease.mode.into(),
             max_holders: lease.max_holders,
+            session: lease.session,
             holders: None,
         }
     }
@@ -227,11 +236,13 @@ pub async fn acquire_lock(
     AppJson(body): AppJson<AcquireRequest>,
 ) -> Result<Response, Problem> {
     caller.lock(&key, Need::Write)?;
+    let (ttl_ms, session) = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
     let idempotency_key = idempotency_key(&headers)?;
     let (request, wait_ms) = body.parse(
         key.clone(),
         idempotency_key,
         caller.owner(),
+        (ttl_ms, session),
         &state.leases.limits,
     )?;
     let acquired = state

@@ -21,6 +21,7 @@ pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod load;
+pub mod lock_sets;
 pub mod locks;
 mod nullable;
 pub mod ops;
@@ -32,6 +33,9 @@ mod refusals;
 pub mod request_id;
 pub mod requests;
 pub mod reservations;
+pub mod session_bodies;
+pub mod session_problems;
+pub mod sessions;
 mod spec;
 
 pub use error::Problem;
@@ -85,6 +89,7 @@ impl utoipa::Modify for BearerScheme {
     ),
     tags(
         (name = "locks", description = "Keyed locks: one holder (or N, or shared) per key, with fencing tokens"),
+        (name = "sessions", description = "Sessions: one heartbeat for many leases, which end together with it"),
         (name = "pools", description = "Subnet pools and reservations: free blocks handed out best fit, then lowest address"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )
@@ -94,8 +99,10 @@ struct ApiDoc;
 fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(locks::router())
+        .merge(lock_sets::router())
         .merge(pools::router())
         .merge(reservations::router())
+        .merge(sessions::router())
         .merge(ops::router())
         .merge(docs::router())
 }

@@ -125,6 +125,8 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
         in_flight: admission.in_flight(),
         clients_in_flight: admission.clients_in_flight(),
         live_locks: live.locks,
+        live_sessions: live.sessions,
+        bound_leases: live.bound,
         live_reservations: live.reservations,
         store: leases.store.stats(),
         wall_offset_ms: leases.clock.wall_offset(),

@@ -205,6 +205,11 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
         LeaseError::Unavailable(m) => Problem::unavailable(m),
         LeaseError::Overloaded(reason) => Problem::overloaded(reason),
         LeaseError::Internal(m) => Problem::internal(m),
+        e @ (LeaseError::SessionLost { .. }
+        | LeaseError::NotSessionOwner
+        | LeaseError::SessionFull { .. }) => {
+            super::session_problems::binding_problem(&e).unwrap_or_else(|| Problem::internal(e))
+        }
         e @ (LeaseError::PoolNotFound
         | LeaseError::ReservationNotFound
         | LeaseError::PoolConflict { .. }

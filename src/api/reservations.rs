@@ -22,6 +22,7 @@ use super::problems::subnet_problem;
 use super::refusals::{
     PoolUnknown, ReservationTokenRefusals, ReservationUnknown, SubnetGrantRefusals,
 };
+use super::sessions::{SessionRef, lifetime};
 use crate::auth::Need;
 use crate::domain::names::PoolName;
 use crate::domain::paths;
@@ -52,6 +53,9 @@ pub struct ReserveRequest {
     /// How long the reservation lives unless renewed or confirmed (default 60 s).
     #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
+    /// Binds the reservation to a session instead of a TTL: until confirmed,
+    /// it lives exactly as long as the session.
+    pub session: Option<SessionRef>,
     /// Networks the grant must not overlap (the caller's own). Host bits are
     /// cleared; networks of the other family are ignored.
     pub exclude: Option<Vec<String>>,
@@ -109,6 +113,10 @@ pub struct ReservationBody {
     pub expires_in_ms: Option<i64>,
     #[schema(required = true)]
     pub metadata: Option<Map<String, Value>>,
+    /// The session it is bound to until confirmed, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub session: Option<String>,
 }
 
 /// The answer to a reservation: it and its secret token, which renew,
@@ -140,6 +148,7 @@ impl ReservationBody {
             holder: r.lease.holder,
             fencing_token: r.lease.fencing_token,
             metadata: r.lease.metadata,
+            session: r.session,
         }
     }
 }
@@ -175,11 +184,13 @@ pub async fn reserve_subnet(
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
+    let (ttl_ms, session) = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
     let idempotency_key = idempotency_key(&headers)?;
     let request = body.parse(
         pool.clone(),
         idempotency_key,
         caller.owner(),
+        (ttl_ms, session),
         &state.leases.limits,
     )?;
     let reserved = state

@@ -42,6 +42,16 @@ Examples:
   leasehold lock release lb/3f2a --lease-token \"$LEASE_TOKEN\"
   leasehold lock release lb/3f2a --force     # admin: every lease on the key, no lease token";
 
+pub const SESSION: &str = "\
+Examples:
+  # One heartbeat for many locks: open a session, bind locks to it, keep it alive
+  leasehold session open --ttl 30s --json > session.json
+  ID=$(sed -n 's/.*\"id\":\"\\([^\"]*\\)\".*/\\1/p' session.json)
+  SESSION_TOKEN=$(sed -n 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/p' session.json)
+  leasehold session renew \"$ID\" \"$SESSION_TOKEN\"
+  leasehold session show \"$ID\"             # how many locks and reservations it holds
+  leasehold session close \"$ID\" \"$SESSION_TOKEN\"   # releases every lease bound to it";
+
 pub const LOCK_SHOW: &str = "\
 Examples:
   leasehold lock show lb/3f2a              # who holds it, \"expires in 28s\"

@@ -55,6 +55,18 @@ pub enum LockAction {
         /// Retrying with the same key returns the same live lease.
         #[arg(long)]
         idempotency_key: Option<String>,
+        /// Bind the lease to this session (from `session open`) instead of
+        /// a TTL of its own: it lives exactly as long as the session.
+        #[arg(
+            long,
+            value_name = "ID",
+            requires = "session_token",
+            conflicts_with = "ttl"
+        )]
+        session: Option<String>,
+        /// The session token `session open` printed.
+        #[arg(long, value_name = "SESSION_TOKEN", requires = "session")]
+        session_token: Option<String>,
     },
     /// Renew a lease, keeping its fencing token.
     #[command(after_help = examples::LOCK_RENEW)]
@@ -94,7 +106,7 @@ pub enum LockAction {
     },
 }
 
-fn parse_metadata(text: &str) -> Result<Map<String, Value>, String> {
+pub fn parse_metadata(text: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err("must be a JSON object, such as {\"az\": \"eu-west-1a\"}".into()),
@@ -117,10 +129,15 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
             lock_delay,
             metadata,
             idempotency_key,
+            session,
+            session_token,
         } => {
+            let session = session.map(|id| serde_json::json!({"id": id, "token": session_token}));
             let request = AcquireBody {
                 holder: holder.unwrap_or_else(default_holder),
-                ttl_ms: millis(ttl),
+                // A bound lease lives by its session.
+                ttl_ms: if session.is_some() { 0 } else { millis(ttl) },
+                session,
                 wait_ms: (!wait.is_zero()).then(|| millis(wait)),
                 mode: shared.then(|| "shared".to_owned()),
                 max_holders,

@@ -1,4 +1,4 @@
-//! The client commands of the `leasehold` binary: `lock`, `pool`, `subnet`.
+//! The client commands of the `leasehold` binary: `lock`, `session`, `pool`, `subnet`.
 //!
 //! Each command talks to a server through [`crate::client::Client`], prints a
 //! human-readable answer (or the server's JSON with `--json`), and maps a
@@ -10,6 +10,7 @@ pub mod lock;
 pub mod output;
 pub mod pool;
 pub mod run;
+pub mod session;
 pub mod subnet;
 pub mod token;
 

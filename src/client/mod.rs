@@ -5,6 +5,7 @@
 //! branch on the HTTP status or the stable problem `type`.
 
 mod locks;
+mod sessions;
 mod subnets;
 mod types;
 
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::domain::paths;
 
+pub use sessions::{OpenSessionBody, SessionJson};
 pub use types::{
     AcquireBody, HolderJson, LockJson, PageJson, PoolJson, PoolUsageJson, ReservationJson,
     ReserveBody,

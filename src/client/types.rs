@@ -12,7 +12,12 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct AcquireBody {
     pub holder: String,
+    /// Not sent for a lease bound to a session (0).
+    #[serde(skip_serializing_if = "is_zero")]
     pub ttl_ms: u64,
+    /// The session to bind the lease to: `{"id", "token"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<u64>,
     /// `exclusive` (the server's default) or `shared`.
@@ -27,6 +32,10 @@ pub struct AcquireBody {
     /// Sent as the `Idempotency-Key` header.
     #[serde(skip)]
     pub idempotency_key: Option<String>,
+}
+
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
 }
 
 /// The body of `POST /v1/pools/{pool}/reservations`.

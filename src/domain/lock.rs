@@ -20,6 +20,8 @@ pub struct LockLease {
     /// The API token that was granted the lease (`None` without an auth
     /// file): a retry with its idempotency key is a replay to that token alone.
     pub owner: Option<String>,
+    /// The session it is bound to: it lives exactly as long as that session.
+    pub session: Option<String>,
 }
 
 impl LockLease {
@@ -161,6 +163,7 @@ mod tests {
             max_holders,
             lock_delay_ms: delay,
             idempotency_key: None,
+            session: None,
             owner: None,
         }
     }

@@ -8,6 +8,7 @@ pub mod lease;
 pub mod lock;
 pub mod names;
 pub mod paths;
+pub mod session;
 pub mod subnet;
 pub mod time;
 pub mod validate;

@@ -21,6 +21,11 @@ pub fn pool(pool: &str) -> String {
     format!("/v1/pools/{}", utf8_percent_encode(pool, PATH_SEGMENT))
 }
 
+/// `/v1/sessions/{id}`.
+pub fn session(id: &str) -> String {
+    format!("/v1/sessions/{}", utf8_percent_encode(id, PATH_SEGMENT))
+}
+
 /// `/v1/pools/{pool}/reservations/{id}`.
 pub fn reservation(pool_name: &str, id: &str) -> String {
     format!(

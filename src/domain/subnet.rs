@@ -53,6 +53,8 @@ pub struct Reservation {
     pub subnet: Block,
     pub lease: Lease,
     pub idempotency_key: Option<String>,
+    /// The session it is bound to until confirmed: it lives as long as that session.
+    pub session: Option<String>,
 }
 
 impl Reservation {

@@ -182,7 +182,7 @@ impl LockService<'_> {
     }
 
     /// The refusal for a newcomer while others wait: the key's current holders.
-    async fn queue_refusal(&self, key: &str) -> LeaseError {
+    pub(super) async fn queue_refusal(&self, key: &str) -> LeaseError {
         let now = self.leases.now();
         match self.leases.store.get_lock(key, now).await {
             Ok(holders) => {

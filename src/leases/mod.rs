@@ -14,7 +14,9 @@ use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 
 pub mod admission;
+pub mod lock_sets;
 pub mod locks;
+pub mod sessions;
 pub mod shares;
 pub mod subnets;
 pub mod waiters;
@@ -24,6 +26,7 @@ pub use crate::store::ReserveSubnet;
 pub use crate::token::new_token;
 pub use admission::{Admission, Shed};
 pub use locks::{Acquired, LockService};
+pub use sessions::{Opened, SessionService};
 pub use shares::ClientId;
 pub use subnets::{Page, PutPool, Reserved, SubnetService};
 pub use waiters::{WaiterStats, Waiters};
@@ -43,6 +46,8 @@ pub struct Limits {
     pub max_waiters: usize,
     /// How long a client may take to send a request body.
     pub body_timeout: Duration,
+    /// Leases bound to one session at most.
+    pub max_session_leases: u32,
 }
 
 impl Default for Limits {
@@ -56,6 +61,7 @@ impl Default for Limits {
             max_in_flight_per_client: 512,
             max_waiters: 4_096,
             body_timeout: Duration::from_secs(30),
+            max_session_leases: 100_000,
         }
     }
 }
@@ -98,6 +104,16 @@ pub enum LeaseError {
     /// The API token already holds its quota of live leases.
     #[error("the token holds {current} live leases, its limit is {limit}")]
     QuotaExceeded { limit: u32, current: u64 },
+    /// The session a grant names is not live, or its token is wrong
+    /// (`field`: `session.id` or `session.token`).
+    #[error("the session is not live or its token is wrong")]
+    SessionLost { field: &'static str },
+    /// The session belongs to another API token.
+    #[error("the session belongs to another token")]
+    NotSessionOwner,
+    /// The session holds its cap of bound leases.
+    #[error("the session holds {limit} leases, its limit")]
+    SessionFull { limit: u32 },
     #[error("storage unavailable: {0}")]
     Unavailable(String),
     #[error("internal error: {0}")]
@@ -123,6 +139,13 @@ impl From<StoreError> for LeaseError {
             StoreError::QuotaExceeded { limit, current } => {
                 LeaseError::QuotaExceeded { limit, current }
             }
+            StoreError::SessionLost { field } => LeaseError::SessionLost { field },
+            StoreError::NotSessionOwner => LeaseError::NotSessionOwner,
+            // The set's service answers it with the time of the refusal.
+            StoreError::SetRefused { key, .. } => {
+                LeaseError::Internal(format!("the set refusal of {key} was not answered"))
+            }
+            StoreError::SessionFull { limit } => LeaseError::SessionFull { limit },
             StoreError::Unavailable(m) | StoreError::Damaged(m) => LeaseError::Unavailable(m),
             StoreError::Internal(m) => LeaseError::Internal(m),
         }
@@ -187,6 +210,14 @@ impl Leases {
 
     pub fn locks(&self) -> LockService<'_> {
         LockService { leases: self }
+    }
+
+    pub fn lock_sets(&self) -> lock_sets::LockSetService<'_> {
+        lock_sets::LockSetService { leases: self }
+    }
+
+    pub fn sessions(&self) -> SessionService<'_> {
+        SessionService { leases: self }
     }
 
     pub fn subnets(&self) -> SubnetService<'_> {

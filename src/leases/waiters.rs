@@ -62,6 +62,31 @@ impl Waiters {
     }
 
     /// Whether anyone waits on `key` (a newcomer must then not jump the queue).
+    /// Joins the queue of every key at once, under one lock: two waiters for
+    /// overlapping sets stand in the same order in every queue they share
+    /// (one global arrival order), so neither ever waits for the other in a
+    /// cycle.
+    pub fn enqueue_all(self: &Arc<Self>, keys: &[String]) -> Vec<Ticket> {
+        let mut queues = self.queues();
+        keys.iter()
+            .map(|key| {
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                let wake = Arc::new(Notify::new());
+                let waiter = Waiter {
+                    id,
+                    wake: wake.clone(),
+                };
+                queues.entry(key.clone()).or_default().push_back(waiter);
+                Ticket {
+                    waiters: self.clone(),
+                    key: key.clone(),
+                    id,
+                    wake,
+                }
+            })
+            .collect()
+    }
+
     pub fn is_queued(&self, key: &str) -> bool {
         self.queues().contains_key(key)
     }
@@ -136,6 +161,22 @@ mod tests {
         assert!(!b.is_head());
         drop(a);
         assert!(b.is_head());
+    }
+
+    #[test]
+    fn sets_queued_at_once_stand_in_one_order_in_every_queue() {
+        let waiters = Arc::new(Waiters::default());
+        let keys = ["x".to_owned(), "y".to_owned()];
+        let a = waiters.enqueue_all(&keys);
+        let single = waiters.enqueue("y");
+        let b = waiters.enqueue_all(&keys);
+        assert!(a.iter().all(Ticket::is_head));
+        assert!(!b.iter().any(Ticket::is_head));
+        drop(a);
+        // b heads x, but waits behind the single waiter that came first on y.
+        assert!(b[0].is_head() && !b[1].is_head());
+        drop(single);
+        assert!(b.iter().all(Ticket::is_head));
     }
 
     #[test]

@@ -57,9 +57,10 @@ pub struct Texts {
     pub next_fencing: &'static str,
     /// Inserts a lock lease with the next fencing token and answers it
     /// (`fencing_token`); with `$11` true, only if the key (`$1`) has no row.
+    /// `$13` is its session, `$14` its `expires_at`.
     pub insert_lock: &'static str,
     /// Inserts a reservation; `$14` is its subnet as text, for a dialect that
-    /// keeps it as a network type besides its addresses.
+    /// keeps it as a network type besides its addresses; `$15` its session.
     pub insert_reservation: &'static str,
     /// The rows a reaper may take (`… LIMIT $2` plus this suffix): every
     /// expired one, or those no other replica's reaper holds.

@@ -9,13 +9,14 @@ use tokio::sync::broadcast;
 use super::dialect::{Atomicity, Dialect};
 use super::reservations::Update;
 use super::{
-    AcquireLock, AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery,
-    PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet, Resumed, Store, StoreError,
-    StoreResult,
+    AcquireLock, AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery, OpenOutcome,
+    OpenSession, PutPoolOutcome, ReapedSessions, ReservationQuery, ReserveOutcome, ReserveSubnet,
+    Resumed, SessionEnd, Store, StoreError, StoreResult,
 };
-use super::{locks, owners, pools, reservations, sql, subnets};
+use super::{lock_sets, locks, owners, pools, reservations, sessions, sql, subnets};
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
+use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
 
@@ -31,6 +32,18 @@ impl<D: Dialect> Store for D {
         self.write(
             Atomicity::KeepPartial,
             Box::new(move |c, fx| Box::pin(locks::acquire::<D>(c, fx, lock, token, now))),
+        )
+        .await
+    }
+
+    async fn acquire_lock_set(
+        &self,
+        set: Vec<(AcquireLock, String)>,
+        now: Millis,
+    ) -> StoreResult<Vec<LockLease>> {
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| Box::pin(lock_sets::acquire::<D>(c, fx, set, now))),
         )
         .await
     }
@@ -260,22 +273,88 @@ impl<D: Dialect> Store for D {
             Box::pin(async move {
                 // `gone_at` is never before `expires_at`: the range on its
                 // index skips the expired rows the reaper has not deleted yet.
-                let row = sql::one(
-                    c,
+                let text = format!(
                     "SELECT (SELECT count(*) FROM lock_leases \
-                     WHERE gone_at > $1 AND expires_at > $1) AS locks, \
+                     WHERE gone_at > $1 AND expires_at > $1 AND {}) AS locks, \
                      (SELECT count(*) FROM subnet_reservations \
-                     WHERE expires_at IS NULL OR expires_at > $1) AS reservations",
-                    sql::args![now],
-                )
-                .await?;
+                     WHERE (expires_at IS NULL OR expires_at > $1) AND {}) AS reservations, {}",
+                    sessions::live_by_session("lock_leases", 1),
+                    sessions::live_by_session("subnet_reservations", 1),
+                    sessions::COUNT_LIVE
+                );
+                let row = sql::one(c, text, sql::args![now]).await?;
                 use sql::Columns;
+                let count = |column| row.int(column).map(|n| u64::try_from(n).unwrap_or(0));
                 Ok(LiveLeases {
-                    locks: u64::try_from(row.int("locks")?).unwrap_or(0),
-                    reservations: u64::try_from(row.int("reservations")?).unwrap_or(0),
+                    locks: count("locks")?,
+                    reservations: count("reservations")?,
+                    sessions: count("sessions")?,
+                    bound: count("bound")?,
                 })
             })
         }))
+        .await
+    }
+
+    async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, _| Box::pin(sessions::open::<D>(c, new, now))),
+        )
+        .await
+    }
+
+    async fn renew_session(
+        &self,
+        id: &str,
+        token: &str,
+        caller: Option<&str>,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<Session> {
+        let (id, token) = (id.to_owned(), token.to_owned());
+        let caller = caller.map(str::to_owned);
+        // One row, however many leases are bound; a refusal only reads.
+        self.write(
+            Atomicity::Statement,
+            Box::new(move |c, _| {
+                Box::pin(async move {
+                    sessions::renew(c, &id, &token, caller.as_deref(), ttl_ms, now).await
+                })
+            }),
+        )
+        .await
+    }
+
+    async fn end_session(
+        &self,
+        id: &str,
+        end: SessionEnd,
+        now: Millis,
+    ) -> StoreResult<Vec<String>> {
+        let id = id.to_owned();
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                Box::pin(async move { sessions::end::<D>(c, fx, &id, end, now).await })
+            }),
+        )
+        .await
+    }
+
+    async fn get_session(&self, id: &str, now: Millis) -> StoreResult<SessionView> {
+        let id = id.to_owned();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { sessions::get(c, &id, now).await })
+        }))
+        .await
+    }
+
+    async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions> {
+        self.write(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| Box::pin(sessions::reap::<D>(c, fx, now, batch))),
+        )
         .await
     }
 

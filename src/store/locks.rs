@@ -9,10 +9,13 @@
 use super::dialect::{Dialect, Effects};
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::rows::{self, LOCK_COLUMNS, metadata_text};
+use super::sessions::{self, live_by_session};
 use super::sql::{Columns, Sql, args};
 use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
+use crate::domain::names::Ttl;
+use crate::domain::session::{BOUND, Session};
 
 /// Serialises the writes of one key until the transaction ends.
 async fn lock_key<D: Dialect>(conn: &mut D::Conn, key: &str) -> StoreResult<()> {
@@ -30,10 +33,17 @@ pub async fn acquire<D: Dialect>(
     now: Millis,
 ) -> StoreResult<AcquireOutcome> {
     lock_key::<D>(conn, &new.key).await?;
+    // Checked before anything changes; its row is held until the commit.
+    let session = match &new.session {
+        Some(claim) => Some(sessions::bind::<D>(conn, claim, now).await?),
+        None => None,
+    };
     if let Some(idem) = &new.idempotency_key {
         let sql = format!(
             "SELECT {LOCK_COLUMNS} FROM lock_leases \
-             WHERE key = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND expires_at > $3"
+             WHERE key = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND expires_at > $3 \
+             AND {}",
+            live_by_session("lock_leases", 3)
         );
         let replay = conn
             .row(
@@ -57,12 +67,14 @@ pub async fn acquire<D: Dialect>(
     // A key with no rows at all grants any claim: the insert that checks
     // this is the whole write, in one statement.
     if quota.has_room()
-        && let Some(fencing_token) = insert::<D>(conn, &new, &token, now, true).await?
+        && let Some(fencing_token) = insert::<D>(conn, &new, &token, now, true, &session).await?
     {
-        return Ok(AcquireOutcome::Granted(new.granted(
+        return Ok(AcquireOutcome::Granted(granted(
+            new,
             token,
             now,
             fencing_token,
+            session,
         )));
     }
     let sql =
@@ -76,12 +88,16 @@ pub async fn acquire<D: Dialect>(
     };
     // Over the quota the write fails before it has changed anything.
     let decision = grant_order(lock::decide(claim, &rows, now), quota)?;
-    // Rows past their expiry and lock delay are absent: remove them here,
-    // so correctness never waits for the reaper.
+    // Rows past their expiry and lock delay are absent (a bound row: past
+    // its session's): remove them here, so correctness never waits for the
+    // reaper.
     if absent {
         fx.expired_locks += conn
             .execute(
-                "DELETE FROM lock_leases WHERE key = $1 AND gone_at <= $2",
+                "DELETE FROM lock_leases WHERE key = $1 AND (gone_at <= $2 \
+                 OR (session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s \
+                     WHERE s.id = lock_leases.session_id \
+                     AND s.expires_at + lock_leases.lock_delay_ms > $2)))",
                 args![new.key.as_str(), now],
             )
             .await?;
@@ -90,14 +106,32 @@ pub async fn acquire<D: Dialect>(
         // Nothing was changed but the removal of absent rows; keep it.
         return Ok(AcquireOutcome::Refused(refusal));
     }
-    let fencing_token = insert::<D>(conn, &new, &token, now, false)
+    let fencing_token = insert::<D>(conn, &new, &token, now, false, &session)
         .await?
         .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
-    Ok(AcquireOutcome::Granted(new.granted(
+    Ok(AcquireOutcome::Granted(granted(
+        new,
         token,
         now,
         fencing_token,
+        session,
     )))
+}
+
+/// The lease a grant became; a bound one shows its session's life.
+fn granted(
+    new: AcquireLock,
+    token: String,
+    now: Millis,
+    fencing_token: i64,
+    session: Option<Session>,
+) -> LockLease {
+    let mut lease = new.granted(token, now, fencing_token);
+    if let Some(s) = session {
+        lease.lease.expires_at = Some(s.expires_at);
+        lease.lease.ttl_ms = s.ttl_ms;
+    }
+    lease
 }
 
 /// Inserts the lease `new` with its secret `token` and the next fencing
@@ -109,8 +143,17 @@ async fn insert<D: Dialect>(
     token: &str,
     now: Millis,
     only_if_free: bool,
+    session: &Option<Session>,
 ) -> StoreResult<Option<i64>> {
     let metadata = metadata_text(&new.metadata);
+    // A bound row lives by its session's row, never by its own expiry.
+    let (ttl_ms, expires_at) = match session {
+        Some(s) => (s.ttl_ms, BOUND),
+        None => {
+            let ttl_ms = new.ttl.map_or(0, Ttl::ms);
+            (ttl_ms, now + ttl_ms)
+        }
+    };
     let args = args![
         new.key.as_str(),
         new.holder.as_str(),
@@ -118,12 +161,14 @@ async fn insert<D: Dialect>(
         new.mode.as_str(),
         new.max_holders.map(i64::from),
         now,
-        new.ttl.ms(),
+        ttl_ms,
         new.lock_delay_ms,
         &metadata,
         new.idempotency_key.as_deref(),
         only_if_free,
         owner_name(&new.owner),
+        session.as_ref().map(|s| s.id.as_str()),
+        expires_at,
     ];
     let row = conn.row(D::SQL.insert_lock, args).await?;
     row.map(|r| r.int("fencing_token")).transpose()
@@ -139,9 +184,20 @@ pub async fn renew(
     let sql = format!(
         "UPDATE lock_leases SET ttl_ms = coalesce($4, ttl_ms), \
          expires_at = $3 + coalesce($4, ttl_ms) \
-         WHERE key = $1 AND token = $2 AND expires_at > $3 RETURNING {LOCK_COLUMNS}"
+         WHERE key = $1 AND token = $2 AND expires_at > $3 AND session_id IS NULL \
+         RETURNING {LOCK_COLUMNS}"
     );
-    let row = conn.row(sql, args![key, token, now, ttl_ms]).await?;
+    if let Some(row) = conn.row(sql, args![key, token, now, ttl_ms]).await? {
+        return rows::lock(&row);
+    }
+    // A bound lease lives as long as its session: renewing it changes
+    // nothing, and answers it while its session is live.
+    let sql = format!(
+        "SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 AND token = $2 \
+         AND session_id IS NOT NULL AND {}",
+        live_by_session("lock_leases", 3)
+    );
+    let row = conn.row(sql, args![key, token, now]).await?;
     rows::lock(&row.ok_or(StoreError::LeaseLost)?)
 }
 
@@ -154,7 +210,11 @@ pub async fn release(
 ) -> StoreResult<()> {
     let removed = conn
         .execute(
-            "DELETE FROM lock_leases WHERE key = $1 AND token = $2 AND expires_at > $3",
+            format!(
+                "DELETE FROM lock_leases WHERE key = $1 AND token = $2 AND expires_at > $3 \
+                 AND {}",
+                live_by_session("lock_leases", 3)
+            ),
             args![key, token, now],
         )
         .await?;
@@ -174,7 +234,10 @@ pub async fn force_release<D: Dialect>(
     lock_key::<D>(conn, key).await?;
     let live = super::sql::one(
         conn,
-        "SELECT count(*) AS n FROM lock_leases WHERE key = $1 AND expires_at > $2",
+        format!(
+            "SELECT count(*) AS n FROM lock_leases WHERE key = $1 AND expires_at > $2 AND {}",
+            live_by_session("lock_leases", 2)
+        ),
         args![key, now],
     )
     .await?
@@ -217,7 +280,8 @@ pub async fn reap<D: Dialect>(
 pub async fn get(conn: &mut impl Sql, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
     let sql = format!(
         "SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 AND expires_at > $2 \
-         ORDER BY fencing_token"
+         AND {} ORDER BY fencing_token",
+        live_by_session("lock_leases", 2)
     );
     rows::locks(&conn.rows(sql, args![key, now]).await?)
 }
@@ -235,8 +299,9 @@ pub async fn list(
     let sql = format!(
         "SELECT {LOCK_COLUMNS} FROM lock_leases \
          WHERE key >= $1 {} AND (key, fencing_token) > ($3, $4) AND expires_at > $5 \
-         ORDER BY key, fencing_token LIMIT $6",
-        if upper.is_some() { "AND key < $2" } else { "" }
+         AND {} ORDER BY key, fencing_token LIMIT $6",
+        if upper.is_some() { "AND key < $2" } else { "" },
+        live_by_session("lock_leases", 5)
     );
     let args = args![
         query.prefix.as_str().max(after_key),

@@ -9,6 +9,7 @@ use crate::domain::cidr::Block;
 use crate::domain::grant::{self, Quota, Refused};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
+use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
@@ -16,6 +17,7 @@ mod dialect;
 mod engine;
 mod errors;
 mod free_blocks;
+mod lock_sets;
 mod locks;
 mod owners;
 mod pools;
@@ -23,11 +25,14 @@ pub mod postgres;
 mod reservations;
 mod resume;
 mod rows;
+mod session_commands;
+mod sessions;
 mod sql;
 pub mod sqlite;
 mod subnets;
 
 pub use postgres::PostgresStore;
+pub use session_commands::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
 pub use sqlite::{Durability, SqliteStore};
 
 use std::path::Path;
@@ -105,6 +110,10 @@ pub struct LiveLeases {
     pub locks: u64,
     /// Reserved and allocated reservations alike.
     pub reservations: u64,
+    /// Open sessions (the `leasehold_live_sessions` gauge).
+    pub sessions: u64,
+    /// Of the live locks and reservations, those bound to a session.
+    pub bound: u64,
 }
 
 /// The API token a grant is made for, and its quota of live leases.
@@ -125,7 +134,8 @@ pub struct LeaseOwner {
 pub struct AcquireLock {
     pub key: LockKey,
     pub holder: Holder,
-    pub ttl: Ttl,
+    /// `None` when bound to a session.
+    pub ttl: Option<Ttl>,
     pub mode: LockMode,
     /// At least 1.
     pub max_holders: Option<u32>,
@@ -134,6 +144,8 @@ pub struct AcquireLock {
     pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
+    /// The session the lease is bound to, instead of a TTL of its own.
+    pub session: Option<SessionClaim>,
 }
 
 impl AcquireLock {
@@ -147,7 +159,7 @@ impl AcquireLock {
                 token,
                 fencing_token,
                 now,
-                self.ttl.ms(),
+                self.ttl.map_or(0, Ttl::ms),
                 self.metadata,
             ),
             mode: self.mode,
@@ -155,6 +167,7 @@ impl AcquireLock {
             lock_delay_ms: self.lock_delay_ms,
             idempotency_key: self.idempotency_key.map(IdempotencyKey::into_string),
             owner: self.owner.map(|o| o.name),
+            session: self.session.map(|s| s.id),
         }
     }
 }
@@ -204,11 +217,14 @@ pub struct ReserveSubnet {
     /// The caller's networks, in any family; the grant overlaps none of them.
     pub excludes: Vec<Block>,
     pub holder: Holder,
-    pub ttl: Ttl,
+    /// `None` when bound to a session.
+    pub ttl: Option<Ttl>,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
+    /// The session the reservation is bound to until confirmed.
+    pub session: Option<SessionClaim>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -274,6 +290,19 @@ pub enum StoreError {
     #[error("the token holds {current} live leases, its limit is {limit}")]
     QuotaExceeded { limit: u32, current: u64 },
     /// The database cannot take writes now (disk full, read-only, I/O error).
+    /// The session a grant names is not live (`field` says which part of
+    /// the claim failed: its id, or its token).
+    #[error("the session is not live or its token is wrong")]
+    SessionLost { field: &'static str },
+    /// The session belongs to another API token.
+    #[error("the session belongs to another token")]
+    NotSessionOwner,
+    /// A key of a set refused its grant; nothing of the set was granted.
+    #[error("the key {key} of the set cannot be granted now")]
+    SetRefused { key: String, refusal: Box<Refusal> },
+    /// The session already holds its cap of bound leases.
+    #[error("the session holds {limit} leases, its limit")]
+    SessionFull { limit: u32 },
     #[error("storage unavailable: {0}")]
     Unavailable(String),
     /// The database file is damaged (SQLite: corrupt, or not a database):
@@ -298,6 +327,13 @@ pub trait Store: Send + Sync + 'static {
         token: String,
         now: Millis,
     ) -> StoreResult<AcquireOutcome>;
+    /// Grants every lock of the set (keys distinct, in key order), each with
+    /// its secret token, or none (`SetRefused`, naming the key).
+    async fn acquire_lock_set(
+        &self,
+        set: Vec<(AcquireLock, String)>,
+        now: Millis,
+    ) -> StoreResult<Vec<LockLease>>;
     /// Extends a live lease; `ttl_ms` of `None` reuses the lease's own TTL.
     async fn renew_lock(
         &self,
@@ -377,6 +413,27 @@ pub trait Store: Send + Sync + 'static {
     /// TTL from there (rule 7); leases that had expired by then stay expired,
     /// whichever way the wall clock moved in between.
     async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed>;
+    /// Opens a session, or replays the live one of the same idempotency key.
+    async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome>;
+    /// Extends a live session (one row, however many leases are bound);
+    /// `caller` as in `SessionClaim`.
+    async fn renew_session(
+        &self,
+        id: &str,
+        token: &str,
+        caller: Option<&str>,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<Session>;
+    /// Ends a live session and, in the same transaction, every lease bound
+    /// to it (confirmed reservations stay); answers the keys it freed.
+    async fn end_session(&self, id: &str, end: SessionEnd, now: Millis)
+    -> StoreResult<Vec<String>>;
+    /// A live session with what is bound to it; `NotFound`.
+    async fn get_session(&self, id: &str, now: Millis) -> StoreResult<SessionView>;
+    /// Deletes at most `batch` leases bound to expired sessions, then the
+    /// expired sessions left with none (compare-and-delete).
+    async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions>;
     /// Counts the live leases at `now`.
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases>;
     /// Counts the live leases (locks and reservations, allocated ones

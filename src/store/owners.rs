@@ -4,15 +4,23 @@
 //! on any replica, cannot both pass.
 
 use super::dialect::Dialect;
+use super::sessions::live_by_session;
 use super::sql::Columns;
 use super::sql::{Sql, args, one};
 use super::{LeaseOwner, StoreResult};
 use crate::domain::Millis;
 use crate::domain::grant::Quota;
 
-const COUNT_LIVE: &str = "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND expires_at > $2) \
-     + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
-        AND (expires_at IS NULL OR expires_at > $2)) AS n";
+/// The owner's (`$1`) live leases at `$2`, bound ones while their session lives.
+fn count_live_sql() -> String {
+    format!(
+        "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND expires_at > $2 AND {}) \
+         + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
+            AND (expires_at IS NULL OR expires_at > $2) AND {}) AS n",
+        live_by_session("lock_leases", 2),
+        live_by_session("subnet_reservations", 2)
+    )
+}
 
 /// A lease row of the owner bound as `$4`: an idempotency key replays
 /// only to the token that used it (no owner, without an auth file, is one
@@ -21,7 +29,9 @@ pub const SAME_OWNER: &str = "coalesce(owner, '') = coalesce($4, '')";
 
 /// The live leases `owner` created, locks and reservations together.
 pub async fn count_live(conn: &mut impl Sql, owner: &str, now: Millis) -> StoreResult<u64> {
-    let n = one(conn, COUNT_LIVE, args![owner, now]).await?.int("n")?;
+    let n = one(conn, count_live_sql(), args![owner, now])
+        .await?
+        .int("n")?;
     Ok(u64::try_from(n).unwrap_or(0))
 }
 

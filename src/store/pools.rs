@@ -6,6 +6,7 @@
 use super::dialect::{Dialect, Effects};
 use super::free_blocks::{give_back, insert_free, largest_plain};
 use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
+use super::sessions::ended_by_session;
 use super::sql::{Columns, Sql, args, one};
 use super::{DeletePoolOutcome, PutPoolOutcome, StoreError, StoreResult};
 use crate::domain::Millis;
@@ -37,9 +38,10 @@ pub async fn lock<D: Dialect>(conn: &mut D::Conn, name: &str) -> StoreResult<Poo
         .ok_or(StoreError::PoolNotFound)
 }
 
-/// Deletes at most `limit` of the locked pool's expired reservations and
-/// frees their blocks (rule 1: an expired reservation is absent, whether or
-/// not the reaper has run). Answers how many went.
+/// Deletes at most `limit` of the locked pool's expired reservations (and
+/// those of expired sessions) and frees their blocks (rule 1: an expired
+/// reservation is absent, whether or not the reaper has run). Answers how
+/// many went.
 pub async fn purge_expired(
     conn: &mut impl Sql,
     fx: &mut Effects,
@@ -47,15 +49,29 @@ pub async fn purge_expired(
     now: Millis,
     limit: i64,
 ) -> StoreResult<u64> {
-    let freed = conn
-        .rows(
-            "DELETE FROM subnet_reservations WHERE fencing_token IN \
-             (SELECT fencing_token FROM subnet_reservations \
-              WHERE pool = $1 AND expires_at <= $2 LIMIT $3) \
-             AND expires_at <= $2 RETURNING first_addr, prefix_len",
-            args![&pool.name, now, limit],
-        )
-        .await?;
+    // Two statements, each driven by its own index: expired by time, then
+    // bound to an expired session (found from the sessions that expired,
+    // most of the time none: never a scan of the pool's live reservations).
+    let by_time = "SELECT fencing_token FROM subnet_reservations \
+                   WHERE pool = $1 AND expires_at <= $2 LIMIT $3";
+    let by_session = "SELECT r.fencing_token FROM sessions s CROSS JOIN subnet_reservations r \
+                      WHERE r.session_id = s.id AND s.expires_at <= $2 AND r.pool = $1 LIMIT $3";
+    let recheck = [
+        "expires_at <= $2".to_owned(),
+        ended_by_session("subnet_reservations", 2),
+    ];
+    let mut freed = Vec::new();
+    for (pick, expired) in [by_time, by_session].into_iter().zip(recheck) {
+        let left = limit - freed.len() as i64;
+        if left <= 0 {
+            break;
+        }
+        let sql = format!(
+            "DELETE FROM subnet_reservations WHERE fencing_token IN ({pick}) \
+             AND {expired} RETURNING first_addr, prefix_len"
+        );
+        freed.extend(conn.rows(sql, args![&pool.name, now, left]).await?);
+    }
     for row in &freed {
         give_back(conn, pool, block(row, pool.cidr.family(), "first_addr")?).await?;
     }
@@ -79,7 +95,7 @@ async fn lock_purged<D: Dialect>(
 /// when the last reserved one expires.
 const COUNTS: &str = "SELECT count(*) FILTER (WHERE expires_at IS NULL) AS allocated, \
      count(*) FILTER (WHERE expires_at IS NOT NULL) AS reserved, \
-     max(expires_at) AS last_expiry \
+     max(CASE WHEN session_id IS NULL THEN expires_at END) AS last_expiry \
      FROM subnet_reservations WHERE pool = $1";
 
 /// Counts and free space of a pool whose expired reservations are purged.

@@ -6,13 +6,20 @@ use super::dialect::{Dialect, Effects};
 use super::free_blocks::give_back;
 use super::pools::{self, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of};
+use super::sessions::{ended_by_session, live_by_session};
 use super::sql::{Columns, Sql, args};
 use super::{ReservationQuery, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::domain::subnet::Reservation;
 
-/// Live: allocated (no expiry) or not yet expired at `$3`.
-const LIVE: &str = "(expires_at IS NULL OR expires_at > $3)";
+/// Live: allocated (no expiry) or not yet expired at `$3`, and bound to no
+/// session or to one live at `$3`.
+fn live() -> String {
+    format!(
+        "(expires_at IS NULL OR expires_at > $3) AND {}",
+        live_by_session("subnet_reservations", 3)
+    )
+}
 
 /// What an update of one live reservation does to it.
 #[derive(Debug, Clone, Copy)]
@@ -38,17 +45,25 @@ pub async fn update(
 ) -> StoreResult<Reservation> {
     let (set, ttl_ms) = match update {
         Update::Renew { ttl_ms } => (
-            "ttl_ms = CASE WHEN expires_at IS NULL THEN ttl_ms ELSE coalesce($5, ttl_ms) END, \
+            // A bound reservation lives by its session: nothing to renew.
+            "ttl_ms = CASE WHEN expires_at IS NULL OR session_id IS NOT NULL THEN ttl_ms \
+             ELSE coalesce($5, ttl_ms) END, \
              expires_at = CASE WHEN expires_at IS NULL THEN NULL \
+             WHEN session_id IS NOT NULL THEN expires_at \
              ELSE $3 + coalesce($5, ttl_ms) END",
             ttl_ms,
         ),
-        Update::Confirm => ("expires_at = NULL, ttl_ms = coalesce($5, ttl_ms)", None),
+        // Confirmed is permanent: no longer bound to its session.
+        Update::Confirm => (
+            "expires_at = NULL, session_id = NULL, ttl_ms = coalesce($5, ttl_ms)",
+            None,
+        ),
     };
     let sql = format!(
         "UPDATE subnet_reservations SET {set} \
-         WHERE pool = $1 AND fencing_token = $2 AND token = $4 AND {LIVE} \
-         RETURNING {RESERVATION_COLUMNS}"
+         WHERE pool = $1 AND fencing_token = $2 AND token = $4 AND {} \
+         RETURNING {RESERVATION_COLUMNS}",
+        live()
     );
     let row = conn
         .row(sql, args![pool, fencing_of(id), now, token, ttl_ms])
@@ -68,8 +83,9 @@ pub async fn remove<D: Dialect>(
 ) -> StoreResult<bool> {
     let pool = pools::lock::<D>(conn, pool).await?;
     let sql = format!(
-        "DELETE FROM subnet_reservations WHERE pool = $1 AND fencing_token = $2 AND {LIVE} \
-         AND ($4 IS NULL OR token = $4) RETURNING first_addr, prefix_len"
+        "DELETE FROM subnet_reservations WHERE pool = $1 AND fencing_token = $2 AND {} \
+         AND ($4 IS NULL OR token = $4) RETURNING first_addr, prefix_len",
+        live()
     );
     let removed = conn
         .row(sql, args![&pool.name, fencing_of(id), now, token])
@@ -79,6 +95,33 @@ pub async fn remove<D: Dialect>(
     };
     give_back(conn, &pool, block(&row, pool.cidr.family(), "first_addr")?).await?;
     Ok(true)
+}
+
+/// Deletes the unconfirmed reservations bound to `session` and frees their
+/// blocks, each pool under its lock (confirmed ones are bound to nothing).
+pub async fn remove_bound<D: Dialect>(conn: &mut D::Conn, session: &str) -> StoreResult<u64> {
+    let names = conn
+        .rows(
+            "SELECT DISTINCT pool FROM subnet_reservations WHERE session_id = $1 ORDER BY pool",
+            args![session],
+        )
+        .await?;
+    let mut removed = 0;
+    for name in names {
+        let pool = pools::lock::<D>(conn, &name.text("pool")?).await?;
+        let freed = conn
+            .rows(
+                "DELETE FROM subnet_reservations WHERE pool = $1 AND session_id = $2 \
+                 RETURNING first_addr, prefix_len",
+                args![&pool.name, session],
+            )
+            .await?;
+        for row in &freed {
+            give_back(conn, &pool, block(row, pool.cidr.family(), "first_addr")?).await?;
+        }
+        removed += freed.len() as u64;
+    }
+    Ok(removed)
 }
 
 /// A live reservation; `NotFound` (or `PoolNotFound`).
@@ -91,7 +134,8 @@ pub async fn get(
     let pool = pools::load(conn, pool).await?;
     let sql = format!(
         "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
-         WHERE pool = $1 AND fencing_token = $2 AND {LIVE}"
+         WHERE pool = $1 AND fencing_token = $2 AND {}",
+        live()
     );
     let row = conn
         .row(sql, args![&pool.name, fencing_of(id), now])
@@ -109,7 +153,8 @@ pub async fn list(
     let pool = pools::load(conn, &query.pool).await?;
     let sql = format!(
         "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
-         WHERE pool = $1 AND first_addr > $2 AND {LIVE} ORDER BY first_addr LIMIT $4"
+         WHERE pool = $1 AND first_addr > $2 AND {} ORDER BY first_addr LIMIT $4",
+        live()
     );
     let after = query.after.as_deref().unwrap_or_default();
     let rows = conn
@@ -126,14 +171,25 @@ pub async fn pools_to_reap(
     now: Millis,
     batch: u32,
 ) -> StoreResult<Vec<String>> {
-    let rows = conn
-        .rows(
+    // Expired by time, then bound to an expired session: each on its index.
+    let mut rows = Vec::new();
+    for expired in [
+        "expires_at <= $1".to_owned(),
+        ended_by_session("subnet_reservations", 1),
+    ] {
+        let sql = format!(
             "SELECT DISTINCT pool FROM (SELECT pool FROM subnet_reservations \
-             WHERE expires_at <= $1 LIMIT $2) expired ORDER BY pool",
-            args![now, i64::from(batch)],
-        )
-        .await?;
-    rows.iter().map(|r| r.text("pool")).collect()
+             WHERE {expired} LIMIT $2) expired ORDER BY pool"
+        );
+        rows.extend(conn.rows(sql, args![now, i64::from(batch)]).await?);
+    }
+    let mut pools = rows
+        .iter()
+        .map(|r| r.text("pool"))
+        .collect::<StoreResult<Vec<_>>>()?;
+    pools.sort_unstable();
+    pools.dedup();
+    Ok(pools)
 }
 
 /// At most `limit` of one pool's expired reservations, under the pool's

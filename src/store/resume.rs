@@ -18,8 +18,14 @@ struct ResumeStatement {
 }
 
 /// The tables whose leases expire (allocated reservations have no expiry and
-/// are left alone).
-const TABLES: [&str; 2] = ["lock_leases", "subnet_reservations"];
+/// are left alone), and which of their rows expire by their own time: a
+/// lease bound to a session lives by its session, whose row is refreshed, so
+/// a bound lease gets its full TTL with it.
+const TABLES: [(&str, &str); 3] = [
+    ("lock_leases", "session_id IS NULL"),
+    ("subnet_reservations", "session_id IS NULL"),
+    ("sessions", "id IS NOT NULL"),
+];
 
 /// In order: leases that had expired by the stop stay expired, even when the
 /// new clock starts before their old expiry (the wall clock stepped back);
@@ -27,17 +33,20 @@ const TABLES: [&str; 2] = ["lock_leases", "subnet_reservations"];
 /// opposite order, the first would catch the leases the second extends.
 fn resume_statements() -> Vec<ResumeStatement> {
     let mut statements = Vec::new();
-    for table in TABLES {
+    for (table, own) in TABLES {
         statements.push(ResumeStatement {
             text: format!(
-                "UPDATE {table} SET expires_at = $1 WHERE expires_at <= $2 AND expires_at > $1"
+                "UPDATE {table} SET expires_at = $1 \
+                 WHERE expires_at <= $2 AND expires_at > $1 AND {own}"
             ),
             extends: false,
         });
     }
-    for table in TABLES {
+    for (table, own) in TABLES {
         statements.push(ResumeStatement {
-            text: format!("UPDATE {table} SET expires_at = $1 + ttl_ms WHERE expires_at > $2"),
+            text: format!(
+                "UPDATE {table} SET expires_at = $1 + ttl_ms WHERE expires_at > $2 AND {own}"
+            ),
             extends: true,
         });
     }

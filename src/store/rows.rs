@@ -11,13 +11,28 @@ use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, Reservation, parse_reservation_id};
 use crate::domain::{Lease, LockMode};
 
-/// The columns `lock` decodes.
+/// The columns `lock` decodes. A lease bound to a session shows the
+/// session's expiry and TTL (its own `expires_at` is `session::BOUND`), and
+/// one whose session is gone shows as long expired.
 pub const LOCK_COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, \
-     acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, idempotency_key, owner";
+     acquired_at, \
+     coalesce((SELECT s.expires_at FROM sessions s WHERE s.id = lock_leases.session_id), \
+       CASE WHEN lock_leases.session_id IS NULL THEN lock_leases.expires_at ELSE 0 END) \
+       AS expires_at, \
+     coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = lock_leases.session_id), \
+       lock_leases.ttl_ms) AS ttl_ms, \
+     lock_delay_ms, metadata, idempotency_key, owner, session_id";
 
-/// The columns `reservation` decodes.
+/// The columns `reservation` decodes; a reservation bound to a session
+/// shows the session's expiry and TTL, as a bound lock does.
 pub const RESERVATION_COLUMNS: &str = "fencing_token, pool, first_addr, prefix_len, holder, \
-     token, acquired_at, expires_at, ttl_ms, metadata, idempotency_key";
+     token, acquired_at, \
+     CASE WHEN subnet_reservations.session_id IS NULL THEN subnet_reservations.expires_at \
+       ELSE coalesce((SELECT s.expires_at FROM sessions s \
+         WHERE s.id = subnet_reservations.session_id), 0) END AS expires_at, \
+     coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = subnet_reservations.session_id), \
+       subnet_reservations.ttl_ms) AS ttl_ms, \
+     metadata, idempotency_key, session_id";
 
 /// The columns `pool` decodes.
 pub const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at";
@@ -28,7 +43,7 @@ pub fn corrupt(what: &str) -> StoreError {
 }
 
 /// Stored metadata: a JSON object or nothing.
-fn metadata(text: Option<String>) -> StoreResult<Option<Map<String, Value>>> {
+pub(super) fn metadata(text: Option<String>) -> StoreResult<Option<Map<String, Value>>> {
     text.map(|text| serde_json::from_str::<Map<String, Value>>(&text))
         .transpose()
         .map_err(|_| corrupt("metadata"))
@@ -91,6 +106,7 @@ pub fn lock(row: &impl Columns) -> StoreResult<LockLease> {
         lock_delay_ms: row.int("lock_delay_ms")?,
         idempotency_key: row.opt_text("idempotency_key")?,
         owner: row.opt_text("owner")?,
+        session: row.opt_text("session_id")?,
     })
 }
 
@@ -106,6 +122,7 @@ pub fn reservation(family: Family, row: &impl Columns) -> StoreResult<Reservatio
         subnet: block(row, family, "first_addr")?,
         lease: lease(row)?,
         idempotency_key: row.opt_text("idempotency_key")?,
+        session: row.opt_text("session_id")?,
     })
 }
 

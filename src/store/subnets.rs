@@ -9,11 +9,13 @@ use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{lock, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
+use super::sessions::{self, live_by_session};
 use super::sql::{Columns, Sql, args, one};
 use super::{ReserveOutcome, ReserveSubnet, StoreError, StoreResult, grant_order};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
-use crate::domain::names::IdempotencyKey;
+use crate::domain::names::{IdempotencyKey, Ttl};
+use crate::domain::session::BOUND;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
 use crate::domain::{Lease, Millis};
 
@@ -73,7 +75,9 @@ async fn replay(
     };
     let sql = format!(
         "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations WHERE pool = $1 \
-         AND idempotency_key = $2 AND {SAME_OWNER} AND (expires_at IS NULL OR expires_at > $3)"
+         AND idempotency_key = $2 AND {SAME_OWNER} AND (expires_at IS NULL OR expires_at > $3) \
+         AND {}",
+        live_by_session("subnet_reservations", 3)
     );
     let row = conn
         .row(
@@ -150,6 +154,11 @@ pub async fn reserve<D: Dialect>(
     token: String,
     now: Millis,
 ) -> StoreResult<ReserveOutcome> {
+    // The session's row before the pool's, as a close takes them.
+    let session = match &new.session {
+        Some(claim) => Some(sessions::bind::<D>(conn, claim, now).await?),
+        None => None,
+    };
     let pool = lock::<D>(conn, &new.pool).await?;
     if let Err(invalid) = check_want(pool.cidr, new.want) {
         return Ok(ReserveOutcome::Invalid(invalid));
@@ -172,6 +181,14 @@ pub async fn reserve<D: Dialect>(
         .await?
         .int("fencing_token")?;
     let metadata = metadata_text(&new.metadata);
+    // A bound reservation lives by its session's row, never by its own expiry.
+    let (ttl_ms, expires_at) = match &session {
+        Some(s) => (s.ttl_ms, BOUND),
+        None => {
+            let ttl_ms = new.ttl.map_or(0, Ttl::ms);
+            (ttl_ms, now + ttl_ms)
+        }
+    };
     let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());
     let subnet = grant.block.to_string();
     let args = args![
@@ -183,25 +200,31 @@ pub async fn reserve<D: Dialect>(
         new.holder.as_str(),
         token.as_str(),
         now,
-        now + new.ttl.ms(),
-        new.ttl.ms(),
+        expires_at,
+        ttl_ms,
         &metadata,
         new.idempotency_key.as_deref(),
         owner_name(&new.owner),
         &subnet,
+        session.as_ref().map(|s| s.id.as_str()),
     ];
     conn.execute(D::SQL.insert_reservation, args).await?;
+    let mut lease = Lease::granted(
+        new.holder.into_string(),
+        token,
+        fencing_token,
+        now,
+        ttl_ms,
+        new.metadata,
+    );
+    if let Some(s) = &session {
+        lease.expires_at = Some(s.expires_at);
+    }
     Ok(ReserveOutcome::Granted(Reservation {
         pool: pool.name,
         subnet: grant.block,
-        lease: Lease::granted(
-            new.holder.into_string(),
-            token,
-            fencing_token,
-            now,
-            new.ttl.ms(),
-            new.metadata,
-        ),
+        lease,
         idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
+        session: session.map(|s| s.id),
     }))
 }

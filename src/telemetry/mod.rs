@@ -11,6 +11,7 @@ pub mod connections;
 pub mod histogram;
 pub mod http;
 pub mod process;
+pub mod sessions;
 pub mod store;
 pub mod waits;
 
@@ -18,6 +19,7 @@ pub use connections::ConnectionStats;
 pub use histogram::Histogram;
 pub use http::RequestMetrics;
 pub use process::ProcessStats;
+pub use sessions::SessionMetrics;
 pub use store::StoreStats;
 pub use waits::AcquireWaits;
 
@@ -59,6 +61,7 @@ pub struct Metrics {
     pub reservation_confirms: AtomicU64,
     pub reservation_releases: AtomicU64,
     pub reaped_reservations: AtomicU64,
+    pub sessions: SessionMetrics,
     pub requests: RequestMetrics,
     pub acquire_waits: AcquireWaits,
     pub connections: std::sync::Arc<ConnectionStats>,
@@ -82,6 +85,9 @@ pub struct Snapshot<'a> {
     /// Live leases in the store.
     pub live_locks: u64,
     pub live_reservations: u64,
+    /// Open sessions, and live leases bound to them.
+    pub live_sessions: u64,
+    pub bound_leases: u64,
     /// The store's own figures, where it keeps them.
     pub store: Option<&'a StoreStats>,
     /// How far the wall clock is ahead of the lease clock, in milliseconds.
@@ -206,6 +212,8 @@ impl Metrics {
              leasehold_live_leases{{kind=\"reservation\"}} {}",
             now.live_locks, now.live_reservations
         );
+        self.sessions
+            .render(&mut out, now.live_sessions, now.bound_leases);
         if let Some(stats) = now.store {
             let _ = writeln!(
                 out,

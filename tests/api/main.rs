@@ -14,6 +14,7 @@ mod hostile_clients;
 mod idempotency;
 mod locations;
 mod lock_rules;
+mod lock_sets;
 mod locks;
 mod metrics;
 mod postgres;
@@ -24,6 +25,10 @@ mod refusals;
 mod request_ids;
 mod restarts;
 mod scopes;
+mod session_ends;
+mod session_owners;
+mod session_reservations;
+mod sessions;
 mod spec_answers;
 mod sqlite;
 mod subnets;
@@ -40,6 +45,7 @@ fn main() {
         idempotency::tests(),
         locations::tests(),
         lock_rules::tests(),
+        lock_sets::tests(),
         locks::tests(),
         metrics::tests(),
         quota::tests(),
@@ -48,6 +54,10 @@ fn main() {
         restarts::tests(),
         scopes::tests(),
         spec_answers::tests(),
+        session_ends::tests(),
+        session_owners::tests(),
+        session_reservations::tests(),
+        sessions::tests(),
         subnets::tests(),
         unknown_reservations::tests(),
         waiting::tests(),

@@ -139,15 +139,15 @@ impl Dialect for PostgresStore {
         next_fencing: "SELECT nextval('fencing_tokens') AS fencing_token",
         insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
              max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
-             idempotency_key, owner) \
-             SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $6 + $7, $7, $8, $9, \
-             $10, $12 WHERE NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
+             idempotency_key, owner, session_id) \
+             SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $14, $7, $8, $9, \
+             $10, $12, $13 WHERE NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
              RETURNING fencing_token",
         // The subnet also as `cidr`, for the exclusion constraint.
         insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, subnet, \
              first_addr, last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, \
-             metadata, idempotency_key, owner) \
-             VALUES ($1, $2, $14::cidr, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+             metadata, idempotency_key, owner, session_id) \
+             VALUES ($1, $2, $14::cidr, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)",
         // Rows another replica's reaper (or a grant) holds are left to it.
         reap_rows: " FOR UPDATE SKIP LOCKED",
     };

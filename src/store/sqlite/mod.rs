@@ -157,15 +157,15 @@ impl Dialect for SqliteStore {
         // The counter follows the row's fencing token by trigger.
         insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
              max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
-             idempotency_key, owner) \
-             SELECT value + 1, $1, $2, $3, $4, $5, $6, $6 + $7, $7, $8, $9, $10, $12 \
+             idempotency_key, owner, session_id) \
+             SELECT value + 1, $1, $2, $3, $4, $5, $6, $14, $7, $8, $9, $10, $12, $13 \
              FROM fencing_counter WHERE id = 1 \
              AND NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
              RETURNING fencing_token",
         insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, \
              last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, metadata, \
-             idempotency_key, owner) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+             idempotency_key, owner, session_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)",
         reap_rows: "",
     };
 

@@ -4,12 +4,14 @@
 mod database_down;
 mod postgres_store;
 mod replicas;
+mod session_replicas;
 
 pub fn tests() -> Vec<crate::harness::Test> {
     [
         database_down::tests(),
         postgres_store::tests(),
         replicas::tests(),
+        session_replicas::tests(),
     ]
     .concat()
 }

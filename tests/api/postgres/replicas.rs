@@ -16,7 +16,7 @@ use crate::helpers::{ServerProcess, encode, wait_until_ready};
 use crate::subnets::exactly_sixteen_disjoint;
 
 /// Two replicas on a fresh database.
-async fn two_replicas() -> (TempDir, ServerProcess, ServerProcess, reqwest::Client) {
+pub async fn two_replicas() -> (TempDir, ServerProcess, ServerProcess, reqwest::Client) {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
     let client = reqwest::Client::builder()
@@ -30,7 +30,7 @@ async fn two_replicas() -> (TempDir, ServerProcess, ServerProcess, reqwest::Clie
     (dir, a, b, client)
 }
 
-async fn post(client: &reqwest::Client, url: String, body: Value) -> (StatusCode, Value) {
+pub async fn post(client: &reqwest::Client, url: String, body: Value) -> (StatusCode, Value) {
     let r = client.post(url).json(&body).send().await.unwrap();
     let status = r.status();
     let body = if status == StatusCode::NO_CONTENT {

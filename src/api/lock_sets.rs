@@ -1,0 +1,95 @@
+//! `POST /v1/lock-sets/acquire`: several keys at once, all or none.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::auth::Caller;
+use super::error::Problem;
+use super::extract::AppJson;
+use super::locks::{LockGrantBody, LockLeaseBody};
+use super::problems::lease_problem;
+use super::sessions::{SessionRef, lifetime};
+use crate::auth::Need;
+use crate::leases::LeaseError;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(acquire_lock_set))
+}
+
+/// Asks for an exclusive lease on every key of a set, or on none.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"keys": ["svc/a", "svc/b"], "holder": "controller-1", "ttl_ms": 30000, "wait_ms": 5000}))]
+pub struct LockSetRequest {
+    /// 1 to 64 distinct keys, in any order.
+    pub keys: Vec<String>,
+    /// Free text naming the client; informational only.
+    pub holder: String,
+    /// How long each lease lives unless renewed; required unless `session` is given.
+    #[schema(minimum = 100)]
+    pub ttl_ms: Option<i64>,
+    /// Binds every lease of the set to a session instead of a TTL.
+    pub session: Option<SessionRef>,
+    /// How long to wait for the whole set (default 0). A waiting request holds
+    /// none of the keys meanwhile, and requests for overlapping sets are served
+    /// in the order they arrived, so none waits for another in a cycle.
+    #[schema(minimum = 0)]
+    pub wait_ms: Option<i64>,
+    /// A small JSON object stored with each lease.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// The leases of a granted set, in key order, each with its own token.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LockSetBody {
+    pub items: Vec<LockGrantBody>,
+}
+
+/// Acquire every key of a set, or none.
+#[utoipa::path(
+    post, path = "/v1/lock-sets/acquire", operation_id = "acquireLockSet", tag = "locks",
+    request_body = LockSetRequest,
+    responses(
+        (status = 201, description = "Every key granted; each lease carries its secret token", body = LockSetBody),
+        (status = 400, description = "Invalid request: `keys` empty, over 64, or naming a key twice", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`forbidden`: a key outside the token's scope", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lock-held` (naming the `key`, with Retry-After): nothing was granted", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`quota-exceeded`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn acquire_lock_set(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppJson(body): AppJson<LockSetRequest>,
+) -> Result<(StatusCode, Json<LockSetBody>), Problem> {
+    for key in &body.keys {
+        caller.lock(key, Need::Write)?;
+    }
+    let lifetime = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
+    let (keys, template, wait_ms) = body.parse(caller.owner(), lifetime, &state.leases.limits)?;
+    let granted = state
+        .leases
+        .lock_sets()
+        .acquire(keys, template, wait_ms)
+        .await
+        .map_err(|(key, e)| match e {
+            LeaseError::Refused { .. } => lease_problem(&key, e).with("key", key),
+            e => lease_problem(&key, e),
+        })?;
+    let now = state.leases.moment();
+    let items = granted
+        .into_iter()
+        .map(|l| LockGrantBody {
+            token: l.lease.token.clone(),
+            lease: LockLeaseBody::new(l, now),
+        })
+        .collect();
+    Ok((StatusCode::CREATED, Json(LockSetBody { items })))
+}

@@ -1,0 +1,105 @@
+//! The bodies of the session routes: what a client sends to open, keep
+//! alive and close a session, the claim a grant makes on one, and the
+//! session as it is shown.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::domain::session::{Session, SessionView};
+use crate::domain::time::Now;
+
+/// Opens a session: one heartbeat for the leases bound to it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"holder": "controller-1", "ttl_ms": 30000}))]
+pub struct OpenSessionRequest {
+    /// Free text naming the client; informational only.
+    pub holder: String,
+    /// How long the session (and every lease bound to it) lives unless kept alive.
+    #[schema(minimum = 100)]
+    pub ttl_ms: i64,
+    /// A small JSON object stored with the session.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// Keeps a session alive.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"token": "9f86d081884c7d659a2feaa0c55ad015", "ttl_ms": 30000}))]
+pub struct RenewSessionRequest {
+    pub token: String,
+    /// The new TTL from now; the session's own TTL when omitted.
+    #[schema(minimum = 100)]
+    pub ttl_ms: Option<i64>,
+}
+
+/// Closes a session, releasing every lease bound to it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"token": "9f86d081884c7d659a2feaa0c55ad015"}))]
+pub struct CloseSessionRequest {
+    pub token: String,
+}
+
+/// The session a grant binds its lease to, instead of a `ttl_ms`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"id": "5d41402abc4b2a76b9719d911017c592", "token": "9f86d081884c7d659a2feaa0c55ad015"}))]
+pub struct SessionRef {
+    pub id: String,
+    /// The session's secret token.
+    pub token: String,
+}
+
+/// A session. `token` appears only in the answer to the open; the counts
+/// only in the answer to an inspect.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "id": "5d41402abc4b2a76b9719d911017c592", "holder": "controller-1",
+    "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
+    "expires_in_ms": 30000, "ttl_ms": 30000, "metadata": null,
+    "token": "9f86d081884c7d659a2feaa0c55ad015"
+}))]
+pub struct SessionBody {
+    pub id: String,
+    pub holder: String,
+    pub acquired_at: String,
+    pub expires_at: String,
+    pub expires_in_ms: i64,
+    pub ttl_ms: i64,
+    pub metadata: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Locks bound to the session (inspect only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locks: Option<u64>,
+    /// Unconfirmed reservations bound to the session (inspect only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reservations: Option<u64>,
+}
+
+impl SessionBody {
+    pub fn new(s: Session, now: Now, with_token: bool) -> Self {
+        Self {
+            expires_in_ms: s.expires_in_ms(now.at),
+            expires_at: now.show(s.expires_at),
+            acquired_at: now.show(s.acquired_at),
+            id: s.id,
+            holder: s.holder,
+            ttl_ms: s.ttl_ms,
+            metadata: s.metadata,
+            token: with_token.then_some(s.token),
+            locks: None,
+            reservations: None,
+        }
+    }
+
+    pub fn view(v: SessionView, now: Now) -> Self {
+        Self {
+            locks: Some(v.locks),
+            reservations: Some(v.reservations),
+            ..Self::new(v.session, now, false)
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The problems of a grant that names a session it may not bind to: a
+//! session that is not live or a wrong session token, another token's
+//! session, a session at its cap of leases.
+
+use axum::http::StatusCode;
+
+use super::error::Problem;
+use crate::leases::LeaseError;
+
+/// The problem of a refused claim on a session; `None` for any other error.
+pub fn binding_problem(error: &LeaseError) -> Option<Problem> {
+    Some(match error {
+        LeaseError::SessionLost { field } => Problem::new(
+            StatusCode::CONFLICT,
+            "session-lost",
+            "The session is not live",
+            format!(
+                "{field}: names no live session (it expired, was closed, never existed, \
+                 or the token is wrong); nothing was bound"
+            ),
+        )
+        .with("field", *field),
+        LeaseError::NotSessionOwner => Problem::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "The token may not do this",
+            "session: belongs to another API token; only it (or an admin) may use it",
+        )
+        .with("field", "session"),
+        LeaseError::SessionFull { limit } => Problem::new(
+            StatusCode::CONFLICT,
+            "session-full",
+            "The session holds its limit of leases",
+            format!("session: holds {limit} leases, the most one session may hold"),
+        )
+        .with("field", "session")
+        .with("limit", *limit),
+        _ => return None,
+    })
+}

@@ -1,0 +1,262 @@
+//! The session routes: open, keep alive, close, inspect, force close; and
+//! the `session` a lock acquire names instead of a TTL.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::auth::Caller;
+use super::created::created_or_ok;
+use super::error::Problem;
+use super::extract::{AppJson, AppPath};
+use super::locks::idempotency_key;
+use super::problems::lease_problem;
+pub use super::session_bodies::{
+    CloseSessionRequest, OpenSessionRequest, RenewSessionRequest, SessionBody, SessionRef,
+};
+use crate::auth::Access;
+use crate::domain::Millis;
+use crate::leases::Opened;
+use crate::leases::sessions::NewSession;
+use crate::store::SessionClaim;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(open_session))
+        .routes(routes!(renew_session))
+        .routes(routes!(close_session))
+        .routes(routes!(get_session, force_close_session))
+}
+
+fn resource(id: &str) -> String {
+    format!("session {id}")
+}
+
+/// The API token a session operation is restricted to: its own sessions,
+/// unless it is an admin (or the server runs without an auth file).
+fn restricted_to(caller: &Caller) -> Option<String> {
+    match caller {
+        Caller::Token(g) if !g.admin => Some(g.name.clone()),
+        _ => None,
+    }
+}
+
+/// 403 unless the caller may change sessions (`admin`: force-close them).
+fn may(caller: &Caller, admin: bool) -> Result<(), Problem> {
+    let Caller::Token(g) = caller else {
+        return Ok(());
+    };
+    let why = if admin && !g.admin {
+        "it is not an admin token"
+    } else if g.access == Access::ReadOnly {
+        "it is read-only"
+    } else {
+        return Ok(());
+    };
+    Err(Problem::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        "The token may not do this",
+        format!("token {} may not change sessions: {why}", g.name),
+    )
+    .with("token", g.name.as_str()))
+}
+
+/// The lifetime a grant asks for: its own `ttl_ms` (if any), or a
+/// session's (the claim checked in the grant's transaction); never both.
+pub fn lifetime(
+    state: &AppState,
+    caller: &Caller,
+    ttl_ms: Option<Millis>,
+    session: Option<SessionRef>,
+) -> Result<(Option<Millis>, Option<SessionClaim>), Problem> {
+    match (ttl_ms, session) {
+        (Some(_), Some(_)) => Err(Problem::invalid(
+            "session",
+            "a lease bound to a session lives as long as it: send ttl_ms or session, not both",
+        )),
+        (ttl, None) => Ok((ttl, None)),
+        (None, Some(s)) => {
+            may(caller, false)?;
+            let claim = state
+                .leases
+                .sessions()
+                .claim(s.id, s.token, restricted_to(caller))
+                .map_err(|e| lease_problem("the session", e))?;
+            Ok((None, Some(claim)))
+        }
+    }
+}
+
+/// Open a session.
+#[utoipa::path(
+    post, path = "/v1/sessions", operation_id = "openSession", tag = "sessions",
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key by the same API token returns the same live session with 200."),
+    ),
+    request_body = OpenSessionRequest,
+    responses(
+        (status = 201, description = "Opened; the answer carries the secret token", body = SessionBody,
+            headers(("Location" = String, description = "The session: `/v1/sessions/{id}`"))),
+        (status = 200, description = "Idempotent replay of a live session", body = SessionBody),
+        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`forbidden`: a read-only token", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`idempotency-key-reused`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn open_session(
+    caller: Caller,
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    AppJson(body): AppJson<OpenSessionRequest>,
+) -> Result<Response, Problem> {
+    may(&caller, false)?;
+    let new = NewSession {
+        holder: body.holder,
+        ttl_ms: body.ttl_ms,
+        metadata: body.metadata,
+        idempotency_key: idempotency_key(&headers)?,
+        owner: caller.owner().map(|o| o.name),
+    };
+    let opened = state
+        .leases
+        .sessions()
+        .open(new)
+        .await
+        .map_err(|e| lease_problem("a new session", e))?;
+    let (created, session) = match opened {
+        Opened::Opened(s) => (true, s),
+        Opened::Replayed(s) => (false, s),
+    };
+    let location = crate::domain::paths::session(&session.id);
+    let body = SessionBody::new(session, state.leases.moment(), true);
+    Ok(created_or_ok(created, &location, body))
+}
+
+/// Keep a session (and every lease bound to it) alive.
+#[utoipa::path(
+    post, path = "/v1/sessions/{id}/renew", operation_id = "renewSession", tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    request_body = RenewSessionRequest,
+    responses(
+        (status = 200, description = "Renewed", body = SessionBody),
+        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`forbidden`: another token's session, or a read-only token", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lease-lost`: the token names no live session", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn renew_session(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath(id): AppPath<String>,
+    AppJson(body): AppJson<RenewSessionRequest>,
+) -> Result<Json<SessionBody>, Problem> {
+    may(&caller, false)?;
+    let owner = restricted_to(&caller);
+    let session = state
+        .leases
+        .sessions()
+        .renew(&id, &body.token, owner.as_deref(), body.ttl_ms)
+        .await
+        .map_err(|e| lease_problem(&resource(&id), e))?;
+    Ok(Json(SessionBody::new(
+        session,
+        state.leases.moment(),
+        false,
+    )))
+}
+
+/// Close a session: every lock and unconfirmed reservation bound to it is
+/// released in the same transaction, and their waiters are woken.
+#[utoipa::path(
+    post, path = "/v1/sessions/{id}/close", operation_id = "closeSession", tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    request_body = CloseSessionRequest,
+    responses(
+        (status = 204, description = "Closed"),
+        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`forbidden`: another token's session, or a read-only token", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`lease-lost`: the token names no live session", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn close_session(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath(id): AppPath<String>,
+    AppJson(body): AppJson<CloseSessionRequest>,
+) -> Result<StatusCode, Problem> {
+    may(&caller, false)?;
+    let owner = restricted_to(&caller);
+    state
+        .leases
+        .sessions()
+        .close(&id, &body.token, owner.as_deref())
+        .await
+        .map_err(|e| lease_problem(&resource(&id), e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Inspect a session: how many locks and reservations it holds (never its token).
+#[utoipa::path(
+    get, path = "/v1/sessions/{id}", operation_id = "getSession", tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 200, description = "The live session with its counts", body = SessionBody),
+        (status = 404, description = "`session-not-found`: no live session", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_session(
+    _caller: Caller,
+    State(state): State<AppState>,
+    AppPath(id): AppPath<String>,
+) -> Result<Json<SessionBody>, Problem> {
+    let view = state
+        .leases
+        .sessions()
+        .inspect(&id)
+        .await
+        .map_err(|e| session_lookup_problem(&id, e))?;
+    Ok(Json(SessionBody::view(view, state.leases.moment())))
+}
+
+/// Close a session whatever its token (admin).
+#[utoipa::path(
+    delete, path = "/v1/sessions/{id}", operation_id = "forceCloseSession", tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 204, description = "The session and every lease bound to it were removed"),
+        (status = 403, description = "`forbidden`: not an admin token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`session-not-found`: no live session", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn force_close_session(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath(id): AppPath<String>,
+) -> Result<StatusCode, Problem> {
+    may(&caller, true)?;
+    state
+        .leases
+        .sessions()
+        .force_close(&id)
+        .await
+        .map_err(|e| session_lookup_problem(&id, e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A lookup by id: a session that is not live is not found.
+fn session_lookup_problem(id: &str, e: crate::leases::LeaseError) -> Problem {
+    match e {
+        crate::leases::LeaseError::NotFound => Problem::not_found(
+            "session-not-found",
+            "No such session",
+            format!("there is no live session {id}"),
+        )
+        .with("id", id),
+        other => lease_problem(&resource(id), other),
+    }
+}

@@ -1,0 +1,80 @@
+//! Sessions: one heartbeat for many leases. A session is a lease without a
+//! resource: a holder, a secret token, a TTL on the lease clock. Locks and
+//! reservations bound to it take their liveness from it.
+
+use serde_json::{Map, Value};
+
+use super::Millis;
+
+/// A bound lease's own `expires_at` in the store: the far future. It lives
+/// as long as its session, whose row alone is rewritten by a keep-alive.
+pub const BOUND: Millis = 1 << 60;
+
+/// An open session as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub id: String,
+    pub holder: String,
+    /// The secret that renews and closes it, and binds leases to it.
+    pub token: String,
+    /// The API token that opened it (`None` without an auth file).
+    pub owner: Option<String>,
+    pub acquired_at: Millis,
+    pub expires_at: Millis,
+    pub ttl_ms: Millis,
+    pub metadata: Option<Map<String, Value>>,
+    pub idempotency_key: Option<String>,
+}
+
+impl Session {
+    pub fn is_live(&self, now: Millis) -> bool {
+        self.expires_at > now
+    }
+
+    /// What is left of its TTL at `now`, never below zero.
+    pub fn expires_in_ms(&self, now: Millis) -> Millis {
+        (self.expires_at - now).max(0)
+    }
+}
+
+/// A session with what is bound to it, as `GET /v1/sessions/{id}` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionView {
+    pub session: Session,
+    pub locks: u64,
+    /// Unconfirmed reservations bound to it (confirmed ones are permanent).
+    pub reservations: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(expires_at: Millis) -> Session {
+        Session {
+            id: "s".into(),
+            holder: "h".into(),
+            token: "t".into(),
+            owner: None,
+            acquired_at: 0,
+            expires_at,
+            ttl_ms: 1_000,
+            metadata: None,
+            idempotency_key: None,
+        }
+    }
+
+    #[test]
+    fn a_session_is_live_until_the_instant_it_expires() {
+        assert!(session(10).is_live(9));
+        assert!(!session(10).is_live(10));
+        assert_eq!(session(10).expires_in_ms(4), 6);
+        assert_eq!(session(10).expires_in_ms(40), 0);
+    }
+
+    #[test]
+    fn a_bound_lease_outlives_any_clock_reading() {
+        // Plus the longest lock delay, still far from overflowing.
+        assert!(BOUND.checked_add(10 * 365 * 86_400_000).is_some());
+    }
+}

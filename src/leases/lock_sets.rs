@@ -1,0 +1,167 @@
+//! Several keys at once, all or none: one request is granted every key of
+//! its set, each with its own lease, or none of them. With `wait_ms` it
+//! queues on every key at once, in one global arrival order across the
+//! keys' queues, and tries only when it is first in all of them; so two
+//! clients asking for overlapping sets in opposite orders never deadlock,
+//! and nobody ever holds part of a set (each try is one transaction).
+
+use std::time::Duration;
+
+use futures::future::select_all;
+
+use super::{LeaseError, Leases, new_token};
+use crate::domain::Millis;
+use crate::domain::lock::{LockLease, Refusal};
+use crate::domain::names::LockKey;
+use crate::domain::validate::InvalidInput;
+use crate::store::{AcquireLock, StoreError};
+use crate::telemetry::Metrics;
+
+/// The most keys one set may name.
+pub const MAX_SET_KEYS: usize = 64;
+
+pub struct LockSetService<'a> {
+    pub(super) leases: &'a Leases,
+}
+
+/// A set that was not granted: the key it names (or `keys`), and why.
+pub type SetRefused = (String, LeaseError);
+
+/// One try's refusal: the key, when waiting may cure it, and the error.
+struct Tried {
+    key: String,
+    clears_at: Option<Millis>,
+    error: LeaseError,
+}
+
+impl LockSetService<'_> {
+    /// `template` names everything but the key; every key of `keys` gets a
+    /// lease of its own, or none does.
+    pub async fn acquire(
+        &self,
+        mut keys: Vec<LockKey>,
+        template: AcquireLock,
+        wait_ms: Millis,
+    ) -> Result<Vec<LockLease>, SetRefused> {
+        let invalid = |why: String| ("keys".to_owned(), InvalidInput::new("keys", why).into());
+        if keys.is_empty() || keys.len() > MAX_SET_KEYS {
+            return Err(invalid(format!("must name 1 to {MAX_SET_KEYS} keys")));
+        }
+        keys.sort_unstable();
+        if let Some(twice) = keys.windows(2).find(|w| w[0] == w[1]) {
+            return Err(invalid(format!("names {} twice", twice[0])));
+        }
+        // Drawn once: every try of this request grants the same tokens.
+        let set: Vec<(AcquireLock, String)> = keys
+            .iter()
+            .map(|key| {
+                let lock = AcquireLock {
+                    key: key.clone(),
+                    ..template.clone()
+                };
+                (lock, new_token())
+            })
+            .collect();
+        let keys: Vec<String> = keys.into_iter().map(LockKey::into_string).collect();
+        let result = self.acquire_or_wait(&keys, set, wait_ms).await;
+        let metrics = &self.leases.metrics;
+        match &result {
+            Ok(granted) => Metrics::add(&metrics.lock_grants, granted.len() as u64),
+            Err((_, LeaseError::Refused { .. })) => Metrics::inc(&metrics.lock_conflicts),
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn acquire_or_wait(
+        &self,
+        keys: &[String],
+        set: Vec<(AcquireLock, String)>,
+        wait_ms: Millis,
+    ) -> Result<Vec<LockLease>, SetRefused> {
+        let leases = self.leases;
+        let refused_for = |key: String| async move {
+            let error = leases.locks().queue_refusal(&key).await;
+            (key, error)
+        };
+        if wait_ms == 0 {
+            if let Some(key) = keys.iter().find(|k| leases.waiters.is_queued(k)) {
+                return Err(refused_for(key.clone()).await);
+            }
+            return self.try_acquire(set).await.map_err(|t| (t.key, t.error));
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms as u64);
+        let tickets = leases.waiters.enqueue_all(keys);
+        let mut stopping = leases.stopping();
+        // Taken when the request first has to wait, held until it answers.
+        let mut parked = None;
+        loop {
+            let mut wake_at = deadline;
+            match tickets.iter().position(|t| !t.is_head()) {
+                None => match self.try_acquire(set.clone()).await {
+                    Err(Tried {
+                        key,
+                        clears_at: Some(at),
+                        error,
+                    }) => {
+                        if tokio::time::Instant::now() >= deadline {
+                            return Err((key, error));
+                        }
+                        let in_ms = (at - leases.now()).max(0) as u64;
+                        wake_at =
+                            wake_at.min(tokio::time::Instant::now() + Duration::from_millis(in_ms));
+                    }
+                    // Granted, or a refusal that waiting cannot cure. The
+                    // tickets go with the answer: the next waiters' turn.
+                    done => return done.map_err(|t| (t.key, t.error)),
+                },
+                Some(i) if tokio::time::Instant::now() >= deadline => {
+                    return Err(refused_for(keys[i].clone()).await);
+                }
+                Some(_) => {}
+            }
+            if parked.is_none() {
+                let slot = leases.admission.park();
+                parked = Some(slot.map_err(|e| (keys[0].clone(), LeaseError::Overloaded(e)))?);
+            }
+            let woken = select_all(tickets.iter().map(|t| Box::pin(t.woken())));
+            let stop = tokio::select! {
+                _ = woken => false,
+                () = tokio::time::sleep_until(wake_at) => false,
+                _ = stopping.wait_for(|stop| *stop) => true,
+            };
+            if stop {
+                return Err(refused_for(keys[0].clone()).await);
+            }
+        }
+    }
+
+    /// One try of the whole set, in one transaction.
+    async fn try_acquire(&self, set: Vec<(AcquireLock, String)>) -> Result<Vec<LockLease>, Tried> {
+        let now = self.leases.now();
+        let first = set
+            .first()
+            .map(|(l, _)| l.key.as_str().to_owned())
+            .unwrap_or_default();
+        match self.leases.store.acquire_lock_set(set, now).await {
+            Ok(granted) => Ok(granted),
+            Err(StoreError::SetRefused { key, refusal }) => Err(Tried {
+                key,
+                clears_at: match &*refusal {
+                    Refusal::Held { available_at, .. } => Some(*available_at),
+                    Refusal::Delayed { until } => Some(*until),
+                    Refusal::LimitMismatch { .. } => None,
+                },
+                error: LeaseError::Refused {
+                    refusal: *refusal,
+                    now: self.leases.at(now),
+                },
+            }),
+            Err(e) => Err(Tried {
+                key: first,
+                clears_at: None,
+                error: e.into(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Session operations: open, keep alive, close, inspect, force close. A
+//! session is a lease of its own (a TTL on the lease clock, a secret token);
+//! ending it ends every lease bound to it, and wakes their keys' waiters.
+
+use serde_json::{Map, Value};
+
+use super::{LeaseError, Leases, new_token};
+use crate::domain::session::{Session, SessionView};
+use crate::domain::{Millis, validate};
+use crate::store::{OpenOutcome, OpenSession, SessionClaim, SessionEnd};
+use crate::telemetry::Metrics;
+
+/// A session to open, as the caller asks for it.
+#[derive(Debug, Clone, Default)]
+pub struct NewSession {
+    pub holder: String,
+    pub ttl_ms: Millis,
+    pub metadata: Option<Map<String, Value>>,
+    pub idempotency_key: Option<String>,
+    /// The API token opening it; `None` without an auth file.
+    pub owner: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Opened {
+    Opened(Session),
+    Replayed(Session),
+}
+
+pub struct SessionService<'a> {
+    pub(super) leases: &'a Leases,
+}
+
+/// A session id or token as a client sends it: the 32 hex digits this
+/// server draws. Anything else names no session.
+fn well_formed(field: &str, value: &str) -> Result<(), LeaseError> {
+    if value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(validate::InvalidInput::new(field, "must be 32 hex digits").into())
+    }
+}
+
+impl SessionService<'_> {
+    pub async fn open(&self, new: NewSession) -> Result<Opened, LeaseError> {
+        let limits = &self.leases.limits;
+        validate::holder(&new.holder)?;
+        validate::ttl("ttl_ms", new.ttl_ms, limits.max_ttl_ms)?;
+        if let Some(m) = &new.metadata {
+            validate::metadata(m)?;
+        }
+        if let Some(k) = &new.idempotency_key {
+            validate::idempotency_key(k)?;
+        }
+        let open = OpenSession {
+            id: new_token(),
+            token: new_token(),
+            holder: new.holder,
+            ttl_ms: new.ttl_ms,
+            metadata: new.metadata,
+            idempotency_key: new.idempotency_key,
+            owner: new.owner,
+        };
+        let now = self.leases.now();
+        Ok(match self.leases.store.open_session(open, now).await? {
+            OpenOutcome::Opened(s) => {
+                Metrics::inc(&self.leases.metrics.sessions.opens);
+                Opened::Opened(s)
+            }
+            OpenOutcome::Replayed(s) => Opened::Replayed(s),
+        })
+    }
+
+    /// Extends the session; `caller` is the API token asking (`None`: any
+    /// session, as an admin or without an auth file).
+    pub async fn renew(
+        &self,
+        id: &str,
+        token: &str,
+        caller: Option<&str>,
+        ttl_ms: Option<Millis>,
+    ) -> Result<Session, LeaseError> {
+        if let Some(ttl) = ttl_ms {
+            validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
+        }
+        if well_formed("id", id).is_err() {
+            return Err(LeaseError::LeaseLost);
+        }
+        let now = self.leases.now();
+        let session = self
+            .leases
+            .store
+            .renew_session(id, token, caller, ttl_ms, now)
+            .await?;
+        Metrics::inc(&self.leases.metrics.sessions.renewals);
+        Ok(session)
+    }
+
+    /// Closes the session by its token (`caller` as in `renew`), releasing
+    /// every lease bound to it.
+    pub async fn close(
+        &self,
+        id: &str,
+        token: &str,
+        caller: Option<&str>,
+    ) -> Result<(), LeaseError> {
+        if well_formed("id", id).is_err() {
+            return Err(LeaseError::LeaseLost);
+        }
+        let end = SessionEnd::Close {
+            token: token.to_owned(),
+            caller: caller.map(str::to_owned),
+        };
+        self.end(id, end).await
+    }
+
+    /// Closes the session whatever its token (admin).
+    pub async fn force_close(&self, id: &str) -> Result<(), LeaseError> {
+        if well_formed("id", id).is_err() {
+            return Err(LeaseError::NotFound);
+        }
+        self.end(id, SessionEnd::Force).await
+    }
+
+    async fn end(&self, id: &str, end: SessionEnd) -> Result<(), LeaseError> {
+        let now = self.leases.now();
+        let mut keys = self.leases.store.end_session(id, end, now).await?;
+        Metrics::inc(&self.leases.metrics.sessions.closes);
+        keys.sort_unstable();
+        keys.dedup();
+        for key in &keys {
+            self.leases.waiters.wake(key);
+        }
+        Ok(())
+    }
+
+    /// A live session with how many leases it holds; `NotFound`.
+    pub async fn inspect(&self, id: &str) -> Result<SessionView, LeaseError> {
+        if well_formed("id", id).is_err() {
+            return Err(LeaseError::NotFound);
+        }
+        let now = self.leases.now();
+        Ok(self.leases.store.get_session(id, now).await?)
+    }
+
+    /// The claim a grant makes on a session, checked in the grant's own
+    /// transaction.
+    pub fn claim(
+        &self,
+        id: String,
+        token: String,
+        caller: Option<String>,
+    ) -> Result<SessionClaim, LeaseError> {
+        well_formed("session.id", &id)?;
+        well_formed("session.token", &token)?;
+        Ok(SessionClaim {
+            id,
+            token,
+            caller,
+            max_leases: self.leases.limits.max_session_leases,
+        })
+    }
+}

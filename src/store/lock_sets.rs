@@ -1,0 +1,42 @@
+//! Several keys at once, all or none, written once for both dialects: one
+//! transaction takes every key's lock in key order (where writes run side
+//! by side), then grants each key as a single acquire would; the first
+//! refusal undoes the whole write, so no one ever holds part of a set.
+
+use super::dialect::{Dialect, Effects};
+use super::sql::{Sql, args};
+use super::{AcquireLock, AcquireOutcome, StoreError, StoreResult, locks};
+use crate::domain::Millis;
+use crate::domain::lock::LockLease;
+
+/// Grants every lock of `set` (in key order, keys distinct) or none: a
+/// refusal is `StoreError::SetRefused`, and the write that meets it is
+/// undone by the dialect.
+pub async fn acquire<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    set: Vec<(AcquireLock, String)>,
+    now: Millis,
+) -> StoreResult<Vec<LockLease>> {
+    // Every key before any session row or lease row: the order a single
+    // acquire takes them in, so the two never wait for each other in a cycle.
+    if let Some(lock) = D::SQL.lock_key {
+        for (new, _) in &set {
+            conn.execute(lock, args![new.key.as_str()]).await?;
+        }
+    }
+    let mut granted = Vec::with_capacity(set.len());
+    for (new, token) in set {
+        let key = new.key.as_str().to_owned();
+        match locks::acquire::<D>(conn, fx, new, token, now).await? {
+            AcquireOutcome::Granted(lease) | AcquireOutcome::Replayed(lease) => granted.push(lease),
+            AcquireOutcome::Refused(refusal) => {
+                return Err(StoreError::SetRefused {
+                    key,
+                    refusal: Box::new(refusal),
+                });
+            }
+        }
+    }
+    Ok(granted)
+}

@@ -1,0 +1,62 @@
+//! What the store is asked to do with sessions, and what it answers: a
+//! session to open, the claim a grant makes on one, who ends one, and what
+//! the reaper removed.
+
+use serde_json::{Map, Value};
+
+use crate::domain::Millis;
+use crate::domain::session::Session;
+
+/// A session a grant binds its lease to: the lease lives exactly as long as
+/// the session, and the session's token proves the caller holds it.
+#[derive(Debug, Clone)]
+pub struct SessionClaim {
+    pub id: String,
+    pub token: String,
+    /// The API token binding; `None` when any may (no auth file, or an admin).
+    pub caller: Option<String>,
+    /// The most leases the session may hold (`SessionFull` past it).
+    pub max_leases: u32,
+}
+
+/// A session to open, with its id and secret token already drawn.
+#[derive(Debug, Clone)]
+pub struct OpenSession {
+    pub id: String,
+    pub token: String,
+    pub holder: String,
+    pub ttl_ms: Millis,
+    pub metadata: Option<Map<String, Value>>,
+    pub idempotency_key: Option<String>,
+    /// The API token opening it; `None` without an auth file.
+    pub owner: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpenOutcome {
+    Opened(Session),
+    /// The same `Idempotency-Key` of the same API token already opened it.
+    Replayed(Session),
+}
+
+/// Who ends a session, and how they prove they may.
+#[derive(Debug, Clone)]
+pub enum SessionEnd {
+    /// Its holder, by its token; `caller` as in `SessionClaim`.
+    Close {
+        token: String,
+        caller: Option<String>,
+    },
+    /// An admin, whatever the token.
+    Force,
+}
+
+/// What one pass of the session reaper removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReapedSessions {
+    /// Expired sessions deleted (each counted once, when its last bound
+    /// lease is gone too).
+    pub sessions: u64,
+    /// Keys of the bound locks deleted, for their waiters.
+    pub keys: Vec<String>,
+}

@@ -1,0 +1,312 @@
+//! Sessions: every transaction on them, written once for both dialects.
+//!
+//! A session is one row; a lease bound to it names it in `session_id` and
+//! takes its liveness from that row (`live_by_session`), so a keep-alive
+//! rewrites one row however many leases are bound. Closing deletes the
+//! session and its bound leases in one transaction; an expired session's
+//! leases are absent to every grant at once (rule 1) and the reaper deletes
+//! them in batches, then the session (rule 8).
+
+use super::dialect::{Dialect, Effects};
+use super::rows::{corrupt, metadata, metadata_text};
+use super::sql::{Columns, Sql, args, one};
+use super::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
+use super::{StoreError, StoreResult};
+use crate::domain::Millis;
+use crate::domain::session::{Session, SessionView};
+
+const SESSION_COLUMNS: &str =
+    "id, holder, token, owner, acquired_at, expires_at, ttl_ms, metadata, idempotency_key";
+
+/// The session row of `$1`, live at `$2`.
+const LIVE_SESSION: &str = "FROM sessions WHERE id = $1 AND expires_at > $2";
+
+/// A row of `table` is live as far as its session goes: unbound, or bound to
+/// a session live at `$n`.
+pub fn live_by_session(table: &str, n: u8) -> String {
+    format!(
+        "({table}.session_id IS NULL OR EXISTS (SELECT 1 FROM sessions s \
+         WHERE s.id = {table}.session_id AND s.expires_at > ${n}))"
+    )
+}
+
+/// A row of `table` bound to a session that had expired by `$n` (its rows
+/// are absent, as an expired lease's are: rule 1).
+pub fn ended_by_session(table: &str, n: u8) -> String {
+    format!("{table}.session_id IN (SELECT id FROM sessions WHERE expires_at <= ${n})")
+}
+
+fn session(row: &impl Columns) -> StoreResult<Session> {
+    Ok(Session {
+        id: row.text("id")?,
+        holder: row.text("holder")?,
+        token: row.text("token")?,
+        owner: row.opt_text("owner")?,
+        acquired_at: row.int("acquired_at")?,
+        expires_at: row.int("expires_at")?,
+        ttl_ms: row.int("ttl_ms")?,
+        metadata: metadata(row.opt_text("metadata")?)?,
+        idempotency_key: row.opt_text("idempotency_key")?,
+    })
+}
+
+/// Whether `caller` may use a session of `owner` (`None`: anyone may).
+fn owned_by(owner: &Option<String>, caller: Option<&str>) -> bool {
+    caller.is_none_or(|c| owner.as_deref() == Some(c))
+}
+
+pub async fn open<D: Dialect>(
+    conn: &mut D::Conn,
+    new: OpenSession,
+    now: Millis,
+) -> StoreResult<OpenOutcome> {
+    if let Some(idem) = &new.idempotency_key {
+        // Two opens racing with one key, where writes run side by side: the
+        // second waits, then replays the first's session.
+        if let Some(lock) = D::SQL.lock_key {
+            let name = format!("session idempotency {idem}");
+            conn.execute(lock, args![&name]).await?;
+        }
+        let same_key = "idempotency_key = $1 AND coalesce(owner, '') = coalesce($2, '')";
+        let sql =
+            format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE {same_key} AND expires_at > $3");
+        if let Some(row) = conn.row(sql, args![idem, &new.owner, now]).await? {
+            let held = session(&row)?;
+            if held.holder != new.holder {
+                return Err(StoreError::IdempotencyMismatch {
+                    holder: held.holder,
+                });
+            }
+            return Ok(OpenOutcome::Replayed(held));
+        }
+        // An expired session keeps its row until reaped, not its key.
+        let sql = format!(
+            "UPDATE sessions SET idempotency_key = NULL WHERE {same_key} AND expires_at <= $3"
+        );
+        conn.execute(sql, args![idem, &new.owner, now]).await?;
+    }
+    let meta = metadata_text(&new.metadata);
+    conn.execute(
+        "INSERT INTO sessions (id, holder, token, owner, acquired_at, expires_at, ttl_ms, \
+         metadata, idempotency_key) VALUES ($1, $2, $3, $4, $5, $5 + $6, $6, $7, $8)",
+        args![
+            &new.id,
+            &new.holder,
+            &new.token,
+            &new.owner,
+            now,
+            new.ttl_ms,
+            &meta,
+            &new.idempotency_key
+        ],
+    )
+    .await?;
+    Ok(OpenOutcome::Opened(Session {
+        id: new.id,
+        holder: new.holder,
+        token: new.token,
+        owner: new.owner,
+        acquired_at: now,
+        expires_at: now + new.ttl_ms,
+        ttl_ms: new.ttl_ms,
+        metadata: new.metadata,
+        idempotency_key: new.idempotency_key,
+    }))
+}
+
+/// Why a session's holder could not renew or close it: no live session or
+/// a wrong token (`LeaseLost`), or another API token's session.
+async fn refusal(
+    conn: &mut impl Sql,
+    id: &str,
+    token: &str,
+    caller: Option<&str>,
+    now: Millis,
+) -> StoreResult<StoreError> {
+    let sql = format!("SELECT {SESSION_COLUMNS} {LIVE_SESSION}");
+    Ok(match conn.row(sql, args![id, now]).await? {
+        Some(row) => {
+            let held = session(&row)?;
+            if held.token == token && !owned_by(&held.owner, caller) {
+                StoreError::NotSessionOwner
+            } else {
+                StoreError::LeaseLost
+            }
+        }
+        None => StoreError::LeaseLost,
+    })
+}
+
+pub async fn renew(
+    conn: &mut impl Sql,
+    id: &str,
+    token: &str,
+    caller: Option<&str>,
+    ttl_ms: Option<Millis>,
+    now: Millis,
+) -> StoreResult<Session> {
+    let sql = format!(
+        "UPDATE sessions SET ttl_ms = coalesce($4, ttl_ms), expires_at = $2 + coalesce($4, ttl_ms) \
+         WHERE id = $1 AND expires_at > $2 AND token = $3 \
+         AND ($5 IS NULL OR coalesce(owner, '') = $5) RETURNING {SESSION_COLUMNS}"
+    );
+    match conn.row(sql, args![id, now, token, ttl_ms, caller]).await? {
+        Some(row) => session(&row),
+        None => Err(refusal(conn, id, token, caller, now).await?),
+    }
+}
+
+/// Ends the session and every lease bound to it (locks, and reservations
+/// not yet confirmed), in the transaction the caller runs; answers the keys
+/// freed (also in `fx`, for other replicas).
+pub async fn end<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    id: &str,
+    end: SessionEnd,
+    now: Millis,
+) -> StoreResult<Vec<String>> {
+    let ended = match &end {
+        SessionEnd::Close { token, caller } => {
+            let sql = format!(
+                "DELETE {LIVE_SESSION} AND token = $3 \
+                 AND ($4 IS NULL OR coalesce(owner, '') = $4)"
+            );
+            let n = conn
+                .execute(sql, args![id, now, token, caller.as_deref()])
+                .await?;
+            if n == 0 {
+                return Err(refusal(conn, id, token, caller.as_deref(), now).await?);
+            }
+            n
+        }
+        SessionEnd::Force => {
+            conn.execute(format!("DELETE {LIVE_SESSION}"), args![id, now])
+                .await?
+        }
+    };
+    if ended == 0 {
+        return Err(StoreError::NotFound);
+    }
+    // The session row is gone first: a grant binding to it meanwhile (on
+    // PostgreSQL, waiting for its row) finds no session and binds nothing.
+    let rows = conn
+        .rows(
+            "DELETE FROM lock_leases WHERE session_id = $1 RETURNING key",
+            args![id],
+        )
+        .await?;
+    let keys = keys_of(&rows)?;
+    fx.freed_keys.extend(keys.iter().cloned());
+    super::reservations::remove_bound::<D>(conn, id).await?;
+    Ok(keys)
+}
+
+fn keys_of<R: Columns>(rows: &[R]) -> StoreResult<Vec<String>> {
+    rows.iter().map(|r| r.text("key")).collect()
+}
+
+/// Checks a grant's claim on a session inside the grant's transaction, and
+/// holds the session's row until it ends (where writes run side by side), so
+/// a close cannot slip between the check and the insert.
+pub async fn bind<D: Dialect>(
+    conn: &mut D::Conn,
+    claim: &SessionClaim,
+    now: Millis,
+) -> StoreResult<Session> {
+    let sql = format!(
+        "SELECT {SESSION_COLUMNS} {LIVE_SESSION}{}",
+        D::SQL.lock_pool_row
+    );
+    let held = match conn.row(sql, args![&claim.id, now]).await? {
+        Some(row) => session(&row)?,
+        None => {
+            return Err(StoreError::SessionLost {
+                field: "session.id",
+            });
+        }
+    };
+    if held.token != claim.token {
+        return Err(StoreError::SessionLost {
+            field: "session.token",
+        });
+    }
+    if !owned_by(&held.owner, claim.caller.as_deref()) {
+        return Err(StoreError::NotSessionOwner);
+    }
+    let bound = one(
+        conn,
+        "SELECT (SELECT count(*) FROM lock_leases WHERE session_id = $1) \
+         + (SELECT count(*) FROM subnet_reservations WHERE session_id = $1) AS n",
+        args![&claim.id],
+    )
+    .await?
+    .int("n")?;
+    if bound >= i64::from(claim.max_leases) {
+        return Err(StoreError::SessionFull {
+            limit: claim.max_leases,
+        });
+    }
+    Ok(held)
+}
+
+/// A live session with the counts of what is bound to it.
+pub async fn get(conn: &mut impl Sql, id: &str, now: Millis) -> StoreResult<SessionView> {
+    let sql = format!(
+        "SELECT {SESSION_COLUMNS}, \
+         (SELECT count(*) FROM lock_leases WHERE session_id = $1) AS locks, \
+         (SELECT count(*) FROM subnet_reservations WHERE session_id = $1) AS reservations \
+         {LIVE_SESSION}"
+    );
+    let row = conn
+        .row(sql, args![id, now])
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    let count = |column| u64::try_from(row.int(column)?).map_err(|_| corrupt(column));
+    Ok(SessionView {
+        session: session(&row)?,
+        locks: count("locks")?,
+        reservations: count("reservations")?,
+    })
+}
+
+/// One batch: the leases bound to expired sessions, then the expired
+/// sessions that have none left. Each statement re-checks the time.
+pub async fn reap<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    now: Millis,
+    batch: u32,
+) -> StoreResult<ReapedSessions> {
+    let batch = i64::from(batch);
+    let sql = format!(
+        "DELETE FROM lock_leases WHERE fencing_token IN \
+         (SELECT fencing_token FROM lock_leases WHERE session_id IN \
+          (SELECT id FROM sessions WHERE expires_at <= $1) LIMIT $2{}) \
+         RETURNING key",
+        D::SQL.reap_rows
+    );
+    let keys = keys_of(&conn.rows(sql, args![now, batch]).await?)?;
+    fx.expired_locks += keys.len() as u64;
+    fx.freed_keys.extend(keys.iter().cloned());
+    let left = batch - keys.len() as i64;
+    let mut sessions = 0;
+    if left > 0 {
+        let sql = format!(
+            "DELETE FROM sessions WHERE id IN \
+             (SELECT id FROM sessions WHERE expires_at <= $1 \
+              AND NOT EXISTS (SELECT 1 FROM lock_leases l WHERE l.session_id = sessions.id) \
+              AND NOT EXISTS (SELECT 1 FROM subnet_reservations r \
+                              WHERE r.session_id = sessions.id) \
+              ORDER BY expires_at LIMIT $2{}) AND expires_at <= $1",
+            D::SQL.reap_rows
+        );
+        sessions = conn.execute(sql, args![now, left]).await?;
+    }
+    Ok(ReapedSessions { sessions, keys })
+}
+
+/// Live sessions, and live leases bound to them, at `$1`.
+pub const COUNT_LIVE: &str = "(SELECT count(*) FROM sessions WHERE expires_at > $1) AS sessions, \
+     (SELECT count(*) FROM lock_leases l JOIN sessions s ON s.id = l.session_id \
+      WHERE s.expires_at > $1) AS bound";
