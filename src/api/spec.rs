@@ -6,6 +6,10 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{OpenApi, RefOr, Schema};
 
+use crate::domain::subnet::MAX_POOL_NAME_BYTES;
+use crate::domain::validate::{MAX_IDEMPOTENCY_KEY_BYTES, MAX_KEY_BYTES};
+use crate::leases::DEFAULT_MAX_PAGE;
+
 /// Every `/v1/` operation needs a token when the server has an auth file
 /// (its 401 and 403 are among the shared refusals of `refusals`).
 pub(super) fn add_auth(doc: &mut OpenApi) {
@@ -45,17 +49,20 @@ fn parameter_schema(name: &str) -> Option<Schema> {
     let schema = match name {
         "key" => text()
             .min_length(Some(1))
-            .max_length(Some(256))
+            .max_length(Some(MAX_KEY_BYTES))
             .pattern(Some(PRINTABLE)),
         "Idempotency-Key" => text()
             .min_length(Some(1))
-            .max_length(Some(256))
+            .max_length(Some(MAX_IDEMPOTENCY_KEY_BYTES))
             .pattern(Some("^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$")),
-        "pool" => text().pattern(Some("^[a-z0-9][a-z0-9._-]{0,62}$")),
+        "pool" => text().pattern(Some(format!(
+            "^[a-z0-9][a-z0-9._-]{{0,{}}}$",
+            MAX_POOL_NAME_BYTES - 1
+        ))),
         "limit" => ObjectBuilder::new()
             .schema_type(Type::Integer)
             .minimum(Some(1))
-            .maximum(Some(1000)),
+            .maximum(Some(DEFAULT_MAX_PAGE)),
         _ => return None,
     };
     Some(schema.build().into())

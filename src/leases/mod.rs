@@ -31,6 +31,9 @@ pub use shares::ClientId;
 pub use subnets::{Page, PutPool, Reserved, SubnetService};
 pub use waiters::{WaiterStats, Waiters};
 
+/// The largest page a list answers unless configured otherwise.
+pub const DEFAULT_MAX_PAGE: u32 = 1_000;
+
 /// Server-side bounds on what clients may ask.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -56,7 +59,7 @@ impl Default for Limits {
             default_ttl_ms: 60_000,
             max_ttl_ms: 24 * 3_600_000,
             max_wait_ms: 5 * 60_000,
-            max_page: 1_000,
+            max_page: DEFAULT_MAX_PAGE,
             max_in_flight: 1_024,
             max_in_flight_per_client: 512,
             max_waiters: 4_096,
