@@ -11,6 +11,7 @@ use crate::domain::lease::retry_after_secs;
 use crate::domain::subnet::{Reservation, ReserveRefusal};
 use crate::domain::time::Now;
 use crate::leases::LeaseError;
+use crate::store::StoreError;
 
 fn conflict_json(r: &Reservation, now: Now) -> Value {
     json!({
@@ -97,7 +98,7 @@ pub fn refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Now) -> Proble
 /// Maps a service error on a pool (and a reservation `id` in it) to its problem.
 pub fn subnet_problem(pool: &str, id: Option<&str>, error: LeaseError) -> Problem {
     match error {
-        LeaseError::PoolNotFound => Problem::not_found(
+        LeaseError::Store(StoreError::PoolNotFound) => Problem::not_found(
             "pool-not-found",
             "No such pool",
             format!("there is no pool named {pool}"),
@@ -150,7 +151,7 @@ pub fn subnet_problem(pool: &str, id: Option<&str>, error: LeaseError) -> Proble
             }
         }
         LeaseError::SubnetRefused { refusal, now } => refusal_problem(pool, &refusal, now),
-        LeaseError::SubnetOverlap => Problem::new(
+        LeaseError::Store(StoreError::SubnetOverlap) => Problem::new(
             StatusCode::CONFLICT,
             "subnet-unavailable",
             "The subnet is unavailable",
@@ -173,7 +174,7 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
     match error {
         LeaseError::Invalid(e) => e.into(),
         LeaseError::Refused { refusal, now } => lock_refusal_problem(resource, &refusal, now),
-        LeaseError::LeaseLost => Problem::new(
+        LeaseError::Store(StoreError::LeaseLost) => Problem::new(
             StatusCode::CONFLICT,
             "lease-lost",
             "The lease is lost",
@@ -181,18 +182,18 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
                 "the token names no live lease on {resource}: it expired, was released, or was taken over"
             ),
         ),
-        LeaseError::NotFound => Problem::not_found(
+        LeaseError::Store(StoreError::NotFound) => Problem::not_found(
             "lock-not-found",
             "The lock is not held",
             format!("{resource} is not held"),
         ),
-        LeaseError::IdempotencyMismatch { holder } => Problem::new(
+        LeaseError::Store(StoreError::IdempotencyMismatch { holder }) => Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "idempotency-key-reused",
             "The Idempotency-Key belongs to another request",
             format!("this Idempotency-Key already holds a lease on {resource} for holder {holder}"),
         ),
-        LeaseError::QuotaExceeded { limit, current } => Problem::new(
+        LeaseError::Store(StoreError::QuotaExceeded { limit, current }) => Problem::new(
             StatusCode::TOO_MANY_REQUESTS,
             "quota-exceeded",
             "The token holds its quota of live leases",
@@ -202,19 +203,25 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
         )
         .with("limit", limit)
         .with("current", current),
-        LeaseError::Unavailable(m) => Problem::unavailable(m),
+        LeaseError::Store(StoreError::Unavailable(m) | StoreError::Damaged(m)) => {
+            Problem::unavailable(m)
+        }
         LeaseError::Overloaded(reason) => Problem::overloaded(reason),
-        LeaseError::Internal(m) => Problem::internal(m),
-        e @ (LeaseError::SessionLost { .. }
-        | LeaseError::NotSessionOwner
-        | LeaseError::SessionFull { .. }) => {
+        LeaseError::Internal(m) | LeaseError::Store(StoreError::Internal(m)) => {
+            Problem::internal(m)
+        }
+        // The set's service answers it with the time of the refusal.
+        LeaseError::Store(e @ StoreError::SetRefused { .. }) => Problem::internal(e),
+        e @ (LeaseError::Store(StoreError::SessionLost { .. })
+        | LeaseError::Store(StoreError::NotSessionOwner)
+        | LeaseError::Store(StoreError::SessionFull { .. })) => {
             super::session_problems::binding_problem(&e).unwrap_or_else(|| Problem::internal(e))
         }
-        e @ (LeaseError::PoolNotFound
+        e @ (LeaseError::Store(StoreError::PoolNotFound)
         | LeaseError::ReservationNotFound
         | LeaseError::PoolConflict { .. }
         | LeaseError::PoolInUse { .. }
         | LeaseError::SubnetRefused { .. }
-        | LeaseError::SubnetOverlap) => subnet_problem(resource, None, e),
+        | LeaseError::Store(StoreError::SubnetOverlap)) => subnet_problem(resource, None, e),
     }
 }

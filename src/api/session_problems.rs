@@ -6,11 +6,12 @@ use axum::http::StatusCode;
 
 use super::error::Problem;
 use crate::leases::LeaseError;
+use crate::store::StoreError;
 
 /// The problem of a refused claim on a session; `None` for any other error.
 pub fn binding_problem(error: &LeaseError) -> Option<Problem> {
     Some(match error {
-        LeaseError::SessionLost { field } => Problem::new(
+        LeaseError::Store(StoreError::SessionLost { field }) => Problem::new(
             StatusCode::CONFLICT,
             "session-lost",
             "The session is not live",
@@ -20,14 +21,14 @@ pub fn binding_problem(error: &LeaseError) -> Option<Problem> {
             ),
         )
         .with("field", *field),
-        LeaseError::NotSessionOwner => Problem::new(
+        LeaseError::Store(StoreError::NotSessionOwner) => Problem::new(
             StatusCode::FORBIDDEN,
             "forbidden",
             "The token may not do this",
             "session: belongs to another API token; only it (or an admin) may use it",
         )
         .with("field", "session"),
-        LeaseError::SessionFull { limit } => Problem::new(
+        LeaseError::Store(StoreError::SessionFull { limit }) => Problem::new(
             StatusCode::CONFLICT,
             "session-full",
             "The session holds its limit of leases",

@@ -251,7 +251,7 @@ pub async fn force_close_session(
 /// A lookup by id: a session that is not live is not found.
 fn session_lookup_problem(id: &str, e: crate::leases::LeaseError) -> Problem {
     match e {
-        crate::leases::LeaseError::NotFound => Problem::not_found(
+        crate::leases::LeaseError::Store(crate::store::StoreError::NotFound) => Problem::not_found(
             "session-not-found",
             "No such session",
             format!("there is no live session {id}"),

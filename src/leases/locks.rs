@@ -9,6 +9,7 @@ use super::{LeaseError, Leases, new_token};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{LockKey, Ttl};
 use crate::domain::{Millis, validate};
+use crate::store::StoreError;
 use crate::store::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::telemetry::Metrics;
 
@@ -172,9 +173,9 @@ impl LockService<'_> {
             l.idempotency_key.as_deref() == Some(idem.as_str()) && l.owner.as_ref() == owner
         }) {
             Some(lease) if lease.lease.holder != new.holder.as_str() => {
-                Err(LeaseError::IdempotencyMismatch {
+                Err(LeaseError::Store(StoreError::IdempotencyMismatch {
                     holder: lease.lease.holder,
-                })
+                }))
             }
             Some(lease) => Ok(Some(Acquired::Replayed(lease))),
             None => Ok(None),
@@ -232,7 +233,7 @@ impl LockService<'_> {
         let now = self.leases.now();
         let held = self.leases.store.get_lock(key, now).await?;
         if held.is_empty() {
-            return Err(LeaseError::NotFound);
+            return Err(LeaseError::Store(StoreError::NotFound));
         }
         Ok(held)
     }

@@ -76,14 +76,6 @@ pub enum LeaseError {
     Invalid(InvalidInput),
     #[error("the key cannot be granted now")]
     Refused { refusal: Refusal, now: Now },
-    #[error("the lease is lost")]
-    LeaseLost,
-    #[error("not found")]
-    NotFound,
-    #[error("the idempotency key belongs to a lease of holder {holder}")]
-    IdempotencyMismatch { holder: String },
-    #[error("no such pool")]
-    PoolNotFound,
     #[error("no such live reservation")]
     ReservationNotFound,
     #[error("the pool exists with another {differs:?}")]
@@ -100,25 +92,12 @@ pub enum LeaseError {
     },
     #[error("the subnet cannot be reserved now")]
     SubnetRefused { refusal: ReserveRefusal, now: Now },
-    #[error("the subnet overlaps a live reservation")]
-    SubnetOverlap,
     #[error("overloaded: too many {}", .0.as_str())]
     Overloaded(Shed),
-    /// The API token already holds its quota of live leases.
-    #[error("the token holds {current} live leases, its limit is {limit}")]
-    QuotaExceeded { limit: u32, current: u64 },
-    /// The session a grant names is not live, or its token is wrong
-    /// (`field`: `session.id` or `session.token`).
-    #[error("the session is not live or its token is wrong")]
-    SessionLost { field: &'static str },
-    /// The session belongs to another API token.
-    #[error("the session belongs to another token")]
-    NotSessionOwner,
-    /// The session holds its cap of bound leases.
-    #[error("the session holds {limit} leases, its limit")]
-    SessionFull { limit: u32 },
-    #[error("storage unavailable: {0}")]
-    Unavailable(String),
+    /// What the store refused or failed: a lost lease, a missing key or
+    /// pool, the quota, a session, the database itself.
+    #[error(transparent)]
+    Store(StoreError),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -131,27 +110,7 @@ impl From<InvalidInput> for LeaseError {
 
 impl From<StoreError> for LeaseError {
     fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::LeaseLost => LeaseError::LeaseLost,
-            StoreError::NotFound => LeaseError::NotFound,
-            StoreError::PoolNotFound => LeaseError::PoolNotFound,
-            StoreError::SubnetOverlap => LeaseError::SubnetOverlap,
-            StoreError::IdempotencyMismatch { holder } => {
-                LeaseError::IdempotencyMismatch { holder }
-            }
-            StoreError::QuotaExceeded { limit, current } => {
-                LeaseError::QuotaExceeded { limit, current }
-            }
-            StoreError::SessionLost { field } => LeaseError::SessionLost { field },
-            StoreError::NotSessionOwner => LeaseError::NotSessionOwner,
-            // The set's service answers it with the time of the refusal.
-            StoreError::SetRefused { key, .. } => {
-                LeaseError::Internal(format!("the set refusal of {key} was not answered"))
-            }
-            StoreError::SessionFull { limit } => LeaseError::SessionFull { limit },
-            StoreError::Unavailable(m) | StoreError::Damaged(m) => LeaseError::Unavailable(m),
-            StoreError::Internal(m) => LeaseError::Internal(m),
-        }
+        LeaseError::Store(e)
     }
 }
 

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use super::{LeaseError, Leases, new_token};
 use crate::domain::session::{Session, SessionView};
 use crate::domain::{Millis, validate};
+use crate::store::StoreError;
 use crate::store::{OpenOutcome, OpenSession, SessionClaim, SessionEnd};
 use crate::telemetry::Metrics;
 
@@ -84,7 +85,7 @@ impl SessionService<'_> {
             validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
         }
         if well_formed("id", id).is_err() {
-            return Err(LeaseError::LeaseLost);
+            return Err(LeaseError::Store(StoreError::LeaseLost));
         }
         let now = self.leases.now();
         let session = self
@@ -105,7 +106,7 @@ impl SessionService<'_> {
         caller: Option<&str>,
     ) -> Result<(), LeaseError> {
         if well_formed("id", id).is_err() {
-            return Err(LeaseError::LeaseLost);
+            return Err(LeaseError::Store(StoreError::LeaseLost));
         }
         let end = SessionEnd::Close {
             token: token.to_owned(),
@@ -117,7 +118,7 @@ impl SessionService<'_> {
     /// Closes the session whatever its token (admin).
     pub async fn force_close(&self, id: &str) -> Result<(), LeaseError> {
         if well_formed("id", id).is_err() {
-            return Err(LeaseError::NotFound);
+            return Err(LeaseError::Store(StoreError::NotFound));
         }
         self.end(id, SessionEnd::Force).await
     }
@@ -137,7 +138,7 @@ impl SessionService<'_> {
     /// A live session with how many leases it holds; `NotFound`.
     pub async fn inspect(&self, id: &str) -> Result<SessionView, LeaseError> {
         if well_formed("id", id).is_err() {
-            return Err(LeaseError::NotFound);
+            return Err(LeaseError::Store(StoreError::NotFound));
         }
         let now = self.leases.now();
         Ok(self.leases.store.get_session(id, now).await?)
