@@ -31,7 +31,8 @@ fn problem<T: std::fmt::Debug>(result: Result<T, Error<Problem>>) -> (u16, Probl
 fn acquire(holder: &str) -> AcquireRequest {
     AcquireRequest {
         holder: holder.into(),
-        ttl_ms: 30_000,
+        ttl_ms: Some(30_000),
+        session: None,
         wait_ms: None,
         mode: None,
         max_holders: None,
@@ -130,6 +131,7 @@ async fn pools(client: &Client) {
         prefix_len: Some(24),
         subnet: None,
         ttl_ms: None,
+        session: None,
         exclude: None,
         metadata: None,
     };
