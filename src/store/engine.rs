@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use tokio::sync::broadcast;
 
-use super::dialect::{Atomicity, Dialect};
+use super::dialect::{Atomicity, Dialect, WriteWork};
 use super::reservations::Update;
 use super::{
     AcquireLock, AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery, OpenOutcome,
@@ -29,7 +29,7 @@ impl<D: Dialect> Store for D {
         now: Millis,
     ) -> StoreResult<AcquireOutcome> {
         // Its only changes before a failure remove rows that are absent already.
-        self.write(
+        self.counted(
             Atomicity::KeepPartial,
             Box::new(move |c, fx| Box::pin(locks::acquire::<D>(c, fx, lock, token, now))),
         )
@@ -41,7 +41,7 @@ impl<D: Dialect> Store for D {
         set: Vec<(AcquireLock, String)>,
         now: Millis,
     ) -> StoreResult<Vec<LockLease>> {
-        self.write(
+        self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| Box::pin(lock_sets::acquire::<D>(c, fx, set, now))),
         )
@@ -56,7 +56,7 @@ impl<D: Dialect> Store for D {
         now: Millis,
     ) -> StoreResult<LockLease> {
         let (key, token) = (key.to_owned(), token.to_owned());
-        self.write(
+        self.counted(
             Atomicity::Statement,
             Box::new(move |c, _| {
                 Box::pin(async move { locks::renew(c, &key, &token, ttl_ms, now).await })
@@ -67,7 +67,7 @@ impl<D: Dialect> Store for D {
 
     async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()> {
         let (key, token) = (key.to_owned(), token.to_owned());
-        self.write(
+        self.counted(
             Atomicity::Statement,
             Box::new(move |c, fx| {
                 Box::pin(async move { locks::release(c, fx, &key, &token, now).await })
@@ -94,7 +94,7 @@ impl<D: Dialect> Store for D {
 
     async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
         let key = key.to_owned();
-        self.write(
+        self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
                 Box::pin(async move { locks::force_release::<D>(c, fx, &key, now).await })
@@ -104,7 +104,8 @@ impl<D: Dialect> Store for D {
     }
 
     async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
-        self.write(
+        self.counted_as(
+            true,
             Atomicity::Statement,
             Box::new(move |c, fx| Box::pin(locks::reap::<D>(c, fx, now, batch))),
         )
@@ -112,7 +113,7 @@ impl<D: Dialect> Store for D {
     }
 
     async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
-        self.write(
+        self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| Box::pin(pools::put::<D>(c, fx, pool, now))),
         )
@@ -123,7 +124,7 @@ impl<D: Dialect> Store for D {
         // A short write: purging the pool's expired reservations first makes
         // the counts and the free space exact.
         let name = name.to_owned();
-        self.write(
+        self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
                 Box::pin(async move { pools::usage_now::<D>(c, fx, &name, now).await })
@@ -142,7 +143,7 @@ impl<D: Dialect> Store for D {
 
     async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome> {
         let name = name.to_owned();
-        self.write(
+        self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
                 Box::pin(async move { pools::delete::<D>(c, fx, &name, now).await })
@@ -157,7 +158,7 @@ impl<D: Dialect> Store for D {
         token: String,
         now: Millis,
     ) -> StoreResult<ReserveOutcome> {
-        self.write(
+        self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| Box::pin(subnets::reserve::<D>(c, fx, new, token, now))),
         )
@@ -245,7 +246,8 @@ impl<D: Dialect> Store for D {
                 break;
             }
             let freed = self
-                .write(
+                .counted_as(
+                    true,
                     Atomicity::AllOrNothing,
                     Box::new(move |c, fx| {
                         Box::pin(async move {
@@ -261,11 +263,15 @@ impl<D: Dialect> Store for D {
     }
 
     async fn record_alive(&self, now: Millis) -> StoreResult<()> {
-        Dialect::record_alive(self, now).await
+        Dialect::record_alive(self, now).await?;
+        Dialect::stats(self).note_write(true);
+        Ok(())
     }
 
     async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed> {
-        Dialect::resume_after_downtime(self, proposed).await
+        let resumed = Dialect::resume_after_downtime(self, proposed).await?;
+        Dialect::stats(self).note_write(true);
+        Ok(resumed)
     }
 
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
@@ -297,7 +303,7 @@ impl<D: Dialect> Store for D {
     }
 
     async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
-        self.write(
+        self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, _| Box::pin(sessions::open::<D>(c, new, now))),
         )
@@ -315,7 +321,7 @@ impl<D: Dialect> Store for D {
         let (id, token) = (id.to_owned(), token.to_owned());
         let caller = caller.map(str::to_owned);
         // One row, however many leases are bound; a refusal only reads.
-        self.write(
+        self.counted(
             Atomicity::Statement,
             Box::new(move |c, _| {
                 Box::pin(async move {
@@ -333,7 +339,7 @@ impl<D: Dialect> Store for D {
         now: Millis,
     ) -> StoreResult<Vec<String>> {
         let id = id.to_owned();
-        self.write(
+        self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
                 Box::pin(async move { sessions::end::<D>(c, fx, &id, end, now).await })
@@ -351,7 +357,8 @@ impl<D: Dialect> Store for D {
     }
 
     async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions> {
-        self.write(
+        self.counted_as(
+            true,
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| Box::pin(sessions::reap::<D>(c, fx, now, batch))),
         )
@@ -410,7 +417,7 @@ impl<D: Dialect> ReservationWrites for D {
         now: Millis,
     ) -> StoreResult<Reservation> {
         let (pool, id, token) = (pool.to_owned(), id.to_owned(), token.to_owned());
-        self.write(
+        self.counted(
             Atomicity::Statement,
             Box::new(move |c, _| {
                 Box::pin(
@@ -430,7 +437,7 @@ impl<D: Dialect> ReservationWrites for D {
     ) -> StoreResult<bool> {
         let (pool, id) = (pool.to_owned(), id.to_owned());
         let token = token.map(str::to_owned);
-        self.write(
+        self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, _| {
                 Box::pin(async move {
@@ -441,3 +448,31 @@ impl<D: Dialect> ReservationWrites for D {
         .await
     }
 }
+
+/// Every write of the engine goes through here: it is counted, once
+/// committed, as a client's or the server's own.
+#[async_trait]
+trait Counted: Dialect {
+    async fn counted<T: Send + 'static>(
+        &self,
+        atomicity: Atomicity,
+        work: WriteWork<Self::Conn, T>,
+    ) -> StoreResult<T> {
+        self.counted_as(false, atomicity, work).await
+    }
+
+    async fn counted_as<T: Send + 'static>(
+        &self,
+        background: bool,
+        atomicity: Atomicity,
+        work: WriteWork<Self::Conn, T>,
+    ) -> StoreResult<T> {
+        let written = self.write(atomicity, work).await;
+        if written.is_ok() {
+            Dialect::stats(self).note_write(background);
+        }
+        written
+    }
+}
+
+impl<D: Dialect> Counted for D {}

@@ -231,6 +231,15 @@ impl Metrics {
                  leasehold_storage_failures_total {}",
                 stats.storage_failures.load(Ordering::Relaxed)
             );
+            let _ = writeln!(
+                out,
+                "# HELP leasehold_committed_writes_total Writes committed, for clients' requests or by the server itself (reaper, heartbeat, start-up)\n\
+                 # TYPE leasehold_committed_writes_total counter\n\
+                 leasehold_committed_writes_total{{origin=\"request\"}} {}\n\
+                 leasehold_committed_writes_total{{origin=\"background\"}} {}",
+                stats.request_writes.load(Ordering::Relaxed),
+                stats.background_writes.load(Ordering::Relaxed)
+            );
             out.push_str(
                 "# HELP leasehold_commit_duration_seconds Time a write transaction takes to commit\n\
                  # TYPE leasehold_commit_duration_seconds histogram\n",

@@ -17,6 +17,11 @@ pub struct StoreStats {
     pub expired_locks: AtomicU64,
     /// Expired reservations deleted, by a grant that found them or the reaper.
     pub expired_reservations: AtomicU64,
+    /// Writes committed for clients' requests.
+    pub request_writes: AtomicU64,
+    /// Writes committed by the server itself: the reaper, the heartbeat, the
+    /// start-up refresh.
+    pub background_writes: AtomicU64,
     /// Writes refused because the database could not be written (disk full,
     /// read-only, I/O error).
     pub storage_failures: AtomicU64,
@@ -36,6 +41,8 @@ impl Default for StoreStats {
             batch_size: Histogram::new(histogram::SIZE_BUCKETS),
             expired_locks: AtomicU64::new(0),
             expired_reservations: AtomicU64::new(0),
+            request_writes: AtomicU64::new(0),
+            background_writes: AtomicU64::new(0),
             storage_failures: AtomicU64::new(0),
             last_storage_failure: std::sync::Mutex::new(None),
             clock_skew_ms: AtomicI64::new(0),
@@ -46,6 +53,14 @@ impl Default for StoreStats {
 
 impl StoreStats {
     /// Counts expired rows (locks, reservations) a committed write deleted.
+    /// Counts a committed write, by whom it was for.
+    pub fn note_write(&self, background: bool) {
+        match background {
+            true => Metrics::inc(&self.background_writes),
+            false => Metrics::inc(&self.request_writes),
+        }
+    }
+
     pub fn note_expired(&self, locks: u64, reservations: u64) {
         Metrics::add(&self.expired_locks, locks);
         Metrics::add(&self.expired_reservations, reservations);

@@ -165,6 +165,19 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
         writes >= 18.0 && writes >= commits,
         "{writes} writes in {commits} commits"
     );
+    // Every committed write is a client's or the server's own (start-up,
+    // readiness, the reaper pass above), never both, never neither.
+    let for_requests = sample(
+        &text,
+        "leasehold_committed_writes_total{origin=\"request\"}",
+    );
+    let background = sample(
+        &text,
+        "leasehold_committed_writes_total{origin=\"background\"}",
+    );
+    assert!(for_requests >= 15.0, "{for_requests} request writes");
+    assert!(background >= 2.0, "{background} background writes");
+    assert_eq!(for_requests + background, writes, "{text}");
 
     // Labels never carry a key.
     assert!(!text.contains("secret-key"), "{text}");
