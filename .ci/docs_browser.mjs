@@ -52,9 +52,11 @@ try {
   };
   const mode = await schema("Mode");
   check(mode.includes('"exclusive"') && mode.includes('"shared"'), "the Mode schema shows its enum");
-  const acquireSchema = await schema("AcquireRequest");
-  check(/ttl_ms\s*Collapse all\s*integer\s*≥ 100/.test(acquireSchema),
-    "the AcquireRequest schema shows ttl_ms and its minimum of 100");
+  const openSchema = await schema("OpenSessionRequest");
+  check(/ttl_ms\s*Collapse all\s*integer\s*≥ 100/.test(openSchema),
+    "the OpenSessionRequest schema shows ttl_ms and its minimum of 100");
+  // Its fields' descriptions carry inline code.
+  await schema("AcquireRequest");
   check(await page.locator(".markdown code, .renderedMarkdown code").count() > 0,
     "Markdown descriptions are rendered (inline code)");
 
