@@ -127,10 +127,21 @@ pub const KINDS: &[Kind] = &[
         POOL,
         null("id", Ty::Text, "The reservation id."),
     ]),
+    kind("session-not-found", 404, "no live session with this id", &[req(
+        "id",
+        Ty::Text,
+        "The session id asked for.",
+    )]),
     kind("method-not-allowed", 405, "the route does not take this method", &[]),
     kind("request-timeout", 408, "the body did not arrive within the body timeout", &[]),
     kind("lease-lost", 409, "the token names no live lease: it expired, was released, or was \
         taken over", &[]),
+    kind("session-lost", 409, "the session a grant names is not live, or its token is wrong; \
+        nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]),
+    kind("session-full", 409, "the session holds its limit of bound leases", &[
+        req("field", Ty::Text, "`session`."),
+        req("limit", Ty::Int, "How many leases one session may hold."),
+    ]),
     clears(kind("lock-held", 409, "the key is held, or kept by its lock delay (`available_at` says \
         until when)", &[
         KEY,
