@@ -129,10 +129,11 @@ macro_rules! refusals {
 
 refusals! {
     /// A grant on a key that cannot be made now.
-    LockGrantRefusals = ["lock-held", "limit-mismatch", "idempotency-key-reused", "quota-exceeded"];
+    LockGrantRefusals = ["lock-held", "limit-mismatch", "idempotency-key-reused", "quota-exceeded",
+        "session-lost", "session-full"];
     /// A subnet that cannot be reserved now.
     SubnetGrantRefusals = ["pool-not-found", "pool-exhausted", "subnet-unavailable",
-        "idempotency-key-reused", "quota-exceeded"];
+        "idempotency-key-reused", "quota-exceeded", "session-lost", "session-full"];
     /// A lock token that names no live lease.
     LockTokenRefusals = ["lease-lost"];
     /// A key that is not held.
