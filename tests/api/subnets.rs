@@ -507,8 +507,9 @@ async fn confirming_after_expiry_is_lease_lost_and_the_reaper_frees_the_block() 
         "lease-lost",
     )
     .await;
-    let report = leasehold::reaper::reap_once(&app.leases, 10).await.unwrap();
-    assert_eq!(report.reservations_removed, 1);
+    // The server's own first pass, at its start, may be the one that meets
+    // it on a busy machine: the metric counts either.
+    leasehold::reaper::reap_once(&app.leases, 10).await.unwrap();
     let pool = get_json(&app, "/v1/pools/p").await;
     assert_eq!(pool["largest_free"], "10.0.0.0/24");
     let metrics = app.get("/metrics").await.text().await.unwrap();
