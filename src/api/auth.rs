@@ -241,6 +241,14 @@ impl Caller {
         }
     }
 
+    /// The digest of the caller's API token (`None` without an auth file).
+    pub fn secret(&self) -> Option<[u8; 32]> {
+        match self {
+            Caller::Open => None,
+            Caller::Token(g) => Some(g.digest()),
+        }
+    }
+
     /// The owner recorded with a new lease, with its quota.
     pub fn owner(&self) -> Option<LeaseOwner> {
         match self {

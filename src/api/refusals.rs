@@ -150,6 +150,15 @@ refusals! {
     ReservationUnknown = ["pool-not-found", "reservation-not-found"];
     /// A reservation token that names no live reservation.
     ReservationTokenRefusals = ["pool-not-found", "reservation-not-found", "lease-lost"];
+    /// A session that cannot be opened.
+    SessionOpenRefusals = ["forbidden", "idempotency-key-reused"];
+    /// A session token that names no live session.
+    SessionTokenRefusals = ["lease-lost"];
+    /// A session that is not live.
+    SessionUnknown = ["session-not-found"];
+    /// A set of keys that cannot be granted now, of which none was.
+    LockSetRefusals = ["forbidden", "lock-held", "idempotency-key-reused", "quota-exceeded",
+        "session-lost", "session-full"];
     /// A database that cannot be used now.
     StorageRefusals = ["storage-unavailable"];
 }

@@ -80,7 +80,8 @@ pub struct SessionBody {
 }
 
 impl SessionBody {
-    pub fn new(s: Session, now: Now, with_token: bool) -> Self {
+    /// `token` is shown to the session's opener alone.
+    pub fn new(s: Session, now: Now, token: Option<String>) -> Self {
         Self {
             expires_in_ms: s.expires_in_ms(now.at),
             expires_at: now.show(s.expires_at),
@@ -89,7 +90,7 @@ impl SessionBody {
             holder: s.holder,
             ttl_ms: s.ttl_ms,
             metadata: s.metadata,
-            token: with_token.then_some(s.token),
+            token,
             locks: None,
             reservations: None,
         }
@@ -99,7 +100,7 @@ impl SessionBody {
         Self {
             locks: Some(v.locks),
             reservations: Some(v.reservations),
-            ..Self::new(v.session, now, false)
+            ..Self::new(v.session, now, None)
         }
     }
 }

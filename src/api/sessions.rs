@@ -15,6 +15,7 @@ use super::error::Problem;
 use super::extract::{AppJson, AppPath};
 use super::locks::idempotency_key;
 use super::problems::lease_problem;
+use super::refusals::{SessionOpenRefusals, SessionTokenRefusals, SessionUnknown};
 pub use super::session_bodies::{
     CloseSessionRequest, OpenSessionRequest, RenewSessionRequest, SessionBody, SessionRef,
 };
@@ -103,9 +104,7 @@ pub fn lifetime(
         (status = 201, description = "Opened; the answer carries the secret token", body = SessionBody,
             headers(("Location" = String, description = "The session: `/v1/sessions/{id}`"))),
         (status = 200, description = "Idempotent replay of a live session", body = SessionBody),
-        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`forbidden`: a read-only token", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`idempotency-key-reused`", body = Problem, content_type = "application/problem+json"),
+        SessionOpenRefusals,
     )
 )]
 pub async fn open_session(
@@ -120,7 +119,8 @@ pub async fn open_session(
         ttl_ms: body.ttl_ms,
         metadata: body.metadata,
         idempotency_key: idempotency_key(&headers)?,
-        owner: caller.owner().map(|o| o.name),
+        owner: caller.owner(),
+        caller_secret: caller.secret(),
     };
     let opened = state
         .leases
@@ -128,12 +128,12 @@ pub async fn open_session(
         .open(new)
         .await
         .map_err(|e| lease_problem("a new session", e))?;
-    let (created, session) = match opened {
-        Opened::Opened(s) => (true, s),
-        Opened::Replayed(s) => (false, s),
+    let (created, session, token) = match opened {
+        Opened::Opened(s, token) => (true, s, token),
+        Opened::Replayed(s, token) => (false, s, token),
     };
     let location = crate::domain::paths::session(&session.id);
-    let body = SessionBody::new(session, state.leases.moment(), true);
+    let body = SessionBody::new(session, state.leases.moment(), Some(token));
     Ok(created_or_ok(created, &location, body))
 }
 
@@ -144,9 +144,7 @@ pub async fn open_session(
     request_body = RenewSessionRequest,
     responses(
         (status = 200, description = "Renewed", body = SessionBody),
-        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`forbidden`: another token's session, or a read-only token", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`lease-lost`: the token names no live session", body = Problem, content_type = "application/problem+json"),
+        SessionTokenRefusals,
     )
 )]
 pub async fn renew_session(
@@ -163,11 +161,7 @@ pub async fn renew_session(
         .renew(&id, &body.token, owner.as_deref(), body.ttl_ms)
         .await
         .map_err(|e| lease_problem(&resource(&id), e))?;
-    Ok(Json(SessionBody::new(
-        session,
-        state.leases.moment(),
-        false,
-    )))
+    Ok(Json(SessionBody::new(session, state.leases.moment(), None)))
 }
 
 /// Close a session: every lock and unconfirmed reservation bound to it is
@@ -178,9 +172,7 @@ pub async fn renew_session(
     request_body = CloseSessionRequest,
     responses(
         (status = 204, description = "Closed"),
-        (status = 400, description = "Invalid request", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`forbidden`: another token's session, or a read-only token", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`lease-lost`: the token names no live session", body = Problem, content_type = "application/problem+json"),
+        SessionTokenRefusals,
     )
 )]
 pub async fn close_session(
@@ -206,7 +198,7 @@ pub async fn close_session(
     params(("id" = String, Path, description = "The session id")),
     responses(
         (status = 200, description = "The live session with its counts", body = SessionBody),
-        (status = 404, description = "`session-not-found`: no live session", body = Problem, content_type = "application/problem+json"),
+        SessionUnknown,
     )
 )]
 pub async fn get_session(
@@ -229,8 +221,7 @@ pub async fn get_session(
     params(("id" = String, Path, description = "The session id")),
     responses(
         (status = 204, description = "The session and every lease bound to it were removed"),
-        (status = 403, description = "`forbidden`: not an admin token", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`session-not-found`: no live session", body = Problem, content_type = "application/problem+json"),
+        SessionUnknown,
     )
 )]
 pub async fn force_close_session(

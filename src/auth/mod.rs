@@ -57,6 +57,12 @@ pub enum Denial {
 }
 
 impl ApiToken {
+    /// The SHA-256 of the token's text: what only its holder (and the auth
+    /// file) knows.
+    pub fn digest(&self) -> [u8; 32] {
+        self.sha256
+    }
+
     fn allows(&self, need: Need) -> Result<(), Denial> {
         match need {
             Need::Read => Ok(()),

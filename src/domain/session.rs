@@ -15,10 +15,14 @@ pub const BOUND: Millis = 1 << 60;
 pub struct Session {
     pub id: String,
     pub holder: String,
-    /// The secret that renews and closes it, and binds leases to it.
-    pub token: String,
+    /// The SHA-256 of the secret that renews and closes it and binds
+    /// leases to it (the token itself is shown once, to its opener).
+    pub token_digest: String,
     /// The API token that opened it (`None` without an auth file).
     pub owner: Option<String>,
+    /// That token's quota of live leases when it opened the session; the
+    /// leases bound to it count against it, whoever binds them.
+    pub owner_quota: Option<u32>,
     pub acquired_at: Millis,
     pub expires_at: Millis,
     pub ttl_ms: Millis,
@@ -54,8 +58,9 @@ mod tests {
         Session {
             id: "s".into(),
             holder: "h".into(),
-            token: "t".into(),
+            token_digest: "t".into(),
             owner: None,
+            owner_quota: None,
             acquired_at: 0,
             expires_at,
             ttl_ms: 1_000,

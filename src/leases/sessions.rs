@@ -8,8 +8,9 @@ use super::{LeaseError, Leases, new_token};
 use crate::domain::session::{Session, SessionView};
 use crate::domain::{Millis, validate};
 use crate::store::StoreError;
-use crate::store::{OpenOutcome, OpenSession, SessionClaim, SessionEnd};
+use crate::store::{LeaseOwner, OpenOutcome, OpenSession, SessionClaim, SessionEnd};
 use crate::telemetry::Metrics;
+use crate::token;
 
 /// A session to open, as the caller asks for it.
 #[derive(Debug, Clone, Default)]
@@ -18,14 +19,22 @@ pub struct NewSession {
     pub ttl_ms: Millis,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<String>,
-    /// The API token opening it; `None` without an auth file.
-    pub owner: Option<String>,
+    /// The API token opening it, and its quota; `None` without an auth file.
+    pub owner: Option<LeaseOwner>,
+    /// What only that API token's holder knows (the digest of its text), for
+    /// the token of a session opened with an `Idempotency-Key`.
+    pub caller_secret: Option<[u8; 32]>,
 }
 
+/// An opened session and its secret token, shown to its opener alone.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Opened {
-    Opened(Session),
-    Replayed(Session),
+    Opened(Session, String),
+    Replayed(Session, String),
+}
+
+fn secret(new: &NewSession) -> Option<&[u8]> {
+    new.caller_secret.as_ref().map(|c| &c[..])
 }
 
 pub struct SessionService<'a> {
@@ -53,9 +62,18 @@ impl SessionService<'_> {
         if let Some(k) = &new.idempotency_key {
             validate::idempotency_key(k)?;
         }
+        let id = new_token();
+        // With an Idempotency-Key the token is derived, so that a retry can
+        // be answered it again: the store keeps only digests.
+        let token = match &new.idempotency_key {
+            Some(k) => token::derive(k, secret(&new), &id),
+            None => new_token(),
+        };
+        let replay_key = new.idempotency_key.clone();
+        let caller_secret = new.caller_secret;
         let open = OpenSession {
-            id: new_token(),
-            token: new_token(),
+            id,
+            token: token.clone(),
             holder: new.holder,
             ttl_ms: new.ttl_ms,
             metadata: new.metadata,
@@ -66,9 +84,18 @@ impl SessionService<'_> {
         Ok(match self.leases.store.open_session(open, now).await? {
             OpenOutcome::Opened(s) => {
                 Metrics::inc(&self.leases.metrics.sessions.opens);
-                Opened::Opened(s)
+                Opened::Opened(s, token)
             }
-            OpenOutcome::Replayed(s) => Opened::Replayed(s),
+            OpenOutcome::Replayed(s) => {
+                let key = replay_key.as_deref().unwrap_or_default();
+                let again = token::derive(key, caller_secret.as_ref().map(|c| &c[..]), &s.id);
+                // The API token's text changed since (same name, new
+                // secret): the token cannot be given again.
+                if token::digest(&again) != s.token_digest {
+                    return Err(StoreError::IdempotencyMismatch { holder: s.holder }.into());
+                }
+                Opened::Replayed(s, again)
+            }
         })
     }
 

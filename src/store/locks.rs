@@ -28,7 +28,7 @@ async fn lock_key<D: Dialect>(conn: &mut D::Conn, key: &str) -> StoreResult<()> 
 pub async fn acquire<D: Dialect>(
     conn: &mut D::Conn,
     fx: &mut Effects,
-    new: AcquireLock,
+    mut new: AcquireLock,
     token: String,
     now: Millis,
 ) -> StoreResult<AcquireOutcome> {
@@ -38,6 +38,10 @@ pub async fn acquire<D: Dialect>(
         Some(claim) => Some(sessions::bind::<D>(conn, claim, now).await?),
         None => None,
     };
+    // A bound lease is its session's opener's, and counts against its quota.
+    if let Some(s) = &session {
+        new.owner = sessions::owner_of(s);
+    }
     if let Some(idem) = &new.idempotency_key {
         let sql = format!(
             "SELECT {LOCK_COLUMNS} FROM lock_leases \

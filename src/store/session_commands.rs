@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::LeaseOwner;
 use crate::domain::Millis;
 use crate::domain::session::Session;
 
@@ -19,7 +20,8 @@ pub struct SessionClaim {
     pub max_leases: u32,
 }
 
-/// A session to open, with its id and secret token already drawn.
+/// A session to open, with its id and secret token already drawn (the
+/// store keeps the token's digest, and the `Idempotency-Key`'s).
 #[derive(Debug, Clone)]
 pub struct OpenSession {
     pub id: String,
@@ -28,8 +30,9 @@ pub struct OpenSession {
     pub ttl_ms: Millis,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<String>,
-    /// The API token opening it; `None` without an auth file.
-    pub owner: Option<String>,
+    /// The API token opening it and its quota, which the leases bound to
+    /// the session count against; `None` without an auth file.
+    pub owner: Option<LeaseOwner>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -10,13 +10,28 @@
 use super::dialect::{Dialect, Effects};
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
+use super::{LeaseOwner, StoreError, StoreResult};
 use super::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
-use super::{StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::domain::session::{Session, SessionView};
+use crate::token::digest;
 
-const SESSION_COLUMNS: &str =
-    "id, holder, token, owner, acquired_at, expires_at, ttl_ms, metadata, idempotency_key";
+const SESSION_COLUMNS: &str = "id, holder, token, owner, owner_quota, acquired_at, expires_at, \
+     ttl_ms, metadata, idempotency_key";
+
+/// The session's `token` column holds the digest `$d` of the token sent as
+/// `$p`. A row written before tokens were kept as digests holds the 32 hex
+/// digits themselves; a digest is 64, and a token sent is always 32, so a
+/// digest read from the database is no token.
+fn token_is(d: u8, p: u8) -> String {
+    format!("(token = ${d} OR (length(token) = 32 AND token = ${p}))")
+}
+
+/// `token_is` for a row already read.
+fn token_matches(held: &Session, token: &str) -> bool {
+    held.token_digest == digest(token)
+        || (held.token_digest.len() == 32 && held.token_digest == token)
+}
 
 /// The session row of `$1`, live at `$2`.
 const LIVE_SESSION: &str = "FROM sessions WHERE id = $1 AND expires_at > $2";
@@ -40,8 +55,12 @@ fn session(row: &impl Columns) -> StoreResult<Session> {
     Ok(Session {
         id: row.text("id")?,
         holder: row.text("holder")?,
-        token: row.text("token")?,
+        token_digest: row.text("token")?,
         owner: row.opt_text("owner")?,
+        owner_quota: row
+            .opt_int("owner_quota")?
+            .map(|q| u32::try_from(q).map_err(|_| corrupt("owner_quota")))
+            .transpose()?,
         acquired_at: row.int("acquired_at")?,
         expires_at: row.int("expires_at")?,
         ttl_ms: row.int("ttl_ms")?,
@@ -60,7 +79,9 @@ pub async fn open<D: Dialect>(
     new: OpenSession,
     now: Millis,
 ) -> StoreResult<OpenOutcome> {
-    if let Some(idem) = &new.idempotency_key {
+    // Kept as digests: neither gives the token back (`token::derive`).
+    let idempotency_key = new.idempotency_key.as_deref().map(digest);
+    if let Some(idem) = &idempotency_key {
         // Two opens racing with one key, where writes run side by side: the
         // second waits, then replays the first's session.
         if let Some(lock) = D::SQL.lock_key {
@@ -70,7 +91,8 @@ pub async fn open<D: Dialect>(
         let same_key = "idempotency_key = $1 AND coalesce(owner, '') = coalesce($2, '')";
         let sql =
             format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE {same_key} AND expires_at > $3");
-        if let Some(row) = conn.row(sql, args![idem, &new.owner, now]).await? {
+        let owner = new.owner.as_ref().map(|o| o.name.as_str());
+        if let Some(row) = conn.row(sql, args![idem, owner, now]).await? {
             let held = session(&row)?;
             if held.holder != new.holder {
                 return Err(StoreError::IdempotencyMismatch {
@@ -83,34 +105,44 @@ pub async fn open<D: Dialect>(
         let sql = format!(
             "UPDATE sessions SET idempotency_key = NULL WHERE {same_key} AND expires_at <= $3"
         );
-        conn.execute(sql, args![idem, &new.owner, now]).await?;
+        conn.execute(sql, args![idem, owner, now]).await?;
     }
     let meta = metadata_text(&new.metadata);
+    let token_digest = digest(&new.token);
+    let (owner, owner_quota) = match new.owner {
+        Some(LeaseOwner {
+            name,
+            max_live_leases,
+        }) => (Some(name), max_live_leases),
+        None => (None, None),
+    };
     conn.execute(
-        "INSERT INTO sessions (id, holder, token, owner, acquired_at, expires_at, ttl_ms, \
-         metadata, idempotency_key) VALUES ($1, $2, $3, $4, $5, $5 + $6, $6, $7, $8)",
+        "INSERT INTO sessions (id, holder, token, owner, owner_quota, acquired_at, expires_at, \
+         ttl_ms, metadata, idempotency_key) VALUES ($1, $2, $3, $4, $9, $5, $5 + $6, $6, $7, $8)",
         args![
             &new.id,
             &new.holder,
-            &new.token,
-            &new.owner,
+            &token_digest,
+            &owner,
             now,
             new.ttl_ms,
             &meta,
-            &new.idempotency_key
+            &idempotency_key,
+            owner_quota.map(i64::from)
         ],
     )
     .await?;
     Ok(OpenOutcome::Opened(Session {
         id: new.id,
         holder: new.holder,
-        token: new.token,
-        owner: new.owner,
+        token_digest,
+        owner,
+        owner_quota,
         acquired_at: now,
         expires_at: now + new.ttl_ms,
         ttl_ms: new.ttl_ms,
         metadata: new.metadata,
-        idempotency_key: new.idempotency_key,
+        idempotency_key,
     }))
 }
 
@@ -127,7 +159,7 @@ async fn refusal(
     Ok(match conn.row(sql, args![id, now]).await? {
         Some(row) => {
             let held = session(&row)?;
-            if held.token == token && !owned_by(&held.owner, caller) {
+            if token_matches(&held, token) && !owned_by(&held.owner, caller) {
                 StoreError::NotSessionOwner
             } else {
                 StoreError::LeaseLost
@@ -147,10 +179,15 @@ pub async fn renew(
 ) -> StoreResult<Session> {
     let sql = format!(
         "UPDATE sessions SET ttl_ms = coalesce($4, ttl_ms), expires_at = $2 + coalesce($4, ttl_ms) \
-         WHERE id = $1 AND expires_at > $2 AND token = $3 \
-         AND ($5 IS NULL OR coalesce(owner, '') = $5) RETURNING {SESSION_COLUMNS}"
+         WHERE id = $1 AND expires_at > $2 AND {} \
+         AND ($5 IS NULL OR coalesce(owner, '') = $5) RETURNING {SESSION_COLUMNS}",
+        token_is(6, 3)
     );
-    match conn.row(sql, args![id, now, token, ttl_ms, caller]).await? {
+    let sent = digest(token);
+    match conn
+        .row(sql, args![id, now, token, ttl_ms, caller, &sent])
+        .await?
+    {
         Some(row) => session(&row),
         None => Err(refusal(conn, id, token, caller, now).await?),
     }
@@ -169,11 +206,13 @@ pub async fn end<D: Dialect>(
     let ended = match &end {
         SessionEnd::Close { token, caller } => {
             let sql = format!(
-                "DELETE {LIVE_SESSION} AND token = $3 \
-                 AND ($4 IS NULL OR coalesce(owner, '') = $4)"
+                "DELETE {LIVE_SESSION} AND {} \
+                 AND ($4 IS NULL OR coalesce(owner, '') = $4)",
+                token_is(5, 3)
             );
+            let sent = digest(token);
             let n = conn
-                .execute(sql, args![id, now, token, caller.as_deref()])
+                .execute(sql, args![id, now, token, caller.as_deref(), &sent])
                 .await?;
             if n == 0 {
                 return Err(refusal(conn, id, token, caller.as_deref(), now).await?);
@@ -202,6 +241,15 @@ pub async fn end<D: Dialect>(
     Ok(keys)
 }
 
+/// Whom a lease bound to `session` belongs to: the API token that opened the
+/// session, with the quota it had then, whoever binds it (an admin may).
+pub fn owner_of(session: &Session) -> Option<LeaseOwner> {
+    session.owner.clone().map(|name| LeaseOwner {
+        name,
+        max_live_leases: session.owner_quota,
+    })
+}
+
 fn keys_of<R: Columns>(rows: &[R]) -> StoreResult<Vec<String>> {
     rows.iter().map(|r| r.text("key")).collect()
 }
@@ -226,7 +274,7 @@ pub async fn bind<D: Dialect>(
             });
         }
     };
-    if held.token != claim.token {
+    if !token_matches(&held, &claim.token) {
         return Err(StoreError::SessionLost {
             field: "session.token",
         });

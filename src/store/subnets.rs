@@ -150,7 +150,7 @@ async fn decide(
 pub async fn reserve<D: Dialect>(
     conn: &mut D::Conn,
     fx: &mut Effects,
-    new: ReserveSubnet,
+    mut new: ReserveSubnet,
     token: String,
     now: Millis,
 ) -> StoreResult<ReserveOutcome> {
@@ -159,6 +159,10 @@ pub async fn reserve<D: Dialect>(
         Some(claim) => Some(sessions::bind::<D>(conn, claim, now).await?),
         None => None,
     };
+    // A bound lease is its session's opener's, and counts against its quota.
+    if let Some(s) = &session {
+        new.owner = sessions::owner_of(s);
+    }
     let pool = lock::<D>(conn, &new.pool).await?;
     if let Err(invalid) = check_want(pool.cidr, new.want) {
         return Ok(ReserveOutcome::Invalid(invalid));

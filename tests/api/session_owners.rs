@@ -120,6 +120,51 @@ async fn bound_leases_count_toward_the_session_owners_quota() {
     assert_eq!(r.status(), StatusCode::CREATED);
 }
 
+async fn an_admin_binding_to_a_session_counts_against_the_sessions_owner() {
+    // An admin with a quota of its own, of one lease.
+    let ops = entry(
+        "ops-admin",
+        OPS,
+        json!({"lock_prefixes": [""], "pools": ["*"], "access": "read-write",
+               "admin": true, "max_live_leases": 1}),
+    );
+    let app = spawn_secured_with(vec![ops]).await;
+    let s: Value = open_as(&app, QUOTA).await.json().await.unwrap();
+    for key in ["q/1", "q/2"] {
+        let r = bind_as(&app, OPS, key, &s).await;
+        assert_eq!(
+            r.status(),
+            StatusCode::CREATED,
+            "{key}: not the admin's lease"
+        );
+    }
+    let held: Value = send(&app, ADMIN, "GET", "/v1/locks/q%2F1", None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(held["session"], s["id"]);
+    // The session's owner has used its quota of two.
+    let ttl = json!({"holder": "h", "ttl_ms": 1_000});
+    let body = problem(
+        send(
+            &app,
+            QUOTA,
+            "POST",
+            "/v1/locks/q%2F3/acquire",
+            Some(ttl.clone()),
+        )
+        .await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "quota-exceeded",
+    )
+    .await;
+    assert_eq!(body["current"], 2);
+    // The admin's own quota is untouched.
+    let r = send(&app, OPS, "POST", "/v1/locks/ops%2F1/acquire", Some(ttl)).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+}
+
 async fn metrics_show_live_sessions_bound_leases_and_expiries() {
     let app = spawn_app().await;
     let s = open(&app, 60_000).await;
@@ -245,6 +290,7 @@ crate::harness::tests! {
     racing_opens_with_one_idempotency_key_open_one_session(4 threads),
     only_the_opening_token_or_an_admin_uses_a_session,
     bound_leases_count_toward_the_session_owners_quota,
+    an_admin_binding_to_a_session_counts_against_the_sessions_owner,
     metrics_show_live_sessions_bound_leases_and_expiries,
     a_session_live_at_a_stop_gets_a_full_ttl_with_its_leases,
 }

@@ -301,6 +301,59 @@ async fn opening_with_an_idempotency_key_replays_the_live_session() {
         "idempotency-key-reused",
     )
     .await;
+    // The token given again is the session's: it keeps it alive.
+    let renew = format!("/v1/sessions/{}/renew", first["id"].as_str().unwrap());
+    let r = app
+        .client
+        .post(app.url(&renew))
+        .json(&json!({"token": again["token"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
+async fn a_session_token_and_idempotency_key_are_kept_only_as_digests() {
+    let app = spawn_app().await;
+    let mut tokens = Vec::new();
+    for key in [Some("open-digest"), None] {
+        let mut request = app.client.post(app.url("/v1/sessions"));
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
+        }
+        let r = request
+            .json(&json!({"holder": "h", "ttl_ms": 30_000}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED);
+        let s: Value = r.json().await.unwrap();
+        tokens.push((
+            s["id"].as_str().unwrap().to_owned(),
+            s["token"].as_str().unwrap().to_owned(),
+        ));
+    }
+    for (id, token) in &tokens {
+        let query = format!("SELECT token FROM sessions WHERE id = '{id}'");
+        let stored = crate::backend::texts(&app.db, &query).await;
+        let digest = leasehold::token::digest(token);
+        assert_eq!(stored, vec![digest.clone()], "the database holds a digest");
+        // Whoever reads the database cannot use what it holds.
+        let r = app
+            .client
+            .post(app.url(&format!("/v1/sessions/{id}/renew")))
+            .json(&json!({"token": digest}))
+            .send()
+            .await
+            .unwrap();
+        problem(r, StatusCode::CONFLICT, "lease-lost").await;
+    }
+    let keys = crate::backend::texts(
+        &app.db,
+        "SELECT idempotency_key FROM sessions WHERE idempotency_key IS NOT NULL",
+    )
+    .await;
+    assert_eq!(keys, vec![leasehold::token::digest("open-digest")]);
 }
 
 async fn a_session_holds_at_most_its_cap_of_leases() {
@@ -331,5 +384,6 @@ crate::harness::tests! {
     releasing_one_bound_lease_keeps_the_others,
     one_keep_alive_keeps_every_bound_lease_alive,
     opening_with_an_idempotency_key_replays_the_live_session,
+    a_session_token_and_idempotency_key_are_kept_only_as_digests,
     a_session_holds_at_most_its_cap_of_leases,
 }

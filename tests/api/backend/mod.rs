@@ -78,6 +78,14 @@ pub async fn count_rows(db: &Path, table: &str) -> i64 {
     }
 }
 
+/// The first column, as text, of every row `query` answers.
+pub async fn texts(db: &Path, query: &str) -> Vec<String> {
+    match current() {
+        Backend::Sqlite => sqlite::texts(db, query).await,
+        Backend::Postgres(_) => postgres::texts(db, query).await,
+    }
+}
+
 /// Inserts `count` lock leases, live for a day, straight into a stopped
 /// server's database (a restart then has them all to resume).
 pub async fn seed_live_locks(db: &Path, count: i64) {

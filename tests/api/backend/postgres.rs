@@ -96,6 +96,16 @@ pub async fn count_rows(db: &Path, table: &str) -> i64 {
     n
 }
 
+pub async fn texts(db: &Path, query: &str) -> Vec<String> {
+    let mut conn = PgConnection::connect(db.to_str().unwrap()).await.unwrap();
+    let rows = sqlx::query(sqlx::AssertSqlSafe(query.to_owned()))
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    rows.iter().map(|r| r.get::<String, _>(0)).collect()
+}
+
 pub async fn seed_live_locks(db: &Path, count: i64) {
     let mut conn = PgConnection::connect(db.to_str().unwrap()).await.unwrap();
     let now = std::time::SystemTime::now()

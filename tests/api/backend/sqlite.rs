@@ -23,6 +23,17 @@ pub async fn count_rows(db: &Path, table: &str) -> i64 {
     n
 }
 
+pub async fn texts(db: &Path, query: &str) -> Vec<String> {
+    let options = SqliteConnectOptions::new().filename(db).read_only(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let rows = sqlx::query(sqlx::AssertSqlSafe(query.to_owned()))
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    rows.iter().map(|r| r.get::<String, _>(0)).collect()
+}
+
 pub async fn seed_live_locks(db: &Path, count: i64) {
     let options = SqliteConnectOptions::new().filename(db);
     let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
