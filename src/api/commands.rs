@@ -138,6 +138,7 @@ impl LockSetRequest {
     /// first), and how long the set may wait.
     pub(super) fn parse(
         self,
+        idempotency_key: Option<String>,
         owner: Option<LeaseOwner>,
         (ttl_ms, session): Lifetime,
         limits: &Limits,
@@ -169,6 +170,7 @@ impl LockSetRequest {
         if let Some(m) = &self.metadata {
             validate::metadata(m)?;
         }
+        let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         let template = AcquireLock {
             key: keys[0].clone(),
             holder,
@@ -177,7 +179,7 @@ impl LockSetRequest {
             max_holders: None,
             lock_delay_ms: 0,
             metadata: self.metadata,
-            idempotency_key: None,
+            idempotency_key,
             owner,
             session,
         };

@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -13,8 +13,9 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::Problem;
 use super::extract::AppJson;
-use super::locks::{LockGrantBody, LockLeaseBody};
+use super::locks::{LockGrantBody, LockLeaseBody, idempotency_key};
 use super::problems::lease_problem;
+use super::refusals::LockSetRefusals;
 use super::sessions::{SessionRef, lifetime};
 use crate::auth::Need;
 use crate::leases::LeaseError;
@@ -55,25 +56,29 @@ pub struct LockSetBody {
 /// Acquire every key of a set, or none.
 #[utoipa::path(
     post, path = "/v1/lock-sets/acquire", operation_id = "acquireLockSet", tag = "locks",
+    params(
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key by the same API token returns the same live leases with 200; each key's lease carries it, as a single acquire's does."),
+    ),
     request_body = LockSetRequest,
     responses(
         (status = 201, description = "Every key granted; each lease carries its secret token", body = LockSetBody),
-        (status = 400, description = "Invalid request: `keys` empty, over 64, or naming a key twice", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`forbidden`: a key outside the token's scope", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`lock-held` (naming the `key`, with Retry-After): nothing was granted", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`quota-exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "Idempotent replay: every key's live lease of this `Idempotency-Key`", body = LockSetBody),
+        LockSetRefusals,
     )
 )]
 pub async fn acquire_lock_set(
     caller: Caller,
     State(state): State<AppState>,
+    headers: HeaderMap,
     AppJson(body): AppJson<LockSetRequest>,
 ) -> Result<(StatusCode, Json<LockSetBody>), Problem> {
     for key in &body.keys {
         caller.lock(key, Need::Write)?;
     }
     let lifetime = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
-    let (keys, template, wait_ms) = body.parse(caller.owner(), lifetime, &state.leases.limits)?;
+    let idem = idempotency_key(&headers)?;
+    let (keys, template, wait_ms) =
+        body.parse(idem, caller.owner(), lifetime, &state.leases.limits)?;
     let granted = state
         .leases
         .lock_sets()
@@ -84,12 +89,18 @@ pub async fn acquire_lock_set(
             e => lease_problem(&key, e),
         })?;
     let now = state.leases.moment();
+    let status = if granted.replayed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
     let items = granted
+        .leases
         .into_iter()
         .map(|l| LockGrantBody {
             token: l.lease.token.clone(),
             lease: LockLeaseBody::new(l, now),
         })
         .collect();
-    Ok((StatusCode::CREATED, Json(LockSetBody { items })))
+    Ok((status, Json(LockSetBody { items })))
 }

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use futures::future::select_all;
 
-use super::{LeaseError, Leases, new_token};
+use super::{Acquired, LeaseError, Leases, new_token};
 use crate::domain::Millis;
-use crate::domain::lock::{LockLease, Refusal};
+use crate::domain::lock::Refusal;
 use crate::domain::names::LockKey;
 use crate::domain::validate::InvalidInput;
-use crate::store::{AcquireLock, StoreError};
+use crate::store::{AcquireLock, GrantedSet, StoreError};
 use crate::telemetry::Metrics;
 
 /// The most keys one set may name.
@@ -42,7 +42,7 @@ impl LockSetService<'_> {
         mut keys: Vec<LockKey>,
         template: AcquireLock,
         wait_ms: Millis,
-    ) -> Result<Vec<LockLease>, SetRefused> {
+    ) -> Result<GrantedSet, SetRefused> {
         let invalid = |why: String| ("keys".to_owned(), InvalidInput::new("keys", why).into());
         if keys.is_empty() || keys.len() > MAX_SET_KEYS {
             return Err(invalid(format!("must name 1 to {MAX_SET_KEYS} keys")));
@@ -63,14 +63,42 @@ impl LockSetService<'_> {
             })
             .collect();
         let keys: Vec<String> = keys.into_iter().map(LockKey::into_string).collect();
+        // A retry of a live set is answered at once, even while others wait.
+        if keys.iter().any(|k| self.leases.waiters.is_queued(k))
+            && let Some(replay) = self.replay(&set).await.map_err(|e| (keys[0].clone(), e))?
+        {
+            return Ok(replay);
+        }
         let result = self.acquire_or_wait(&keys, set, wait_ms).await;
         let metrics = &self.leases.metrics;
         match &result {
-            Ok(granted) => Metrics::add(&metrics.lock_grants, granted.len() as u64),
+            Ok(granted) if !granted.replayed => {
+                Metrics::add(&metrics.lock_grants, granted.leases.len() as u64)
+            }
+            Ok(_) => {}
             Err((_, LeaseError::Refused { .. })) => Metrics::inc(&metrics.lock_conflicts),
             Err(_) => {}
         }
         result
+    }
+
+    /// Every lease of the set, if each is already this caller's by its
+    /// `Idempotency-Key` (the store checks the same in its transaction).
+    async fn replay(
+        &self,
+        set: &[(AcquireLock, String)],
+    ) -> Result<Option<GrantedSet>, LeaseError> {
+        let mut leases = Vec::with_capacity(set.len());
+        for (new, _) in set {
+            match self.leases.locks().replay(new).await? {
+                Some(Acquired::Replayed(lease)) => leases.push(lease),
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(GrantedSet {
+            leases,
+            replayed: true,
+        }))
     }
 
     async fn acquire_or_wait(
@@ -78,7 +106,7 @@ impl LockSetService<'_> {
         keys: &[String],
         set: Vec<(AcquireLock, String)>,
         wait_ms: Millis,
-    ) -> Result<Vec<LockLease>, SetRefused> {
+    ) -> Result<GrantedSet, SetRefused> {
         let leases = self.leases;
         let refused_for = |key: String| async move {
             let error = leases.locks().queue_refusal(&key).await;
@@ -137,7 +165,7 @@ impl LockSetService<'_> {
     }
 
     /// One try of the whole set, in one transaction.
-    async fn try_acquire(&self, set: Vec<(AcquireLock, String)>) -> Result<Vec<LockLease>, Tried> {
+    async fn try_acquire(&self, set: Vec<(AcquireLock, String)>) -> Result<GrantedSet, Tried> {
         let now = self.leases.now();
         let first = set
             .first()

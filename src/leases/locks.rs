@@ -158,7 +158,7 @@ impl LockService<'_> {
 
     /// The live lease this caller's `Idempotency-Key` already holds, if any
     /// (the store makes the same check inside its grant transaction).
-    async fn replay(&self, new: &AcquireLock) -> Result<Option<Acquired>, LeaseError> {
+    pub(super) async fn replay(&self, new: &AcquireLock) -> Result<Option<Acquired>, LeaseError> {
         let Some(idem) = &new.idempotency_key else {
             return Ok(None);
         };

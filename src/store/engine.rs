@@ -9,9 +9,9 @@ use tokio::sync::broadcast;
 use super::dialect::{Atomicity, Dialect, WriteWork};
 use super::reservations::Update;
 use super::{
-    AcquireLock, AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery, OpenOutcome,
-    OpenSession, PutPoolOutcome, ReapedSessions, ReservationQuery, ReserveOutcome, ReserveSubnet,
-    Resumed, SessionEnd, Store, StoreError, StoreResult,
+    AcquireLock, AcquireOutcome, DeletePoolOutcome, GrantedSet, KeyEvent, LiveLeases, LockQuery,
+    OpenOutcome, OpenSession, PutPoolOutcome, ReapedSessions, ReservationQuery, ReserveOutcome,
+    ReserveSubnet, Resumed, SessionEnd, Store, StoreError, StoreResult,
 };
 use super::{lock_sets, locks, owners, pools, reservations, sessions, sql, subnets};
 use crate::domain::Millis;
@@ -40,7 +40,7 @@ impl<D: Dialect> Store for D {
         &self,
         set: Vec<(AcquireLock, String)>,
         now: Millis,
-    ) -> StoreResult<Vec<LockLease>> {
+    ) -> StoreResult<GrantedSet> {
         self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| Box::pin(lock_sets::acquire::<D>(c, fx, set, now))),

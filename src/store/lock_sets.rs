@@ -9,6 +9,15 @@ use super::{AcquireLock, AcquireOutcome, StoreError, StoreResult, locks};
 use crate::domain::Millis;
 use crate::domain::lock::LockLease;
 
+/// The leases of a granted set, in key order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrantedSet {
+    pub leases: Vec<LockLease>,
+    /// Every lease was already the caller's, by its `Idempotency-Key`: a
+    /// retry of a set granted before.
+    pub replayed: bool,
+}
+
 /// Grants every lock of `set` (in key order, keys distinct) or none: a
 /// refusal is `StoreError::SetRefused`, and the write that meets it is
 /// undone by the dialect.
@@ -17,7 +26,7 @@ pub async fn acquire<D: Dialect>(
     fx: &mut Effects,
     set: Vec<(AcquireLock, String)>,
     now: Millis,
-) -> StoreResult<Vec<LockLease>> {
+) -> StoreResult<GrantedSet> {
     // Every key before any session row or lease row: the order a single
     // acquire takes them in, so the two never wait for each other in a cycle.
     if let Some(lock) = D::SQL.lock_key {
@@ -26,10 +35,15 @@ pub async fn acquire<D: Dialect>(
         }
     }
     let mut granted = Vec::with_capacity(set.len());
+    let mut replayed = true;
     for (new, token) in set {
         let key = new.key.as_str().to_owned();
         match locks::acquire::<D>(conn, fx, new, token, now).await? {
-            AcquireOutcome::Granted(lease) | AcquireOutcome::Replayed(lease) => granted.push(lease),
+            AcquireOutcome::Replayed(lease) => granted.push(lease),
+            AcquireOutcome::Granted(lease) => {
+                replayed = false;
+                granted.push(lease);
+            }
             AcquireOutcome::Refused(refusal) => {
                 return Err(StoreError::SetRefused {
                     key,
@@ -38,5 +52,8 @@ pub async fn acquire<D: Dialect>(
             }
         }
     }
-    Ok(granted)
+    Ok(GrantedSet {
+        leases: granted,
+        replayed,
+    })
 }

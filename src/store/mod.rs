@@ -31,6 +31,7 @@ mod sql;
 pub mod sqlite;
 mod subnets;
 
+pub use lock_sets::GrantedSet;
 pub use postgres::PostgresStore;
 pub use session_commands::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
 pub use sqlite::{Durability, SqliteStore};
@@ -333,7 +334,7 @@ pub trait Store: Send + Sync + 'static {
         &self,
         set: Vec<(AcquireLock, String)>,
         now: Millis,
-    ) -> StoreResult<Vec<LockLease>>;
+    ) -> StoreResult<GrantedSet>;
     /// Extends a live lease; `ttl_ms` of `None` reuses the lease's own TTL.
     async fn renew_lock(
         &self,

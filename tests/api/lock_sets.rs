@@ -54,6 +54,58 @@ async fn a_set_with_one_held_key_grants_none() {
     }
 }
 
+async fn a_retried_set_with_its_idempotency_key_gets_the_same_leases() {
+    let app = spawn_app().await;
+    let send = |holder: &'static str| {
+        app.client
+            .post(app.url("/v1/lock-sets/acquire"))
+            .header("Idempotency-Key", "set-1")
+            .json(&json!({"keys": ["i/b", "i/a"], "holder": holder, "ttl_ms": 30_000}))
+            .send()
+    };
+    let first = send("h").await.unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let first: Value = first.json().await.unwrap();
+    // A waiter queued on one of the keys does not stand in a retry's way.
+    let waiter = {
+        let (client, url) = (app.client.clone(), app.url("/v1/locks/i%2Fa/acquire"));
+        tokio::spawn(async move {
+            let body = json!({"holder": "w", "ttl_ms": 1_000, "wait_ms": 3_000});
+            client.post(url).json(&body).send().await.unwrap().status()
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let again = send("h").await.unwrap();
+    assert_eq!(again.status(), StatusCode::OK);
+    let again: Value = again.json().await.unwrap();
+    let fields = |body: &Value, field: &str| -> Vec<Value> {
+        body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l[field].clone())
+            .collect()
+    };
+    for field in ["key", "token", "fencing_token", "acquired_at"] {
+        assert_eq!(fields(&again, field), fields(&first, field), "{field}");
+    }
+    let other = send("someone-else").await.unwrap();
+    problem(
+        other,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency-key-reused",
+    )
+    .await;
+    // Without the key, the same request is a new one, refused.
+    let r = acquire_set(
+        &app,
+        json!({"keys": ["i/a", "i/b"], "holder": "h", "ttl_ms": 30_000}),
+    )
+    .await;
+    problem(r, StatusCode::CONFLICT, "lock-held").await;
+    assert_eq!(waiter.await.unwrap(), StatusCode::CONFLICT);
+}
+
 async fn bad_sets_are_refused_naming_the_field() {
     let app = spawn_app().await;
     let many: Vec<String> = (0..65).map(|i| format!("k{i}")).collect();
@@ -137,6 +189,7 @@ async fn overlapping_sets_in_opposite_orders_never_deadlock() {
 }
 
 crate::harness::tests! {
+    a_retried_set_with_its_idempotency_key_gets_the_same_leases,
     a_set_is_granted_whole_with_a_lease_per_key,
     a_set_with_one_held_key_grants_none,
     bad_sets_are_refused_naming_the_field,
