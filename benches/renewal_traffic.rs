@@ -10,11 +10,12 @@
 //! a fresh database (SQLite `synchronous=FULL`, or `DB`), and its CPU is the
 //! user plus system time of that process, read from `/proc/PID/stat` (fields
 //! 14 and 15, in clock ticks) before and after each window. A PostgreSQL's own
-//! CPU is not in it. The load generator runs in this process, on the same
-//! machine.
+//! CPU is counted apart when `DB_PID` names its postmaster on this machine:
+//! that process and its children (the backends). The load generator runs in
+//! this process, on the same machine.
 //!
 //! Run: `cargo bench --bench renewal_traffic` (env LOCKS, TTL_MS, WINDOW_S;
-//! DB a `postgres://` URL to run it on PostgreSQL).
+//! DB a `postgres://` URL to run it on PostgreSQL, DB_PID its postmaster).
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -80,18 +81,36 @@ impl Server {
 
     /// User plus system CPU time the server has used so far.
     fn cpu(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
-        // Fields after the command name, which is in parentheses: state is
-        // field 3, utime 14 and stime 15.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
+        let (_, ticks) = stat(self.child.id()).expect("the server runs");
+        self.seconds(ticks)
+    }
+
+    /// The same of the database's postmaster `pid` and its children.
+    fn database_cpu(&self, pid: u32) -> Duration {
+        let ticks: u64 = std::fs::read_dir("/proc")
             .unwrap()
-            .1
-            .split_whitespace()
-            .collect();
-        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|p| Some((p, stat(p)?)))
+            .filter(|(p, (parent, _))| *p == pid || *parent == pid)
+            .map(|(_, (_, ticks))| ticks)
+            .sum();
+        self.seconds(ticks)
+    }
+
+    fn seconds(&self, ticks: u64) -> Duration {
         Duration::from_secs_f64(ticks as f64 / self.ticks_per_second as f64)
     }
+}
+
+/// A process's parent and its user plus system time in clock ticks, from
+/// `/proc/PID/stat`: after the command name in parentheses, the parent is
+/// field 4, utime 14 and stime 15.
+fn stat(pid: u32) -> Option<(u32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let parent = fields.get(1)?.parse().ok()?;
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some((parent, ticks))
 }
 
 impl Drop for Server {
@@ -149,6 +168,8 @@ struct Window {
     refused: u64,
     seconds: f64,
     cpu: Duration,
+    /// The database's, when `DB_PID` is given.
+    database_cpu: Option<Duration>,
 }
 
 impl Window {
@@ -163,6 +184,10 @@ impl Window {
     fn cpu_per_renewal(&self) -> Duration {
         self.cpu.div_f64(self.sent.max(1) as f64)
     }
+
+    fn database_cpu_per_second(&self) -> Option<f64> {
+        Some(self.database_cpu?.as_secs_f64() / self.seconds)
+    }
 }
 
 /// Renews each target (a URL and its body) once every `every`, the targets
@@ -170,6 +195,7 @@ impl Window {
 async fn renew_for(
     client: &reqwest::Client,
     server: &Server,
+    database: Option<u32>,
     targets: Vec<(String, Value)>,
     every: Duration,
     window: Duration,
@@ -178,6 +204,7 @@ async fn renew_for(
     let (sent, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     let cpu_before = server.cpu();
+    let database_before = database.map(|pid| server.database_cpu(pid));
     let started = Instant::now();
     let end = started + window;
     let mut due = started;
@@ -209,6 +236,9 @@ async fn renew_for(
         refused: refused.load(Ordering::Relaxed),
         seconds: started.elapsed().as_secs_f64(),
         cpu: server.cpu() - cpu_before,
+        database_cpu: database
+            .zip(database_before)
+            .map(|(pid, before)| server.database_cpu(pid).saturating_sub(before)),
     }
 }
 
@@ -223,6 +253,7 @@ async fn main() {
     let dir = tempfile::TempDir::new().unwrap();
     let db =
         std::env::var("DB").unwrap_or_else(|_| dir.path().join("bench.db").display().to_string());
+    let database = std::env::var("DB_PID").ok().and_then(|p| p.parse().ok());
     let backend = if db.starts_with("postgres") {
         "PostgreSQL"
     } else {
@@ -264,7 +295,7 @@ async fn main() {
             )
         })
         .collect();
-    let own = renew_for(&client, &server, targets, every, window).await;
+    let own = renew_for(&client, &server, database, targets, every, window).await;
     stream::iter(&leases)
         .map(|(key, token)| {
             post(
@@ -293,7 +324,7 @@ async fn main() {
         session["id"].as_str().unwrap()
     );
     let body = json!({"token": session["token"], "ttl_ms": ttl.as_millis() as u64});
-    let one = renew_for(&client, &server, vec![(url, body)], every, window).await;
+    let one = renew_for(&client, &server, database, vec![(url, body)], every, window).await;
     let (status, _) = post(
         &client,
         format!(
@@ -324,6 +355,16 @@ async fn main() {
         own.cpu_per_renewal(),
         one.cpu_per_renewal()
     );
+    if let (Some(own_db), Some(one_db)) =
+        (own.database_cpu_per_second(), one.database_cpu_per_second())
+    {
+        println!(
+            "database CPU s/s          {:>17.4}  {:>13.4}  {:>8.1}x",
+            own_db,
+            one_db,
+            own_db / one_db.max(f64::MIN_POSITIVE)
+        );
+    }
     println!(
         "renewals sent (refused)   {:>11} ({:>3})  {:>7} ({:>3})",
         own.sent, own.refused, one.sent, one.refused
