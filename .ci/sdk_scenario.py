@@ -9,6 +9,7 @@ import sys
 from leasehold_client import Client
 from leasehold_client.api.locks import (
     acquire_lock,
+    acquire_lock_set,
     get_lock,
     release_lock,
     renew_lock,
@@ -21,13 +22,23 @@ from leasehold_client.api.pools import (
     release_reservation,
     reserve_subnet,
 )
+from leasehold_client.api.sessions import (
+    close_session,
+    get_session,
+    open_session,
+    renew_session,
+)
 from leasehold_client.models import (
     AcquireRequest,
+    CloseSessionRequest,
     ConfirmRequest,
     LockGrantBody,
     LockHeldProblem,
     LockLeaseBody,
     LockNotFoundProblem,
+    LockSetBody,
+    LockSetRequest,
+    OpenSessionRequest,
     PoolBody,
     PoolInUseProblem,
     PutPoolRequest,
@@ -37,7 +48,12 @@ from leasehold_client.models import (
     ReservationGrantBody,
     ReservationState,
     ReserveRequest,
+    RenewSessionRequest,
+    SessionBody,
+    SessionNotFoundProblem,
+    SessionRef,
 )
+from leasehold_client.types import Unset
 
 
 def check(condition, message):
@@ -128,10 +144,84 @@ def pools(client):
     check(delete_pool.sync_detailed(pool=pool, client=client).status_code == 204, "delete pool")
 
 
+def sessions(client):
+    opened = open_session.sync_detailed(
+        client=client,
+        body=OpenSessionRequest(holder="sdk-controller", ttl_ms=30_000),
+        idempotency_key="sdk-session-1",
+    )
+    check(opened.status_code == 201, "open session answers 201")
+    session = opened.parsed
+    check(isinstance(session, SessionBody) and session.token, "the session carries a token")
+    replay = open_session.sync_detailed(
+        client=client,
+        body=OpenSessionRequest(holder="sdk-controller", ttl_ms=30_000),
+        idempotency_key="sdk-session-1",
+    )
+    check(replay.status_code == 200, "an Idempotency-Key replay answers 200")
+    check(replay.parsed.id == session.id, "with the same session id")
+    ref = SessionRef(id=session.id, token=session.token)
+
+    keys = ["sdk/svc-a", "sdk/svc-b"]
+    for key in keys:
+        bound = acquire_lock.sync_detailed(
+            key=key, client=client, body=AcquireRequest(holder="sdk-controller", session=ref)
+        )
+        check(bound.status_code == 201, f"{key} bound to the session answers 201")
+        check(isinstance(bound.parsed, LockGrantBody), "the bound lease is typed")
+        check(bound.parsed.session == session.id and bound.parsed.token, "it names the session")
+
+    shown = get_session.sync(id=session.id, client=client)
+    check(isinstance(shown, SessionBody), "inspect session is typed")
+    check(shown.locks == 2 and shown.reservations == 0, "it counts two locks, no reservations")
+    check(not shown.token or isinstance(shown.token, Unset), "inspect never shows the token")
+
+    renewed = renew_session.sync_detailed(
+        id=session.id, client=client, body=RenewSessionRequest(token=session.token, ttl_ms=60_000)
+    )
+    check(renewed.status_code == 200, "renew session answers 200")
+    check(renewed.parsed.expires_in_ms > 59_000, "renew extends the session")
+
+    lease = get_lock.sync(key=keys[0], client=client)
+    check(isinstance(lease, LockLeaseBody) and lease.session == session.id, "a bound lock shows its session")
+
+    refused = acquire_lock.sync_detailed(
+        key=keys[1], client=client, body=AcquireRequest(holder="sdk-other", ttl_ms=30_000)
+    )
+    check(refused.status_code == 409, "another client is refused a bound key")
+    check(
+        isinstance(refused.parsed, LockHeldProblem) and refused.parsed.holder == "sdk-controller",
+        "with a typed lock-held problem naming the holder",
+    )
+
+    set_keys = ["sdk/set-b", "sdk/set-a"]
+    granted = acquire_lock_set.sync_detailed(
+        client=client, body=LockSetRequest(keys=set_keys, holder="sdk-controller", session=ref)
+    )
+    check(granted.status_code == 201, "a lock set bound to the session answers 201")
+    check(isinstance(granted.parsed, LockSetBody), "the lock set is typed")
+    check([l.key for l in granted.parsed.items] == sorted(set_keys), "every key, in key order")
+    check(all(l.session == session.id and l.token for l in granted.parsed.items), "each bound, with a token")
+    check(get_session.sync(id=session.id, client=client).locks == 4, "the session holds four locks")
+
+    closed = close_session.sync_detailed(
+        id=session.id, client=client, body=CloseSessionRequest(token=session.token)
+    )
+    check(closed.status_code == 204, "close session answers 204")
+    for key in keys + set_keys:
+        gone = get_lock.sync_detailed(key=key, client=client)
+        check(gone.status_code == 404, f"{key} is free once the session is closed")
+
+    missing = get_session.sync_detailed(id=session.id, client=client)
+    check(missing.status_code == 404, "a closed session is not found")
+    check(isinstance(missing.parsed, SessionNotFoundProblem), "the 404 is a typed session-not-found problem")
+
+
 def main():
     client = Client(base_url=sys.argv[1], raise_on_unexpected_status=True)
     locks(client)
     pools(client)
+    sessions(client)
     print("sdk scenario passed")
 
 

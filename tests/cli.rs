@@ -18,6 +18,8 @@ use helpers::{TestApp, spawn_app, spawn_app_in, spawn_app_with};
 mod about;
 #[path = "cli/help.rs"]
 mod help;
+#[path = "cli/lock_run_sets.rs"]
+mod lock_run_sets;
 #[path = "cli/partition.rs"]
 mod partition;
 #[path = "cli/proxy.rs"]

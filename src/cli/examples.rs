@@ -19,7 +19,9 @@ Examples:
 pub const LOCK_RUN: &str = "\
 Examples:
   leasehold lock run backup/db --ttl 30s --wait 10m -- /usr/local/bin/backup-db
-  leasehold lock run lb/3f2a -- sh -c 'reconcile --fencing-token \"$LEASEHOLD_FENCING_TOKEN\"'";
+  leasehold lock run lb/3f2a -- sh -c 'reconcile --fencing-token \"$LEASEHOLD_FENCING_TOKEN\"'
+  # Three keys, all or none, kept by one session renewed every few seconds
+  leasehold lock run svc/a --key svc/b --key svc/c --wait 1m -- sh -c 'echo \"$LEASEHOLD_KEYS\"'";
 
 pub const LOCK_ACQUIRE: &str = "\
 Examples:

@@ -8,15 +8,19 @@
 //! (SIGTERM, `--kill-after`, SIGKILL, teardown) starts that long before it
 //! ([`Budget::stop_at`]) unless a renewal got through meanwhile. Renewals come
 //! often enough that failed ones can be retried before the stop must begin.
+//!
+//! What is kept is one lease, or the session that every lease of a lock set
+//! is bound to ([`Kept`]): the timing is the same, only the request differs.
 
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
+use super::hold::Kept;
 use super::{CliError, exit};
 
-use crate::client::{Client, ClientError, LockJson};
+use crate::client::{Client, ClientError};
 use crate::config::format_duration;
 
 /// Time left between SIGKILL and the end of the lease, for the kernel to tear
@@ -125,32 +129,31 @@ enum Failed {
     Transient(String),
 }
 
-/// The lease being kept, and the earliest instant it can end.
+/// The lease or session being kept, and the earliest instant it can end.
 pub struct Keeper {
     client: Client,
-    key: String,
-    token: String,
+    kept: Kept,
     budget: Budget,
     sent: Instant,
     ends_by: Instant,
 }
 
 impl Keeper {
-    /// For a lease granted by a request sent at `sent`.
+    /// For a lease or session granted by a request sent at `sent`, answered
+    /// with `expires_in_ms`.
     pub fn new(
         client: Client,
         budget: Budget,
         sent: Instant,
-        lease: &LockJson,
-        token: String,
+        expires_in_ms: u64,
+        kept: Kept,
     ) -> Self {
         Self {
             client,
-            key: lease.key.clone(),
-            token,
+            kept,
             budget,
             sent,
-            ends_by: budget.ends_by(sent, lease.expires_in_ms),
+            ends_by: budget.ends_by(sent, expires_in_ms),
         }
     }
 
@@ -174,18 +177,15 @@ impl Keeper {
                 Err(Failed::Gone(reason)) => {
                     return Err(CliError::new(
                         exit::CONFLICT,
-                        format!(
-                            "lost the lock {} before the command started ({reason})",
-                            self.key
-                        ),
+                        format!("lost {} before the command started ({reason})", self.kept),
                     ));
                 }
                 Err(Failed::Transient(reason)) if Instant::now() >= give_up => {
                     return Err(CliError::new(
                         exit::UNAVAILABLE,
                         format!(
-                            "could not renew the lock {} to start the command: {reason}",
-                            self.key
+                            "could not renew {} to start the command: {reason}",
+                            self.kept
                         ),
                     ));
                 }
@@ -239,18 +239,16 @@ impl Keeper {
     /// One renewal, given at most `limit`.
     async fn attempt(&mut self, limit: Duration) -> Result<(), Failed> {
         let sent = Instant::now();
-        let renewal = self
-            .client
-            .renew_lock(&self.key, &self.token, Some(self.budget.ttl));
+        let renewal = self.kept.renew(&self.client, self.budget.ttl);
         match timeout(limit, renewal).await {
-            Ok(Ok(lease)) => {
+            Ok(Ok(expires_in_ms)) => {
                 self.sent = sent;
-                self.ends_by = self.budget.ends_by(sent, lease.expires_in_ms);
+                self.ends_by = self.budget.ends_by(sent, expires_in_ms);
                 Ok(())
             }
             Ok(Err(e)) if e.is_problem("lease-lost") => Err(Failed::Gone(e.to_string())),
             Ok(Err(ClientError::Problem { status: 404, .. })) => {
-                Err(Failed::Gone("the lock is gone".into()))
+                Err(Failed::Gone(format!("{} is gone", self.kept)))
             }
             Ok(Err(e)) => Err(Failed::Transient(e.to_string())),
             Err(_) => Err(Failed::Transient(format!(

@@ -25,6 +25,19 @@ pub struct LockCommand {
 #[derive(Debug, Subcommand)]
 pub enum LockAction {
     /// Run a command while holding a lock; renew it meanwhile, release it after.
+    ///
+    /// With one key the command's environment has LEASEHOLD_KEY,
+    /// LEASEHOLD_FENCING_TOKEN and LEASEHOLD_HOLDER.
+    ///
+    /// With several keys (KEY and each --key), or with --session, lock run
+    /// opens a session with --ttl, acquires every key bound to it at once (all
+    /// or none: if one is held, none is taken), renews the session alone while
+    /// the command runs and closes it at the end, which frees every key. The
+    /// environment then has LEASEHOLD_KEYS and LEASEHOLD_FENCING_TOKENS (one per
+    /// line, in the order the keys were given), LEASEHOLD_SESSION (the session
+    /// id) and LEASEHOLD_HOLDER; with one key, LEASEHOLD_KEY and
+    /// LEASEHOLD_FENCING_TOKEN as well. If the session is lost, the command is
+    /// stopped as when a lease is lost (exit code 6).
     #[command(after_help = examples::LOCK_RUN)]
     Run(RunArgs),
     /// Acquire a lease on a key and print it with its secret lease token.

@@ -5,6 +5,7 @@
 //! refusal to one line on stderr and a documented exit code ([`exit`]).
 
 pub mod examples;
+pub mod hold;
 pub mod keepalive;
 pub mod lock;
 pub mod output;

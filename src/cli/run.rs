@@ -1,14 +1,16 @@
-//! `leasehold lock run KEY [--] CMD…`: `flock` across hosts.
+//! `leasehold lock run KEY [--key K]… [--] CMD…`: `flock` across hosts.
 //!
-//! Acquires the lock (waiting up to `--wait`, in long polls no longer than the
-//! server allows), runs the command in its own process group with the lease in
-//! its environment, renews the lease while it runs ([`super::keepalive`]), and
-//! releases it when the command ends. If the lease is lost (a renew answers
+//! Acquires the lock, or with several keys all of them under one session
+//! ([`super::hold`]; waiting up to `--wait`, in long polls no longer than the
+//! server allows), runs the command in its own process group with the leases
+//! in its environment, renews the lease or the session while it runs
+//! ([`super::keepalive`]), and releases the lease or closes the session when
+//! the command ends. If the lease is lost (a renew answers
 //! `lease-lost`), or could end before a renewal gets through, the whole
 //! process group gets SIGTERM, then SIGKILL after `--kill-after`, timed so
 //! that it is dead before the server could grant the key again, and
 //! leasehold exits with [`exit::LEASE_LOST`]. SIGINT and SIGTERM sent to
-//! leasehold are passed on to the command; the lease is released once it has
+//! leasehold are passed on to the command; the keys are freed once it has
 //! exited.
 
 use std::process::ExitStatus;
@@ -19,30 +21,31 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::watch;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::{Instant, sleep};
 
-use super::keepalive::{Budget, Keeper, Lost};
+use super::hold::{self, FREE_AFTER_STOP};
+use super::keepalive::Budget;
 use super::{CliError, default_holder, exit};
-use crate::client::{AcquireBody, Client, LockJson, millis};
+use crate::client::Client;
 use crate::config::parse_duration;
-
-/// The longest single long poll: the server's default maximum wait.
-const MAX_POLL: Duration = Duration::from_secs(300);
-/// Less than this left of `--wait` is not worth another poll.
-const MIN_POLL: Duration = Duration::from_millis(50);
-/// How long a release may take after the command was stopped for want of a
-/// renewal: the server is likely unreachable, and the lease lapses anyway.
-const RELEASE_AFTER_STOP: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The lock key.
     pub key: String,
-    /// TTL of the lease; it is renewed several times within it while the command runs.
+    /// Another key to hold with KEY, all or none; repeat it for more
+    /// (--key b --key c). Several keys are held under one session.
+    #[arg(long = "key", value_name = "KEY")]
+    pub keys: Vec<String>,
+    /// Hold the key under a session of its own, as several keys always are:
+    /// lock run opens it with --ttl, renews it and closes it at the end.
+    #[arg(long)]
+    pub session: bool,
+    /// TTL of the lease (or session); it is renewed several times within it
+    /// while the command runs.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub ttl: Duration,
-    /// How long to wait for the key if it is held (0: give up at once).
+    /// How long to wait for the key (every key) if it is held (0: give up at once).
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub wait: Duration,
     /// Who holds it (informational); `host/pid-N` by default.
@@ -53,8 +56,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub kill_after: Duration,
     /// After the lease expires (not when released), keep the key unavailable
-    /// this long; --kill-after plus 500ms by default.
-    #[arg(long, value_parser = parse_duration)]
+    /// this long; --kill-after plus 500ms by default. One key without
+    /// --session only.
+    #[arg(long, value_parser = parse_duration, conflicts_with_all = ["keys", "session"])]
     pub lock_delay: Option<Duration>,
     /// The command and its arguments, after `--` or not: everything from the
     /// first word that is not a flag of `lock run` on belongs to the command.
@@ -66,32 +70,27 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
     let budget =
         Budget::new(args.ttl, args.kill_after).map_err(|e| CliError::new(exit::USAGE, e))?;
     let holder = args.holder.clone().unwrap_or_else(default_holder);
-    let lock_delay = args.lock_delay.unwrap_or_else(|| budget.lock_delay());
-    let (lease, sent) = acquire(client, &args, &holder, lock_delay).await?;
-    let received = Instant::now();
-    let token = lease
-        .token
-        .clone()
-        .ok_or_else(|| CliError::new(exit::OTHER, "the server granted the lock without a token"))?;
-    let mut keeper = Keeper::new(client.clone(), budget, sent, &lease, token.clone());
-    if keeper.renew_due() <= received {
-        keeper.renew_now(received).await?;
-    }
+    let mut holding = if args.keys.is_empty() && !args.session {
+        hold::lock(client, &args, budget, &holder).await?
+    } else {
+        let keys = std::iter::once(args.key.clone())
+            .chain(args.keys.iter().cloned())
+            .collect();
+        hold::set(client, &args, budget, &holder, keys).await?
+    };
 
     // From here on, SIGINT and SIGTERM are for the command, not for us.
     let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
     let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
     let mut child = match Command::new(&args.command[0])
         .args(&args.command[1..])
-        .env("LEASEHOLD_KEY", &args.key)
-        .env("LEASEHOLD_FENCING_TOKEN", lease.fencing_token.to_string())
-        .env("LEASEHOLD_HOLDER", &holder)
+        .envs(holding.env.iter().map(|(name, value)| (name, value)))
         .process_group(0)
         .spawn()
     {
         Ok(child) => child,
         Err(e) => {
-            let _ = client.release_lock(&args.key, &token).await;
+            let _ = holding.free(client, FREE_AFTER_STOP).await;
             let code = if e.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
@@ -105,73 +104,38 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
 
-    let (lost_tx, mut lost) = watch::channel(None::<Lost>);
-    let renewer = tokio::spawn(keeper.keep(lost_tx));
-
     let outcome = loop {
         tokio::select! {
             status = child.wait() => break Ok(status.map_err(io_error)?),
             _ = interrupt.recv() => signal_group(pgid, Signal::SIGINT),
             _ = terminate.recv() => signal_group(pgid, Signal::SIGTERM),
-            Ok(()) = lost.changed() => {
-                let Some(why) = lost.borrow().clone() else { continue };
+            Ok(()) = holding.lost.changed() => {
+                let Some(why) = holding.lost.borrow().clone() else { continue };
                 let kill_at = Instant::now() + args.kill_after;
                 stop_group(&mut child, pgid, why.kill_by.map_or(kill_at, |by| by.min(kill_at))).await;
                 break Err(why);
             }
         }
     };
-    renewer.abort();
+    holding.stop_renewing();
 
+    let what = holding.what.clone();
     match outcome {
         Ok(status) => {
-            if let Err(e) = client.release_lock(&args.key, &token).await {
-                eprintln!("leasehold: releasing {}: {e}", args.key);
+            if let Err(e) = holding.kept.release(client).await {
+                eprintln!("leasehold: releasing {what}: {e}");
             }
             Ok(exit_code(status))
         }
         Err(why) => {
             if why.kill_by.is_some() {
-                // The lease may still be live: free the key if the server hears us.
-                let _ = timeout(RELEASE_AFTER_STOP, client.release_lock(&args.key, &token)).await;
+                // It may still be live: free the keys if the server hears us.
+                let _ = holding.free(client, FREE_AFTER_STOP).await;
             }
             Err(CliError::new(
                 exit::LEASE_LOST,
-                format!(
-                    "lost the lock {} ({}); stopped the command",
-                    args.key, why.reason
-                ),
+                format!("lost {what} ({}); stopped the command", why.reason),
             ))
-        }
-    }
-}
-
-/// Acquires the lock, long-polling again after each `lock-held` until `--wait`
-/// has passed, and says when the request that was granted was sent. A server
-/// that allows shorter waits than [`MAX_POLL`] refuses the poll as invalid;
-/// shorter polls are tried then.
-async fn acquire(
-    client: &Client,
-    args: &RunArgs,
-    holder: &str,
-    lock_delay: Duration,
-) -> Result<(LockJson, Instant), CliError> {
-    let deadline = Instant::now() + args.wait;
-    let mut max_poll = MAX_POLL;
-    loop {
-        let sent = Instant::now();
-        let poll = deadline.saturating_duration_since(sent).min(max_poll);
-        let request = AcquireBody {
-            holder: holder.to_owned(),
-            ttl_ms: millis(args.ttl),
-            wait_ms: (!poll.is_zero()).then(|| millis(poll)),
-            lock_delay_ms: (!lock_delay.is_zero()).then(|| millis(lock_delay)),
-            ..AcquireBody::default()
-        };
-        match client.acquire_lock(&args.key, &request).await {
-            Err(e) if e.is_problem("lock-held") && Instant::now() + MIN_POLL < deadline => {}
-            Err(e) if e.field() == Some("wait_ms") && poll > MIN_POLL => max_poll = poll / 2,
-            other => return Ok((other?, sent)),
         }
     }
 }

@@ -5,7 +5,9 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use super::{AcquireBody, Client, ClientError, LockJson, PageJson, page_query, renew_body};
+use super::{
+    AcquireBody, Client, ClientError, LockJson, LockSetBody, PageJson, page_query, renew_body,
+};
 
 impl Client {
     /// Acquires a lease on `key`, long-polling up to `wait_ms`. The request may
@@ -22,6 +24,18 @@ impl Client {
             request = request.header("Idempotency-Key", key);
         }
         self.call(request).await
+    }
+
+    /// Acquires every key of a set or none (`POST /v1/lock-sets/acquire`),
+    /// long-polling up to `wait_ms`; the leases come back in key order.
+    pub async fn acquire_lock_set(&self, req: &LockSetBody) -> Result<Vec<LockJson>, ClientError> {
+        let timeout = Duration::from_millis(req.wait_ms.unwrap_or(0)) + Duration::from_secs(30);
+        let request = self
+            .request(Method::POST, "/v1/lock-sets/acquire")
+            .json(req)
+            .timeout(timeout);
+        let granted: PageJson<LockJson> = self.call(request).await?;
+        Ok(granted.items)
     }
 
     pub async fn renew_lock(

@@ -34,6 +34,23 @@ pub struct AcquireBody {
     pub idempotency_key: Option<String>,
 }
 
+/// The body of `POST /v1/lock-sets/acquire`: every key or none.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct LockSetBody {
+    pub keys: Vec<String>,
+    pub holder: String,
+    /// Not sent for leases bound to a session (0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ttl_ms: u64,
+    /// The session to bind every lease to: `{"id", "token"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
 fn is_zero(ms: &u64) -> bool {
     *ms == 0
 }

@@ -1,0 +1,271 @@
+//! What `lock run` holds while its command runs, and how it gets it: one
+//! lease with a TTL of its own, or several keys taken at once as a lock set
+//! bound to a session that `lock run` opens, so that one renewal keeps every
+//! key and closing the session frees them all in one transaction.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, timeout};
+
+use super::keepalive::{Budget, Keeper, Lost};
+use super::run::RunArgs;
+use super::{CliError, exit};
+use crate::client::{
+    AcquireBody, Client, ClientError, LockSetBody, OpenSessionBody, SessionJson, millis,
+};
+
+/// The longest single long poll: the server's default maximum wait.
+const MAX_POLL: Duration = Duration::from_secs(300);
+/// Less than this left of `--wait` is not worth another poll.
+const MIN_POLL: Duration = Duration::from_millis(50);
+/// How long freeing what was held may take when the command never ran or was
+/// stopped for want of a renewal: the lease lapses anyway.
+pub const FREE_AFTER_STOP: Duration = Duration::from_secs(1);
+
+/// What a keeper renews: one lock lease, or a session and with it every
+/// lease bound to it.
+#[derive(Debug, Clone)]
+pub enum Kept {
+    Lock { key: String, token: String },
+    Session { id: String, token: String },
+}
+
+impl Kept {
+    /// One renewal for `ttl`; the server's `expires_in_ms`.
+    pub(super) async fn renew(&self, client: &Client, ttl: Duration) -> Result<u64, ClientError> {
+        match self {
+            Self::Lock { key, token } => client
+                .renew_lock(key, token, Some(ttl))
+                .await
+                .map(|lease| lease.expires_in_ms),
+            Self::Session { id, token } => client
+                .renew_session(id, token, Some(ttl))
+                .await
+                .map(|session| session.expires_in_ms),
+        }
+    }
+
+    /// Releases the lock, or closes the session, which releases every lease
+    /// bound to it in one transaction.
+    pub async fn release(&self, client: &Client) -> Result<(), ClientError> {
+        match self {
+            Self::Lock { key, token } => client.release_lock(key, token).await,
+            Self::Session { id, token } => client.close_session(id, token).await,
+        }
+    }
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Lock { key, .. } => write!(f, "the lock {key}"),
+            Self::Session { id, .. } => write!(f, "the session {id}"),
+        }
+    }
+}
+
+/// Held keys, and the keeper renewing them.
+pub struct Holding {
+    pub kept: Kept,
+    /// What the messages call it: `the lock K`, `the session ID (keys a, b)`.
+    pub what: String,
+    /// The environment of the command.
+    pub env: Vec<(&'static str, String)>,
+    /// Says why, once the lease or session is lost.
+    pub lost: watch::Receiver<Option<Lost>>,
+    renewer: JoinHandle<()>,
+}
+
+impl Holding {
+    fn start(kept: Kept, keeper: Keeper) -> Self {
+        let (lost_tx, lost) = watch::channel(None::<Lost>);
+        Self {
+            what: kept.to_string(),
+            kept,
+            env: Vec::new(),
+            lost,
+            renewer: tokio::spawn(keeper.keep(lost_tx)),
+        }
+    }
+
+    /// Stops renewing and frees every key, giving up after `limit`.
+    pub async fn free(self, client: &Client, limit: Duration) -> Result<(), String> {
+        self.renewer.abort();
+        match timeout(limit, self.kept.release(client)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("no answer".into()),
+        }
+    }
+
+    /// Stops renewing; what is held is left to the caller.
+    pub fn stop_renewing(&self) {
+        self.renewer.abort();
+    }
+}
+
+/// Acquires KEY as one lease with the TTL, renewing it at once if the grant
+/// came too late for the first renewal.
+pub async fn lock(
+    client: &Client,
+    args: &RunArgs,
+    budget: Budget,
+    holder: &str,
+) -> Result<Holding, CliError> {
+    let lock_delay = args.lock_delay.unwrap_or_else(|| budget.lock_delay());
+    let (lease, sent) = long_poll(args.wait, |wait_ms| {
+        let request = AcquireBody {
+            holder: holder.to_owned(),
+            ttl_ms: millis(args.ttl),
+            wait_ms,
+            lock_delay_ms: (!lock_delay.is_zero()).then(|| millis(lock_delay)),
+            ..AcquireBody::default()
+        };
+        async move { client.acquire_lock(&args.key, &request).await }
+    })
+    .await?;
+    let received = Instant::now();
+    let token = lease
+        .token
+        .clone()
+        .ok_or_else(|| CliError::new(exit::OTHER, "the server granted the lock without a token"))?;
+    let kept = Kept::Lock {
+        key: args.key.clone(),
+        token,
+    };
+    let mut keeper = Keeper::new(
+        client.clone(),
+        budget,
+        sent,
+        lease.expires_in_ms,
+        kept.clone(),
+    );
+    if keeper.renew_due() <= received {
+        keeper.renew_now(received).await?;
+    }
+    let mut holding = Holding::start(kept, keeper);
+    holding.env = vec![
+        ("LEASEHOLD_KEY", args.key.clone()),
+        ("LEASEHOLD_FENCING_TOKEN", lease.fencing_token.to_string()),
+        ("LEASEHOLD_HOLDER", holder.to_owned()),
+    ];
+    Ok(holding)
+}
+
+/// Opens a session with the TTL and keeps it alive from then on, then
+/// acquires every key bound to it, all or none. If the keys cannot be had,
+/// the session is closed again.
+pub async fn set(
+    client: &Client,
+    args: &RunArgs,
+    budget: Budget,
+    holder: &str,
+    keys: Vec<String>,
+) -> Result<Holding, CliError> {
+    let sent = Instant::now();
+    let session = client
+        .open_session(&OpenSessionBody {
+            holder: holder.to_owned(),
+            ttl_ms: millis(args.ttl),
+            metadata: None,
+            idempotency_key: None,
+        })
+        .await?;
+    let SessionJson { id, token, .. } = session.clone();
+    let token = token.ok_or_else(|| {
+        CliError::new(exit::OTHER, "the server opened the session without a token")
+    })?;
+    let bound = json!({ "id": id, "token": token });
+    let kept = Kept::Session {
+        id: id.clone(),
+        token,
+    };
+    let keeper = Keeper::new(
+        client.clone(),
+        budget,
+        sent,
+        session.expires_in_ms,
+        kept.clone(),
+    );
+    let mut holding = Holding::start(kept, keeper);
+    holding.what = format!("{} (keys {})", holding.kept, keys.join(", "));
+
+    // The session must live while the request waits for the keys.
+    let acquired = long_poll(args.wait, |wait_ms| {
+        let request = LockSetBody {
+            keys: keys.clone(),
+            holder: holder.to_owned(),
+            session: Some(bound.clone()),
+            wait_ms,
+            ..LockSetBody::default()
+        };
+        async move { client.acquire_lock_set(&request).await }
+    });
+    let outcome = tokio::select! {
+        acquired = acquired => acquired.map_err(CliError::from),
+        Ok(why) = holding.lost.wait_for(Option::is_some) => {
+            let why = why.clone().unwrap_or_else(|| unreachable!());
+            let code = if why.kill_by.is_some() { exit::UNAVAILABLE } else { exit::CONFLICT };
+            Err(CliError::new(
+                code,
+                format!("lost {} while waiting for the keys ({})", holding.what, why.reason),
+            ))
+        }
+    };
+    let leases = match outcome {
+        Ok((leases, _)) => leases,
+        Err(e) => {
+            let _ = holding.free(client, FREE_AFTER_STOP).await;
+            return Err(e);
+        }
+    };
+    let fencing: HashMap<&str, i64> = leases
+        .iter()
+        .map(|l| (l.key.as_str(), l.fencing_token))
+        .collect();
+    let tokens: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            fencing
+                .get(k.as_str())
+                .map_or_else(String::new, i64::to_string)
+        })
+        .collect();
+    if let ([key], [token]) = (keys.as_slice(), tokens.as_slice()) {
+        holding.env.push(("LEASEHOLD_KEY", key.clone()));
+        holding.env.push(("LEASEHOLD_FENCING_TOKEN", token.clone()));
+    }
+    holding.env.extend([
+        ("LEASEHOLD_KEYS", keys.join("\n")),
+        ("LEASEHOLD_FENCING_TOKENS", tokens.join("\n")),
+        ("LEASEHOLD_SESSION", id),
+        ("LEASEHOLD_HOLDER", holder.to_owned()),
+    ]);
+    Ok(holding)
+}
+
+/// Sends requests until one is not refused as `lock-held` or `--wait` has
+/// passed, each a long poll of at most what is left (and of at most what the
+/// server allows: a poll refused as too long is tried shorter), and says when
+/// the one answered was sent.
+async fn long_poll<T, F, Fut>(wait: Duration, mut attempt: F) -> Result<(T, Instant), ClientError>
+where
+    F: FnMut(Option<u64>) -> Fut,
+    Fut: Future<Output = Result<T, ClientError>>,
+{
+    let deadline = Instant::now() + wait;
+    let mut max_poll = MAX_POLL;
+    loop {
+        let sent = Instant::now();
+        let poll = deadline.saturating_duration_since(sent).min(max_poll);
+        match attempt((!poll.is_zero()).then(|| millis(poll))).await {
+            Err(e) if e.is_problem("lock-held") && Instant::now() + MIN_POLL < deadline => {}
+            Err(e) if e.field() == Some("wait_ms") && poll > MIN_POLL => max_poll = poll / 2,
+            other => return other.map(|answer| (answer, sent)),
+        }
+    }
+}
