@@ -159,6 +159,9 @@ refusals! {
     /// A set of keys that cannot be granted now, of which none was.
     LockSetRefusals = ["forbidden", "lock-held", "idempotency-key-reused", "quota-exceeded",
         "session-lost", "session-full"];
+    /// A watch that cannot start: a bad filter or revision, a filter outside
+    /// the token's scope, a revision whose history is pruned.
+    EventRefusals = ["invalid-request", "forbidden", "history-compacted"];
     /// A database that cannot be used now.
     StorageRefusals = ["storage-unavailable"];
 }
