@@ -7,6 +7,7 @@ Usage: python sdk_scenario.py BASE_URL
 import sys
 
 from leasehold_client import Client
+from leasehold_client.api.events import watch_events
 from leasehold_client.api.locks import (
     acquire_lock,
     acquire_lock_set,
@@ -30,6 +31,10 @@ from leasehold_client.api.sessions import (
 )
 from leasehold_client.models import (
     AcquireRequest,
+    EndReason,
+    EventKind,
+    EventPage,
+    InvalidRequestProblem,
     CloseSessionRequest,
     ConfirmRequest,
     LockGrantBody,
@@ -217,11 +222,52 @@ def sessions(client):
     check(isinstance(missing.parsed, SessionNotFoundProblem), "the 404 is a typed session-not-found problem")
 
 
+def events(client):
+    """Watching by long polls of JSON pages, as a client without SSE does."""
+    prefix = "sdk/watch/"
+    start = watch_events.sync_detailed(client=client, prefix=prefix)
+    check(start.status_code == 200 and isinstance(start.parsed, EventPage), "a watch answers a typed page")
+    check(start.parsed.items == [], "without since, a page starts from now")
+    since = start.parsed.next_revision
+
+    key = prefix + "a"
+    lease = acquire_lock.sync(
+        key=key, client=client, body=AcquireRequest(holder="sdk-w", ttl_ms=30_000)
+    )
+    release_lock.sync_detailed(key=key, client=client, body=ReleaseRequest(token=lease.token))
+    acquire_lock.sync(
+        key="sdk/elsewhere", client=client, body=AcquireRequest(holder="sdk-w", ttl_ms=30_000)
+    )
+
+    seen = []
+    while len(seen) < 2:
+        page = watch_events.sync(client=client, prefix=prefix, since=since, wait_ms=2_000)
+        check(isinstance(page, EventPage), "a long poll answers a page")
+        check(page.items or page.next_revision == since, "an empty page keeps the revision")
+        if not page.items:
+            raise SystemExit("FAIL: no event within the long poll")
+        seen += page.items
+        since = page.next_revision
+    acquired, released = seen
+    check(acquired.type_ == EventKind.LOCK_ACQUIRED and acquired.key == key, "lock.acquired names the key")
+    check(acquired.holder == "sdk-w" and acquired.fencing_token == lease.fencing_token, "with holder and fencing token")
+    check(released.type_ == EventKind.LOCK_RELEASED and released.reason == EndReason.RELEASED, "lock.released says why")
+    check(acquired.revision < released.revision <= since, "revisions grow, next_revision follows them")
+
+    quiet = watch_events.sync(client=client, prefix=prefix, since=since, wait_ms=300)
+    check(quiet.items == [] and quiet.next_revision == since, "nothing else under the prefix")
+
+    future = watch_events.sync_detailed(client=client, since=since + 1_000_000)
+    check(future.status_code == 400, "a revision from the future is refused")
+    check(isinstance(future.parsed, InvalidRequestProblem), "as a typed invalid-request problem")
+
+
 def main():
     client = Client(base_url=sys.argv[1], raise_on_unexpected_status=True)
     locks(client)
     pools(client)
     sessions(client)
+    events(client)
     print("sdk scenario passed")
 
 

@@ -99,8 +99,9 @@ pub struct ServeConfig {
     /// saturated).
     #[arg(long, env = "LEASEHOLD_DB_TIMEOUT", default_value = "2s", value_parser = parse_positive_duration)]
     pub db_timeout: Duration,
-    /// How often the reaper deletes expired leases.
-    #[arg(long, env = "LEASEHOLD_REAPER_INTERVAL", default_value = "1s", value_parser = parse_duration)]
+    /// How often the reaper deletes expired leases (and so announces their
+    /// expiry to watchers: within this interval and the pass's own time).
+    #[arg(long, env = "LEASEHOLD_REAPER_INTERVAL", default_value = "500ms", value_parser = parse_duration)]
     pub reaper_interval: Duration,
     /// Rows the reaper deletes per transaction.
     #[arg(long, env = "LEASEHOLD_REAPER_BATCH", default_value_t = 100)]
@@ -290,7 +291,7 @@ impl ServeConfig {
             db,
             durability: Durability::Full,
             db_timeout: Duration::from_secs(2),
-            reaper_interval: Duration::from_secs(1),
+            reaper_interval: Duration::from_millis(500),
             reaper_batch: 100,
             default_ttl: Duration::from_secs(60),
             max_ttl: Duration::from_secs(24 * 3600),

@@ -292,8 +292,8 @@ fn wants_stream(headers: &HeaderMap) -> bool {
     responses(
         (status = 200, description = "The events after `since`, as a stream or a page",
             content(
-                (EventBody = "text/event-stream"),
                 (EventPage = "application/json"),
+                (EventBody = "text/event-stream"),
             )),
         EventRefusals,
     )
