@@ -32,8 +32,8 @@ mod sql;
 pub mod sqlite;
 mod subnets;
 
-pub use lock_sets::GrantedSet;
 pub use events::{EventBounds, Horizon};
+pub use lock_sets::GrantedSet;
 pub use postgres::PostgresStore;
 pub use session_commands::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
 pub use sqlite::{Durability, SqliteStore};
