@@ -20,6 +20,7 @@ pub mod created;
 pub mod docs;
 pub mod error;
 pub mod extract;
+pub mod fencing;
 pub mod load;
 pub mod lock_sets;
 pub mod locks;
@@ -99,6 +100,7 @@ struct ApiDoc;
 fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(locks::router())
+        .merge(fencing::router())
         .merge(lock_sets::router())
         .merge(pools::router())
         .merge(reservations::router())

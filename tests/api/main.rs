@@ -8,6 +8,7 @@ mod backend;
 mod bodies;
 mod clock_steps;
 mod cors;
+mod fencing;
 mod harness;
 mod helpers;
 mod hostile_clients;
@@ -41,6 +42,7 @@ fn main() {
         bodies::tests(),
         clock_steps::tests(),
         cors::tests(),
+        fencing::tests(),
         hostile_clients::tests(),
         idempotency::tests(),
         locations::tests(),
