@@ -16,6 +16,8 @@ use helpers::{TestApp, spawn_app, spawn_app_in, spawn_app_with};
 
 #[path = "cli/about.rs"]
 mod about;
+#[path = "cli/fencing.rs"]
+mod fencing;
 #[path = "cli/help.rs"]
 mod help;
 #[path = "cli/partition.rs"]

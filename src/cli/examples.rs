@@ -52,6 +52,12 @@ Examples:
   leasehold session show \"$ID\"             # how many locks and reservations it holds
   leasehold session close \"$ID\" \"$SESSION_TOKEN\"   # releases every lease bound to it";
 
+pub const LOCK_CHECK: &str = "\
+Examples:
+  # Before applying a write fenced with token 42: exit 0 if current, 9 if not
+  leasehold lock check db/primary 42
+  leasehold lock check db/primary 42 --json";
+
 pub const LOCK_SHOW: &str = "\
 Examples:
   leasehold lock show lb/3f2a              # who holds it, \"expires in 28s\"

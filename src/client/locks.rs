@@ -5,7 +5,9 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use super::{AcquireBody, Client, ClientError, LockJson, PageJson, page_query, renew_body};
+use super::{
+    AcquireBody, Client, ClientError, FencingJson, LockJson, PageJson, page_query, renew_body,
+};
 
 impl Client {
     /// Acquires a lease on `key`, long-polling up to `wait_ms`. The request may
@@ -41,6 +43,16 @@ impl Client {
 
     pub async fn get_lock(&self, key: &str) -> Result<LockJson, ClientError> {
         self.get(&Self::lock_path(key), &[]).await
+    }
+
+    /// Whether `fencing_token` is current for `key`: carried by a live lease on it.
+    pub async fn check_fencing(
+        &self,
+        key: &str,
+        fencing_token: u64,
+    ) -> Result<FencingJson, ClientError> {
+        let path = format!("{}/fencing/{fencing_token}", Self::lock_path(key));
+        self.get(&path, &[]).await
     }
 
     pub async fn list_locks(

@@ -20,8 +20,8 @@ use crate::domain::paths;
 
 pub use sessions::{OpenSessionBody, SessionJson};
 pub use types::{
-    AcquireBody, HolderJson, LockJson, PageJson, PoolJson, PoolUsageJson, ReservationJson,
-    ReserveBody,
+    AcquireBody, FencingJson, HolderJson, LockJson, PageJson, PoolJson, PoolUsageJson,
+    ReservationJson, ReserveBody,
 };
 
 /// Where client commands look for the server when no `--server` is given.

@@ -6,12 +6,13 @@ use std::process::Command;
 
 use super::{leasehold_binary, text};
 
-const COMMANDS: [&[&str]; 18] = [
+const COMMANDS: [&[&str]; 19] = [
     &["lock"],
     &["lock", "run"],
     &["lock", "acquire"],
     &["lock", "renew"],
     &["lock", "release"],
+    &["lock", "check"],
     &["lock", "show"],
     &["lock", "list"],
     &["pool"],
