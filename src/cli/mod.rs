@@ -4,7 +4,9 @@
 //! human-readable answer (or the server's JSON with `--json`), and maps a
 //! refusal to one line on stderr and a documented exit code ([`exit`]).
 
+pub mod elect;
 pub mod examples;
+pub mod follow;
 pub mod keepalive;
 pub mod lock;
 pub mod output;
@@ -13,6 +15,7 @@ pub mod run;
 pub mod session;
 pub mod subnet;
 pub mod token;
+pub mod watch;
 
 use std::process::ExitCode;
 

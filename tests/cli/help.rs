@@ -6,7 +6,7 @@ use std::process::Command;
 
 use super::{leasehold_binary, text};
 
-const COMMANDS: [&[&str]; 19] = [
+const COMMANDS: [&[&str]; 21] = [
     &["lock"],
     &["lock", "run"],
     &["lock", "acquire"],
@@ -15,6 +15,8 @@ const COMMANDS: [&[&str]; 19] = [
     &["lock", "check"],
     &["lock", "show"],
     &["lock", "list"],
+    &["elect"],
+    &["watch"],
     &["pool"],
     &["pool", "put"],
     &["pool", "show"],
