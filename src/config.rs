@@ -134,9 +134,29 @@ pub struct ServeConfig {
     pub max_session_leases: u32,
     /// Client connections open at once; past it a new connection is answered
     /// 503 and closed at once (lowered, with a warning, to what the open files
-    /// limit allows).
-    #[arg(long, env = "LEASEHOLD_MAX_CONNECTIONS", default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..))]
+    /// limit allows). Above `--max-watchers`, so that a full set of event
+    /// streams leaves room for other clients.
+    #[arg(long, env = "LEASEHOLD_MAX_CONNECTIONS", default_value_t = 16_384, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
+    /// Event streams (`GET /v1/events`) open at once; they hold no in-flight
+    /// slot. Past it a new one answers 503 `overloaded` (reason `watchers`).
+    #[arg(long, env = "LEASEHOLD_MAX_WATCHERS", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_watchers: u32,
+    /// Events a watcher may fall behind the newest before its stream is
+    /// ended (it resumes from its last event id).
+    #[arg(long, env = "LEASEHOLD_EVENT_BUFFER", default_value_t = 1_024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub event_buffer: u32,
+    /// How long the change log keeps events; older ones are pruned (a watcher
+    /// resuming before them answers 410 `history-compacted`).
+    #[arg(long, env = "LEASEHOLD_EVENT_RETENTION", default_value = "1h", value_parser = parse_duration)]
+    pub event_retention: Duration,
+    /// How many events the change log keeps at most.
+    #[arg(
+        long,
+        env = "LEASEHOLD_EVENT_RETENTION_COUNT",
+        default_value_t = 100_000
+    )]
+    pub event_retention_count: u64,
     /// Time a client has to send a request's headers; a keep-alive connection
     /// idle this long is closed too.
     #[arg(long, env = "LEASEHOLD_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_positive_duration)]
@@ -279,7 +299,11 @@ impl ServeConfig {
             max_in_flight_per_client: None,
             max_waiters: 4096,
             max_session_leases: 100_000,
-            max_connections: 8192,
+            max_connections: 16_384,
+            max_watchers: 10_000,
+            event_buffer: 1_024,
+            event_retention: Duration::from_secs(3600),
+            event_retention_count: 100_000,
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
             log_format: LogFormat::Text,

@@ -2,6 +2,11 @@
 //! waiters of their keys and counts what it removed. Correctness never waits
 //! for it; every grant treats expired rows as absent by itself.
 //!
+//! It also announces expiries: each row it deletes records its event in the
+//! same transaction (a lease kept by its lock delay is announced when it
+//! expires, before its row goes), so an expiry that no grant meets is in the
+//! change log one interval after it happened. It prunes the change log last.
+//!
 //! Its deletes share the one writer with the requests: after each full batch
 //! it rests as long as the batch took, so a backlog of expired rows takes at
 //! most half the writer's time and requests never queue behind a run of
@@ -54,6 +59,23 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
         // Let requests in between batches.
         tokio::time::sleep(started.elapsed()).await;
     }
+    // Expired reservations: their blocks go back to the pools' free space.
+    // Before the sessions: an expired session goes once nothing is bound to
+    // it, in this same pass.
+    loop {
+        let started = Instant::now();
+        let removed = leases.store.reap_reservations(leases.now(), batch).await?;
+        if removed == 0 {
+            break;
+        }
+        report.batches += 1;
+        report.reservations_removed += removed;
+        Metrics::add(&leases.metrics.reaped_reservations, removed);
+        if removed < u64::from(batch) {
+            break;
+        }
+        tokio::time::sleep(started.elapsed()).await;
+    }
     // Leases bound to expired sessions (absent to every grant already),
     // then the sessions themselves.
     loop {
@@ -74,27 +96,56 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
         }
         tokio::time::sleep(started.elapsed()).await;
     }
-    // Expired reservations: their blocks go back to the pools' free space.
+    Ok(report)
+}
+
+/// How long the change log keeps events, and how many at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// In milliseconds.
+    pub age_ms: i64,
+    pub count: u64,
+}
+
+/// When and how much the reaper does.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    pub interval: Duration,
+    pub batch: u32,
+    pub retention: Retention,
+}
+
+/// Prunes the change log down to `retention`, in batches of `batch`;
+/// answers how many events went.
+pub async fn prune_events(
+    leases: &Leases,
+    retention: Retention,
+    batch: u32,
+) -> Result<u64, StoreError> {
+    let mut pruned = 0;
     loop {
         let started = Instant::now();
-        let removed = leases.store.reap_reservations(leases.now(), batch).await?;
-        if removed == 0 {
-            break;
-        }
-        report.batches += 1;
-        report.reservations_removed += removed;
-        Metrics::add(&leases.metrics.reaped_reservations, removed);
-        if removed < u64::from(batch) {
-            break;
+        let older_than = leases.now().saturating_sub(retention.age_ms);
+        let n = leases
+            .store
+            .prune_events(older_than, retention.count, batch)
+            .await?;
+        pruned += n;
+        if n < u64::from(batch) {
+            return Ok(pruned);
         }
         tokio::time::sleep(started.elapsed()).await;
     }
-    Ok(report)
 }
 
 /// Runs passes every `interval` until `stop` turns true, and records that the
 /// server is alive at each tick (see rule 7: downtime does not steal leases).
-pub async fn run(leases: Leases, interval: Duration, batch: u32, mut stop: watch::Receiver<bool>) {
+pub async fn run(leases: Leases, schedule: Schedule, mut stop: watch::Receiver<bool>) {
+    let Schedule {
+        interval,
+        batch,
+        retention,
+    } = schedule;
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -105,7 +156,11 @@ pub async fn run(leases: Leases, interval: Duration, batch: u32, mut stop: watch
         record_alive(&leases).await;
         // A long backlog takes many paced batches: the heartbeat goes on
         // at every tick meanwhile.
-        let pass = reap_once(&leases, batch);
+        let pass = async {
+            let report = reap_once(&leases, batch).await?;
+            prune_events(&leases, retention, batch).await?;
+            Ok::<_, StoreError>(report)
+        };
         let stopped = async {
             let _ = stop.wait_for(|stopping| *stopping).await;
         };

@@ -78,6 +78,8 @@ impl Application {
             max_waiters: config.max_waiters as usize,
             body_timeout: config.body_timeout,
             max_session_leases: config.max_session_leases,
+            max_watchers: config.max_watchers as usize,
+            event_buffer: config.event_buffer as usize,
             ..Limits::default()
         };
         let leases = Leases::new(store, clock, limits);
@@ -113,8 +115,18 @@ impl Application {
         } = self;
         let reaper = tokio::spawn(crate::reaper::run(
             leases.clone(),
-            config.reaper_interval,
-            config.reaper_batch,
+            crate::reaper::Schedule {
+                interval: config.reaper_interval,
+                batch: config.reaper_batch,
+                retention: crate::reaper::Retention {
+                    age_ms: millis(config.event_retention),
+                    count: config.event_retention_count,
+                },
+            },
+            leases.stopping(),
+        ));
+        let log = tokio::spawn(crate::leases::events::run(
+            leases.events.clone(),
             leases.stopping(),
         ));
         let events = tokio::spawn(forward_key_events(leases.clone()));
@@ -139,6 +151,7 @@ impl Application {
         .await;
         leases.shutdown();
         let _ = reaper.await;
+        let _ = log.await;
         events.abort();
         if let Err(e) = leases.store.record_alive(leases.now()).await {
             tracing::warn!(error = %e, "cannot record the stop time");

@@ -107,6 +107,7 @@ impl Problem {
             Shed::ClientInFlight => {
                 "this client has as many requests in flight as one client may; retry later"
             }
+            Shed::Watchers => "the server has as many event streams open as it takes; retry later",
         };
         Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,

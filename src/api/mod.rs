@@ -19,6 +19,7 @@ pub mod cors;
 pub mod created;
 pub mod docs;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod fencing;
 pub mod load;
@@ -91,6 +92,7 @@ impl utoipa::Modify for BearerScheme {
     tags(
         (name = "locks", description = "Keyed locks: one holder (or N, or shared) per key, with fencing tokens"),
         (name = "sessions", description = "Sessions: one heartbeat for many leases, which end together with it"),
+        (name = "events", description = "The change log: every grant, release, expiry and session change, as a stream or a long-poll page"),
         (name = "pools", description = "Subnet pools and reservations: free blocks handed out best fit, then lowest address"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )
@@ -105,6 +107,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(pools::router())
         .merge(reservations::router())
         .merge(sessions::router())
+        .merge(events::router())
         .merge(ops::router())
         .merge(docs::router())
 }

@@ -95,7 +95,13 @@ const fn clears(kind: Kind) -> Kind {
 
 const POOL: Field = req("pool", Ty::Text, "The pool named by the request.");
 const KEY: Field = req("key", Ty::Text, "The lock key named by the request.");
-const SHED: &[&str] = &["in_flight", "waiters", "client_in_flight", "connections"];
+const SHED: &[&str] = &[
+    "in_flight",
+    "waiters",
+    "client_in_flight",
+    "connections",
+    "watchers",
+];
 const ACCESS: &[&str] = &["read-only", "read-write"];
 
 // One entry a few lines long reads better than rustfmt's one argument a line.
@@ -181,6 +187,11 @@ pub const KINDS: &[Kind] = &[
         req("reserved_count", Ty::Int, "Live reservations not yet confirmed."),
         req("allocated_count", Ty::Int, "Confirmed reservations."),
     ])),
+    kind("history-compacted", 410, "the events after the revision asked for are pruned \
+        (`oldest_revision` is the oldest the server keeps)", &[
+        req("oldest_revision", Ty::Int, "The oldest revision the server still keeps: start \
+            again from a fresh read of what you watch."),
+    ]),
     kind("payload-too-large", 413, "the body exceeds 64 KiB", &[]),
     kind("unsupported-media-type", 415, "the body must be JSON", &[]),
     kind("idempotency-key-reused", 422, "the Idempotency-Key holds another request's lease", &[]),
@@ -195,7 +206,7 @@ pub const KINDS: &[Kind] = &[
     clears(kind("storage-unavailable", 503, "the database cannot be used now", &[])),
     clears(kind("overloaded", 503, "the server is at one of its load bounds (`reason` names it)", &[
         req("reason", Ty::OneOf(SHED), "The bound: requests in flight, waiting acquires, the \
-            caller's share of requests in flight, or connections."),
+            caller's share of requests in flight, connections, or open event streams."),
     ])),
 ];
 

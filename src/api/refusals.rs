@@ -150,6 +150,9 @@ refusals! {
     ReservationUnknown = ["pool-not-found", "reservation-not-found"];
     /// A reservation token that names no live reservation.
     ReservationTokenRefusals = ["pool-not-found", "reservation-not-found", "lease-lost"];
+    /// A watch that cannot start: a bad filter or revision, a filter outside
+    /// the token's scope, a revision whose history is pruned.
+    EventRefusals = ["invalid-request", "forbidden", "history-compacted"];
     /// A database that cannot be used now.
     StorageRefusals = ["storage-unavailable"];
 }

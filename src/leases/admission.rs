@@ -39,6 +39,8 @@ pub enum Shed {
     Waiters,
     /// The client holds its whole share of the in-flight bound.
     ClientInFlight,
+    /// Too many event streams open.
+    Watchers,
 }
 
 impl Shed {
@@ -47,6 +49,7 @@ impl Shed {
             Shed::InFlight => "in_flight",
             Shed::Waiters => "waiters",
             Shed::ClientInFlight => "client_in_flight",
+            Shed::Watchers => "watchers",
         }
     }
 }
@@ -54,12 +57,15 @@ impl Shed {
 pub struct Admission {
     in_flight: Arc<Semaphore>,
     waiting: Arc<Semaphore>,
+    watching: Arc<Semaphore>,
     shares: Arc<ClientShares>,
     max_in_flight: usize,
     max_waiters: usize,
+    max_watchers: usize,
     shed_in_flight: AtomicU64,
     shed_waiters: AtomicU64,
     shed_client: AtomicU64,
+    shed_watchers: AtomicU64,
 }
 
 /// A parked waiter's slot; dropping it lets another waiter in.
@@ -67,19 +73,37 @@ pub struct WaiterSlot {
     _permit: OwnedSemaphorePermit,
 }
 
+/// An open event stream's slot; dropping it lets another watcher in.
+pub struct WatcherSlot {
+    _permit: OwnedSemaphorePermit,
+}
+
 impl Admission {
     /// Bounds of `max_in_flight` requests, `max_per_client` of them for any
     /// one client, and `max_waiters` parked acquires.
     pub fn new(max_in_flight: usize, max_per_client: usize, max_waiters: usize) -> Self {
+        Self::with_watchers(max_in_flight, max_per_client, max_waiters, 10_000)
+    }
+
+    /// As `new`, with a bound of `max_watchers` open event streams.
+    pub fn with_watchers(
+        max_in_flight: usize,
+        max_per_client: usize,
+        max_waiters: usize,
+        max_watchers: usize,
+    ) -> Self {
         Self {
             in_flight: Arc::new(Semaphore::new(max_in_flight)),
             waiting: Arc::new(Semaphore::new(max_waiters)),
+            watching: Arc::new(Semaphore::new(max_watchers)),
             shares: Arc::new(ClientShares::new(max_per_client)),
             max_in_flight,
             max_waiters,
+            max_watchers,
             shed_in_flight: AtomicU64::new(0),
             shed_waiters: AtomicU64::new(0),
             shed_client: AtomicU64::new(0),
+            shed_watchers: AtomicU64::new(0),
         }
     }
 
@@ -124,6 +148,23 @@ impl Admission {
         Ok(WaiterSlot { _permit: slot })
     }
 
+    /// Takes a slot for an event stream (or an event long-poll), which holds
+    /// no in-flight slot while it lives: the current request's is given
+    /// back. Refused when every watcher slot is taken.
+    pub fn watch(&self) -> Result<WatcherSlot, Shed> {
+        let Ok(slot) = self.watching.clone().try_acquire_owned() else {
+            self.shed_watchers.fetch_add(1, Ordering::Relaxed);
+            return Err(Shed::Watchers);
+        };
+        let _ = SLOT.try_with(|s| s.borrow_mut().take());
+        Ok(WatcherSlot { _permit: slot })
+    }
+
+    /// Event streams open now.
+    pub fn watchers(&self) -> usize {
+        self.max_watchers - self.watching.available_permits()
+    }
+
     /// Requests in flight now (parked waiters not counted).
     pub fn in_flight(&self) -> usize {
         self.max_in_flight - self.in_flight.available_permits()
@@ -145,6 +186,7 @@ impl Admission {
             Shed::InFlight => self.shed_in_flight.load(Ordering::Relaxed),
             Shed::Waiters => self.shed_waiters.load(Ordering::Relaxed),
             Shed::ClientInFlight => self.shed_client.load(Ordering::Relaxed),
+            Shed::Watchers => self.shed_watchers.load(Ordering::Relaxed),
         }
     }
 }

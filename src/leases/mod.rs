@@ -14,6 +14,7 @@ use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 
 pub mod admission;
+pub mod events;
 pub mod lock_sets;
 pub mod locks;
 pub mod sessions;
@@ -24,7 +25,8 @@ pub mod waiters;
 pub use crate::store::AcquireLock;
 pub use crate::store::ReserveSubnet;
 pub use crate::token::new_token;
-pub use admission::{Admission, Shed};
+pub use admission::{Admission, Shed, WatcherSlot};
+pub use events::{EventFeed, Watch, WatchError};
 pub use locks::{Acquired, LockService};
 pub use sessions::{Opened, SessionService};
 pub use shares::ClientId;
@@ -51,6 +53,10 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// Leases bound to one session at most.
     pub max_session_leases: u32,
+    /// Event streams open at once; past it, 503.
+    pub max_watchers: usize,
+    /// Events a watcher may fall behind before its stream is ended.
+    pub event_buffer: usize,
 }
 
 impl Default for Limits {
@@ -65,6 +71,8 @@ impl Default for Limits {
             max_waiters: 4_096,
             body_timeout: Duration::from_secs(30),
             max_session_leases: 100_000,
+            max_watchers: 10_000,
+            event_buffer: 1_024,
         }
     }
 }
@@ -123,21 +131,25 @@ pub struct Leases {
     pub waiters: Arc<Waiters>,
     pub metrics: Arc<Metrics>,
     pub admission: Arc<Admission>,
+    /// The change log as watchers follow it.
+    pub events: Arc<EventFeed>,
     stop: Arc<watch::Sender<bool>>,
 }
 
 impl Leases {
     pub fn new(store: Arc<dyn Store>, clock: SharedClock, limits: Limits) -> Self {
         Self {
+            events: Arc::new(EventFeed::new(store.clone(), limits.event_buffer)),
             store,
             clock,
             limits,
             waiters: Arc::new(Waiters::default()),
             metrics: Arc::new(Metrics::default()),
-            admission: Arc::new(Admission::new(
+            admission: Arc::new(Admission::with_watchers(
                 limits.max_in_flight,
                 limits.max_in_flight_per_client,
                 limits.max_waiters,
+                limits.max_watchers,
             )),
             stop: Arc::new(watch::Sender::new(false)),
         }

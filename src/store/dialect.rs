@@ -5,7 +5,9 @@
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use tokio::sync::broadcast;
+use std::sync::Arc;
+
+use tokio::sync::{Notify, broadcast};
 
 use super::sql::Sql;
 use super::{KeyEvent, Resumed, StoreResult};
@@ -26,13 +28,15 @@ pub enum Atomicity {
 }
 
 /// What a committed write did that others learn of after the commit: the
-/// expired rows it deleted (counted) and the keys it freed (announced to
-/// other replicas' waiters, where there are any).
+/// expired rows it deleted (counted), the keys it freed (announced to
+/// other replicas' waiters, where there are any) and the events it recorded
+/// (which wake the readers of the change log).
 #[derive(Debug, Default)]
 pub struct Effects {
     pub expired_locks: u64,
     pub expired_reservations: u64,
     pub freed_keys: Vec<String>,
+    pub events: u64,
 }
 
 /// A write's work on the connection, run inside the dialect's transaction.
@@ -68,6 +72,17 @@ pub struct Texts {
     /// The rows a reaper may take (`… LIMIT $2` plus this suffix): every
     /// expired one, or those no other replica's reaper holds.
     pub reap_rows: &'static str,
+    /// Records an event (`store::events::record`) with the next revision:
+    /// `$1` type, `$2` at, `$3` key, `$4` pool, `$5` reservation id, `$6`
+    /// subnet, `$7` holder, `$8` fencing token, `$9` session, `$10` owner,
+    /// `$11` reason.
+    pub insert_event: &'static str,
+    /// The highest revision ever handed out, answered as `head`.
+    pub event_head: &'static str,
+    /// The transactions in progress (`xmin`, `xmax`), where writes commit
+    /// side by side and so out of revision order; `None` where they commit
+    /// one after another.
+    pub event_horizon: Option<&'static str>,
 }
 
 /// A database leasehold runs on. `impl Store` for every dialect is written
@@ -91,6 +106,9 @@ pub trait Dialect: Send + Sync + 'static {
     /// See `Store::resume_after_downtime`.
     async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed>;
     fn stats(&self) -> &StoreStats;
+    /// Woken after a commit that recorded events (on PostgreSQL, on any
+    /// replica of the database).
+    fn event_signal(&self) -> &Arc<Notify>;
     /// Keys freed by other servers on the same database, if any share it.
     fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {
         None

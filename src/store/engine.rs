@@ -4,17 +4,21 @@
 //! the module of its resource, never per dialect.
 
 use async_trait::async_trait;
-use tokio::sync::broadcast;
+use std::sync::Arc;
+
+use tokio::sync::{Notify, broadcast};
 
 use super::dialect::{Atomicity, Dialect, WriteWork};
+use super::events::{EventBounds, Horizon};
 use super::reservations::Update;
 use super::{
     AcquireLock, AcquireOutcome, DeletePoolOutcome, KeyEvent, LiveLeases, LockQuery, OpenOutcome,
     OpenSession, PutPoolOutcome, ReapedSessions, ReservationQuery, ReserveOutcome, ReserveSubnet,
     Resumed, SessionEnd, Store, StoreError, StoreResult,
 };
-use super::{lock_sets, locks, owners, pools, reservations, sessions, sql, subnets};
+use super::{events, lock_sets, locks, owners, pools, reservations, sessions, sql, subnets};
 use crate::domain::Millis;
+use crate::domain::events::Event;
 use crate::domain::fencing::Fencing;
 use crate::domain::lock::LockLease;
 use crate::domain::session::{Session, SessionView};
@@ -29,9 +33,10 @@ impl<D: Dialect> Store for D {
         token: String,
         now: Millis,
     ) -> StoreResult<AcquireOutcome> {
-        // Its only changes before a failure remove rows that are absent already.
+        // A grant and its event, and the expiries it records, stand or fall
+        // together.
         self.counted(
-            Atomicity::KeepPartial,
+            Atomicity::AllOrNothing,
             Box::new(move |c, fx| Box::pin(locks::acquire::<D>(c, fx, lock, token, now))),
         )
         .await
@@ -68,10 +73,11 @@ impl<D: Dialect> Store for D {
 
     async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()> {
         let (key, token) = (key.to_owned(), token.to_owned());
+        // The delete and its event.
         self.counted(
-            Atomicity::Statement,
+            Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
-                Box::pin(async move { locks::release(c, fx, &key, &token, now).await })
+                Box::pin(async move { locks::release::<D>(c, fx, &key, &token, now).await })
             }),
         )
         .await
@@ -120,7 +126,7 @@ impl<D: Dialect> Store for D {
     async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
         self.counted_as(
             true,
-            Atomicity::Statement,
+            Atomicity::AllOrNothing,
             Box::new(move |c, fx| Box::pin(locks::reap::<D>(c, fx, now, batch))),
         )
         .await
@@ -319,7 +325,7 @@ impl<D: Dialect> Store for D {
     async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
         self.counted(
             Atomicity::AllOrNothing,
-            Box::new(move |c, _| Box::pin(sessions::open::<D>(c, new, now))),
+            Box::new(move |c, fx| Box::pin(sessions::open::<D>(c, fx, new, now))),
         )
         .await
     }
@@ -387,6 +393,41 @@ impl<D: Dialect> Store for D {
         .await
     }
 
+    async fn read_events(&self, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>> {
+        self.read(Box::new(move |c| {
+            Box::pin(async move { events::read(c, after, through, limit).await })
+        }))
+        .await
+    }
+
+    async fn event_bounds(&self) -> StoreResult<EventBounds> {
+        self.read(Box::new(move |c| Box::pin(events::bounds::<D>(c))))
+            .await
+    }
+
+    async fn last_visible_revision(&self) -> StoreResult<i64> {
+        self.read(Box::new(move |c| Box::pin(events::last_visible(c))))
+            .await
+    }
+
+    async fn event_horizon(&self) -> StoreResult<Option<Horizon>> {
+        self.read(Box::new(move |c| Box::pin(events::horizon::<D>(c))))
+            .await
+    }
+
+    async fn prune_events(&self, older_than: Millis, keep: u64, batch: u32) -> StoreResult<u64> {
+        self.counted_as(
+            true,
+            Atomicity::AllOrNothing,
+            Box::new(move |c, _| Box::pin(events::prune(c, older_than, keep, batch))),
+        )
+        .await
+    }
+
+    fn event_signal(&self) -> Option<Arc<Notify>> {
+        Some(Dialect::event_signal(self).clone())
+    }
+
     fn stats(&self) -> Option<&StoreStats> {
         Some(Dialect::stats(self))
     }
@@ -431,12 +472,17 @@ impl<D: Dialect> ReservationWrites for D {
         now: Millis,
     ) -> StoreResult<Reservation> {
         let (pool, id, token) = (pool.to_owned(), id.to_owned(), token.to_owned());
+        // A renewal is one statement; a confirmation and its event are two.
+        let atomicity = match update {
+            Update::Renew { .. } => Atomicity::Statement,
+            Update::Confirm => Atomicity::AllOrNothing,
+        };
         self.counted(
-            Atomicity::Statement,
-            Box::new(move |c, _| {
-                Box::pin(
-                    async move { reservations::update(c, &pool, &id, &token, update, now).await },
-                )
+            atomicity,
+            Box::new(move |c, fx| {
+                Box::pin(async move {
+                    reservations::update::<D>(c, fx, &pool, &id, &token, update, now).await
+                })
             }),
         )
         .await
@@ -453,9 +499,9 @@ impl<D: Dialect> ReservationWrites for D {
         let token = token.map(str::to_owned);
         self.counted(
             Atomicity::AllOrNothing,
-            Box::new(move |c, _| {
+            Box::new(move |c, fx| {
                 Box::pin(async move {
-                    reservations::remove::<D>(c, &pool, &id, token.as_deref(), now).await
+                    reservations::remove::<D>(c, fx, &pool, &id, token.as_deref(), now).await
                 })
             }),
         )

@@ -7,12 +7,14 @@
 //! key's absent rows removed, and the insert.
 
 use super::dialect::{Dialect, Effects};
+use super::events::{self, ENDED_LOCK, Holding, ended_lock, expired_locks};
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::rows::{self, LOCK_COLUMNS, metadata_text};
 use super::sessions::{self, live_by_session};
 use super::sql::{Columns, Sql, args};
 use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
+use crate::domain::events::{EventType, Reason};
 use crate::domain::fencing::{self, Fencing};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::names::Ttl;
@@ -70,6 +72,7 @@ pub async fn acquire<D: Dialect>(
     if quota.has_room()
         && let Some(fencing_token) = insert::<D>(conn, &new, &token, now, true, &session).await?
     {
+        record_grant::<D>(conn, fx, &new, fencing_token, now).await?;
         return Ok(AcquireOutcome::Granted(granted(
             new,
             token,
@@ -93,15 +96,16 @@ pub async fn acquire<D: Dialect>(
     // its session's): remove them here, so correctness never waits for the
     // reaper.
     if absent {
-        fx.expired_locks += conn
-            .execute(
-                "DELETE FROM lock_leases WHERE key = $1 AND (gone_at <= $2 \
-                 OR (session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s \
-                     WHERE s.id = lock_leases.session_id \
-                     AND s.expires_at + lock_leases.lock_delay_ms > $2)))",
-                args![new.key.as_str(), now],
-            )
-            .await?;
+        let sql = format!(
+            "DELETE FROM lock_leases WHERE key = $1 AND (gone_at <= $2 \
+             OR (session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s \
+                 WHERE s.id = lock_leases.session_id \
+                 AND s.expires_at + lock_leases.lock_delay_ms > $2))) \
+             RETURNING {ENDED_LOCK}"
+        );
+        let gone = conn.rows(sql, args![new.key.as_str(), now]).await?;
+        fx.expired_locks += gone.len() as u64;
+        events::record_all::<D>(conn, fx, &expired_locks(&gone, now)?).await?;
     }
     if let Err(refusal) = decision {
         // Nothing was changed but the removal of absent rows; keep it.
@@ -110,6 +114,7 @@ pub async fn acquire<D: Dialect>(
     let fencing_token = insert::<D>(conn, &new, &token, now, false, &session)
         .await?
         .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
+    record_grant::<D>(conn, fx, &new, fencing_token, now).await?;
     Ok(AcquireOutcome::Granted(granted(
         new,
         token,
@@ -117,6 +122,24 @@ pub async fn acquire<D: Dialect>(
         fencing_token,
         session,
     )))
+}
+
+/// Records the grant of `new` with `fencing_token`.
+async fn record_grant<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    new: &AcquireLock,
+    fencing_token: i64,
+    now: Millis,
+) -> StoreResult<()> {
+    let holding = Holding {
+        holder: new.holder.as_str(),
+        fencing_token,
+        session: new.session.as_ref().map(|s| s.id.as_str()),
+        owner: new.owner.as_ref().map(|o| o.name.as_str()),
+    };
+    let event = holding.lock(EventType::LockAcquired, new.key.as_str(), None, now);
+    events::record::<D>(conn, fx, &event).await
 }
 
 /// The lease a grant became; a bound one shows its session's life.
@@ -202,26 +225,32 @@ pub async fn renew(
     rows::lock(&row.ok_or(StoreError::LeaseLost)?)
 }
 
-pub async fn release(
-    conn: &mut impl Sql,
+pub async fn release<D: Dialect>(
+    conn: &mut D::Conn,
     fx: &mut Effects,
     key: &str,
     token: &str,
     now: Millis,
 ) -> StoreResult<()> {
     let removed = conn
-        .execute(
+        .row(
             format!(
                 "DELETE FROM lock_leases WHERE key = $1 AND token = $2 AND expires_at > $3 \
-                 AND {}",
+                 AND {} RETURNING {ENDED_LOCK}",
                 live_by_session("lock_leases", 3)
             ),
             args![key, token, now],
         )
         .await?;
-    if removed == 0 {
+    let Some(row) = removed else {
         return Err(StoreError::LeaseLost);
-    }
+    };
+    events::record_all::<D>(
+        conn,
+        fx,
+        ended_lock(&row, Reason::Released, now)?.as_slice(),
+    )
+    .await?;
     fx.freed_keys.push(key.to_owned());
     Ok(())
 }
@@ -233,23 +262,31 @@ pub async fn force_release<D: Dialect>(
     now: Millis,
 ) -> StoreResult<u64> {
     lock_key::<D>(conn, key).await?;
-    let live = super::sql::one(
-        conn,
-        format!(
-            "SELECT count(*) AS n FROM lock_leases WHERE key = $1 AND expires_at > $2 AND {}",
-            live_by_session("lock_leases", 2)
-        ),
-        args![key, now],
-    )
-    .await?
-    .int("n")?;
-    if live == 0 {
+    // The live leases are force-released; rows past their time go as the
+    // expired leases they are.
+    let live = conn
+        .rows(
+            format!(
+                "DELETE FROM lock_leases WHERE key = $1 AND expires_at > $2 AND {} \
+                 RETURNING {ENDED_LOCK}",
+                live_by_session("lock_leases", 2)
+            ),
+            args![key, now],
+        )
+        .await?;
+    if live.is_empty() {
         return Err(StoreError::NotFound);
     }
-    conn.execute("DELETE FROM lock_leases WHERE key = $1", args![key])
-        .await?;
+    let sql = format!("DELETE FROM lock_leases WHERE key = $1 RETURNING {ENDED_LOCK}");
+    let expired = conn.rows(sql, args![key]).await?;
+    let mut ended = Vec::new();
+    for row in &live {
+        ended.extend(ended_lock(row, Reason::ForceReleased, now)?);
+    }
+    ended.extend(expired_locks(&expired, now)?);
+    events::record_all::<D>(conn, fx, &ended).await?;
     fx.freed_keys.push(key.to_owned());
-    Ok(live as u64)
+    Ok(live.len() as u64)
 }
 
 /// Compare-and-delete: the DELETE itself checks the time again, and where
@@ -264,7 +301,7 @@ pub async fn reap<D: Dialect>(
         "DELETE FROM lock_leases WHERE fencing_token IN \
          (SELECT fencing_token FROM lock_leases WHERE gone_at <= $1 \
           ORDER BY gone_at LIMIT $2{}) \
-         AND gone_at <= $1 RETURNING key",
+         AND gone_at <= $1 RETURNING {ENDED_LOCK}",
         D::SQL.reap_rows
     );
     let rows = conn.rows(sql, args![now, i64::from(batch)]).await?;
@@ -272,6 +309,25 @@ pub async fn reap<D: Dialect>(
         .iter()
         .map(|r| r.text("key"))
         .collect::<StoreResult<Vec<_>>>()?;
+    let mut ended = expired_locks(&rows, now)?;
+    // A lease kept by its lock delay has expired all the same: its expiry
+    // is announced now, its row goes when the delay ends.
+    let sql = format!(
+        "UPDATE lock_leases SET expiry_announced = true WHERE fencing_token IN \
+         (SELECT fencing_token FROM lock_leases WHERE lock_delay_ms > 0 AND expires_at <= $1 \
+          AND NOT expiry_announced ORDER BY expires_at LIMIT $2{}) \
+         AND NOT expiry_announced RETURNING {}",
+        D::SQL.reap_rows,
+        ENDED_LOCK.replace("CASE WHEN expiry_announced THEN 1 ELSE 0 END", "0")
+    );
+    let left = i64::from(batch) - rows.len() as i64;
+    if left > 0 {
+        ended.extend(expired_locks(
+            &conn.rows(sql, args![now, left]).await?,
+            now,
+        )?);
+    }
+    events::record_all::<D>(conn, fx, &ended).await?;
     fx.expired_locks += keys.len() as u64;
     fx.freed_keys.extend(keys.iter().cloned());
     Ok(keys)

@@ -17,6 +17,7 @@ use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 mod dialect;
 mod engine;
 mod errors;
+mod events;
 mod free_blocks;
 mod lock_sets;
 mod locks;
@@ -32,6 +33,7 @@ mod sql;
 pub mod sqlite;
 mod subnets;
 
+pub use events::{EventBounds, Horizon};
 pub use postgres::PostgresStore;
 pub use session_commands::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
 pub use sqlite::{Durability, SqliteStore};
@@ -39,7 +41,9 @@ pub use sqlite::{Durability, SqliteStore};
 use std::path::Path;
 use std::sync::Arc;
 
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast};
+
+use crate::domain::events::Event;
 
 use crate::telemetry::StoreStats;
 
@@ -448,6 +452,24 @@ pub trait Store: Send + Sync + 'static {
     /// Counts the live leases (locks and reservations, allocated ones
     /// included) that `owner` created.
     async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64>;
+    /// At most `limit` events of the change log after revision `after`, up
+    /// to `through`, in revision order.
+    async fn read_events(&self, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>>;
+    /// What the change log still holds, and the highest revision handed out.
+    async fn event_bounds(&self) -> StoreResult<EventBounds>;
+    /// The highest revision committed now.
+    async fn last_visible_revision(&self) -> StoreResult<i64>;
+    /// The transactions in progress now, where writes commit side by side
+    /// (and so may commit out of revision order); `None` where they do not.
+    async fn event_horizon(&self) -> StoreResult<Option<Horizon>>;
+    /// Deletes at most `batch` of the oldest events, those recorded before
+    /// `older_than` or beyond the newest `keep`; answers how many went.
+    async fn prune_events(&self, older_than: Millis, keep: u64, batch: u32) -> StoreResult<u64>;
+    /// Woken after a commit that recorded events (on a shared database, by
+    /// any server on it).
+    fn event_signal(&self) -> Option<Arc<Notify>> {
+        None
+    }
     /// Commit latency, batch size and expiries, where the store measures them.
     fn stats(&self) -> Option<&StoreStats> {
         None

@@ -4,6 +4,7 @@
 //! so writes to different pools never wait for each other.
 
 use super::dialect::{Dialect, Effects};
+use super::events::{self, ENDED_RESERVATION, ended_reservation};
 use super::free_blocks::{give_back, insert_free, largest_plain};
 use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
 use super::sessions::ended_by_session;
@@ -11,6 +12,7 @@ use super::sql::{Columns, Sql, args, one};
 use super::{DeletePoolOutcome, PutPoolOutcome, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::domain::cidr::AddressCount;
+use crate::domain::events::Reason;
 use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
 
 /// The pool, read without a lock.
@@ -42,8 +44,8 @@ pub async fn lock<D: Dialect>(conn: &mut D::Conn, name: &str) -> StoreResult<Poo
 /// those of expired sessions) and frees their blocks (rule 1: an expired
 /// reservation is absent, whether or not the reaper has run). Answers how
 /// many went.
-pub async fn purge_expired(
-    conn: &mut impl Sql,
+pub async fn purge_expired<D: Dialect>(
+    conn: &mut D::Conn,
     fx: &mut Effects,
     pool: &Pool,
     now: Millis,
@@ -60,21 +62,28 @@ pub async fn purge_expired(
         "expires_at <= $2".to_owned(),
         ended_by_session("subnet_reservations", 2),
     ];
+    let reasons = [Reason::Expired, Reason::SessionExpired];
     let mut freed = Vec::new();
-    for (pick, expired) in [by_time, by_session].into_iter().zip(recheck) {
+    let mut ended = Vec::new();
+    for ((pick, expired), reason) in [by_time, by_session].into_iter().zip(recheck).zip(reasons) {
         let left = limit - freed.len() as i64;
         if left <= 0 {
             break;
         }
         let sql = format!(
             "DELETE FROM subnet_reservations WHERE fencing_token IN ({pick}) \
-             AND {expired} RETURNING first_addr, prefix_len"
+             AND {expired} RETURNING {ENDED_RESERVATION}"
         );
-        freed.extend(conn.rows(sql, args![&pool.name, now, left]).await?);
+        let rows = conn.rows(sql, args![&pool.name, now, left]).await?;
+        for row in &rows {
+            ended.push(ended_reservation(row, pool, reason, now)?);
+        }
+        freed.extend(rows);
     }
     for row in &freed {
         give_back(conn, pool, block(row, pool.cidr.family(), "first_addr")?).await?;
     }
+    events::record_all::<D>(conn, fx, &ended).await?;
     fx.expired_reservations += freed.len() as u64;
     Ok(freed.len() as u64)
 }
@@ -87,7 +96,7 @@ async fn lock_purged<D: Dialect>(
     now: Millis,
 ) -> StoreResult<Pool> {
     let pool = lock::<D>(conn, name).await?;
-    purge_expired(conn, fx, &pool, now, i64::MAX).await?;
+    purge_expired::<D>(conn, fx, &pool, now, i64::MAX).await?;
     Ok(pool)
 }
 
@@ -159,7 +168,7 @@ pub async fn put<D: Dialect>(
     if !differs.is_empty() {
         return Ok(PutPoolOutcome::Conflict { existing, differs });
     }
-    purge_expired(conn, fx, &existing, now, i64::MAX).await?;
+    purge_expired::<D>(conn, fx, &existing, now, i64::MAX).await?;
     Ok(PutPoolOutcome::Unchanged(usage(conn, existing).await?))
 }
 

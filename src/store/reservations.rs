@@ -3,6 +3,7 @@
 //! batches.
 
 use super::dialect::{Dialect, Effects};
+use super::events::{self, ENDED_RESERVATION, Holding, ended_reservation};
 use super::free_blocks::give_back;
 use super::pools::{self, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of};
@@ -10,6 +11,7 @@ use super::sessions::{ended_by_session, live_by_session};
 use super::sql::{Columns, Sql, args};
 use super::{ReservationQuery, StoreError, StoreResult};
 use crate::domain::Millis;
+use crate::domain::events::{EventType, Reason};
 use crate::domain::subnet::Reservation;
 
 /// Live: allocated (no expiry) or not yet expired at `$3`, and bound to no
@@ -35,14 +37,20 @@ pub enum Update {
 /// Runs `update` on one live reservation of the token; no row is
 /// `LeaseLost`, or `PoolNotFound` when the pool is gone. The subnet does not
 /// change, so no pool lock is needed.
-pub async fn update(
-    conn: &mut impl Sql,
+pub async fn update<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
     pool: &str,
     id: &str,
     token: &str,
     update: Update,
     now: Millis,
 ) -> StoreResult<Reservation> {
+    if let Update::Confirm = update
+        && let Some(confirmed) = confirm_reserved::<D>(conn, fx, pool, id, token, now).await?
+    {
+        return Ok(confirmed);
+    }
     let (set, ttl_ms) = match update {
         Update::Renew { ttl_ms } => (
             // A bound reservation lives by its session: nothing to renew.
@@ -72,10 +80,53 @@ pub async fn update(
     rows::reservation(pool.cidr.family(), &row.ok_or(StoreError::LeaseLost)?)
 }
 
+/// Confirms a live reservation of the token that is not confirmed yet, and
+/// records it; `None` when there is none (confirmed already, or lost).
+async fn confirm_reserved<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    pool: &str,
+    id: &str,
+    token: &str,
+    now: Millis,
+) -> StoreResult<Option<Reservation>> {
+    let sql = format!(
+        "UPDATE subnet_reservations SET expires_at = NULL, session_id = NULL \
+         WHERE pool = $1 AND fencing_token = $2 AND token = $4 AND expires_at IS NOT NULL \
+         AND {} RETURNING {RESERVATION_COLUMNS}, owner",
+        live()
+    );
+    let Some(row) = conn
+        .row(sql, args![pool, fencing_of(id), now, token])
+        .await?
+    else {
+        return Ok(None);
+    };
+    let pool = pools::load(conn, pool).await?;
+    let confirmed = rows::reservation(pool.cidr.family(), &row)?;
+    let owner = row.opt_text("owner")?;
+    let holding = Holding {
+        holder: &confirmed.lease.holder,
+        fencing_token: confirmed.lease.fencing_token,
+        session: None,
+        owner: owner.as_deref(),
+    };
+    let event = holding.reservation(
+        EventType::ReservationConfirmed,
+        &pool.name,
+        confirmed.subnet.to_string(),
+        None,
+        now,
+    );
+    events::record::<D>(conn, fx, &event).await?;
+    Ok(Some(confirmed))
+}
+
 /// Deletes one live reservation (of `token` when given) and frees its block,
 /// under the pool's lock; answers whether there was one.
 pub async fn remove<D: Dialect>(
     conn: &mut D::Conn,
+    fx: &mut Effects,
     pool: &str,
     id: &str,
     token: Option<&str>,
@@ -84,7 +135,7 @@ pub async fn remove<D: Dialect>(
     let pool = pools::lock::<D>(conn, pool).await?;
     let sql = format!(
         "DELETE FROM subnet_reservations WHERE pool = $1 AND fencing_token = $2 AND {} \
-         AND ($4 IS NULL OR token = $4) RETURNING first_addr, prefix_len",
+         AND ($4 IS NULL OR token = $4) RETURNING {ENDED_RESERVATION}",
         live()
     );
     let removed = conn
@@ -94,12 +145,25 @@ pub async fn remove<D: Dialect>(
         return Ok(false);
     };
     give_back(conn, &pool, block(&row, pool.cidr.family(), "first_addr")?).await?;
+    let reason = match token {
+        Some(_) => Reason::Released,
+        None => Reason::ForceReleased,
+    };
+    let event = ended_reservation(&row, &pool, reason, now)?;
+    events::record::<D>(conn, fx, &event).await?;
     Ok(true)
 }
 
 /// Deletes the unconfirmed reservations bound to `session` and frees their
 /// blocks, each pool under its lock (confirmed ones are bound to nothing).
-pub async fn remove_bound<D: Dialect>(conn: &mut D::Conn, session: &str) -> StoreResult<u64> {
+/// Each is recorded as ended for `reason`.
+pub async fn remove_bound<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    session: &str,
+    reason: Reason,
+    now: Millis,
+) -> StoreResult<u64> {
     let names = conn
         .rows(
             "SELECT DISTINCT pool FROM subnet_reservations WHERE session_id = $1 ORDER BY pool",
@@ -111,13 +175,17 @@ pub async fn remove_bound<D: Dialect>(conn: &mut D::Conn, session: &str) -> Stor
         let pool = pools::lock::<D>(conn, &name.text("pool")?).await?;
         let freed = conn
             .rows(
-                "DELETE FROM subnet_reservations WHERE pool = $1 AND session_id = $2 \
-                 RETURNING first_addr, prefix_len",
+                format!(
+                    "DELETE FROM subnet_reservations WHERE pool = $1 AND session_id = $2 \
+                     RETURNING {ENDED_RESERVATION}"
+                ),
                 args![&pool.name, session],
             )
             .await?;
         for row in &freed {
             give_back(conn, &pool, block(row, pool.cidr.family(), "first_addr")?).await?;
+            let event = ended_reservation(row, &pool, reason, now)?;
+            events::record::<D>(conn, fx, &event).await?;
         }
         removed += freed.len() as u64;
     }
@@ -205,7 +273,7 @@ pub async fn reap_pool<D: Dialect>(
     limit: i64,
 ) -> StoreResult<u64> {
     match pools::lock::<D>(conn, pool).await {
-        Ok(pool) => purge_expired(conn, fx, &pool, now, limit).await,
+        Ok(pool) => purge_expired::<D>(conn, fx, &pool, now, limit).await,
         Err(StoreError::PoolNotFound) => Ok(0),
         Err(e) => Err(e),
     }

@@ -8,11 +8,13 @@
 //! them in batches, then the session (rule 8).
 
 use super::dialect::{Dialect, Effects};
+use super::events::{self, ENDED_LOCK, ended_lock, session_event};
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use super::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
 use super::{StoreError, StoreResult};
 use crate::domain::Millis;
+use crate::domain::events::{EventType, Reason};
 use crate::domain::session::{Session, SessionView};
 
 const SESSION_COLUMNS: &str =
@@ -57,6 +59,7 @@ fn owned_by(owner: &Option<String>, caller: Option<&str>) -> bool {
 
 pub async fn open<D: Dialect>(
     conn: &mut D::Conn,
+    fx: &mut Effects,
     new: OpenSession,
     now: Millis,
 ) -> StoreResult<OpenOutcome> {
@@ -101,6 +104,15 @@ pub async fn open<D: Dialect>(
         ],
     )
     .await?;
+    let opened = session_event(
+        EventType::SessionOpened,
+        &new.id,
+        &new.holder,
+        new.owner.as_deref(),
+        None,
+        now,
+    );
+    events::record::<D>(conn, fx, &opened).await?;
     Ok(OpenOutcome::Opened(Session {
         id: new.id,
         holder: new.holder,
@@ -166,39 +178,47 @@ pub async fn end<D: Dialect>(
     end: SessionEnd,
     now: Millis,
 ) -> StoreResult<Vec<String>> {
-    let ended = match &end {
+    let (ended, reason) = match &end {
         SessionEnd::Close { token, caller } => {
             let sql = format!(
                 "DELETE {LIVE_SESSION} AND token = $3 \
-                 AND ($4 IS NULL OR coalesce(owner, '') = $4)"
+                 AND ($4 IS NULL OR coalesce(owner, '') = $4) RETURNING holder, owner"
             );
-            let n = conn
-                .execute(sql, args![id, now, token, caller.as_deref()])
+            let row = conn
+                .row(sql, args![id, now, token, caller.as_deref()])
                 .await?;
-            if n == 0 {
+            let Some(row) = row else {
                 return Err(refusal(conn, id, token, caller.as_deref(), now).await?);
-            }
-            n
+            };
+            (row, Reason::Released)
         }
         SessionEnd::Force => {
-            conn.execute(format!("DELETE {LIVE_SESSION}"), args![id, now])
-                .await?
+            let sql = format!("DELETE {LIVE_SESSION} RETURNING holder, owner");
+            let row = conn.row(sql, args![id, now]).await?;
+            (row.ok_or(StoreError::NotFound)?, Reason::ForceReleased)
         }
     };
-    if ended == 0 {
-        return Err(StoreError::NotFound);
-    }
+    let (holder, owner) = (ended.text("holder")?, ended.opt_text("owner")?);
+    let closed = session_event(
+        EventType::SessionEnded,
+        id,
+        &holder,
+        owner.as_deref(),
+        Some(reason),
+        now,
+    );
+    events::record::<D>(conn, fx, &closed).await?;
     // The session row is gone first: a grant binding to it meanwhile (on
     // PostgreSQL, waiting for its row) finds no session and binds nothing.
-    let rows = conn
-        .rows(
-            "DELETE FROM lock_leases WHERE session_id = $1 RETURNING key",
-            args![id],
-        )
-        .await?;
+    let sql = format!("DELETE FROM lock_leases WHERE session_id = $1 RETURNING {ENDED_LOCK}");
+    let rows = conn.rows(sql, args![id]).await?;
     let keys = keys_of(&rows)?;
     fx.freed_keys.extend(keys.iter().cloned());
-    super::reservations::remove_bound::<D>(conn, id).await?;
+    let bound = Reason::of_bound(reason);
+    for row in &rows {
+        events::record_all::<D>(conn, fx, ended_lock(row, bound, now)?.as_slice()).await?;
+    }
+    super::reservations::remove_bound::<D>(conn, fx, id, bound, now).await?;
     Ok(keys)
 }
 
@@ -283,10 +303,15 @@ pub async fn reap<D: Dialect>(
         "DELETE FROM lock_leases WHERE fencing_token IN \
          (SELECT fencing_token FROM lock_leases WHERE session_id IN \
           (SELECT id FROM sessions WHERE expires_at <= $1) LIMIT $2{}) \
-         RETURNING key",
+         RETURNING {ENDED_LOCK}",
         D::SQL.reap_rows
     );
-    let keys = keys_of(&conn.rows(sql, args![now, batch]).await?)?;
+    let rows = conn.rows(sql, args![now, batch]).await?;
+    let keys = keys_of(&rows)?;
+    for row in &rows {
+        let ended = ended_lock(row, Reason::SessionExpired, now)?;
+        events::record_all::<D>(conn, fx, ended.as_slice()).await?;
+    }
     fx.expired_locks += keys.len() as u64;
     fx.freed_keys.extend(keys.iter().cloned());
     let left = batch - keys.len() as i64;
@@ -298,10 +323,24 @@ pub async fn reap<D: Dialect>(
               AND NOT EXISTS (SELECT 1 FROM lock_leases l WHERE l.session_id = sessions.id) \
               AND NOT EXISTS (SELECT 1 FROM subnet_reservations r \
                               WHERE r.session_id = sessions.id) \
-              ORDER BY expires_at LIMIT $2{}) AND expires_at <= $1",
+              ORDER BY expires_at LIMIT $2{}) AND expires_at <= $1 RETURNING id, holder, owner",
             D::SQL.reap_rows
         );
-        sessions = conn.execute(sql, args![now, left]).await?;
+        let ended = conn.rows(sql, args![now, left]).await?;
+        for row in &ended {
+            let (id, holder, owner) =
+                (row.text("id")?, row.text("holder")?, row.opt_text("owner")?);
+            let expired = session_event(
+                EventType::SessionEnded,
+                &id,
+                &holder,
+                owner.as_deref(),
+                Some(Reason::Expired),
+                now,
+            );
+            events::record::<D>(conn, fx, &expired).await?;
+        }
+        sessions = ended.len() as u64;
     }
     Ok(ReapedSessions { sessions, keys })
 }

@@ -5,6 +5,7 @@
 //! number of live reservations.
 
 use super::dialect::{Dialect, Effects};
+use super::events::{self, Holding};
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{lock, purge_expired};
@@ -14,6 +15,7 @@ use super::sql::{Columns, Sql, args, one};
 use super::{ReserveOutcome, ReserveSubnet, StoreError, StoreResult, grant_order};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
+use crate::domain::events::EventType;
 use crate::domain::names::{IdempotencyKey, Ttl};
 use crate::domain::session::BOUND;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
@@ -166,7 +168,7 @@ pub async fn reserve<D: Dialect>(
     if let Some(reservation) = replay(conn, &pool, &new, now).await? {
         return Ok(ReserveOutcome::Replayed(reservation));
     }
-    purge_expired(conn, fx, &pool, now, i64::MAX).await?;
+    purge_expired::<D>(conn, fx, &pool, now, i64::MAX).await?;
     let excludes = relevant_excludes(pool.cidr, &new.excludes);
     let decision = decide(conn, &pool, new.want, &excludes).await?;
     // The pool's decision answers before the quota: `domain::grant`'s order.
@@ -209,6 +211,20 @@ pub async fn reserve<D: Dialect>(
         session.as_ref().map(|s| s.id.as_str()),
     ];
     conn.execute(D::SQL.insert_reservation, args).await?;
+    let holding = Holding {
+        holder: new.holder.as_str(),
+        fencing_token,
+        session: session.as_ref().map(|s| s.id.as_str()),
+        owner: owner_name(&new.owner),
+    };
+    let event = holding.reservation(
+        EventType::ReservationReserved,
+        &pool.name,
+        subnet.clone(),
+        None,
+        now,
+    );
+    events::record::<D>(conn, fx, &event).await?;
     let mut lease = Lease::granted(
         new.holder.into_string(),
         token,

@@ -79,6 +79,11 @@ pub struct Snapshot<'a> {
     pub shed_in_flight: u64,
     pub shed_waiters: u64,
     pub shed_client_in_flight: u64,
+    pub shed_watchers: u64,
+    /// Event streams open now, and those ended so far because their client
+    /// read too slowly for its buffer.
+    pub watchers: usize,
+    pub slow_watchers_ended: u64,
     /// Requests being served, and the clients they belong to.
     pub in_flight: usize,
     pub clients_in_flight: usize,
@@ -193,6 +198,7 @@ impl Metrics {
              leasehold_requests_shed_total{{reason=\"in_flight\"}} {}\n\
              leasehold_requests_shed_total{{reason=\"waiters\"}} {}\n\
              leasehold_requests_shed_total{{reason=\"client_in_flight\"}} {}\n\
+             leasehold_requests_shed_total{{reason=\"watchers\"}} {}\n\
              # HELP leasehold_requests_in_flight Requests being served (waiting acquires and probes not counted)\n\
              # TYPE leasehold_requests_in_flight gauge\nleasehold_requests_in_flight {}\n\
              # HELP leasehold_clients_in_flight Clients (API tokens, or addresses without an auth file) with requests being served\n\
@@ -200,10 +206,19 @@ impl Metrics {
             now.shed_in_flight,
             now.shed_waiters,
             now.shed_client_in_flight,
+            now.shed_watchers,
             now.in_flight,
             now.clients_in_flight
         );
         self.connections.render(&mut out);
+        let _ = writeln!(
+            out,
+            "# HELP leasehold_watchers Event streams (and event long-polls) open now\n\
+             # TYPE leasehold_watchers gauge\nleasehold_watchers {}\n\
+             # HELP leasehold_watchers_ended_slow_total Event streams ended because the client read too slowly for its buffer\n\
+             # TYPE leasehold_watchers_ended_slow_total counter\nleasehold_watchers_ended_slow_total {}",
+            now.watchers, now.slow_watchers_ended
+        );
         let _ = writeln!(
             out,
             "# HELP leasehold_live_leases Live leases in the store by kind\n\
@@ -223,6 +238,13 @@ impl Metrics {
                  leasehold_expired_leases_total{{kind=\"reservation\"}} {}",
                 stats.expired_locks.load(Ordering::Relaxed),
                 stats.expired_reservations.load(Ordering::Relaxed)
+            );
+            let _ = writeln!(
+                out,
+                "# HELP leasehold_events_written_total Events recorded in the change log by this server's writes\n\
+                 # TYPE leasehold_events_written_total counter\n\
+                 leasehold_events_written_total {}",
+                stats.events_written.load(Ordering::Relaxed)
             );
             let _ = writeln!(
                 out,

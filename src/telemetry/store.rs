@@ -17,6 +17,8 @@ pub struct StoreStats {
     pub expired_locks: AtomicU64,
     /// Expired reservations deleted, by a grant that found them or the reaper.
     pub expired_reservations: AtomicU64,
+    /// Events recorded in the change log by committed writes.
+    pub events_written: AtomicU64,
     /// Writes committed for clients' requests.
     pub request_writes: AtomicU64,
     /// Writes committed by the server itself: the reaper, the heartbeat, the
@@ -41,6 +43,7 @@ impl Default for StoreStats {
             batch_size: Histogram::new(histogram::SIZE_BUCKETS),
             expired_locks: AtomicU64::new(0),
             expired_reservations: AtomicU64::new(0),
+            events_written: AtomicU64::new(0),
             request_writes: AtomicU64::new(0),
             background_writes: AtomicU64::new(0),
             storage_failures: AtomicU64::new(0),
@@ -59,6 +62,11 @@ impl StoreStats {
             true => Metrics::inc(&self.background_writes),
             false => Metrics::inc(&self.request_writes),
         }
+    }
+
+    /// Counts the events a committed write recorded.
+    pub fn note_events(&self, events: u64) {
+        Metrics::add(&self.events_written, events);
     }
 
     pub fn note_expired(&self, locks: u64, reservations: u64) {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, PgConnection, Postgres, Transaction};
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast};
 
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, Texts, WriteWork};
 use super::{KeyEvent, Resumed, StoreError, StoreResult};
@@ -23,6 +23,9 @@ mod replicas;
 
 /// The channel a release, force release or reap announces freed keys on.
 pub(super) const KEYS_CHANNEL: &str = "leasehold_keys";
+
+/// The channel a commit that recorded events is announced on.
+pub(super) const EVENTS_CHANNEL: &str = "leasehold_events";
 
 /// Whether `db` names a PostgreSQL database rather than a SQLite file.
 pub fn is_postgres_url(db: &str) -> bool {
@@ -48,6 +51,7 @@ pub struct PostgresStore {
     pool: PgPool,
     stats: Arc<StoreStats>,
     events: broadcast::Sender<KeyEvent>,
+    event_signal: Arc<Notify>,
     listener: tokio::task::JoinHandle<()>,
     replica: String,
 }
@@ -80,13 +84,15 @@ impl PostgresStore {
             .await
             .map_err(|e| format!("cannot migrate database {shown}: {e}"))?;
         let (events, _) = broadcast::channel(1024);
-        let listener = listener::start(&pool, events.clone())
+        let event_signal = Arc::new(Notify::new());
+        let listener = listener::start(&pool, events.clone(), event_signal.clone())
             .await
             .map_err(|e| format!("cannot listen on {shown}: {e}"))?;
         Ok(Self {
             pool,
             stats: Arc::new(StoreStats::default()),
             events,
+            event_signal,
             listener,
             replica: crate::token::new_token(),
         })
@@ -102,15 +108,19 @@ impl PostgresStore {
     /// of notifying transactions, and this one has nothing to flush to disk.
     /// A failure is logged, not returned: the keys are free all the same, and
     /// waiters elsewhere still retry when the leases they saw would expire.
-    async fn notify_freed(&self, keys: &[String]) {
-        if keys.is_empty() {
+    /// Events recorded are announced the same way, on their own channel.
+    async fn notify(&self, fx: &Effects) {
+        if fx.freed_keys.is_empty() && fx.events == 0 {
             return;
         }
         let sent = sqlx::query(
-            "SELECT pg_notify($1, k) FROM (SELECT DISTINCT unnest($2::text[]) AS k) freed",
+            "SELECT pg_notify($1, k) FROM (SELECT DISTINCT unnest($2::text[]) AS k) freed \
+             UNION ALL SELECT pg_notify($3, '') WHERE $4",
         )
         .bind(KEYS_CHANNEL)
-        .bind(keys)
+        .bind(&fx.freed_keys)
+        .bind(EVENTS_CHANNEL)
+        .bind(fx.events > 0)
         .execute(&self.pool)
         .await;
         if let Err(e) = sent {
@@ -153,6 +163,19 @@ impl Dialect for PostgresStore {
              VALUES ($1, $2, $14::cidr, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)",
         // Rows another replica's reaper (or a grant) holds are left to it.
         reap_rows: " FOR UPDATE SKIP LOCKED",
+        // The transaction id is taken before the revision (the subquery is
+        // evaluated first), so a reader that sees a later revision before
+        // this one finds this transaction in progress, or ended.
+        insert_event: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
+             subnet, holder, fencing_token, session_id, owner, reason) \
+             SELECT nextval('event_revisions'), x.xid, $1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             $10, $11 FROM (SELECT pg_current_xact_id()::text::bigint AS xid OFFSET 0) x",
+        event_head: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS head \
+             FROM event_revisions",
+        event_horizon: Some(
+            "SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, \
+             pg_snapshot_xmax(s)::text::bigint AS xmax FROM pg_current_snapshot() s",
+        ),
     };
 
     async fn write<T: Send + 'static>(
@@ -180,7 +203,11 @@ impl Dialect for PostgresStore {
         };
         self.stats
             .note_expired(fx.expired_locks, fx.expired_reservations);
-        self.notify_freed(&fx.freed_keys).await;
+        if fx.events > 0 {
+            self.stats.note_events(fx.events);
+            self.event_signal.notify_one();
+        }
+        self.notify(&fx).await;
         Ok(value)
     }
 
@@ -199,6 +226,10 @@ impl Dialect for PostgresStore {
 
     fn stats(&self) -> &StoreStats {
         &self.stats
+    }
+
+    fn event_signal(&self) -> &Arc<Notify> {
+        &self.event_signal
     }
 
     fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {

@@ -12,6 +12,7 @@ use sqlx::SqliteConnection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use tokio::sync::Notify;
 
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, Texts, WriteWork};
 use super::resume::resume;
@@ -49,6 +50,7 @@ pub struct SqliteStore {
     reader: SqlitePool,
     path: PathBuf,
     stats: Arc<StoreStats>,
+    event_signal: Arc<Notify>,
     /// This server's hold on the file, let go when the store closes.
     lock: std::sync::Mutex<Option<ServerLock>>,
 }
@@ -108,6 +110,7 @@ impl SqliteStore {
             reader,
             path: path.to_owned(),
             stats,
+            event_signal: Arc::new(Notify::new()),
             lock: std::sync::Mutex::new(Some(lock)),
         })
     }
@@ -168,6 +171,13 @@ impl Dialect for SqliteStore {
              idempotency_key, owner, session_id) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)",
         reap_rows: "",
+        insert_event: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
+             fencing_token, session_id, owner, reason) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        event_head: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) \
+             AS head",
+        // One writer commits one batch after another, in revision order.
+        event_horizon: None,
     };
 
     async fn write<T: Send + 'static>(
@@ -186,6 +196,10 @@ impl Dialect for SqliteStore {
         }?;
         self.stats
             .note_expired(fx.expired_locks, fx.expired_reservations);
+        if fx.events > 0 {
+            self.stats.note_events(fx.events);
+            self.event_signal.notify_one();
+        }
         Ok(value)
     }
 
@@ -226,6 +240,10 @@ impl Dialect for SqliteStore {
 
     fn stats(&self) -> &StoreStats {
         &self.stats
+    }
+
+    fn event_signal(&self) -> &Arc<Notify> {
+        &self.event_signal
     }
 
     async fn close(&self) {

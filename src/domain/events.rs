@@ -1,0 +1,231 @@
+//! The change log: what happened to a lease, as one event with a revision
+//! (one counter for the whole store, strictly increasing). Renewals are not
+//! events; every grant and every end of a lease, a reservation's
+//! confirmation and a session's open and end are.
+
+use super::Millis;
+
+/// What kind of change an event is: its SSE `event:` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    LockAcquired,
+    LockReleased,
+    ReservationReserved,
+    ReservationConfirmed,
+    ReservationReleased,
+    SessionOpened,
+    SessionEnded,
+}
+
+/// Why a lease or a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Its holder released it (or closed its session).
+    Released,
+    /// Its TTL ran out.
+    Expired,
+    /// An admin removed it.
+    ForceReleased,
+    /// Its session was closed.
+    SessionClosed,
+    /// Its session expired.
+    SessionExpired,
+}
+
+pub const EVENT_TYPES: [EventType; 7] = [
+    EventType::LockAcquired,
+    EventType::LockReleased,
+    EventType::ReservationReserved,
+    EventType::ReservationConfirmed,
+    EventType::ReservationReleased,
+    EventType::SessionOpened,
+    EventType::SessionEnded,
+];
+
+pub const REASONS: [Reason; 5] = [
+    Reason::Released,
+    Reason::Expired,
+    Reason::ForceReleased,
+    Reason::SessionClosed,
+    Reason::SessionExpired,
+];
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::LockAcquired => "lock.acquired",
+            EventType::LockReleased => "lock.released",
+            EventType::ReservationReserved => "reservation.reserved",
+            EventType::ReservationConfirmed => "reservation.confirmed",
+            EventType::ReservationReleased => "reservation.released",
+            EventType::SessionOpened => "session.opened",
+            EventType::SessionEnded => "session.ended",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        EVENT_TYPES.into_iter().find(|t| t.as_str() == text)
+    }
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Released => "released",
+            Reason::Expired => "expired",
+            Reason::ForceReleased => "force_released",
+            Reason::SessionClosed => "session_closed",
+            Reason::SessionExpired => "session_expired",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        REASONS.into_iter().find(|r| r.as_str() == text)
+    }
+
+    /// Why a lease bound to a session ended, given why its session did:
+    /// expired with it, or closed with it (by its holder or an admin).
+    pub fn of_bound(session_ended: Reason) -> Reason {
+        match session_ended {
+            Reason::Expired | Reason::SessionExpired => Reason::SessionExpired,
+            _ => Reason::SessionClosed,
+        }
+    }
+}
+
+/// What an event is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resource {
+    Lock {
+        key: String,
+    },
+    Reservation {
+        pool: String,
+        id: String,
+        subnet: String,
+    },
+    /// The session is the event's `session`.
+    Session,
+}
+
+/// One change, as recorded (its revision is given by the store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub revision: i64,
+    pub kind: EventType,
+    /// When the change was recorded, on the lease clock.
+    pub at: Millis,
+    pub resource: Resource,
+    pub holder: String,
+    /// The lease's fencing token; `None` for a session.
+    pub fencing_token: Option<i64>,
+    /// The session the lease is bound to, or the session itself.
+    pub session: Option<String>,
+    /// The API token the lease or session belongs to (never shown).
+    pub owner: Option<String>,
+    /// Why it ended, on an end.
+    pub reason: Option<Reason>,
+}
+
+impl Event {
+    /// The lock key, if the event is about a lock.
+    pub fn key(&self) -> Option<&str> {
+        match &self.resource {
+            Resource::Lock { key } => Some(key),
+            _ => None,
+        }
+    }
+
+    /// The pool, if the event is about a reservation.
+    pub fn pool(&self) -> Option<&str> {
+        match &self.resource {
+            Resource::Reservation { pool, .. } => Some(pool),
+            _ => None,
+        }
+    }
+}
+
+/// What a watcher asked to see: lock keys under `prefix`, reservations of
+/// `pool`; with neither, everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    pub prefix: Option<String>,
+    pub pool: Option<String>,
+}
+
+impl EventFilter {
+    pub fn matches(&self, event: &Event) -> bool {
+        if self.prefix.is_none() && self.pool.is_none() {
+            return true;
+        }
+        let by_prefix = match (&self.prefix, event.key()) {
+            (Some(prefix), Some(key)) => key.starts_with(prefix.as_str()),
+            _ => false,
+        };
+        let by_pool = match (&self.pool, event.pool()) {
+            (Some(pool), Some(of)) => pool == of,
+            _ => false,
+        };
+        by_prefix || by_pool
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock(key: &str) -> Event {
+        Event {
+            revision: 1,
+            kind: EventType::LockAcquired,
+            at: 0,
+            resource: Resource::Lock { key: key.into() },
+            holder: "h".into(),
+            fencing_token: Some(1),
+            session: None,
+            owner: None,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn names_read_back() {
+        for t in EVENT_TYPES {
+            assert_eq!(EventType::parse(t.as_str()), Some(t));
+        }
+        for r in REASONS {
+            assert_eq!(Reason::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Reason::of_bound(Reason::Expired), Reason::SessionExpired);
+        assert_eq!(Reason::of_bound(Reason::Released), Reason::SessionClosed);
+        assert_eq!(
+            Reason::of_bound(Reason::ForceReleased),
+            Reason::SessionClosed
+        );
+    }
+
+    #[test]
+    fn filters_select_keys_by_prefix_and_reservations_by_pool() {
+        let all = EventFilter::default();
+        assert!(all.matches(&lock("a/1")));
+        let under_a = EventFilter {
+            prefix: Some("a/".into()),
+            pool: None,
+        };
+        assert!(under_a.matches(&lock("a/1")));
+        assert!(!under_a.matches(&lock("b/1")));
+        let mut reservation = lock("x");
+        reservation.resource = Resource::Reservation {
+            pool: "p".into(),
+            id: "r".into(),
+            subnet: "10.0.0.0/24".into(),
+        };
+        assert!(!under_a.matches(&reservation));
+        let pool = EventFilter {
+            prefix: None,
+            pool: Some("p".into()),
+        };
+        assert!(pool.matches(&reservation));
+        assert!(!pool.matches(&lock("a/1")));
+    }
+}

@@ -1,0 +1,321 @@
+//! Watching the change log: one reader per server follows the log in
+//! revision order and fans each event out in memory (a broadcast ring of
+//! `buffer` events shared by every watcher); a watcher reads the history it
+//! missed from the store first, then follows the fan-out.
+//!
+//! Where writes commit side by side (PostgreSQL), a later revision can be
+//! committed before an earlier one. The reader delivers the contiguous
+//! prefix of the log; at a gap it notes which transactions were in progress
+//! and holds back until all of them have ended: the gap is then filled, or
+//! it never will be (a rolled-back transaction) and is skipped. So every
+//! watcher sees every event once, in revision order, on every replica.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
+
+use super::admission::WatcherSlot;
+use crate::domain::events::{Event, EventFilter};
+use crate::store::{Store, StoreError, StoreResult};
+
+/// Events read from the store at once.
+const PAGE: u32 = 512;
+/// How often the reader looks at the log when nothing woke it.
+const POLL: Duration = Duration::from_secs(1);
+/// How often a reader held at a gap looks whether it may go on.
+const GAP_POLL: Duration = Duration::from_millis(10);
+
+/// Whether a watcher may see an event (its token's scope).
+pub type Visible = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
+
+/// Why a watch cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The events after the revision asked for are pruned; the oldest kept
+    /// is `oldest`.
+    #[error("the history before revision {oldest} is compacted")]
+    Compacted { oldest: i64 },
+    /// The revision asked for was never handed out.
+    #[error("revision {since} is past the newest revision {head}")]
+    Future { since: i64, head: i64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a watch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The watcher fell further behind than its buffer holds.
+    TooSlow,
+    /// The server is stopping.
+    Closed,
+}
+
+pub struct EventFeed {
+    store: Arc<dyn Store>,
+    live: broadcast::Sender<Arc<Event>>,
+    /// The last revision delivered; sending and moving it happen together.
+    delivered: std::sync::Mutex<i64>,
+    ready: watch::Sender<bool>,
+    slow_ended: Arc<AtomicU64>,
+}
+
+/// A gap in the log the reader holds back at.
+#[derive(Debug, Clone, Copy)]
+struct Gap {
+    /// No transaction at or above it had begun when the gap was seen.
+    xmax: i64,
+    /// The highest revision seen before the gap was noted: every missing
+    /// revision up to it was taken by a transaction in progress then.
+    covers: i64,
+    /// Every such transaction has ended.
+    passed: bool,
+}
+
+impl EventFeed {
+    /// A feed whose watchers may each fall `buffer` events behind.
+    pub fn new(store: Arc<dyn Store>, buffer: usize) -> Self {
+        let (live, _) = broadcast::channel(buffer.max(1));
+        Self {
+            store,
+            live,
+            delivered: std::sync::Mutex::new(0),
+            ready: watch::Sender::new(false),
+            slow_ended: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Streams ended so far because their watcher was too slow.
+    pub fn slow_ended(&self) -> u64 {
+        self.slow_ended.load(Ordering::Relaxed)
+    }
+
+    fn deliver(&self, event: Event) {
+        let mut delivered = self.delivered.lock().unwrap_or_else(|e| e.into_inner());
+        *delivered = event.revision;
+        let _ = self.live.send(Arc::new(event));
+    }
+
+    /// Starts a watch of the events after `since` (none: from now on) that
+    /// `filter` selects and `visible` lets the watcher see, holding `slot`.
+    pub async fn watch(
+        &self,
+        since: Option<i64>,
+        filter: EventFilter,
+        visible: Visible,
+        slot: WatcherSlot,
+    ) -> Result<Watch, WatchError> {
+        let mut ready = self.ready.subscribe();
+        let _ = ready.wait_for(|r| *r).await;
+        if let Some(since) = since {
+            let bounds = self.store.event_bounds().await?;
+            if since > bounds.head {
+                return Err(WatchError::Future {
+                    since,
+                    head: bounds.head,
+                });
+            }
+            if since < bounds.pruned_through {
+                return Err(WatchError::Compacted {
+                    oldest: bounds.pruned_through + 1,
+                });
+            }
+        }
+        // Subscribed before the watermark is read: every event past it
+        // comes through the fan-out, every one up to it is in the store.
+        let (live, through) = {
+            let delivered = self.delivered.lock().unwrap_or_else(|e| e.into_inner());
+            (self.live.subscribe(), *delivered)
+        };
+        Ok(Watch {
+            store: self.store.clone(),
+            last: since.unwrap_or(through),
+            through,
+            page: VecDeque::new(),
+            live,
+            filter,
+            visible,
+            slow_ended: self.slow_ended.clone(),
+            _slot: slot,
+        })
+    }
+
+    /// Where the reader starts: the last committed revision, once every
+    /// transaction that might still commit an earlier one has ended.
+    async fn start(&self) -> StoreResult<i64> {
+        let last = self.store.last_visible_revision().await?;
+        if let Some(seen) = self.store.event_horizon().await? {
+            loop {
+                match self.store.event_horizon().await? {
+                    Some(now) if now.xmin < seen.xmax => tokio::time::sleep(GAP_POLL).await,
+                    _ => break,
+                }
+            }
+        }
+        Ok(last)
+    }
+
+    /// Delivers what the log holds after `cursor`, up to a gap that may
+    /// still fill.
+    async fn step(&self, cursor: &mut i64, gap: &mut Option<Gap>) -> StoreResult<()> {
+        loop {
+            if let Some(g) = gap.as_mut().filter(|g| !g.passed) {
+                match self.store.event_horizon().await? {
+                    Some(now) if now.xmin < g.xmax => return Ok(()),
+                    _ => g.passed = true,
+                }
+            }
+            let events = self.store.read_events(*cursor, i64::MAX, PAGE).await?;
+            let full = events.len() >= PAGE as usize;
+            let seen = events.last().map_or(*cursor, |e| e.revision);
+            let mut held = false;
+            for event in events {
+                if event.revision <= *cursor {
+                    continue;
+                }
+                if event.revision > *cursor + 1
+                    && let Some(g) = gap.as_ref().filter(|g| g.passed)
+                {
+                    // Missing for good: their transactions have ended.
+                    *cursor = (*cursor).max((event.revision - 1).min(g.covers));
+                }
+                if event.revision > *cursor + 1 {
+                    match self.store.event_horizon().await? {
+                        // Commits come in revision order: nothing will fill it.
+                        None => {}
+                        Some(now) => {
+                            *gap = Some(Gap {
+                                xmax: now.xmax,
+                                covers: seen,
+                                passed: false,
+                            });
+                            held = true;
+                            break;
+                        }
+                    }
+                }
+                *cursor = event.revision;
+                self.deliver(event);
+            }
+            if gap.is_some_and(|g| g.passed && g.covers <= *cursor) {
+                *gap = None;
+            }
+            if held || !full {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Follows the change log until `stop` turns true: woken by the store after
+/// a commit that recorded events (on any replica), else every `POLL`.
+pub async fn run(feed: Arc<EventFeed>, mut stop: watch::Receiver<bool>) {
+    let signal = feed.store.event_signal();
+    let mut cursor = loop {
+        match feed.start().await {
+            Ok(cursor) => break cursor,
+            Err(e) => tracing::warn!(error = %e, "cannot read the change log; retrying"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    };
+    *feed.delivered.lock().unwrap_or_else(|e| e.into_inner()) = cursor;
+    feed.ready.send_replace(true);
+    let mut gap = None;
+    loop {
+        if let Err(e) = feed.step(&mut cursor, &mut gap).await {
+            tracing::warn!(error = %e, "cannot read the change log");
+        }
+        let wait = if gap.is_some() { GAP_POLL } else { POLL };
+        let woken = async {
+            match &signal {
+                Some(signal) => signal.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = woken => {}
+            _ = tokio::time::sleep(wait) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// One watcher: the history it missed, then the live events, each once, in
+/// revision order.
+pub struct Watch {
+    store: Arc<dyn Store>,
+    /// The last revision passed (shown or filtered out).
+    last: i64,
+    /// The history ends here; the fan-out has every event after it.
+    through: i64,
+    page: VecDeque<Event>,
+    live: broadcast::Receiver<Arc<Event>>,
+    filter: EventFilter,
+    visible: Visible,
+    slow_ended: Arc<AtomicU64>,
+    _slot: WatcherSlot,
+}
+
+impl Watch {
+    /// The revision to resume after: the last one this watch passed.
+    pub fn last(&self) -> i64 {
+        self.last
+    }
+
+    fn wanted(&self, event: &Event) -> bool {
+        self.filter.matches(event) && (self.visible)(event)
+    }
+
+    /// The next event the watcher wants; `Ok(None)` when none came by
+    /// `deadline` (none: wait as long as it takes).
+    pub async fn next(&mut self, deadline: Option<Instant>) -> Result<Option<Arc<Event>>, Ended> {
+        loop {
+            if let Some(event) = self.page.pop_front() {
+                self.last = event.revision;
+                if self.wanted(&event) {
+                    return Ok(Some(Arc::new(event)));
+                }
+                continue;
+            }
+            if self.last < self.through {
+                match self.store.read_events(self.last, self.through, PAGE).await {
+                    Ok(events) if !events.is_empty() => self.page.extend(events),
+                    Ok(_) => self.last = self.through,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read the change log for a watcher");
+                        return Err(Ended::Closed);
+                    }
+                }
+                continue;
+            }
+            let received = match deadline {
+                Some(at) => match tokio::time::timeout_at(at, self.live.recv()).await {
+                    Ok(received) => received,
+                    Err(_) => return Ok(None),
+                },
+                None => self.live.recv().await,
+            };
+            match received {
+                Ok(event) if event.revision <= self.last => {}
+                Ok(event) => {
+                    self.last = event.revision;
+                    if self.wanted(&event) {
+                        return Ok(Some(event));
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    self.slow_ended.fetch_add(1, Ordering::Relaxed);
+                    return Err(Ended::TooSlow);
+                }
+                Err(broadcast::error::RecvError::Closed) => return Err(Ended::Closed),
+            }
+        }
+    }
+}

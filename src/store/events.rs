@@ -1,0 +1,374 @@
+//! The change log, written once for both dialects: every transaction that
+//! changes a lease records its events here, in that same transaction, so an
+//! event exists exactly when its change was committed. Readers page through
+//! it by revision; the reaper prunes its oldest rows in small batches.
+
+use super::StoreResult;
+use super::dialect::{Dialect, Effects};
+use super::rows::corrupt;
+use super::sql::{Columns, Sql, args, one};
+use crate::domain::Millis;
+use crate::domain::events::{Event, EventType, Reason, Resource};
+
+/// The columns a statement that ends a lock answers (`RETURNING`), for
+/// `ended_lock`.
+pub const ENDED_LOCK: &str = "key, holder, fencing_token, session_id, owner, \
+     CASE WHEN expiry_announced THEN 1 ELSE 0 END AS announced";
+
+/// The columns a statement that ends a reservation answers, for
+/// `ended_reservation` (with the pool's family to read its subnet).
+pub const ENDED_RESERVATION: &str =
+    "fencing_token, first_addr, prefix_len, holder, session_id, owner";
+
+const EVENT_COLUMNS: &str = "revision, type, at, key, pool, reservation, subnet, holder, \
+     fencing_token, session_id, owner, reason";
+
+/// Where the log stands: every revision up to `pruned_through` is gone, and
+/// no revision above `head` was ever handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EventBounds {
+    pub pruned_through: i64,
+    pub head: i64,
+}
+
+/// The transactions in progress, as a dialect whose writes run side by side
+/// sees them: every transaction below `xmin` has ended, none at or above
+/// `xmax` had begun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Horizon {
+    pub xmin: i64,
+    pub xmax: i64,
+}
+
+/// Records `event` (its revision is the store's next) in the transaction
+/// of its change.
+pub async fn record<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    event: &Event,
+) -> StoreResult<()> {
+    let (key, pool, id, subnet) = match &event.resource {
+        Resource::Lock { key } => (Some(key.as_str()), None, None, None),
+        Resource::Reservation { pool, id, subnet } => (
+            None,
+            Some(pool.as_str()),
+            Some(id.as_str()),
+            Some(subnet.as_str()),
+        ),
+        Resource::Session => (None, None, None, None),
+    };
+    conn.execute(
+        D::SQL.insert_event,
+        args![
+            event.kind.as_str(),
+            event.at,
+            key,
+            pool,
+            id,
+            subnet,
+            event.holder.as_str(),
+            event.fencing_token,
+            event.session.as_deref(),
+            event.owner.as_deref(),
+            event.reason.map(Reason::as_str),
+        ],
+    )
+    .await?;
+    fx.events += 1;
+    Ok(())
+}
+
+/// Records every event of `events`.
+pub async fn record_all<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    events: &[Event],
+) -> StoreResult<()> {
+    for event in events {
+        record::<D>(conn, fx, event).await?;
+    }
+    Ok(())
+}
+
+/// Who held a lease that an event is about.
+#[derive(Debug, Clone)]
+pub struct Holding<'a> {
+    pub holder: &'a str,
+    pub fencing_token: i64,
+    pub session: Option<&'a str>,
+    pub owner: Option<&'a str>,
+}
+
+impl Holding<'_> {
+    fn event(
+        &self,
+        kind: EventType,
+        resource: Resource,
+        reason: Option<Reason>,
+        at: Millis,
+    ) -> Event {
+        Event {
+            revision: 0,
+            kind,
+            at,
+            resource,
+            holder: self.holder.to_owned(),
+            fencing_token: Some(self.fencing_token),
+            session: self.session.map(str::to_owned),
+            owner: self.owner.map(str::to_owned),
+            reason,
+        }
+    }
+
+    /// An event about the lock on `key`.
+    pub fn lock(&self, kind: EventType, key: &str, reason: Option<Reason>, at: Millis) -> Event {
+        let resource = Resource::Lock {
+            key: key.to_owned(),
+        };
+        self.event(kind, resource, reason, at)
+    }
+
+    /// An event about the reservation of `subnet` in `pool`.
+    pub fn reservation(
+        &self,
+        kind: EventType,
+        pool: &str,
+        subnet: String,
+        reason: Option<Reason>,
+        at: Millis,
+    ) -> Event {
+        let resource = Resource::Reservation {
+            pool: pool.to_owned(),
+            id: crate::domain::subnet::reservation_id(self.fencing_token),
+            subnet,
+        };
+        self.event(kind, resource, reason, at)
+    }
+}
+
+/// The end of the lock in a row of `ENDED_LOCK`, for `reason`; `None` when
+/// its expiry was announced already (a lease kept by its lock delay).
+pub fn ended_lock(row: &impl Columns, reason: Reason, at: Millis) -> StoreResult<Option<Event>> {
+    if row.int("announced")? != 0 {
+        return Ok(None);
+    }
+    let (holder, session, owner) = (
+        row.text("holder")?,
+        row.opt_text("session_id")?,
+        row.opt_text("owner")?,
+    );
+    let holding = Holding {
+        holder: &holder,
+        fencing_token: row.int("fencing_token")?,
+        session: session.as_deref(),
+        owner: owner.as_deref(),
+    };
+    let key = row.text("key")?;
+    Ok(Some(holding.lock(
+        EventType::LockReleased,
+        &key,
+        Some(reason),
+        at,
+    )))
+}
+
+/// The ends of the locks in rows of `ENDED_LOCK`: `expired` for an own
+/// expiry, and `session_expired` for a lease bound to a session.
+pub fn expired_locks(rows: &[impl Columns], at: Millis) -> StoreResult<Vec<Event>> {
+    let mut events = Vec::new();
+    for row in rows {
+        let reason = match row.opt_text("session_id")? {
+            Some(_) => Reason::SessionExpired,
+            None => Reason::Expired,
+        };
+        events.extend(ended_lock(row, reason, at)?);
+    }
+    Ok(events)
+}
+
+/// The end of the reservation in a row of `ENDED_RESERVATION` of `pool`.
+pub fn ended_reservation(
+    row: &impl Columns,
+    pool: &crate::domain::subnet::Pool,
+    reason: Reason,
+    at: Millis,
+) -> StoreResult<Event> {
+    let subnet = super::rows::block(row, pool.cidr.family(), "first_addr")?;
+    let (holder, session, owner) = (
+        row.text("holder")?,
+        row.opt_text("session_id")?,
+        row.opt_text("owner")?,
+    );
+    let holding = Holding {
+        holder: &holder,
+        fencing_token: row.int("fencing_token")?,
+        session: session.as_deref(),
+        owner: owner.as_deref(),
+    };
+    Ok(holding.reservation(
+        EventType::ReservationReleased,
+        &pool.name,
+        subnet.to_string(),
+        Some(reason),
+        at,
+    ))
+}
+
+/// An event about a session.
+pub fn session_event(
+    kind: EventType,
+    id: &str,
+    holder: &str,
+    owner: Option<&str>,
+    reason: Option<Reason>,
+    at: Millis,
+) -> Event {
+    Event {
+        revision: 0,
+        kind,
+        at,
+        resource: Resource::Session,
+        holder: holder.to_owned(),
+        fencing_token: None,
+        session: Some(id.to_owned()),
+        owner: owner.map(str::to_owned),
+        reason,
+    }
+}
+
+fn event(row: &impl Columns) -> StoreResult<Event> {
+    let kind = EventType::parse(&row.text("type")?).ok_or_else(|| corrupt("event type"))?;
+    let resource = match (row.opt_text("key")?, row.opt_text("pool")?) {
+        (Some(key), _) => Resource::Lock { key },
+        (None, Some(pool)) => Resource::Reservation {
+            pool,
+            id: row.opt_text("reservation")?.unwrap_or_default(),
+            subnet: row.opt_text("subnet")?.unwrap_or_default(),
+        },
+        (None, None) => Resource::Session,
+    };
+    let reason = row
+        .opt_text("reason")?
+        .map(|r| Reason::parse(&r).ok_or_else(|| corrupt("event reason")))
+        .transpose()?;
+    Ok(Event {
+        revision: row.int("revision")?,
+        kind,
+        at: row.int("at")?,
+        resource,
+        holder: row.text("holder")?,
+        fencing_token: row.opt_int("fencing_token")?,
+        session: row.opt_text("session_id")?,
+        owner: row.opt_text("owner")?,
+        reason,
+    })
+}
+
+/// At most `limit` events after revision `after` and up to `through`, in
+/// revision order.
+pub async fn read(
+    conn: &mut impl Sql,
+    after: i64,
+    through: i64,
+    limit: u32,
+) -> StoreResult<Vec<Event>> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE revision > $1 AND revision <= $2 \
+         ORDER BY revision LIMIT $3"
+    );
+    let rows = conn
+        .rows(sql, args![after, through, i64::from(limit)])
+        .await?;
+    rows.iter().map(event).collect()
+}
+
+pub async fn bounds<D: Dialect>(conn: &mut D::Conn) -> StoreResult<EventBounds> {
+    let pruned_through = one(
+        conn,
+        "SELECT pruned_through FROM event_log WHERE id = 1",
+        args![],
+    )
+    .await?
+    .int("pruned_through")?;
+    let head = one(conn, D::SQL.event_head, args![]).await?.int("head")?;
+    Ok(EventBounds {
+        pruned_through,
+        head: head.max(pruned_through),
+    })
+}
+
+/// The highest revision committed now (or the pruned boundary of an empty log).
+pub async fn last_visible(conn: &mut impl Sql) -> StoreResult<i64> {
+    one(
+        conn,
+        "SELECT coalesce((SELECT max(revision) FROM events), \
+         (SELECT pruned_through FROM event_log WHERE id = 1)) AS last",
+        args![],
+    )
+    .await?
+    .int("last")
+}
+
+pub async fn horizon<D: Dialect>(conn: &mut D::Conn) -> StoreResult<Option<Horizon>> {
+    let Some(sql) = D::SQL.event_horizon else {
+        return Ok(None);
+    };
+    let row = one(conn, sql, args![]).await?;
+    Ok(Some(Horizon {
+        xmin: row.int("xmin")?,
+        xmax: row.int("xmax")?,
+    }))
+}
+
+/// Deletes at most `batch` of the oldest events: those older than
+/// `older_than`, and those beyond the newest `keep`; moves the pruned
+/// boundary up. Answers how many went.
+pub async fn prune(
+    conn: &mut impl Sql,
+    older_than: Millis,
+    keep: u64,
+    batch: u32,
+) -> StoreResult<u64> {
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    // Everything before the first event young enough, and everything but
+    // the newest `keep`: a prefix of the log either way.
+    let row = one(
+        conn,
+        "SELECT coalesce((SELECT min(revision) FROM events WHERE at > $1) - 1, \
+                (SELECT max(revision) FROM events), 0) AS by_age, \
+                coalesce((SELECT max(revision) FROM events), 0) - $2 AS by_count",
+        args![older_than, keep],
+    )
+    .await?;
+    let through = row.int("by_age")?.max(row.int("by_count")?);
+    if through <= 0 {
+        return Ok(0);
+    }
+    let rows = conn
+        .rows(
+            "DELETE FROM events WHERE revision IN \
+             (SELECT revision FROM events WHERE revision <= $1 ORDER BY revision LIMIT $2) \
+             RETURNING revision",
+            args![through, i64::from(batch)],
+        )
+        .await?;
+    let deleted = rows.len() as u64;
+    let last = rows
+        .iter()
+        .map(|r| r.int("revision"))
+        .collect::<StoreResult<Vec<_>>>()?
+        .into_iter()
+        .max();
+    // A full batch stops at its last row; otherwise everything up to
+    // `through` is gone.
+    let boundary = match last {
+        Some(last) if deleted >= u64::from(batch) => last,
+        _ => through,
+    };
+    conn.execute(
+        "UPDATE event_log SET pruned_through = $1 WHERE id = 1 AND pruned_through < $1",
+        args![boundary],
+    )
+    .await?;
+    Ok(deleted)
+}
