@@ -133,16 +133,14 @@ async fn observe(client: &Client, cmd: &ElectCommand) -> Result<u8, CliError> {
         let mut leader = current(client, &cmd.name).await?;
         // The highest fencing token known: nothing at or below it is news.
         let mut high = leader.fencing_token.unwrap_or(0);
+        show(&cmd.client, &mut shown, &leader);
         loop {
             for event in events
                 .iter()
                 .filter(|e| e.key.as_deref() == Some(&cmd.name))
             {
                 apply(&mut leader, &mut high, event);
-            }
-            if shown.as_ref() != Some(&leader) {
-                cmd.client.print(&leader, Leader::line);
-                shown = Some(leader.clone());
+                show(&cmd.client, &mut shown, &leader);
             }
             events = match follower.next().await {
                 Ok(events) => events,
@@ -153,6 +151,14 @@ async fn observe(client: &Client, cmd: &ElectCommand) -> Result<u8, CliError> {
                 Err(e) => return Err(e),
             };
         }
+    }
+}
+
+/// Prints `leader` unless it is the one printed last.
+fn show(args: &ClientArgs, shown: &mut Option<Leader>, leader: &Leader) {
+    if shown.as_ref() != Some(leader) {
+        args.print(leader, Leader::line);
+        *shown = Some(leader.clone());
     }
 }
 

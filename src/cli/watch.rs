@@ -55,10 +55,12 @@ pub fn line(e: &EventJson) -> String {
     if let Some(fencing) = e.fencing_token {
         text.push_str(&format!(" fencing={fencing}"));
     }
-    if e.key.is_some() || e.pool.is_some() {
-        if let Some(session) = &e.session {
-            text.push_str(&format!(" session={session}"));
-        }
+    if let Some(session) = e
+        .session
+        .as_ref()
+        .filter(|_| e.key.is_some() || e.pool.is_some())
+    {
+        text.push_str(&format!(" session={session}"));
     }
     if let Some(reason) = &e.reason {
         text.push_str(&format!(" reason={reason}"));
