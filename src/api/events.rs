@@ -23,6 +23,7 @@ use super::problems::lease_problem;
 use super::refusals::EventRefusals;
 use crate::auth::Need;
 use crate::domain::events::{Event, EventFilter, Resource};
+use crate::domain::names::PoolName;
 use crate::domain::time::Now;
 use crate::leases::events::{Ended, Visible};
 use crate::leases::{LeaseError, Watch, WatchError};
@@ -204,7 +205,7 @@ fn parse_query(pairs: Vec<(String, String)>) -> Result<EventsQuery, Problem> {
         let number = |what: &str| Problem::invalid(&name, format!("must be {what}"));
         match name.as_str() {
             "prefix" => query.prefix = Some(value),
-            "pool" => query.pool = Some(value),
+            "pool" => query.pool = Some(PoolName::parse(value)?.into_string()),
             "since" => query.since = Some(revision("since", &value)?),
             "limit" => {
                 let limit = value.parse::<u32>().ok().filter(|n| *n >= 1);

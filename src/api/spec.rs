@@ -59,6 +59,8 @@ fn parameter_schema(name: &str) -> Option<Schema> {
             "^[a-z0-9][a-z0-9._-]{{0,{}}}$",
             MAX_POOL_NAME_BYTES - 1
         ))),
+        // A revision, as `GET /v1/events` reads it.
+        "Last-Event-ID" => text().pattern(Some("^[0-9]{1,19}$")),
         "limit" => ObjectBuilder::new()
             .schema_type(Type::Integer)
             .minimum(Some(1))

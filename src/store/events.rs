@@ -13,7 +13,7 @@ use crate::domain::events::{Event, EventType, Reason, Resource};
 /// The columns a statement that ends a lock answers (`RETURNING`), for
 /// `ended_lock`.
 pub const ENDED_LOCK: &str = "key, holder, fencing_token, session_id, owner, \
-     CASE WHEN expiry_announced THEN 1 ELSE 0 END AS announced";
+     CAST(CASE WHEN expiry_announced THEN 1 ELSE 0 END AS bigint) AS announced";
 
 /// The columns a statement that ends a reservation answers, for
 /// `ended_reservation` (with the pool's family to read its subnet).

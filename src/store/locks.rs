@@ -318,7 +318,7 @@ pub async fn reap<D: Dialect>(
           AND NOT expiry_announced ORDER BY expires_at LIMIT $2{}) \
          AND NOT expiry_announced RETURNING {}",
         D::SQL.reap_rows,
-        ENDED_LOCK.replace("CASE WHEN expiry_announced THEN 1 ELSE 0 END", "0")
+        ENDED_LOCK.replace("CASE WHEN expiry_announced THEN 1 ELSE 0 END", "0 + 0")
     );
     let left = i64::from(batch) - rows.len() as i64;
     if left > 0 {

@@ -8,6 +8,7 @@ mod backend;
 mod bodies;
 mod clock_steps;
 mod cors;
+mod events;
 mod fencing;
 mod harness;
 mod helpers;
@@ -42,6 +43,7 @@ fn main() {
         bodies::tests(),
         clock_steps::tests(),
         cors::tests(),
+        events::tests(),
         fencing::tests(),
         hostile_clients::tests(),
         idempotency::tests(),

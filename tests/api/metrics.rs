@@ -126,6 +126,12 @@ async fn counters_gauges_and_histograms_move_by_exactly_the_work_done() {
         ("leasehold_expired_leases_total{kind=\"reservation\"}", 1.0),
         ("leasehold_live_leases{kind=\"lock\"}", 2.0),
         ("leasehold_live_leases{kind=\"reservation\"}", 2.0),
+        // 7 grants, 3 releases, 2 expiries of locks; 3 reservations, a
+        // confirmation and an expiry.
+        ("leasehold_events_written_total", 17.0),
+        ("leasehold_watchers", 0.0),
+        ("leasehold_watchers_ended_slow_total", 0.0),
+        ("leasehold_requests_shed_total{reason=\"watchers\"}", 0.0),
     ] {
         assert_eq!(sample(&text, name), expected, "{name}");
     }

@@ -319,7 +319,57 @@ async fn the_token_refusals_are_what_the_spec_declares() {
     }
 }
 
+async fn every_answer_of_the_event_route_is_what_the_spec_declares() {
+    let app = spawn_app().await;
+    let path = "/v1/events";
+    let lease = app.must_acquire("spec/events", "h", 60_000).await;
+    app.release("spec/events", lease["token"].as_str().unwrap())
+        .await;
+    let pool = app
+        .client
+        .put(app.url("/v1/pools/spec"))
+        .json(&json!({"cidr": "10.0.0.0/16"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pool.status(), StatusCode::CREATED);
+    let reserved = post(
+        &app,
+        "/v1/pools/spec/reservations",
+        json!({"holder": "h", "prefix_len": 24}),
+    )
+    .await;
+    assert_eq!(reserved.status(), StatusCode::CREATED);
+    let session = post(
+        &app,
+        "/v1/sessions",
+        json!({"holder": "h", "ttl_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(session.status(), StatusCode::CREATED);
+    let page = answered(
+        "get",
+        path,
+        app.get("/v1/events?since=0&wait_ms=2000").await,
+    )
+    .await;
+    assert!(!page["items"].as_array().unwrap().is_empty(), "{page}");
+    for query in ["?since=x", "?since=99999", "?pool=Bad", "?unknown=1"] {
+        answered("get", path, app.get(&format!("{path}{query}")).await).await;
+    }
+    let retention = leasehold::reaper::Retention {
+        age_ms: 3_600_000,
+        count: 1,
+    };
+    leasehold::reaper::prune_events(&app.leases, retention, 10)
+        .await
+        .unwrap();
+    let gone = answered("get", path, app.get("/v1/events?since=0").await).await;
+    assert_eq!(gone["type"], "/problems/history-compacted");
+}
+
 crate::harness::tests! {
+    every_answer_of_the_event_route_is_what_the_spec_declares,
     every_answer_of_the_lock_routes_is_what_the_spec_declares,
     every_answer_of_the_pool_routes_is_what_the_spec_declares,
     the_token_refusals_are_what_the_spec_declares,

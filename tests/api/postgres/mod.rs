@@ -2,6 +2,7 @@
 //! database's own constraints, and a database that goes away.
 
 mod database_down;
+mod event_order;
 mod postgres_store;
 mod replicas;
 mod session_replicas;
@@ -9,6 +10,7 @@ mod session_replicas;
 pub fn tests() -> Vec<crate::harness::Test> {
     [
         database_down::tests(),
+        event_order::tests(),
         postgres_store::tests(),
         replicas::tests(),
         session_replicas::tests(),

@@ -1,0 +1,116 @@
+//! The change log on PostgreSQL, where transactions commit side by side: a
+//! transaction that took an early revision and has not committed holds the
+//! watchers back at its gap (they never skip it, nor deliver past it), and
+//! a change made on one replica reaches a watcher on another.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sqlx::{Connection, PgConnection};
+
+use super::replicas::{post, two_replicas};
+use crate::events::{EventStream, page};
+use crate::helpers::spawn_app;
+
+/// Opens a transaction that records an event of key `key` with the next
+/// revision, and leaves it open; answers the connection and the revision.
+async fn hold_a_revision(db: &str, key: &str) -> (PgConnection, i64) {
+    let mut conn = PgConnection::connect(db).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+    let revision: i64 = sqlx::query_scalar(
+        "INSERT INTO events (revision, xid, type, at, key, holder, fencing_token) \
+         SELECT nextval('event_revisions'), pg_current_xact_id()::text::bigint, \
+         'lock.acquired', 0, $1, 'held-open', 0 RETURNING revision",
+    )
+    .bind(key)
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    (conn, revision)
+}
+
+async fn a_watcher_waits_at_an_uncommitted_revision_then_delivers_in_order(commit: bool) {
+    let app = spawn_app().await;
+    app.must_acquire("before", "h", 60_000).await;
+    let before = page(&app, "?since=0&wait_ms=5000").await["next_revision"].clone();
+    let mut stream = EventStream::open(&app, &format!("?since={before}")).await;
+    let (mut held, early) = hold_a_revision(app.db.to_str().unwrap(), "early").await;
+    // Later revisions commit while the early one is open.
+    app.must_acquire("later/1", "h", 60_000).await;
+    app.must_acquire("later/2", "h", 60_000).await;
+    assert!(
+        stream.next_within(Duration::from_secs(1)).await.is_none(),
+        "nothing is delivered past the open revision {early}"
+    );
+    let polled = page(&app, &format!("?since={}&wait_ms=300", early - 1)).await;
+    assert!(polled["items"].as_array().unwrap().is_empty(), "{polled}");
+    let end = if commit { "COMMIT" } else { "ROLLBACK" };
+    sqlx::query(end).execute(&mut held).await.unwrap();
+    let mut keys = Vec::new();
+    let mut revisions = Vec::new();
+    for _ in 0..if commit { 3 } else { 2 } {
+        let event = stream.next().await;
+        keys.push(event["key"].as_str().unwrap().to_owned());
+        revisions.push(event["revision"].as_i64().unwrap());
+    }
+    let expected: &[&str] = if commit {
+        &["early", "later/1", "later/2"]
+    } else {
+        &["later/1", "later/2"]
+    };
+    assert_eq!(keys, expected);
+    assert!(revisions.windows(2).all(|w| w[0] < w[1]), "{revisions:?}");
+    if commit {
+        assert_eq!(revisions[0], early);
+    }
+    assert!(
+        stream
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none()
+    );
+}
+
+async fn a_committed_early_revision_is_delivered_first() {
+    a_watcher_waits_at_an_uncommitted_revision_then_delivers_in_order(true).await;
+}
+
+async fn a_rolled_back_revision_is_skipped_once_its_transaction_ends() {
+    a_watcher_waits_at_an_uncommitted_revision_then_delivers_in_order(false).await;
+}
+
+async fn a_change_on_one_replica_reaches_a_watcher_on_the_other() {
+    let (_dir, a, b, client) = two_replicas().await;
+    let mut on_b = EventStream::at(&client, &b.address, "").await;
+    let (status, lease) = post(
+        &client,
+        format!("{}/v1/locks/replicated/acquire", a.address),
+        json!({"holder": "on-a", "ttl_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _) = post(
+        &client,
+        format!("{}/v1/locks/replicated/release", a.address),
+        json!({"token": lease["token"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let acquired: Value = on_b.next().await;
+    assert_eq!(acquired["type"], "lock.acquired");
+    assert_eq!(acquired["holder"], "on-a");
+    assert_eq!(acquired["fencing_token"], lease["fencing_token"]);
+    let released = on_b.next().await;
+    assert_eq!(released["reason"], "released");
+    assert_eq!(
+        released["revision"].as_i64().unwrap(),
+        acquired["revision"].as_i64().unwrap() + 1
+    );
+}
+
+crate::harness::tests! {
+    a_committed_early_revision_is_delivered_first,
+    a_rolled_back_revision_is_skipped_once_its_transaction_ends,
+    a_change_on_one_replica_reaches_a_watcher_on_the_other,
+}
