@@ -22,7 +22,7 @@ use serde::Serialize;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::follow::Follower;
-use super::run::{Term, Wait, acquire};
+use super::run::{FIRST_RETRY, LAST_RETRY, Term, Wait, acquire, io_error, transient};
 use super::{CliError, ClientArgs, examples, exit};
 use crate::client::{Client, EventJson, EventQuery};
 use crate::config::parse_duration;
@@ -164,7 +164,7 @@ fn show(args: &ClientArgs, shown: &mut Option<Leader>, leader: &Leader) {
 
 /// The leader as `GET /v1/locks/{key}` shows it.
 async fn current(client: &Client, key: &str) -> Result<Leader, CliError> {
-    let mut pause = Duration::from_millis(200);
+    let mut pause = FIRST_RETRY;
     loop {
         match client.get_lock(key).await {
             Ok(lease) => {
@@ -181,9 +181,9 @@ async fn current(client: &Client, key: &str) -> Result<Leader, CliError> {
                     fencing_token: None,
                 });
             }
-            Err(e) if super::run::transient(&e) => {
+            Err(e) if transient(&e) => {
                 tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(5));
+                pause = (pause * 2).min(LAST_RETRY);
             }
             Err(e) => return Err(e.into()),
         }
@@ -206,8 +206,4 @@ fn apply(leader: &mut Leader, high: &mut i64, event: &EventJson) {
         }
         _ => {}
     }
-}
-
-fn io_error(e: std::io::Error) -> CliError {
-    CliError::new(exit::OTHER, e.to_string())
 }

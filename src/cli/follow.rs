@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::sleep;
 
-use super::run::transient;
+use super::run::{FIRST_RETRY, LAST_RETRY, transient};
 use super::{CliError, exit};
 use crate::client::{Client, ClientError, EventJson, EventQuery};
 
@@ -17,10 +17,6 @@ use crate::client::{Client, ClientError, EventJson, EventQuery};
 /// that allows less refuses it naming `wait_ms`, and shorter polls are tried.
 const POLL: Duration = Duration::from_secs(25);
 const SHORTEST_POLL: Duration = Duration::from_millis(100);
-/// The pause before asking again a server that did not answer, doubled up
-/// to a few seconds while it stays away.
-const FIRST_RETRY: Duration = Duration::from_millis(200);
-const LAST_RETRY: Duration = Duration::from_secs(5);
 
 pub struct Follower {
     client: Client,

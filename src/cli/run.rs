@@ -202,8 +202,8 @@ pub enum Wait {
 
 /// The pause before asking again a server that did not answer, doubled up
 /// to a few seconds while it stays away.
-const FIRST_RETRY: Duration = Duration::from_millis(200);
-const LAST_RETRY: Duration = Duration::from_secs(5);
+pub const FIRST_RETRY: Duration = Duration::from_millis(200);
+pub const LAST_RETRY: Duration = Duration::from_secs(5);
 
 /// Acquires the lock, long-polling again after each `lock-held` until the
 /// wait has passed, and says when the request that was granted was sent. A
@@ -293,6 +293,6 @@ fn exit_code(status: ExitStatus) -> u8 {
     }
 }
 
-fn io_error(e: std::io::Error) -> CliError {
+pub fn io_error(e: std::io::Error) -> CliError {
     CliError::new(exit::OTHER, e.to_string())
 }
