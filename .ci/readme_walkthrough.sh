@@ -14,15 +14,16 @@ binary=$(realpath "$1")
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 
-# What the curl commands answer, in order (locks, subnets, sessions, then events).
-expected="201 409 409 200 200 200 204 201 200 204 201 201 200 201 200 200 204 201 201 201 201 200 200 204 201 200 200"
+# What the curl commands answer, in order (locks, subnets, sessions, events,
+# then the fencing check).
+expected="201 409 409 200 200 200 204 201 200 204 201 201 200 201 200 200 204 201 201 201 201 200 200 204 201 200 200 200"
 
 awk '
   /^<!-- walkthrough -->$/ { armed = 1; next }
   armed && /^```sh$/ { inside = 1; armed = 0; blocks++; next }
   inside && /^```$/ { inside = 0; print ""; next }
   inside { print }
-  END { if (blocks != 5) { print "expected 5 walk-through blocks, found " blocks + 0 > "/dev/stderr"; exit 1 } }
+  END { if (blocks != 6) { print "expected 6 walk-through blocks, found " blocks + 0 > "/dev/stderr"; exit 1 } }
 ' README.md >"$work/walkthrough.sh"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -28,6 +28,11 @@ enum Command {
     Serve(ServeConfig),
     /// Keyed locks: run a command under one, acquire, renew, release, show, list.
     Lock(cli::lock::LockCommand),
+    /// Leader election: campaign for NAME and run a command while leading,
+    /// or --observe who leads.
+    Elect(cli::elect::ElectCommand),
+    /// Print changes (locks, reservations, sessions) as they happen.
+    Watch(cli::watch::WatchCommand),
     /// Sessions: one heartbeat for many leases. Open, renew, close, show.
     Session(cli::session::SessionCommand),
     /// Subnet pools: put, show, list, delete.
@@ -143,6 +148,8 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(config) => serve(config).await,
         Command::Lock(cmd) => return cli::finish(cli::lock::execute(cmd).await),
+        Command::Elect(cmd) => return cli::finish(cli::elect::execute(cmd).await),
+        Command::Watch(cmd) => return cli::finish(cli::watch::execute(cmd).await),
         Command::Session(cmd) => return cli::finish(cli::session::execute(cmd).await),
         Command::Pool(cmd) => return cli::finish(cli::pool::execute(cmd).await),
         Command::Subnet(cmd) => return cli::finish(cli::subnet::execute(cmd).await),

@@ -16,6 +16,10 @@ use helpers::{TestApp, spawn_app, spawn_app_in, spawn_app_with};
 
 #[path = "cli/about.rs"]
 mod about;
+#[path = "cli/elect.rs"]
+mod elect;
+#[path = "cli/fencing.rs"]
+mod fencing;
 #[path = "cli/help.rs"]
 mod help;
 #[path = "cli/lock_run_sets.rs"]
@@ -32,6 +36,8 @@ mod shell;
 mod systemd;
 #[path = "cli/tokens.rs"]
 mod tokens;
+#[path = "cli/watch.rs"]
+mod watch;
 
 // The servers these tests run against: the same as the HTTP suite's.
 #[path = "api/backend/mod.rs"]

@@ -21,6 +21,7 @@ pub mod docs;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod fencing;
 pub mod load;
 pub mod lock_sets;
 pub mod locks;
@@ -101,6 +102,7 @@ struct ApiDoc;
 fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(locks::router())
+        .merge(fencing::router())
         .merge(lock_sets::router())
         .merge(pools::router())
         .merge(reservations::router())

@@ -54,6 +54,12 @@ Examples:
   leasehold session show \"$ID\"             # how many locks and reservations it holds
   leasehold session close \"$ID\" \"$SESSION_TOKEN\"   # releases every lease bound to it";
 
+pub const LOCK_CHECK: &str = "\
+Examples:
+  # Before applying a write fenced with token 42: exit 0 if current, 9 if not
+  leasehold lock check db/primary 42
+  leasehold lock check db/primary 42 --json";
+
 pub const LOCK_SHOW: &str = "\
 Examples:
   leasehold lock show lb/3f2a              # who holds it, \"expires in 28s\"
@@ -122,3 +128,17 @@ Examples:
 pub const SUBNET_LIST: &str = "\
 Examples:
   leasehold subnet list --pool docker";
+
+pub const ELECT: &str = "\
+Examples:
+  # Run the scheduler on one host at a time; another campaigner takes over when it fails
+  leasehold elect scheduler --ttl 10s --kill-after 2s -- /usr/local/bin/scheduler
+  leasehold elect scheduler --once -- /usr/local/bin/scheduler   # exit (6) once leadership is lost
+  # Who leads, one line per change (--json for scripts)
+  leasehold elect scheduler --observe --json";
+
+pub const WATCH: &str = "\
+Examples:
+  leasehold watch --prefix lb/              # lock events under lb/, as they happen
+  leasehold watch --pool docker --json      # one JSON object per line
+  leasehold watch --since 1200              # every event after revision 1200";

@@ -1,7 +1,7 @@
-//! What `lock run` holds while its command runs, and how it gets it: one
-//! lease with a TTL of its own, or several keys taken at once as a lock set
-//! bound to a session that `lock run` opens, so that one renewal keeps every
-//! key and closing the session frees them all in one transaction.
+//! What `lock run` and `elect` hold while their command runs, and how they
+//! get it: one lease with a TTL of its own, or several keys taken at once as
+//! a lock set bound to a session that `lock run` opens, so that one renewal
+//! keeps every key and closing the session frees them all in one transaction.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -9,13 +9,13 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, timeout};
+use tokio::time::{Instant, sleep, timeout};
 
 use super::keepalive::{Budget, Keeper, Lost};
-use super::run::RunArgs;
+use super::run::{FIRST_RETRY, LAST_RETRY, transient};
 use super::{CliError, exit};
 use crate::client::{
-    AcquireBody, Client, ClientError, LockSetBody, OpenSessionBody, SessionJson, millis,
+    AcquireBody, Client, ClientError, LockJson, LockSetBody, OpenSessionBody, SessionJson, millis,
 };
 
 /// The longest single long poll: the server's default maximum wait.
@@ -25,6 +25,17 @@ const MIN_POLL: Duration = Duration::from_millis(50);
 /// How long freeing what was held may take when the command never ran or was
 /// stopped for want of a renewal: the lease lapses anyway.
 pub const FREE_AFTER_STOP: Duration = Duration::from_secs(1);
+
+/// How long an acquire waits for a held key.
+#[derive(Debug, Clone, Copy)]
+pub enum Wait {
+    /// Up to this long, then the refusal is the answer.
+    For(Duration),
+    /// Until granted, riding out an unreachable or failing server once it
+    /// has answered (`answered`: already, before this acquire): a server
+    /// never reached is more likely a wrong URL, and answers at once.
+    Forever { answered: bool },
+}
 
 /// What a keeper renews: one lock lease, or a session and with it every
 /// lease bound to it.
@@ -108,33 +119,46 @@ impl Holding {
     }
 }
 
-/// Acquires KEY as one lease with the TTL, renewing it at once if the grant
-/// came too late for the first renewal.
-pub async fn lock(
+/// Acquires KEY as one lease with the budget's TTL, waiting as `wait`
+/// says, and says when the request that was granted was sent.
+pub async fn acquire(
     client: &Client,
-    args: &RunArgs,
-    budget: Budget,
+    key: &str,
     holder: &str,
-) -> Result<Holding, CliError> {
-    let lock_delay = args.lock_delay.unwrap_or_else(|| budget.lock_delay());
-    let (lease, sent) = long_poll(args.wait, |wait_ms| {
+    budget: Budget,
+    lock_delay: Duration,
+    wait: Wait,
+) -> Result<(LockJson, Instant), CliError> {
+    let acquired = long_poll(wait, |wait_ms| {
         let request = AcquireBody {
             holder: holder.to_owned(),
-            ttl_ms: millis(args.ttl),
+            ttl_ms: millis(budget.ttl()),
             wait_ms,
             lock_delay_ms: (!lock_delay.is_zero()).then(|| millis(lock_delay)),
             ..AcquireBody::default()
         };
-        async move { client.acquire_lock(&args.key, &request).await }
-    })
-    .await?;
+        async move { client.acquire_lock(key, &request).await }
+    });
+    Ok(acquired.await?)
+}
+
+/// Keeps `lease` of KEY, granted by a request sent at `sent`, renewing it at
+/// once if the grant came too late for the first renewal.
+pub async fn keep(
+    client: &Client,
+    key: &str,
+    holder: &str,
+    budget: Budget,
+    lease: &LockJson,
+    sent: Instant,
+) -> Result<Holding, CliError> {
     let received = Instant::now();
     let token = lease
         .token
         .clone()
         .ok_or_else(|| CliError::new(exit::OTHER, "the server granted the lock without a token"))?;
     let kept = Kept::Lock {
-        key: args.key.clone(),
+        key: key.to_owned(),
         token,
     };
     let mut keeper = Keeper::new(
@@ -149,7 +173,7 @@ pub async fn lock(
     }
     let mut holding = Holding::start(kept, keeper);
     holding.env = vec![
-        ("LEASEHOLD_KEY", args.key.clone()),
+        ("LEASEHOLD_KEY", key.to_owned()),
         ("LEASEHOLD_FENCING_TOKEN", lease.fencing_token.to_string()),
         ("LEASEHOLD_HOLDER", holder.to_owned()),
     ];
@@ -161,16 +185,16 @@ pub async fn lock(
 /// the session is closed again.
 pub async fn set(
     client: &Client,
-    args: &RunArgs,
-    budget: Budget,
-    holder: &str,
     keys: Vec<String>,
+    holder: &str,
+    budget: Budget,
+    wait: Wait,
 ) -> Result<Holding, CliError> {
     let sent = Instant::now();
     let session = client
         .open_session(&OpenSessionBody {
             holder: holder.to_owned(),
-            ttl_ms: millis(args.ttl),
+            ttl_ms: millis(budget.ttl()),
             metadata: None,
             idempotency_key: None,
         })
@@ -195,7 +219,7 @@ pub async fn set(
     holding.what = format!("{} (keys {})", holding.kept, keys.join(", "));
 
     // The session must live while the request waits for the keys.
-    let acquired = long_poll(args.wait, |wait_ms| {
+    let acquired = long_poll(wait, |wait_ms| {
         let request = LockSetBody {
             keys: keys.clone(),
             holder: holder.to_owned(),
@@ -248,23 +272,40 @@ pub async fn set(
     Ok(holding)
 }
 
-/// Sends requests until one is not refused as `lock-held` or `--wait` has
+/// Sends requests until one is not refused as `lock-held` or the wait has
 /// passed, each a long poll of at most what is left (and of at most what the
 /// server allows: a poll refused as too long is tried shorter), and says when
-/// the one answered was sent.
-async fn long_poll<T, F, Fut>(wait: Duration, mut attempt: F) -> Result<(T, Instant), ClientError>
+/// the one answered was sent. Waiting forever, a server that has answered is
+/// asked again after a pause while it is unreachable or failing.
+async fn long_poll<T, F, Fut>(wait: Wait, mut attempt: F) -> Result<(T, Instant), ClientError>
 where
     F: FnMut(Option<u64>) -> Fut,
     Fut: Future<Output = Result<T, ClientError>>,
 {
-    let deadline = Instant::now() + wait;
+    let (deadline, mut answered) = match wait {
+        Wait::For(wait) => (Some(Instant::now() + wait), false),
+        Wait::Forever { answered } => (None, answered),
+    };
+    let more = |now: Instant| deadline.is_none_or(|d| now + MIN_POLL < d);
     let mut max_poll = MAX_POLL;
+    let mut pause = FIRST_RETRY;
     loop {
         let sent = Instant::now();
-        let poll = deadline.saturating_duration_since(sent).min(max_poll);
-        match attempt((!poll.is_zero()).then(|| millis(poll))).await {
-            Err(e) if e.is_problem("lock-held") && Instant::now() + MIN_POLL < deadline => {}
+        let poll = deadline.map_or(max_poll, |d| {
+            d.saturating_duration_since(sent).min(max_poll)
+        });
+        let answer = attempt((!poll.is_zero()).then(|| millis(poll))).await;
+        answered |= matches!(answer, Ok(_) | Err(ClientError::Problem { .. }));
+        match answer {
+            Err(e) if e.is_problem("lock-held") && more(Instant::now()) => {}
             Err(e) if e.field() == Some("wait_ms") && poll > MIN_POLL => max_poll = poll / 2,
+            Err(e) if deadline.is_none() && answered && transient(&e) => {
+                if pause == FIRST_RETRY {
+                    eprintln!("leasehold: {e}; trying again");
+                }
+                sleep(pause).await;
+                pause = (pause * 2).min(LAST_RETRY);
+            }
             other => return other.map(|answer| (answer, sent)),
         }
     }

@@ -10,7 +10,7 @@ use super::run::RunArgs;
 use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
 use serde_json::{Map, Value};
 
-use crate::client::{AcquireBody, LockJson, millis};
+use crate::client::{AcquireBody, FencingJson, LockJson, millis};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
@@ -101,6 +101,14 @@ pub enum LockAction {
         #[arg(long, conflicts_with_all = ["lease_token", "lease_token_flag"])]
         force: bool,
     },
+    /// Check a fencing token: exit 0 if a live lease on the key carries it,
+    /// 9 if not (superseded by a later lease, no longer held, or never granted).
+    #[command(after_help = examples::LOCK_CHECK)]
+    Check {
+        key: String,
+        /// The fencing token a write carries (`lock acquire` printed it).
+        fencing_token: u64,
+    },
     /// Show who holds a key.
     #[command(after_help = examples::LOCK_SHOW)]
     Show { key: String },
@@ -187,6 +195,13 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
                 println!("released {key}");
             }
         }
+        LockAction::Check { key, fencing_token } => {
+            let checked = client.check_fencing(&key, fencing_token).await?;
+            args.print(&checked, check);
+            if !checked.current {
+                return Ok(exit::NOT_CURRENT);
+            }
+        }
         LockAction::Show { key } => {
             let lease = client.get_lock(&key).await?;
             args.print(&lease, show);
@@ -241,4 +256,21 @@ fn show(l: &LockJson) -> String {
         text.push_str(&table(&["holder", "fencing", "expires"], &rows));
     }
     text
+}
+
+fn check(c: &FencingJson) -> String {
+    let what = format!("{} fencing token {}", c.key, c.fencing_token);
+    if c.current {
+        return format!(
+            "current: {what} is held by {}, {}\n",
+            c.holder.as_deref().unwrap_or("-"),
+            expires_in(c.expires_in_ms.unwrap_or(0))
+        );
+    }
+    let why = match c.reason.as_deref() {
+        Some("superseded") => "a later lease holds the key",
+        Some("never_granted") => "no lease was ever granted this token",
+        _ => "no live lease on the key carries it",
+    };
+    format!("not current: {what} ({why})\n")
 }

@@ -4,7 +4,9 @@
 //! human-readable answer (or the server's JSON with `--json`), and maps a
 //! refusal to one line on stderr and a documented exit code ([`exit`]).
 
+pub mod elect;
 pub mod examples;
+pub mod follow;
 pub mod hold;
 pub mod keepalive;
 pub mod lock;
@@ -14,6 +16,7 @@ pub mod run;
 pub mod session;
 pub mod subnet;
 pub mod token;
+pub mod watch;
 
 use std::process::ExitCode;
 
@@ -42,6 +45,12 @@ pub mod exit {
     pub const DENIED: u8 = 7;
     /// The token holds its quota of live leases (429).
     pub const QUOTA: u8 = 8;
+    /// `lock check`: the fencing token is not current (superseded, no longer
+    /// held, or never granted).
+    pub const NOT_CURRENT: u8 = 9;
+    /// `watch`, `elect --observe`: the revision to resume from is older than
+    /// the history the server keeps (410 history-compacted).
+    pub const HISTORY_COMPACTED: u8 = 10;
 }
 
 /// The exit codes, for `leasehold --help`.
@@ -57,7 +66,10 @@ Exit codes of the client commands:
   7  no valid API token (401: give --api-token or LEASEHOLD_TOKEN), or the
      token may not do this (403)
   8  the token holds its quota of live leases (429)
-`lock run` otherwise exits with the command's own code, 128+N if the command
+  9  lock check: the fencing token is not current
+ 10  watch, elect --observe: the revision to resume from is older than the
+     server's history (410 history-compacted); start again without --since
+`lock run` and `elect` otherwise exit with the command's own code, 128+N if the command
 died of signal N, 127 if it was not found, 126 if it could not be started.";
 
 /// How to reach the server, and how to print answers.

@@ -12,6 +12,9 @@
 //! leasehold exits with [`exit::LEASE_LOST`]. SIGINT and SIGTERM sent to
 //! leasehold are passed on to the command; the keys are freed once it has
 //! exited.
+//!
+//! [`run`] is that command run under what is held, shared with `elect`,
+//! which runs it once per term of leadership.
 
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -23,10 +26,10 @@ use tokio::process::{Child, Command};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::{Instant, sleep};
 
-use super::hold::{self, FREE_AFTER_STOP};
+use super::hold::{self, FREE_AFTER_STOP, Holding, Wait};
 use super::keepalive::Budget;
 use super::{CliError, default_holder, exit};
-use crate::client::Client;
+use crate::client::{Client, ClientError};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
@@ -70,20 +73,36 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
     let budget =
         Budget::new(args.ttl, args.kill_after).map_err(|e| CliError::new(exit::USAGE, e))?;
     let holder = args.holder.clone().unwrap_or_else(default_holder);
-    let mut holding = if args.keys.is_empty() && !args.session {
-        hold::lock(client, &args, budget, &holder).await?
+    let wait = Wait::For(args.wait);
+    let holding = if args.keys.is_empty() && !args.session {
+        let lock_delay = args.lock_delay.unwrap_or_else(|| budget.lock_delay());
+        let (lease, sent) =
+            hold::acquire(client, &args.key, &holder, budget, lock_delay, wait).await?;
+        hold::keep(client, &args.key, &holder, budget, &lease, sent).await?
     } else {
         let keys = std::iter::once(args.key.clone())
             .chain(args.keys.iter().cloned())
             .collect();
-        hold::set(client, &args, budget, &holder, keys).await?
+        hold::set(client, keys, &holder, budget, wait).await?
     };
+    run(client, holding, &args.command, budget).await
+}
 
+/// Runs `command` with what `holding` holds in its environment, while its
+/// keeper renews it; frees it when the command ends and answers the
+/// command's exit code, or stops the command when it is lost and answers
+/// [`exit::LEASE_LOST`].
+pub async fn run(
+    client: &Client,
+    mut holding: Holding,
+    command: &[String],
+    budget: Budget,
+) -> Result<u8, CliError> {
     // From here on, SIGINT and SIGTERM are for the command, not for us.
     let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
     let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
-    let mut child = match Command::new(&args.command[0])
-        .args(&args.command[1..])
+    let mut child = match Command::new(&command[0])
+        .args(&command[1..])
         .envs(holding.env.iter().map(|(name, value)| (name, value)))
         .process_group(0)
         .spawn()
@@ -96,7 +115,7 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
             } else {
                 126
             };
-            return Err(CliError::new(code, format!("{}: {e}", args.command[0])));
+            return Err(CliError::new(code, format!("{}: {e}", command[0])));
         }
     };
     let pgid = child
@@ -111,7 +130,7 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
             _ = terminate.recv() => signal_group(pgid, Signal::SIGTERM),
             Ok(()) = holding.lost.changed() => {
                 let Some(why) = holding.lost.borrow().clone() else { continue };
-                let kill_at = Instant::now() + args.kill_after;
+                let kill_at = Instant::now() + budget.kill_after();
                 stop_group(&mut child, pgid, why.kill_by.map_or(kill_at, |by| by.min(kill_at))).await;
                 break Err(why);
             }
@@ -137,6 +156,19 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
                 format!("lost {what} ({}); stopped the command", why.reason),
             ))
         }
+    }
+}
+
+/// The pause before asking again a server that did not answer, doubled up
+/// to a few seconds while it stays away.
+pub const FIRST_RETRY: Duration = Duration::from_millis(200);
+pub const LAST_RETRY: Duration = Duration::from_secs(5);
+
+/// A failure that asking again may cure: no answer, or the server failing.
+pub fn transient(e: &ClientError) -> bool {
+    match e {
+        ClientError::Unreachable { .. } | ClientError::Unexpected(_) => true,
+        ClientError::Problem { status, .. } => *status >= 500,
     }
 }
 
@@ -173,6 +205,6 @@ fn exit_code(status: ExitStatus) -> u8 {
     }
 }
 
-fn io_error(e: std::io::Error) -> CliError {
+pub fn io_error(e: std::io::Error) -> CliError {
     CliError::new(exit::OTHER, e.to_string())
 }

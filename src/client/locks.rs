@@ -6,7 +6,8 @@ use reqwest::Method;
 use serde_json::json;
 
 use super::{
-    AcquireBody, Client, ClientError, LockJson, LockSetBody, PageJson, page_query, renew_body,
+    AcquireBody, Client, ClientError, FencingJson, LockJson, LockSetBody, PageJson, page_query,
+    renew_body,
 };
 
 impl Client {
@@ -55,6 +56,16 @@ impl Client {
 
     pub async fn get_lock(&self, key: &str) -> Result<LockJson, ClientError> {
         self.get(&Self::lock_path(key), &[]).await
+    }
+
+    /// Whether `fencing_token` is current for `key`: carried by a live lease on it.
+    pub async fn check_fencing(
+        &self,
+        key: &str,
+        fencing_token: u64,
+    ) -> Result<FencingJson, ClientError> {
+        let path = format!("{}/fencing/{fencing_token}", Self::lock_path(key));
+        self.get(&path, &[]).await
     }
 
     pub async fn list_locks(

@@ -4,6 +4,7 @@
 //! [`ClientError::Problem`] carrying the server's problem+json, so callers can
 //! branch on the HTTP status or the stable problem `type`.
 
+mod events;
 mod locks;
 mod sessions;
 mod subnets;
@@ -18,9 +19,10 @@ use serde_json::{Value, json};
 
 use crate::domain::paths;
 
+pub use events::{EventJson, EventPageJson, EventQuery};
 pub use sessions::{OpenSessionBody, SessionJson};
 pub use types::{
-    AcquireBody, HolderJson, LockJson, LockSetBody, PageJson, PoolJson, PoolUsageJson,
+    AcquireBody, FencingJson, HolderJson, LockJson, LockSetBody, PageJson, PoolJson, PoolUsageJson,
     ReservationJson, ReserveBody,
 };
 

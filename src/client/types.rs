@@ -99,6 +99,20 @@ pub struct LockJson {
     pub extra: Map<String, Value>,
 }
 
+/// The answer to a fencing check: is `fencing_token` current for `key`?
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FencingJson {
+    pub key: String,
+    pub fencing_token: i64,
+    pub current: bool,
+    /// Why not: `superseded`, `not_held` or `never_granted`.
+    pub reason: Option<String>,
+    pub holder: Option<String>,
+    pub expires_in_ms: Option<u64>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
 /// A subnet reservation; `token` only in the answer to the grant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReservationJson {

@@ -4,6 +4,7 @@
 pub mod allocator;
 pub mod cidr;
 pub mod events;
+pub mod fencing;
 pub mod grant;
 pub mod lease;
 pub mod lock;

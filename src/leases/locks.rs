@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::{LeaseError, Leases, new_token};
+use crate::domain::fencing::Fencing;
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{LockKey, Ttl};
 use crate::domain::{Millis, validate};
@@ -229,6 +230,20 @@ impl LockService<'_> {
     }
 
     /// The live leases on a key, oldest first; `NotFound` when it is not held.
+    /// What `fencing_token` is to `key` now (`domain::fencing::check`).
+    pub async fn check_fencing(
+        &self,
+        key: &LockKey,
+        fencing_token: i64,
+    ) -> Result<Fencing, LeaseError> {
+        let now = self.leases.now();
+        Ok(self
+            .leases
+            .store
+            .check_fencing(key, fencing_token, now)
+            .await?)
+    }
+
     pub async fn inspect(&self, key: &LockKey) -> Result<Vec<LockLease>, LeaseError> {
         let now = self.leases.now();
         let held = self.leases.store.get_lock(key, now).await?;

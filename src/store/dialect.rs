@@ -59,6 +59,9 @@ pub struct Texts {
     pub lock_pool_row: &'static str,
     /// Takes the next fencing token, answered as `fencing_token`.
     pub next_fencing: &'static str,
+    /// The largest fencing token granted so far, answered as `fencing_token`
+    /// (0 before the first grant).
+    pub last_fencing: &'static str,
     /// Inserts a lock lease with the next fencing token and answers it
     /// (`fencing_token`); with `$11` true, only if the key (`$1`) has no row.
     /// `$13` is its session, `$14` its `expires_at`.

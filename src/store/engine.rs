@@ -19,6 +19,7 @@ use super::{
 use super::{events, lock_sets, locks, owners, pools, reservations, sessions, sql, subnets};
 use crate::domain::Millis;
 use crate::domain::events::Event;
+use crate::domain::fencing::Fencing;
 use crate::domain::lock::LockLease;
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
@@ -86,6 +87,19 @@ impl<D: Dialect> Store for D {
         let key = key.to_owned();
         self.read(Box::new(move |c| {
             Box::pin(async move { locks::get(c, &key, now).await })
+        }))
+        .await
+    }
+
+    async fn check_fencing(
+        &self,
+        key: &str,
+        fencing_token: i64,
+        now: Millis,
+    ) -> StoreResult<Fencing> {
+        let key = key.to_owned();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { locks::check_fencing::<D>(c, &key, fencing_token, now).await })
         }))
         .await
     }

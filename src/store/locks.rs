@@ -15,6 +15,7 @@ use super::sql::{Columns, Sql, args};
 use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
 use crate::domain::events::{EventType, Reason};
+use crate::domain::fencing::{self, Fencing};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::names::Ttl;
 use crate::domain::session::{BOUND, Session};
@@ -344,6 +345,21 @@ pub async fn get(conn: &mut impl Sql, key: &str, now: Millis) -> StoreResult<Vec
         live_by_session("lock_leases", 2)
     );
     rows::locks(&conn.rows(sql, args![key, now]).await?)
+}
+
+/// What `fencing_token` is to `key` now: its live leases and the last
+/// fencing token granted, read on one connection.
+pub async fn check_fencing<D: Dialect>(
+    conn: &mut D::Conn,
+    key: &str,
+    fencing_token: i64,
+    now: Millis,
+) -> StoreResult<Fencing> {
+    let live = get(conn, key, now).await?;
+    let last = super::sql::one(conn, D::SQL.last_fencing, args![])
+        .await?
+        .int("fencing_token")?;
+    Ok(fencing::check(fencing_token, &live, last, now))
 }
 
 pub async fn list(

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
+use crate::domain::fencing::Fencing;
 use crate::domain::grant::{self, Quota, Refused};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
@@ -350,6 +351,14 @@ pub trait Store: Send + Sync + 'static {
     async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()>;
     /// The live leases on a key, oldest grant first.
     async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>>;
+    /// What `fencing_token` is to `key` now (`domain::fencing::check`), read
+    /// at one instant: the key's live leases and the last token granted.
+    async fn check_fencing(
+        &self,
+        key: &str,
+        fencing_token: i64,
+        now: Millis,
+    ) -> StoreResult<Fencing>;
     async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>>;
     /// Removes every lease on the key; `NotFound` when none was live.
     async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64>;

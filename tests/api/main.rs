@@ -9,6 +9,7 @@ mod bodies;
 mod clock_steps;
 mod cors;
 mod events;
+mod fencing;
 mod harness;
 mod helpers;
 mod hostile_clients;
@@ -43,6 +44,7 @@ fn main() {
         clock_steps::tests(),
         cors::tests(),
         events::tests(),
+        fencing::tests(),
         hostile_clients::tests(),
         idempotency::tests(),
         locations::tests(),

@@ -6,14 +6,17 @@ use std::process::Command;
 
 use super::{leasehold_binary, text};
 
-const COMMANDS: [&[&str]; 18] = [
+const COMMANDS: [&[&str]; 21] = [
     &["lock"],
     &["lock", "run"],
     &["lock", "acquire"],
     &["lock", "renew"],
     &["lock", "release"],
+    &["lock", "check"],
     &["lock", "show"],
     &["lock", "list"],
+    &["elect"],
+    &["watch"],
     &["pool"],
     &["pool", "put"],
     &["pool", "show"],

@@ -147,6 +147,9 @@ impl Dialect for PostgresStore {
         lock_owner: Some("SELECT pg_advisory_xact_lock(1, hashtext($1))"),
         lock_pool_row: " FOR UPDATE",
         next_fencing: "SELECT nextval('fencing_tokens') AS fencing_token",
+        // Before its first nextval a sequence shows its start, not yet given.
+        last_fencing: "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END \
+                       AS fencing_token FROM fencing_tokens",
         insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
              max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
              idempotency_key, owner, session_id) \

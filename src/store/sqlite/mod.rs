@@ -157,6 +157,7 @@ impl Dialect for SqliteStore {
         lock_pool_row: "",
         next_fencing: "UPDATE fencing_counter SET value = value + 1 WHERE id = 1 \
                        RETURNING value AS fencing_token",
+        last_fencing: "SELECT value AS fencing_token FROM fencing_counter WHERE id = 1",
         // The counter follows the row's fencing token by trigger.
         insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
              max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
