@@ -57,7 +57,8 @@ pub async fn record<D: Dialect>(
         ),
         Resource::Session => (None, None, None, None),
     };
-    conn.execute(
+    let row = one(
+        conn,
         D::SQL.insert_event,
         args![
             event.kind.as_str(),
@@ -75,6 +76,10 @@ pub async fn record<D: Dialect>(
     )
     .await?;
     fx.events += 1;
+    fx.recorded.push(Event {
+        revision: row.int("revision")?,
+        ..event.clone()
+    });
     Ok(())
 }
 

@@ -32,8 +32,8 @@ mod sql;
 pub mod sqlite;
 mod subnets;
 
-pub use lock_sets::GrantedSet;
 pub use events::{EventBounds, Horizon};
+pub use lock_sets::GrantedSet;
 pub use postgres::PostgresStore;
 pub use session_commands::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
 pub use sqlite::{Durability, SqliteStore};
@@ -460,6 +460,11 @@ pub trait Store: Send + Sync + 'static {
     /// Woken after a commit that recorded events (on a shared database, by
     /// any server on it).
     fn event_signal(&self) -> Option<Arc<Notify>> {
+        None
+    }
+    /// The events this server's own commits recorded since the last call,
+    /// in revision order; `None` when the log must be read for them.
+    fn take_committed_events(&self) -> Option<Vec<Event>> {
         None
     }
     /// Commit latency, batch size and expiries, where the store measures them.
