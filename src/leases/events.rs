@@ -1,7 +1,10 @@
 //! Watching the change log: one reader per server follows the log in
-//! revision order and fans each event out in memory (a broadcast ring of
-//! `buffer` events shared by every watcher); a watcher reads the history it
-//! missed from the store first, then follows the fan-out.
+//! revision order and fans each event out in memory to the watchers whose
+//! filter selects it (`fanout`: each has a queue of `buffer` events); a
+//! watcher reads the history it missed from the store first, then follows
+//! the fan-out. Where the store hands over the events its own commits
+//! recorded, in revision order (SQLite's single writer), the reader takes
+//! them from there and reads the log only to fill what they miss.
 //!
 //! Where writes commit side by side (PostgreSQL), a later revision can be
 //! committed before an earlier one. The reader delivers the contiguous
@@ -12,13 +15,14 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::admission::WatcherSlot;
+use super::fanout::{Index, Subscriber};
 use crate::domain::events::{Event, EventFilter};
 use crate::store::{Store, StoreError, StoreResult};
 
@@ -55,11 +59,17 @@ pub enum Ended {
     Closed,
 }
 
+/// The watchers, and the last revision delivered to them: sending and
+/// moving it happen together, under one lock.
+struct Live {
+    index: Index,
+    delivered: i64,
+}
+
 pub struct EventFeed {
     store: Arc<dyn Store>,
-    live: broadcast::Sender<Arc<Event>>,
-    /// The last revision delivered; sending and moving it happen together.
-    delivered: std::sync::Mutex<i64>,
+    buffer: usize,
+    live: Arc<std::sync::Mutex<Live>>,
     ready: watch::Sender<bool>,
     slow_ended: Arc<AtomicU64>,
 }
@@ -79,11 +89,13 @@ struct Gap {
 impl EventFeed {
     /// A feed whose watchers may each fall `buffer` events behind.
     pub fn new(store: Arc<dyn Store>, buffer: usize) -> Self {
-        let (live, _) = broadcast::channel(buffer.max(1));
         Self {
             store,
-            live,
-            delivered: std::sync::Mutex::new(0),
+            buffer: buffer.max(1),
+            live: Arc::new(std::sync::Mutex::new(Live {
+                index: Index::default(),
+                delivered: 0,
+            })),
             ready: watch::Sender::new(false),
             slow_ended: Arc::new(AtomicU64::new(0)),
         }
@@ -95,9 +107,29 @@ impl EventFeed {
     }
 
     fn deliver(&self, event: Event) {
-        let mut delivered = self.delivered.lock().unwrap_or_else(|e| e.into_inner());
-        *delivered = event.revision;
-        let _ = self.live.send(Arc::new(event));
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.delivered = event.revision;
+        live.index.send(&Arc::new(event));
+    }
+
+    /// Delivers the events the store's own commits recorded, when they
+    /// continue the log from `cursor`; answers false when the log must be
+    /// read (one is missing, or the store hands none over).
+    fn deliver_committed(&self, cursor: &mut i64) -> bool {
+        let Some(committed) = self.store.take_committed_events() else {
+            return false;
+        };
+        for event in committed {
+            if event.revision <= *cursor {
+                continue;
+            }
+            if event.revision != *cursor + 1 {
+                return false;
+            }
+            *cursor = event.revision;
+            self.deliver(event);
+        }
+        true
     }
 
     /// Starts a watch of the events after `since` (none: from now on) that
@@ -125,18 +157,31 @@ impl EventFeed {
                 });
             }
         }
-        // Subscribed before the watermark is read: every event past it
+        // Registered before the watermark is read: every event past it
         // comes through the fan-out, every one up to it is in the store.
-        let (live, through) = {
-            let delivered = self.delivered.lock().unwrap_or_else(|e| e.into_inner());
-            (self.live.subscribe(), *delivered)
+        let (queue, events) = mpsc::channel(self.buffer);
+        let slow = Arc::new(AtomicBool::new(false));
+        let (id, through) = {
+            let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            let id = live.index.add(&filter, || Subscriber {
+                queue: queue.clone(),
+                slow: slow.clone(),
+            });
+            (id, live.delivered)
         };
+        drop(queue);
         Ok(Watch {
             store: self.store.clone(),
             last: since.unwrap_or(through),
             through,
             page: VecDeque::new(),
-            live,
+            events,
+            slow,
+            _registered: Registered {
+                live: self.live.clone(),
+                id,
+                filter: filter.clone(),
+            },
             filter,
             visible,
             slow_ended: self.slow_ended.clone(),
@@ -225,11 +270,19 @@ pub async fn run(feed: Arc<EventFeed>, mut stop: watch::Receiver<bool>) {
             _ = stop.wait_for(|s| *s) => return,
         }
     };
-    *feed.delivered.lock().unwrap_or_else(|e| e.into_inner()) = cursor;
+    // Anything handed over before the start is in the log up to `cursor`.
+    let _ = feed.store.take_committed_events();
+    feed.live
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .delivered = cursor;
     feed.ready.send_replace(true);
     let mut gap = None;
+    let mut read_log = true;
     loop {
-        if let Err(e) = feed.step(&mut cursor, &mut gap).await {
+        if (read_log || !feed.deliver_committed(&mut cursor))
+            && let Err(e) = feed.step(&mut cursor, &mut gap).await
+        {
             tracing::warn!(error = %e, "cannot read the change log");
         }
         let wait = if gap.is_some() { GAP_POLL } else { POLL };
@@ -240,8 +293,8 @@ pub async fn run(feed: Arc<EventFeed>, mut stop: watch::Receiver<bool>) {
             }
         };
         tokio::select! {
-            _ = woken => {}
-            _ = tokio::time::sleep(wait) => {}
+            _ = woken => read_log = false,
+            _ = tokio::time::sleep(wait) => read_log = true,
             _ = stop.wait_for(|s| *s) => return,
         }
     }
@@ -256,11 +309,28 @@ pub struct Watch {
     /// The history ends here; the fan-out has every event after it.
     through: i64,
     page: VecDeque<Event>,
-    live: broadcast::Receiver<Arc<Event>>,
+    events: mpsc::Receiver<Arc<Event>>,
+    /// Set when the fan-out dropped this watcher for a full queue.
+    slow: Arc<AtomicBool>,
+    _registered: Registered,
     filter: EventFilter,
     visible: Visible,
     slow_ended: Arc<AtomicU64>,
     _slot: WatcherSlot,
+}
+
+/// A watcher's place in the fan-out's index, given up when it goes.
+struct Registered {
+    live: Arc<std::sync::Mutex<Live>>,
+    id: u64,
+    filter: EventFilter,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.index.remove(self.id, &self.filter);
+    }
 }
 
 impl Watch {
@@ -296,25 +366,25 @@ impl Watch {
                 continue;
             }
             let received = match deadline {
-                Some(at) => match tokio::time::timeout_at(at, self.live.recv()).await {
+                Some(at) => match tokio::time::timeout_at(at, self.events.recv()).await {
                     Ok(received) => received,
                     Err(_) => return Ok(None),
                 },
-                None => self.live.recv().await,
+                None => self.events.recv().await,
             };
             match received {
-                Ok(event) if event.revision <= self.last => {}
-                Ok(event) => {
+                Some(event) if event.revision <= self.last => {}
+                Some(event) => {
                     self.last = event.revision;
                     if self.wanted(&event) {
                         return Ok(Some(event));
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
+                None if self.slow.load(Ordering::Relaxed) => {
                     self.slow_ended.fetch_add(1, Ordering::Relaxed);
                     return Err(Ended::TooSlow);
                 }
-                Err(broadcast::error::RecvError::Closed) => return Err(Ended::Closed),
+                None => return Err(Ended::Closed),
             }
         }
     }

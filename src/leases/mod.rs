@@ -15,6 +15,7 @@ use crate::telemetry::Metrics;
 
 pub mod admission;
 pub mod events;
+mod fanout;
 pub mod lock_sets;
 pub mod locks;
 pub mod sessions;

@@ -37,6 +37,8 @@ pub struct Effects {
     pub expired_reservations: u64,
     pub freed_keys: Vec<String>,
     pub events: u64,
+    /// The events recorded, with their revisions, in revision order.
+    pub recorded: Vec<crate::domain::events::Event>,
 }
 
 /// A write's work on the connection, run inside the dialect's transaction.
@@ -109,6 +111,12 @@ pub trait Dialect: Send + Sync + 'static {
     /// Woken after a commit that recorded events (on PostgreSQL, on any
     /// replica of the database).
     fn event_signal(&self) -> &Arc<Notify>;
+    /// The events this server's commits recorded since the last call, in
+    /// revision order, where every commit comes in that order; `None` where
+    /// the log must be read.
+    fn take_committed_events(&self) -> Option<Vec<crate::domain::events::Event>> {
+        None
+    }
     /// Keys freed by other servers on the same database, if any share it.
     fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {
         None

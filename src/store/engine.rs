@@ -428,6 +428,10 @@ impl<D: Dialect> Store for D {
         Some(Dialect::event_signal(self).clone())
     }
 
+    fn take_committed_events(&self) -> Option<Vec<Event>> {
+        Dialect::take_committed_events(self)
+    }
+
     fn stats(&self) -> Option<&StoreStats> {
         Some(Dialect::stats(self))
     }

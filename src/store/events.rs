@@ -57,7 +57,8 @@ pub async fn record<D: Dialect>(
         ),
         Resource::Session => (None, None, None, None),
     };
-    conn.execute(
+    let row = one(
+        conn,
         D::SQL.insert_event,
         args![
             event.kind.as_str(),
@@ -75,6 +76,10 @@ pub async fn record<D: Dialect>(
     )
     .await?;
     fx.events += 1;
+    fx.recorded.push(Event {
+        revision: row.int("revision")?,
+        ..event.clone()
+    });
     Ok(())
 }
 
@@ -359,11 +364,11 @@ pub async fn prune(
         .collect::<StoreResult<Vec<_>>>()?
         .into_iter()
         .max();
-    // A full batch stops at its last row; otherwise everything up to
-    // `through` is gone.
-    let boundary = match last {
-        Some(last) if deleted >= u64::from(batch) => last,
-        _ => through,
+    // The boundary is the last revision deleted: a revision below `through`
+    // that no row holds may be one a transaction took and rolled back, and
+    // nothing of it was pruned.
+    let Some(boundary) = last else {
+        return Ok(0);
     };
     conn.execute(
         "UPDATE event_log SET pruned_through = $1 WHERE id = 1 AND pruned_through < $1",

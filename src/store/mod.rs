@@ -471,6 +471,11 @@ pub trait Store: Send + Sync + 'static {
     fn event_signal(&self) -> Option<Arc<Notify>> {
         None
     }
+    /// The events this server's own commits recorded since the last call,
+    /// in revision order; `None` when the log must be read for them.
+    fn take_committed_events(&self) -> Option<Vec<Event>> {
+        None
+    }
     /// Commit latency, batch size and expiries, where the store measures them.
     fn stats(&self) -> Option<&StoreStats> {
         None

@@ -169,7 +169,8 @@ impl Dialect for PostgresStore {
         insert_event: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
              subnet, holder, fencing_token, session_id, owner, reason) \
              SELECT nextval('event_revisions'), x.xid, $1, $2, $3, $4, $5, $6, $7, $8, $9, \
-             $10, $11 FROM (SELECT pg_current_xact_id()::text::bigint AS xid OFFSET 0) x",
+             $10, $11 FROM (SELECT pg_current_xact_id()::text::bigint AS xid OFFSET 0) x \
+             RETURNING revision",
         event_head: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS head \
              FROM event_revisions",
         event_horizon: Some(

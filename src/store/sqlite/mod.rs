@@ -19,6 +19,7 @@ use super::resume::resume;
 use super::sql::{Sql, args};
 use super::{Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
+use crate::domain::events::Event;
 use crate::telemetry::StoreStats;
 
 mod errors;
@@ -50,7 +51,6 @@ pub struct SqliteStore {
     reader: SqlitePool,
     path: PathBuf,
     stats: Arc<StoreStats>,
-    event_signal: Arc<Notify>,
     /// This server's hold on the file, let go when the store closes.
     lock: std::sync::Mutex<Option<ServerLock>>,
 }
@@ -110,7 +110,6 @@ impl SqliteStore {
             reader,
             path: path.to_owned(),
             stats,
-            event_signal: Arc::new(Notify::new()),
             lock: std::sync::Mutex::new(Some(lock)),
         })
     }
@@ -173,7 +172,7 @@ impl Dialect for SqliteStore {
         reap_rows: "",
         insert_event: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
              fencing_token, session_id, owner, reason) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING revision",
         event_head: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) \
              AS head",
         // One writer commits one batch after another, in revision order.
@@ -188,17 +187,13 @@ impl Dialect for SqliteStore {
         let work = with_effects(work);
         // A write that may fail after changing something runs in its own
         // savepoint, so its failure undoes only its own changes.
-        let (value, fx) = match atomicity {
-            Atomicity::AllOrNothing => self.writer.write(work).await,
-            Atomicity::Statement | Atomicity::KeepPartial => {
-                self.writer.write_unguarded(work).await
-            }
-        }?;
+        // The writer hands the events recorded to the change log's reader.
+        let guarded = matches!(atomicity, Atomicity::AllOrNothing);
+        let (value, fx) = self.writer.write_recorded(guarded, work).await?;
         self.stats
             .note_expired(fx.expired_locks, fx.expired_reservations);
         if fx.events > 0 {
             self.stats.note_events(fx.events);
-            self.event_signal.notify_one();
         }
         Ok(value)
     }
@@ -243,7 +238,11 @@ impl Dialect for SqliteStore {
     }
 
     fn event_signal(&self) -> &Arc<Notify> {
-        &self.event_signal
+        &self.writer.committed().signal
+    }
+
+    fn take_committed_events(&self) -> Option<Vec<Event>> {
+        self.writer.committed().take()
     }
 
     async fn close(&self) {

@@ -8,7 +8,9 @@
 //! trips to the database. Later jobs in the batch see the effects of earlier
 //! ones (two acquires of one key in one batch: one wins). Nobody is answered
 //! before the batch's `COMMIT` has returned, so every answer still follows a
-//! durable commit.
+//! durable commit. The events a committed batch recorded are handed to the
+//! change log's reader (`Committed`) in revision order before anyone is
+//! answered.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,14 +18,54 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use sqlx::pool::PoolConnection;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use crate::domain::events::Event;
+use crate::store::dialect::Effects;
 use crate::store::{StoreError, StoreResult};
 use crate::telemetry::StoreStats;
 
 /// The most writes one transaction carries.
 pub const MAX_BATCH: usize = 256;
+/// The most committed events held for the reader; past it they are
+/// dropped, and the reader reads the log instead.
+const MAX_COMMITTED: usize = 16_384;
+
+/// The events of committed batches, in revision order, until the change
+/// log's reader takes them; `signal` wakes it.
+#[derive(Default)]
+pub struct Committed {
+    held: Mutex<(Vec<Event>, bool)>,
+    pub signal: Arc<Notify>,
+}
+
+impl Committed {
+    fn push(&self, events: Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
+        {
+            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            if held.0.len() + events.len() > MAX_COMMITTED {
+                *held = (Vec::new(), true);
+            } else {
+                held.0.extend(events);
+            }
+        }
+        self.signal.notify_one();
+    }
+
+    /// What was committed since the last call; `None` when some of it was
+    /// dropped (the log has it).
+    pub fn take(&self) -> Option<Vec<Event>> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        match std::mem::take(&mut *held) {
+            (_, true) => None,
+            (events, false) => Some(events),
+        }
+    }
+}
 
 /// A write waiting for its batch: run it, then tell its caller how the batch ended.
 trait Job: Send {
@@ -31,12 +73,15 @@ trait Job: Send {
     fn guarded(&self) -> bool;
     /// Runs the write; its error when it failed (its savepoint is then rolled back).
     fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, Option<StoreError>>;
+    /// The events the write recorded, once its batch is committed.
+    fn recorded(&mut self) -> Vec<Event>;
     /// Answers the caller once the batch is committed (or has failed).
     fn finish(self: Box<Self>, commit: StoreResult<()>);
 }
 
 struct Write<T, F> {
     guarded: bool,
+    recorded: fn(&mut T) -> Vec<Event>,
     work: Option<F>,
     result: Option<StoreResult<T>>,
     reply: oneshot::Sender<StoreResult<T>>,
@@ -61,6 +106,13 @@ where
         })
     }
 
+    fn recorded(&mut self) -> Vec<Event> {
+        match self.result.as_mut() {
+            Some(Ok(value)) => (self.recorded)(value),
+            _ => Vec::new(),
+        }
+    }
+
     fn finish(self: Box<Self>, commit: StoreResult<()>) {
         // A failed commit undoes the whole batch, so every answer in it is that failure.
         let answer = match (commit, self.result) {
@@ -75,6 +127,7 @@ where
 /// The handle writes are sent through.
 pub struct Writer {
     jobs: mpsc::Sender<Box<dyn Job>>,
+    committed: Arc<Committed>,
     stop: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
 }
 
@@ -84,11 +137,18 @@ impl Writer {
     pub fn start(pool: SqlitePool, stats: Arc<StoreStats>) -> Self {
         let (jobs, queue) = mpsc::channel(4 * MAX_BATCH);
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(run(pool, queue, stopped, stats));
+        let committed = Arc::new(Committed::default());
+        let task = tokio::spawn(run(pool, queue, stopped, stats, committed.clone()));
         Self {
             jobs,
+            committed,
             stop: Mutex::new(Some((stop, task))),
         }
+    }
+
+    /// Where the events of committed writes go.
+    pub fn committed(&self) -> &Arc<Committed> {
+        &self.committed
     }
 
     /// Finishes the writes already queued, refuses new ones, and gives the
@@ -110,7 +170,20 @@ impl Writer {
             + Send
             + 'static,
     {
-        self.send(true, work).await
+        self.send(true, work, |_| Vec::new()).await
+    }
+
+    /// As [`Writer::write`] (with a savepoint when `guarded`), for a write
+    /// whose `Effects` carry the events it recorded.
+    pub async fn write_recorded<V, F>(&self, guarded: bool, work: F) -> StoreResult<(V, Effects)>
+    where
+        V: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<(V, Effects)>>
+            + Send
+            + 'static,
+    {
+        self.send(guarded, work, |(_, fx)| std::mem::take(&mut fx.recorded))
+            .await
     }
 
     /// As [`Writer::write`], without a savepoint: for a `work` whose changes
@@ -122,10 +195,15 @@ impl Writer {
             + Send
             + 'static,
     {
-        self.send(false, work).await
+        self.send(false, work, |_| Vec::new()).await
     }
 
-    async fn send<T, F>(&self, guarded: bool, work: F) -> StoreResult<T>
+    async fn send<T, F>(
+        &self,
+        guarded: bool,
+        work: F,
+        recorded: fn(&mut T) -> Vec<Event>,
+    ) -> StoreResult<T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
@@ -135,6 +213,7 @@ impl Writer {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Write {
             guarded,
+            recorded,
             work: Some(work),
             result: None,
             reply,
@@ -161,6 +240,7 @@ async fn run(
     mut queue: mpsc::Receiver<Box<dyn Job>>,
     mut stopped: oneshot::Receiver<()>,
     stats: Arc<StoreStats>,
+    committed: Arc<Committed>,
 ) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut stopping = false;
@@ -198,6 +278,7 @@ async fn run(
         }
         if let Ok((elapsed, _)) = &commit {
             stats.observe_commit(*elapsed, batch.len());
+            committed.push(batch.iter_mut().flat_map(|job| job.recorded()).collect());
         } else {
             // A commit that failed on a disk error (full, read-only, I/O) can
             // leave the connection in a transaction no ROLLBACK ends: close it,

@@ -11,7 +11,7 @@ use sqlx::{Connection, PgConnection};
 
 use super::replicas::{post, two_replicas};
 use crate::events::{EventStream, page};
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, spawn_app_with};
 
 /// Opens a transaction that records an event of key `key` with the next
 /// revision, and leaves it open; answers the connection and the revision.
@@ -109,7 +109,43 @@ async fn a_change_on_one_replica_reaches_a_watcher_on_the_other() {
     );
 }
 
+async fn a_revision_rolled_back_at_the_start_of_the_log_is_not_a_pruned_history() {
+    // The reaper prunes only when the test says so.
+    let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3_600)).await;
+    // Revision 1 is taken and never committed.
+    let mut conn = PgConnection::connect(app.db.to_str().unwrap())
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+    let taken: i64 = sqlx::query_scalar("SELECT nextval('event_revisions')")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(taken, 1);
+    sqlx::query("ROLLBACK").execute(&mut conn).await.unwrap();
+    for i in 0..3 {
+        app.must_acquire(&format!("r/{i}"), "h", 60_000).await;
+    }
+    // Nothing is old enough nor beyond the count to keep.
+    let retention = leasehold::reaper::Retention {
+        age_ms: 3_600_000,
+        count: 100,
+    };
+    leasehold::reaper::prune_events(&app.leases, retention, 10)
+        .await
+        .unwrap();
+    let all = page(&app, "?since=0&wait_ms=5000").await;
+    let revisions: Vec<i64> = all["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("since=0 answers every event: {all}"))
+        .iter()
+        .map(|e| e["revision"].as_i64().unwrap())
+        .collect();
+    assert_eq!(revisions, [2, 3, 4], "{all}");
+}
+
 crate::harness::tests! {
+    a_revision_rolled_back_at_the_start_of_the_log_is_not_a_pruned_history,
     a_committed_early_revision_is_delivered_first,
     a_rolled_back_revision_is_skipped_once_its_transaction_ends,
     a_change_on_one_replica_reaches_a_watcher_on_the_other,
