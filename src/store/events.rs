@@ -157,24 +157,26 @@ pub fn ended_lock(row: &impl Columns, reason: Reason, at: Millis) -> StoreResult
     if row.int("announced")? != 0 {
         return Ok(None);
     }
+    let key = row.text("key")?;
+    held_in(row, |holding| {
+        Some(holding.lock(EventType::LockReleased, &key, Some(reason), at))
+    })
+}
+
+/// `f` of who held the lease in `row` (its `holder`, `fencing_token`,
+/// `session_id` and `owner`).
+fn held_in<T>(row: &impl Columns, f: impl FnOnce(&Holding) -> T) -> StoreResult<T> {
     let (holder, session, owner) = (
         row.text("holder")?,
         row.opt_text("session_id")?,
         row.opt_text("owner")?,
     );
-    let holding = Holding {
+    Ok(f(&Holding {
         holder: &holder,
         fencing_token: row.int("fencing_token")?,
         session: session.as_deref(),
         owner: owner.as_deref(),
-    };
-    let key = row.text("key")?;
-    Ok(Some(holding.lock(
-        EventType::LockReleased,
-        &key,
-        Some(reason),
-        at,
-    )))
+    }))
 }
 
 /// The ends of the locks in rows of `ENDED_LOCK`: `expired` for an own
@@ -199,24 +201,15 @@ pub fn ended_reservation(
     at: Millis,
 ) -> StoreResult<Event> {
     let subnet = super::rows::block(row, pool.cidr.family(), "first_addr")?;
-    let (holder, session, owner) = (
-        row.text("holder")?,
-        row.opt_text("session_id")?,
-        row.opt_text("owner")?,
-    );
-    let holding = Holding {
-        holder: &holder,
-        fencing_token: row.int("fencing_token")?,
-        session: session.as_deref(),
-        owner: owner.as_deref(),
-    };
-    Ok(holding.reservation(
-        EventType::ReservationReleased,
-        &pool.name,
-        subnet.to_string(),
-        Some(reason),
-        at,
-    ))
+    held_in(row, |holding| {
+        holding.reservation(
+            EventType::ReservationReleased,
+            &pool.name,
+            subnet.to_string(),
+            Some(reason),
+            at,
+        )
+    })
 }
 
 /// An event about a session.
