@@ -99,15 +99,16 @@ impl Index {
     /// whose queue is full.
     pub fn send(&mut self, event: &Arc<Event>) {
         let mut slow: Vec<(u64, EventFilter)> = Vec::new();
-        let mut offer = |watchers: &Watchers, filter: EventFilter| {
+        // The entry's filter is built only for a watcher that fell behind.
+        let mut offer = |watchers: &Watchers, filter: &dyn Fn() -> EventFilter| {
             for (id, sub) in watchers {
                 if sub.queue.try_send(event.clone()).is_err() {
                     sub.slow.store(true, Ordering::Relaxed);
-                    slow.push((*id, filter.clone()));
+                    slow.push((*id, filter()));
                 }
             }
         };
-        offer(&self.all, EventFilter::default());
+        offer(&self.all, &EventFilter::default);
         if let Some(key) = event.key() {
             for &len in self.prefix_lens.keys() {
                 if len > key.len() {
@@ -118,22 +119,20 @@ impl Index {
                 }
                 let prefix = &key[..len];
                 if let Some(watchers) = self.by_prefix.get(prefix) {
-                    let filter = EventFilter {
+                    offer(watchers, &|| EventFilter {
                         prefix: Some(prefix.to_owned()),
                         pool: None,
-                    };
-                    offer(watchers, filter);
+                    });
                 }
             }
         }
         if let Some(pool) = event.pool()
             && let Some(watchers) = self.by_pool.get(pool)
         {
-            let filter = EventFilter {
+            offer(watchers, &|| EventFilter {
                 prefix: None,
                 pool: Some(pool.to_owned()),
-            };
-            offer(watchers, filter);
+            });
         }
         for (id, filter) in slow {
             // Its sender goes: the watcher reads what its queue holds, then
