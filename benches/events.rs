@@ -273,23 +273,7 @@ async fn delivery(bin: &Path, dir: &Path) {
                     .unwrap()
                     .insert((key.clone(), kind.to_owned()), Instant::now());
             };
-            time("lock.acquired");
-            let lease: Value = client
-                .post(format!("{base}/v1/locks/{path}/acquire"))
-                .json(&json!({"holder": "bench", "ttl_ms": 60_000}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            time("lock.released");
-            client
-                .post(format!("{base}/v1/locks/{path}/release"))
-                .json(&json!({"token": lease["token"]}))
-                .send()
-                .await
-                .unwrap();
+            acquire_release(&client, &base, &path, time).await;
         }));
     }
     for c in cycles_run {
@@ -317,6 +301,28 @@ async fn delivery(bin: &Path, dir: &Path) {
     drop(streams);
 }
 
+/// Acquires the lock `path` (a key, percent-encoded) and releases it;
+/// `before` is called with the event each request makes, as it is sent.
+async fn acquire_release(client: &reqwest::Client, base: &str, path: &str, before: impl Fn(&str)) {
+    before("lock.acquired");
+    let lease: Value = client
+        .post(format!("{base}/v1/locks/{path}/acquire"))
+        .json(&json!({"holder": "bench", "ttl_ms": 60_000}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    before("lock.released");
+    client
+        .post(format!("{base}/v1/locks/{path}/release"))
+        .json(&json!({"token": lease["token"]}))
+        .send()
+        .await
+        .unwrap();
+}
+
 /// Acquire + release of fresh keys by `clients` clients for `seconds`: ops/s.
 async fn throughput(base: &str, clients: u64, seconds: u64) -> f64 {
     let client = reqwest::Client::new();
@@ -330,21 +336,7 @@ async fn throughput(base: &str, clients: u64, seconds: u64) -> f64 {
                 while Instant::now() < until {
                     let path = format!("t%2F{c}%2F{n}");
                     n += 1;
-                    let lease: Value = client
-                        .post(format!("{base}/v1/locks/{path}/acquire"))
-                        .json(&json!({"holder": "bench", "ttl_ms": 60_000}))
-                        .send()
-                        .await
-                        .unwrap()
-                        .json()
-                        .await
-                        .unwrap();
-                    client
-                        .post(format!("{base}/v1/locks/{path}/release"))
-                        .json(&json!({"token": lease["token"]}))
-                        .send()
-                        .await
-                        .unwrap();
+                    acquire_release(&client, &base, &path, |_| {}).await;
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             })
