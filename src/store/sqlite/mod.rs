@@ -8,10 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use sqlx::SqliteConnection;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use tokio::sync::Notify;
 
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, Texts, WriteWork};
@@ -22,13 +19,17 @@ use crate::domain::Millis;
 use crate::domain::events::Event;
 use crate::telemetry::StoreStats;
 
+mod conn;
 mod errors;
 pub(super) use errors::classify;
 pub mod file;
 pub mod maintenance;
+mod readers;
 mod writer;
 
+use conn::Conn;
 use file::ServerLock;
+use readers::Readers;
 use writer::Writer;
 
 /// The message of the trigger that refuses overlapping reservations.
@@ -47,8 +48,7 @@ pub enum Durability {
 
 pub struct SqliteStore {
     writer: Writer,
-    writer_pool: SqlitePool,
-    reader: SqlitePool,
+    readers: Readers,
     path: PathBuf,
     stats: Arc<StoreStats>,
     /// This server's hold on the file, let go when the store closes.
@@ -97,17 +97,13 @@ impl SqliteStore {
             .run(&writer_pool)
             .await
             .map_err(|e| format!("cannot migrate database {}: {e}", path.display()))?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(4)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(base.read_only(true))
-            .await
-            .map_err(cannot_open)?;
+        // From here on the store runs its statements on connections of its
+        // own (`conn`), the writer's on a thread of its own.
+        writer_pool.close().await;
         let stats = Arc::new(StoreStats::default());
         Ok(Self {
-            writer: Writer::start(writer_pool.clone(), stats.clone()),
-            writer_pool,
-            reader,
+            writer: Writer::start(path.to_owned(), durability, stats.clone()),
+            readers: Readers::new(path.to_owned()),
             path: path.to_owned(),
             stats,
             lock: std::sync::Mutex::new(Some(lock)),
@@ -132,10 +128,9 @@ impl SqliteStore {
 /// The write as the writer runs it: its effects answered with its value,
 /// to be told once the batch has committed.
 fn with_effects<T: Send + 'static>(
-    work: WriteWork<SqliteConnection, T>,
-) -> impl for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<(T, Effects)>>
-+ Send
-+ 'static {
+    work: WriteWork<Conn, T>,
+) -> impl for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<(T, Effects)>> + Send + 'static
+{
     move |conn| {
         Box::pin(async move {
             let mut fx = Effects::default();
@@ -147,7 +142,7 @@ fn with_effects<T: Send + 'static>(
 
 #[async_trait]
 impl Dialect for SqliteStore {
-    type Conn = SqliteConnection;
+    type Conn = Conn;
 
     const SQL: Texts = Texts {
         // One writer: writes never run side by side.
@@ -182,7 +177,7 @@ impl Dialect for SqliteStore {
     async fn write<T: Send + 'static>(
         &self,
         atomicity: Atomicity,
-        work: WriteWork<SqliteConnection, T>,
+        work: WriteWork<Conn, T>,
     ) -> StoreResult<T> {
         let work = with_effects(work);
         // A write that may fail after changing something runs in its own
@@ -198,12 +193,8 @@ impl Dialect for SqliteStore {
         Ok(value)
     }
 
-    async fn read<T: Send + 'static>(&self, work: ReadWork<SqliteConnection, T>) -> StoreResult<T> {
-        let read = async {
-            let mut conn = self.reader.acquire().await?;
-            work(&mut conn).await
-        };
-        self.noted(read.await)
+    async fn read<T: Send + 'static>(&self, work: ReadWork<Conn, T>) -> StoreResult<T> {
+        self.noted(self.readers.read(work).await)
     }
 
     async fn record_alive(&self, now: Millis) -> StoreResult<()> {
@@ -246,9 +237,10 @@ impl Dialect for SqliteStore {
     }
 
     async fn close(&self) {
+        // The writer closes last: the last connection to close folds the
+        // WAL into the database and removes it, which a reader cannot.
+        self.readers.close();
         self.writer.close().await;
-        self.reader.close().await;
-        self.writer_pool.close().await;
         // Only now may another server open the file.
         drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()).take());
     }

@@ -1,6 +1,10 @@
 //! Group commit: every write runs on the one writer connection, and writes
 //! that arrive together share one transaction and one fsync.
 //!
+//! The connection belongs to a thread of its own, which runs each batch's
+//! statements one after another on it: a statement costs its work in
+//! SQLite, not a hand-off between threads.
+//!
 //! A write that may fail after changing something runs inside its own
 //! savepoint, so its failure rolls back only its own changes. A write whose
 //! change is one statement (which SQLite undoes by itself when it fails), or
@@ -15,12 +19,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
-use sqlx::pool::PoolConnection;
-use sqlx::{Sqlite, SqliteConnection, SqlitePool};
-use tokio::sync::{Notify, mpsc, oneshot};
-use tokio::task::JoinHandle;
+use std::path::PathBuf;
 
+use futures::future::BoxFuture;
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::Durability;
+use super::conn::Conn;
 use crate::domain::events::Event;
 use crate::store::dialect::Effects;
 use crate::store::{StoreError, StoreResult};
@@ -72,7 +77,7 @@ trait Job: Send {
     /// Whether the write needs a savepoint to undo its changes when it fails.
     fn guarded(&self) -> bool;
     /// Runs the write; its error when it failed (its savepoint is then rolled back).
-    fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, Option<StoreError>>;
+    fn run<'a>(&'a mut self, conn: &'a mut Conn) -> BoxFuture<'a, Option<StoreError>>;
     /// The events the write recorded, once its batch is committed.
     fn recorded(&mut self) -> Vec<Event>;
     /// Answers the caller once the batch is committed (or has failed).
@@ -90,13 +95,13 @@ struct Write<T, F> {
 impl<T, F> Job for Write<T, F>
 where
     T: Send + 'static,
-    F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
+    F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
 {
     fn guarded(&self) -> bool {
         self.guarded
     }
 
-    fn run<'a>(&'a mut self, conn: &'a mut SqliteConnection) -> BoxFuture<'a, Option<StoreError>> {
+    fn run<'a>(&'a mut self, conn: &'a mut Conn) -> BoxFuture<'a, Option<StoreError>> {
         let work = self.work.take().expect("a job runs once");
         Box::pin(async move {
             let result = work(conn).await;
@@ -124,25 +129,45 @@ where
     }
 }
 
+/// What the writer thread is sent.
+enum Message {
+    Write(Box<dyn Job>),
+    /// Run what is queued, take nothing more, and end.
+    Stop,
+}
+
 /// The handle writes are sent through.
 pub struct Writer {
-    jobs: mpsc::Sender<Box<dyn Job>>,
+    jobs: mpsc::Sender<Message>,
     committed: Arc<Committed>,
-    stop: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
+    stopped: tokio::sync::Mutex<Option<oneshot::Receiver<()>>>,
 }
 
 impl Writer {
-    /// Starts the writer task on `pool`'s one connection, the only one that writes.
-    /// Commit latency, batch sizes and the expiries writes noted go to `stats`.
-    pub fn start(pool: SqlitePool, stats: Arc<StoreStats>) -> Self {
+    /// Starts the writer thread, which opens the database at `path` (and a
+    /// fresh connection after a failed commit), the only connection that
+    /// writes. Commit latency, batch sizes and the expiries writes noted go
+    /// to `stats`.
+    pub fn start(path: PathBuf, durability: Durability, stats: Arc<StoreStats>) -> Self {
         let (jobs, queue) = mpsc::channel(4 * MAX_BATCH);
-        let (stop, stopped) = oneshot::channel();
+        let (stopped_tx, stopped) = oneshot::channel();
         let committed = Arc::new(Committed::default());
-        let task = tokio::spawn(run(pool, queue, stopped, stats, committed.clone()));
+        let thread_committed = committed.clone();
+        let open = move || Conn::open_writer(&path, durability);
+        let started = std::thread::Builder::new()
+            .name("leasehold-writer".into())
+            .spawn(move || {
+                run(open, queue, &stats, &thread_committed);
+                let _ = stopped_tx.send(());
+            });
+        if let Err(e) = started {
+            // Every write then fails as unavailable, with the reason logged.
+            tracing::error!(error = %e, "cannot start the database writer thread");
+        }
         Self {
             jobs,
             committed,
-            stop: Mutex::new(Some((stop, task))),
+            stopped: tokio::sync::Mutex::new(Some(stopped)),
         }
     }
 
@@ -151,13 +176,14 @@ impl Writer {
         &self.committed
     }
 
-    /// Finishes the writes already queued, refuses new ones, and gives the
-    /// connection back to its pool.
+    /// Finishes the writes already queued, refuses new ones, and closes the
+    /// connection.
     pub async fn close(&self) {
-        let stop = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some((stop, task)) = stop {
-            let _ = stop.send(());
-            let _ = task.await;
+        let mut stopped = self.stopped.lock().await;
+        if let Some(stopped) = stopped.take()
+            && self.jobs.send(Message::Stop).await.is_ok()
+        {
+            let _ = stopped.await;
         }
     }
 
@@ -166,9 +192,7 @@ impl Writer {
     pub async fn write<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
-            + Send
-            + 'static,
+        F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
     {
         self.send(true, work, |_| Vec::new()).await
     }
@@ -178,7 +202,7 @@ impl Writer {
     pub async fn write_recorded<V, F>(&self, guarded: bool, work: F) -> StoreResult<(V, Effects)>
     where
         V: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<(V, Effects)>>
+        F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<(V, Effects)>>
             + Send
             + 'static,
     {
@@ -191,9 +215,7 @@ impl Writer {
     pub async fn write_unguarded<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
-            + Send
-            + 'static,
+        F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
     {
         self.send(false, work, |_| Vec::new()).await
     }
@@ -206,9 +228,7 @@ impl Writer {
     ) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<T>>
-            + Send
-            + 'static,
+        F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Write {
@@ -219,7 +239,7 @@ impl Writer {
             reply,
         });
         self.jobs
-            .send(job)
+            .send(Message::Write(job))
             .await
             .map_err(|_| StoreError::Unavailable("the database is closed".into()))?;
         answer
@@ -228,43 +248,48 @@ impl Writer {
     }
 }
 
-async fn exec(conn: &mut SqliteConnection, sql: &'static str) -> StoreResult<()> {
-    sqlx::raw_sql(sql).execute(conn).await?;
-    Ok(())
-}
-
-/// Takes every job already queued (up to `MAX_BATCH`), runs them in one
-/// transaction, commits once, answers them all; and again.
-async fn run(
-    pool: SqlitePool,
-    mut queue: mpsc::Receiver<Box<dyn Job>>,
-    mut stopped: oneshot::Receiver<()>,
-    stats: Arc<StoreStats>,
-    committed: Arc<Committed>,
+/// The writer thread: takes every job already queued (up to `MAX_BATCH`),
+/// runs them in one transaction, commits once, answers them all; and again,
+/// until told to stop.
+fn run(
+    open: impl Fn() -> StoreResult<Conn>,
+    mut queue: mpsc::Receiver<Message>,
+    stats: &StoreStats,
+    committed: &Committed,
 ) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
+    let mut conn: Option<Conn> = None;
     let mut stopping = false;
-    let mut conn: Option<PoolConnection<Sqlite>> = None;
     loop {
-        let received = tokio::select! {
-            biased;
-            n = queue.recv_many(&mut batch, MAX_BATCH) => n,
-            _ = &mut stopped, if !stopping => {
-                // Take no more, but run what is already queued.
-                stopping = true;
-                queue.close();
-                queue.recv_many(&mut batch, MAX_BATCH).await
+        // Wait for the first write, then take what else is queued.
+        if !stopping {
+            match queue.blocking_recv() {
+                Some(Message::Write(job)) => batch.push(job),
+                Some(Message::Stop) | None => stopping = true,
             }
-        };
-        if received == 0 {
-            break;
+        }
+        if stopping {
+            queue.close();
+        }
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(Message::Write(job)) => batch.push(job),
+                Ok(Message::Stop) => {
+                    stopping = true;
+                    queue.close();
+                }
+                Err(_) => break,
+            }
+        }
+        if batch.is_empty() {
+            if stopping {
+                break;
+            }
+            continue;
         }
         let commit = match conn.as_mut() {
-            Some(c) => run_batch(c, &mut batch).await,
-            None => match pool.acquire().await {
-                Ok(c) => run_batch(conn.insert(c), &mut batch).await,
-                Err(e) => Err(e.into()),
-            },
+            Some(c) => run_batch(c, &mut batch),
+            None => open().and_then(|c| run_batch(conn.insert(c), &mut batch)),
         };
         match &commit {
             Ok((_, Some(StoreError::Unavailable(_)))) | Err(StoreError::Unavailable(_)) => {
@@ -279,14 +304,11 @@ async fn run(
         if let Ok((elapsed, _)) = &commit {
             stats.observe_commit(*elapsed, batch.len());
             committed.push(batch.iter_mut().flat_map(|job| job.recorded()).collect());
-        } else {
+        } else if let Some(c) = conn.take() {
             // A commit that failed on a disk error (full, read-only, I/O) can
             // leave the connection in a transaction no ROLLBACK ends: close it,
             // and the next batch opens a fresh one, so writes resume with the disk.
-            if let Some(mut c) = conn.take() {
-                let _ = exec(&mut c, "ROLLBACK").await;
-                let _ = c.close().await;
-            }
+            let _ = c.batch("ROLLBACK");
         }
         let commit = commit.map(|_| ());
         for job in batch.drain(..) {
@@ -297,32 +319,33 @@ async fn run(
 
 /// Runs a batch in one transaction; answers how long its `COMMIT` took, and
 /// the storage failure of a write that failed alone, if any.
-async fn run_batch(
-    conn: &mut SqliteConnection,
+fn run_batch(
+    conn: &mut Conn,
     batch: &mut [Box<dyn Job>],
 ) -> StoreResult<(Duration, Option<StoreError>)> {
     // The savepoint `job` is always open; `fresh` while nothing ran since it
-    // was set. A guarded write runs in a fresh one; the statements that
-    // close one and open the next travel together. After an unguarded write
+    // was set. A guarded write runs in a fresh one. After an unguarded write
     // failed, renewing the savepoint also proves the transaction still runs.
     // A disk error (full, I/O) can make SQLite roll the whole transaction
     // back itself: the batch then fails, for that reason.
     const RENEW: &str = "RELEASE job; SAVEPOINT job";
-    exec(conn, "BEGIN IMMEDIATE; SAVEPOINT job").await?;
+    conn.batch("BEGIN IMMEDIATE; SAVEPOINT job")?;
     let mut fresh = true;
     let mut storage_failure = None;
     for job in batch.iter_mut() {
         let guarded = job.guarded();
         if guarded && !fresh {
-            exec(conn, RENEW).await?;
+            conn.batch(RENEW)?;
         }
-        let failed = job.run(conn).await;
+        // The connection's statements never wait, so this runs the write
+        // straight through on this thread.
+        let failed = futures::executor::block_on(job.run(conn));
         fresh = false;
         let Some(error) = failed else {
             continue;
         };
         let undo = if guarded { "ROLLBACK TO job" } else { RENEW };
-        if let Err(rollback) = exec(conn, undo).await {
+        if let Err(rollback) = conn.batch(undo) {
             return Err(match error {
                 StoreError::Unavailable(_) | StoreError::Damaged(_) => error,
                 _ => rollback,
@@ -334,7 +357,7 @@ async fn run_batch(
         }
     }
     let started = Instant::now();
-    exec(conn, "COMMIT").await?;
+    conn.batch("COMMIT")?;
     Ok((started.elapsed(), storage_failure))
 }
 

@@ -2,46 +2,54 @@
 //! commits, failures that stay their own with and without a savepoint, a
 //! transaction SQLite rolled back itself, closing.
 
-use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
-
 use super::*;
+use crate::store::sql::{Columns, Sql, args};
 
-async fn writer_on_a_fresh_file() -> (tempfile::TempDir, SqlitePool, Writer, Arc<StoreStats>) {
+/// The table's file, read by a connection of the test's own.
+struct File(std::path::PathBuf);
+
+impl File {
+    fn count(&self, sql: &str) -> i64 {
+        rusqlite::Connection::open(&self.0)
+            .unwrap()
+            .query_row(sql, [], |row| row.get(0))
+            .unwrap()
+    }
+
+    fn keys(&self) -> Vec<String> {
+        let db = rusqlite::Connection::open(&self.0).unwrap();
+        let mut keys = db.prepare("SELECT k FROM t").unwrap();
+        keys.query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+}
+
+async fn writer_on_a_fresh_file() -> (tempfile::TempDir, File, Writer, Arc<StoreStats>) {
     let dir = tempfile::TempDir::new().unwrap();
-    let options = SqliteConnectOptions::new()
-        .filename(dir.path().join("w.db"))
-        .create_if_missing(true);
-    let pool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .connect_with(options)
-        .await
-        .unwrap();
-    sqlx::raw_sql("CREATE TABLE t (k TEXT PRIMARY KEY)")
-        .execute(&pool)
-        .await
+    let path = dir.path().join("w.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (k TEXT PRIMARY KEY)")
         .unwrap();
     let stats = Arc::new(StoreStats::default());
-    let writer = Writer::start(pool.clone(), stats.clone());
-    (dir, pool, writer, stats)
+    let writer = Writer::start(path.clone(), Durability::Full, stats.clone());
+    (dir, File(path), writer, stats)
 }
 
 fn insert(
     k: String,
-) -> impl for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<bool>> + Send + 'static
-{
+) -> impl for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<bool>> + Send + 'static {
     move |conn| {
         Box::pin(async move {
             // A second insert of one key sees the first, even in the same batch.
-            let taken: Option<String> = sqlx::query_scalar("SELECT k FROM t WHERE k = ?1")
-                .bind(&k)
-                .fetch_optional(&mut *conn)
-                .await?;
-            if taken.is_some() {
+            let taken = conn.row("SELECT k FROM t WHERE k = $1", args![&k]).await?;
+            if let Some(row) = taken {
+                assert_eq!(row.text("k")?, k);
                 return Ok(false);
             }
-            sqlx::query("INSERT INTO t (k) VALUES (?1)")
-                .bind(&k)
-                .execute(&mut *conn)
+            conn.execute("INSERT INTO t (k) VALUES ($1)", args![&k])
                 .await?;
             if k.starts_with("fail") {
                 return Err(StoreError::Internal(
@@ -55,7 +63,7 @@ fn insert(
 
 #[tokio::test]
 async fn concurrent_writes_share_commits_and_a_failure_stays_its_own() {
-    let (_dir, pool, writer, stats) = writer_on_a_fresh_file().await;
+    let (_dir, file, writer, stats) = writer_on_a_fresh_file().await;
     let writer = Arc::new(writer);
     let mut tasks = vec![];
     for i in 0..200 {
@@ -79,16 +87,8 @@ async fn concurrent_writes_share_commits_and_a_failure_stays_its_own() {
     // 160 distinct keys + one winner of "contested"; the failed writes left nothing.
     assert_eq!(won, 161);
     writer.close().await;
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM t")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(rows, 161);
-    let failed: i64 = sqlx::query_scalar("SELECT count(*) FROM t WHERE k LIKE 'fail%'")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(failed, 0);
+    assert_eq!(file.count("SELECT count(*) FROM t"), 161);
+    assert_eq!(file.count("SELECT count(*) FROM t WHERE k LIKE 'fail%'"), 0);
     let (batches, writes) = (stats.batch_size.count(), stats.batch_size.sum() as u64);
     assert_eq!(writes, 200);
     assert!(batches < writes, "{writes} writes took {batches} commits");
@@ -96,16 +96,15 @@ async fn concurrent_writes_share_commits_and_a_failure_stays_its_own() {
 
 #[tokio::test]
 async fn a_transaction_sqlite_rolled_back_itself_fails_as_unavailable() {
-    let (_dir, pool, writer, stats) = writer_on_a_fresh_file().await;
+    let (_dir, file, writer, stats) = writer_on_a_fresh_file().await;
     // What SQLite does on some disk errors: the whole transaction is gone,
     // so the write's savepoint cannot be rolled back to.
     let failed = writer
         .write(|conn| {
             Box::pin(async move {
-                sqlx::query("INSERT INTO t (k) VALUES ('lost')")
-                    .execute(&mut *conn)
+                conn.execute("INSERT INTO t (k) VALUES ('lost')", args![])
                     .await?;
-                exec(conn, "ROLLBACK").await?;
+                conn.batch("ROLLBACK")?;
                 Err::<(), _>(StoreError::Unavailable("database or disk is full".into()))
             })
         })
@@ -124,16 +123,12 @@ async fn a_transaction_sqlite_rolled_back_itself_fails_as_unavailable() {
     // The writer goes on, on a fresh connection.
     assert!(writer.write(insert("after".into())).await.unwrap());
     writer.close().await;
-    let keys: Vec<String> = sqlx::query_scalar("SELECT k FROM t")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-    assert_eq!(keys, ["after"]);
+    assert_eq!(file.keys(), ["after"]);
 }
 
 #[tokio::test]
 async fn a_failed_write_without_savepoint_leaves_the_batch_whole() {
-    let (_dir, pool, writer, stats) = writer_on_a_fresh_file().await;
+    let (_dir, file, writer, stats) = writer_on_a_fresh_file().await;
     let writer = Arc::new(writer);
     let mut tasks = vec![];
     for i in 0..200 {
@@ -153,9 +148,7 @@ async fn a_failed_write_without_savepoint_leaves_the_batch_whole() {
             writer
                 .write_unguarded(move |conn| {
                     Box::pin(async move {
-                        sqlx::query("INSERT INTO t (k) VALUES (?1)")
-                            .bind(key)
-                            .execute(&mut *conn)
+                        conn.execute("INSERT INTO t (k) VALUES ($1)", args![&key])
                             .await?;
                         Ok(true)
                     })
@@ -172,10 +165,7 @@ async fn a_failed_write_without_savepoint_leaves_the_batch_whole() {
         }
     }
     writer.close().await;
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM t")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let rows = file.count("SELECT count(*) FROM t");
     // Eight distinct keys in every ten writes (one repeats the next one's key,
     // one fails in its savepoint), and no "fail-" row.
     assert_eq!(rows, 160);
@@ -185,7 +175,7 @@ async fn a_failed_write_without_savepoint_leaves_the_batch_whole() {
 
 #[tokio::test]
 async fn a_closed_writer_refuses_new_writes() {
-    let (_dir, _pool, writer, _stats) = writer_on_a_fresh_file().await;
+    let (_dir, _file, writer, _stats) = writer_on_a_fresh_file().await;
     assert!(writer.write(insert("a".into())).await.unwrap());
     writer.close().await;
     assert!(matches!(

@@ -1,0 +1,249 @@
+//! A SQLite connection the shared transactions run on, statement by
+//! statement on the calling thread: no hand-off to another thread and back
+//! for each statement, and every statement text prepared once per
+//! connection and kept.
+//!
+//! Its `Sql` futures never wait: each is ready when first polled, so the
+//! writer thread runs a whole batch through them, and a read runs inline.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{OpenFlags, ToSql};
+
+use super::{Durability, OVERLAP_ABORT};
+use crate::store::sql::{Arg, Columns, Sql, Text};
+use crate::store::{StoreError, StoreResult};
+
+/// How many statement texts a connection keeps prepared; the shared
+/// transactions have about a hundred, some built per request.
+const PREPARED: usize = 512;
+
+/// How long a statement waits for a lock another connection holds (a
+/// checkpoint, a backup) before it fails as unavailable.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connection to the database file, writing or only reading.
+pub struct Conn {
+    db: rusqlite::Connection,
+}
+
+impl Conn {
+    /// The one connection that writes, with the durability asked for.
+    pub fn open_writer(path: &Path, durability: Durability) -> StoreResult<Self> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Self::open(path, flags)?;
+        let synchronous = match durability {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        };
+        conn.batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; \
+             PRAGMA foreign_keys = ON"
+        ))?;
+        Ok(conn)
+    }
+
+    /// A connection that only reads (the WAL lets it read beside the writer).
+    pub fn open_reader(path: &Path) -> StoreResult<Self> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        Self::open(path, flags)
+    }
+
+    fn open(path: &Path, flags: OpenFlags) -> StoreResult<Self> {
+        let db = rusqlite::Connection::open_with_flags(path, flags).map_err(classify)?;
+        db.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
+        db.set_prepared_statement_cache_capacity(PREPARED);
+        Ok(Self { db })
+    }
+
+    /// Runs statements that answer nothing and take no arguments, in order
+    /// (`BEGIN IMMEDIATE; SAVEPOINT job`).
+    pub fn batch(&self, sql: &str) -> StoreResult<()> {
+        self.db.execute_batch(sql).map_err(classify)
+    }
+
+    /// Prepares (or takes from the cache) `sql` with `args` bound.
+    fn statement<'c>(
+        &'c self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> StoreResult<rusqlite::CachedStatement<'c>> {
+        let mut statement = self.db.prepare_cached(sql).map_err(classify)?;
+        // `$N` is the Nth argument, however often and in whatever order the
+        // text names it, as PostgreSQL reads it; `?` takes the next one.
+        for index in 1..=statement.parameter_count() {
+            let position = statement
+                .parameter_name(index)
+                .and_then(|name| name.strip_prefix(['$', '?']))
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(index);
+            let arg = args.get(position - 1).ok_or_else(|| {
+                StoreError::Internal(format!("a statement names ${position}, not given: {sql}"))
+            })?;
+            statement
+                .raw_bind_parameter(index, Bound(arg))
+                .map_err(classify)?;
+        }
+        Ok(statement)
+    }
+
+    /// Runs `sql` to its end, keeping at most `keep` of the rows it answers.
+    fn run(&self, sql: &str, args: &[Arg<'_>], keep: usize) -> StoreResult<Vec<SqliteRow>> {
+        let mut statement = self.statement(sql, args)?;
+        let names: Arc<[String]> = statement
+            .column_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let mut answered = Vec::new();
+        let mut rows = statement.raw_query();
+        while let Some(row) = rows.next().map_err(classify)? {
+            if answered.len() < keep {
+                let values = (0..names.len())
+                    .map(|i| row.get::<_, Value>(i))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(classify)?;
+                answered.push(SqliteRow {
+                    names: names.clone(),
+                    values,
+                });
+            }
+        }
+        Ok(answered)
+    }
+}
+
+/// An argument as SQLite binds it (a `bool` as 0 or 1).
+struct Bound<'a, 'b>(&'a Arg<'b>);
+
+impl ToSql for Bound<'_, '_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::ToSqlOutput::Borrowed;
+        Ok(match *self.0 {
+            Arg::Int(v) => Borrowed(ValueRef::Integer(v)),
+            Arg::OptInt(v) => Borrowed(v.map_or(ValueRef::Null, ValueRef::Integer)),
+            Arg::Text(v) => Borrowed(ValueRef::Text(v.as_bytes())),
+            Arg::OptText(v) => Borrowed(v.map_or(ValueRef::Null, |t| ValueRef::Text(t.as_bytes()))),
+            Arg::Bytes(v) => Borrowed(ValueRef::Blob(v)),
+            Arg::Bool(v) => Borrowed(ValueRef::Integer(i64::from(v))),
+        })
+    }
+}
+
+/// A row read back: its columns' names (shared by the rows of one
+/// statement) and values.
+#[derive(Debug)]
+pub struct SqliteRow {
+    names: Arc<[String]>,
+    values: Vec<Value>,
+}
+
+impl SqliteRow {
+    fn value(&self, column: &str) -> StoreResult<&Value> {
+        self.names
+            .iter()
+            .position(|n| n == column)
+            .map(|i| &self.values[i])
+            .ok_or_else(|| StoreError::Internal(format!("no column {column} in the row")))
+    }
+
+    fn mismatch(column: &str, value: &Value, wanted: &str) -> StoreError {
+        StoreError::Internal(format!(
+            "column {column} holds {:?}, not {wanted}",
+            value.data_type()
+        ))
+    }
+}
+
+impl Columns for SqliteRow {
+    fn int(&self, column: &str) -> StoreResult<i64> {
+        self.opt_int(column)?
+            .ok_or_else(|| Self::mismatch(column, &Value::Null, "an integer"))
+    }
+
+    fn opt_int(&self, column: &str) -> StoreResult<Option<i64>> {
+        match self.value(column)? {
+            Value::Null => Ok(None),
+            Value::Integer(v) => Ok(Some(*v)),
+            // As SQLite's own `sqlite3_column_int64` reads a real.
+            Value::Real(v) => Ok(Some(*v as i64)),
+            other => Err(Self::mismatch(column, other, "an integer")),
+        }
+    }
+
+    fn text(&self, column: &str) -> StoreResult<String> {
+        self.opt_text(column)?
+            .ok_or_else(|| Self::mismatch(column, &Value::Null, "text"))
+    }
+
+    fn opt_text(&self, column: &str) -> StoreResult<Option<String>> {
+        match self.value(column)? {
+            Value::Null => Ok(None),
+            Value::Text(v) => Ok(Some(v.clone())),
+            other => Err(Self::mismatch(column, other, "text")),
+        }
+    }
+
+    fn bytes(&self, column: &str) -> StoreResult<Vec<u8>> {
+        match self.value(column)? {
+            Value::Blob(v) => Ok(v.clone()),
+            Value::Text(v) => Ok(v.clone().into_bytes()),
+            other => Err(Self::mismatch(column, other, "bytes")),
+        }
+    }
+}
+
+#[async_trait]
+impl Sql for Conn {
+    type Row = SqliteRow;
+
+    async fn execute(&mut self, sql: impl Into<Text> + Send, args: &[Arg<'_>]) -> StoreResult<u64> {
+        self.run(&sql.into(), args, 0)?;
+        Ok(self.db.changes())
+    }
+
+    async fn rows(
+        &mut self,
+        sql: impl Into<Text> + Send,
+        args: &[Arg<'_>],
+    ) -> StoreResult<Vec<SqliteRow>> {
+        self.run(&sql.into(), args, usize::MAX)
+    }
+
+    async fn row(
+        &mut self,
+        sql: impl Into<Text> + Send,
+        args: &[Arg<'_>],
+    ) -> StoreResult<Option<SqliteRow>> {
+        Ok(self.run(&sql.into(), args, 1)?.pop())
+    }
+}
+
+/// SQLite errors as store errors: storage failures the client can do nothing
+/// about but wait are `Unavailable`; a damaged file is `Damaged`; the
+/// refusal of an overlapping reservation is `SubnetOverlap`; the rest are
+/// internal errors.
+pub(super) fn classify(error: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::{
+        CannotOpen, DatabaseBusy, DatabaseCorrupt, DatabaseLocked, DiskFull, NotADatabase,
+        ReadOnly, SystemIoFailure,
+    };
+    let rusqlite::Error::SqliteFailure(failure, message) = &error else {
+        return StoreError::Internal(error.to_string());
+    };
+    let message = message.clone().unwrap_or_else(|| failure.to_string());
+    if message.contains(OVERLAP_ABORT) {
+        return StoreError::SubnetOverlap;
+    }
+    match failure.code {
+        DatabaseBusy | DatabaseLocked | ReadOnly | SystemIoFailure | DiskFull | CannotOpen => {
+            StoreError::Unavailable(message)
+        }
+        DatabaseCorrupt | NotADatabase => StoreError::Damaged(message),
+        _ => StoreError::Internal(message),
+    }
+}
