@@ -132,7 +132,7 @@ impl Application {
         let events = tokio::spawn(forward_key_events(leases.clone()));
         let app = api::router(
             AppState {
-                leases: leases.clone(),
+                leases: Arc::new(leases.clone()),
                 tokens,
             },
             cors,

@@ -48,7 +48,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Everything a handler needs.
 #[derive(Clone)]
 pub struct AppState {
-    pub leases: Leases,
+    pub leases: Arc<Leases>,
     /// The API tokens of the auth file; `None`: every caller may do everything.
     pub tokens: Option<Arc<Tokens>>,
 }

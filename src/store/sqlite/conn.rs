@@ -26,6 +26,12 @@ const PREPARED: usize = 512;
 /// checkpoint, a backup) before it fails as unavailable.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The pages a connection keeps in memory, in KiB: the writer's covers the
+/// indexes of a million live leases, so a grant or a start-up rewriting
+/// them seldom reads a page back from the file; a reader keeps less.
+const WRITER_CACHE_KIB: u32 = 64 * 1024;
+const READER_CACHE_KIB: u32 = 16 * 1024;
+
 /// A connection to the database file, writing or only reading.
 pub struct Conn {
     db: rusqlite::Connection,
@@ -42,7 +48,7 @@ impl Conn {
         };
         conn.batch(&format!(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; \
-             PRAGMA foreign_keys = ON"
+             PRAGMA foreign_keys = ON; PRAGMA cache_size = -{WRITER_CACHE_KIB}"
         ))?;
         Ok(conn)
     }
@@ -50,7 +56,9 @@ impl Conn {
     /// A connection that only reads (the WAL lets it read beside the writer).
     pub fn open_reader(path: &Path) -> StoreResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        Self::open(path, flags)
+        let conn = Self::open(path, flags)?;
+        conn.batch(&format!("PRAGMA cache_size = -{READER_CACHE_KIB}"))?;
+        Ok(conn)
     }
 
     fn open(path: &Path, flags: OpenFlags) -> StoreResult<Self> {
