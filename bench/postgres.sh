@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # leasehold on PostgreSQL, for bench/run.sh: one replica, then two replicas on
 # one database (clients spread over both), each run on a fresh PostgreSQL data
-# dir on loopback. Prints loadgen lines tagged lock-pg1 and lock-pg2.
+# dir on loopback. Prints loadgen lines tagged lock-pg1 and lock-pg2; for the
+# uncontended workload also lock-pgbench: pgbench writing the same rows
+# (bench/pgbench_rows.sql) on the one-replica database, leasehold stopped.
 #   bench/postgres.sh WORKDIR LOADGEN WORKLOAD CLIENTS SECONDS
 # Expects the release build of leasehold and the loadgen binary LOADGEN.
 set -euo pipefail
@@ -34,5 +36,10 @@ for replicas in 1 2; do
   "$loadgen" "leasehold-pg$replicas" "$list" "$workload" "$clients" "$seconds" | sed "s/^/lock-pg$replicas /"
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   pids=()
+  if [[ $replicas == 1 && $workload == uncontended ]] && command -v pgbench >/dev/null; then
+    tps=$(pgbench -n -M prepared -c "$clients" -j "$(nproc)" -T "$seconds" \
+      -f bench/pgbench_rows.sql "$url" 2>/dev/null | awk '/^tps/ {print int($3); exit}')
+    echo "lock-pgbench pgbench $workload ops_per_s=$tps"
+  fi
   .ci/postgres.sh stop "$pg_dir" >/dev/null
 done

@@ -18,8 +18,16 @@ use super::{KeyEvent, Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::telemetry::StoreStats;
 
+mod announcer;
+mod connections;
 mod listener;
 mod replicas;
+
+use announcer::Announcer;
+use connections::Connections;
+
+/// Connections lent to requests at once.
+const CONNECTIONS: usize = 20;
 
 /// The channel a release, force release or reap announces freed keys on.
 pub(super) const KEYS_CHANNEL: &str = "leasehold_keys";
@@ -49,6 +57,9 @@ pub fn redacted(url: &str) -> String {
 
 pub struct PostgresStore {
     pool: PgPool,
+    connections: Arc<Connections>,
+    announcer: Arc<Announcer>,
+    announcing: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     stats: Arc<StoreStats>,
     events: broadcast::Sender<KeyEvent>,
     event_signal: Arc<Notify>,
@@ -72,8 +83,10 @@ impl PostgresStore {
             .await
             .map_err(|e| format!("cannot connect to {shown}: {e}"))?;
         let _ = probe.close().await;
+        // The pool opens the connections requests use (`Connections`) and
+        // runs the replicas' own upkeep.
         let pool = PgPoolOptions::new()
-            .max_connections(20)
+            .max_connections(4)
             .acquire_timeout(timeout)
             .connect_with(options)
             .await
@@ -88,8 +101,14 @@ impl PostgresStore {
         let listener = listener::start(&pool, events.clone(), event_signal.clone())
             .await
             .map_err(|e| format!("cannot listen on {shown}: {e}"))?;
+        let connections = Arc::new(Connections::new(pool.clone(), CONNECTIONS, timeout));
+        let announcer = Arc::new(Announcer::default());
+        let announcing = announcer.start(connections.clone());
         Ok(Self {
             pool,
+            connections,
+            announcer,
+            announcing: std::sync::Mutex::new(Some(announcing)),
             stats: Arc::new(StoreStats::default()),
             events,
             event_signal,
@@ -103,33 +122,8 @@ impl PostgresStore {
         Ok(self.pool.begin().await?)
     }
 
-    /// Announces keys freed by a committed transaction to every replica. It
-    /// runs after that commit, on its own: PostgreSQL serialises the commits
-    /// of notifying transactions, and this one has nothing to flush to disk.
-    /// A failure is logged, not returned: the keys are free all the same, and
-    /// waiters elsewhere still retry when the leases they saw would expire.
-    /// Events recorded are announced the same way, on their own channel.
-    async fn notify(&self, fx: &Effects) {
-        if fx.freed_keys.is_empty() && fx.events == 0 {
-            return;
-        }
-        let sent = sqlx::query(
-            "SELECT pg_notify($1, k) FROM (SELECT DISTINCT unnest($2::text[]) AS k) freed \
-             UNION ALL SELECT pg_notify($3, '') WHERE $4",
-        )
-        .bind(KEYS_CHANNEL)
-        .bind(&fx.freed_keys)
-        .bind(EVENTS_CHANNEL)
-        .bind(fx.events > 0)
-        .execute(&self.pool)
-        .await;
-        if let Err(e) = sent {
-            tracing::warn!(error = %e, "cannot announce freed keys to the other replicas");
-        }
-    }
-
     /// Commits, timing the commit.
-    async fn commit(&self, tx: Transaction<'static, Postgres>) -> StoreResult<()> {
+    async fn commit(&self, tx: Transaction<'_, Postgres>) -> StoreResult<()> {
         let started = Instant::now();
         tx.commit().await?;
         self.stats.observe_commit(started.elapsed(), 1);
@@ -185,36 +179,45 @@ impl Dialect for PostgresStore {
         work: WriteWork<PgConnection, T>,
     ) -> StoreResult<T> {
         let mut fx = Effects::default();
-        let value = match atomicity {
+        let mut conn = self.connections.take().await?;
+        let done = match atomicity {
             // One statement commits by itself: no BEGIN, no COMMIT. Its
             // time counts as the commit's.
             Atomicity::Statement => {
-                let mut conn = self.pool.acquire().await?;
                 let started = Instant::now();
-                let value = work(&mut conn, &mut fx).await?;
+                let value = work(&mut conn, &mut fx).await;
                 self.stats.observe_commit(started.elapsed(), 1);
                 value
             }
             Atomicity::AllOrNothing | Atomicity::KeepPartial => {
-                let mut tx = self.begin().await?;
-                let value = work(&mut tx, &mut fx).await?;
-                self.commit(tx).await?;
-                value
+                let mut tx = conn.begin().await?;
+                match work(&mut tx, &mut fx).await {
+                    Ok(value) => self.commit(tx).await.map(|()| value),
+                    // Rolled back now, not when the connection is next
+                    // used: until then the transaction would hold its locks.
+                    Err(e) => match tx.rollback().await {
+                        Ok(()) => Err(e),
+                        Err(rollback) => Err(rollback.into()),
+                    },
+                }
             }
         };
+        let value = conn.settle(done)?;
+        drop(conn);
         self.stats
             .note_expired(fx.expired_locks, fx.expired_reservations);
         if fx.events > 0 {
             self.stats.note_events(fx.events);
             self.event_signal.notify_one();
         }
-        self.notify(&fx).await;
+        self.announcer.add(&fx);
         Ok(value)
     }
 
     async fn read<T: Send + 'static>(&self, work: ReadWork<PgConnection, T>) -> StoreResult<T> {
-        let mut conn = self.pool.acquire().await?;
-        work(&mut conn).await
+        let mut conn = self.connections.take().await?;
+        let done = work(&mut conn).await;
+        conn.settle(done)
     }
 
     async fn record_alive(&self, now: Millis) -> StoreResult<()> {
@@ -238,8 +241,14 @@ impl Dialect for PostgresStore {
     }
 
     async fn close(&self) {
+        self.announcer.close();
+        let announcing = self.announcing.lock().expect("announcer").take();
+        if let Some(task) = announcing {
+            let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
+        }
         self.leave_replicas().await;
         self.listener.abort();
+        self.connections.close().await;
         self.pool.close().await;
     }
 }

@@ -1,0 +1,127 @@
+//! The connections requests run their statements on, kept open between
+//! requests. sqlx's pool waits on the database twice for every connection
+//! it lends: a ping when the connection is taken and another when it is
+//! given back. Under load that doubles the round trips of a short write.
+//! Here a connection is given back as it is and pinged only when it sat
+//! idle for a while (the database may have gone away meanwhile); one whose
+//! work failed for want of the database, or was dropped half-way, is closed.
+//! New connections come from the pool, which bounds how long opening one
+//! may take.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sqlx::postgres::PgPool;
+use sqlx::{Connection, PgConnection};
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use crate::store::{StoreError, StoreResult};
+
+/// A connection idle for longer is pinged before it is lent again.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+pub(super) struct Connections {
+    pool: PgPool,
+    idle: Mutex<Vec<(PgConnection, Instant)>>,
+    lent: Semaphore,
+    timeout: Duration,
+}
+
+impl Connections {
+    /// At most `size` connections lent at once; a request waits at most
+    /// `timeout` for one.
+    pub(super) fn new(pool: PgPool, size: usize, timeout: Duration) -> Self {
+        Self {
+            pool,
+            idle: Mutex::new(Vec::with_capacity(size)),
+            lent: Semaphore::new(size),
+            timeout,
+        }
+    }
+
+    /// A connection, the most recently used first.
+    pub(super) async fn take(&self) -> StoreResult<Lent<'_>> {
+        let taken = tokio::time::timeout(self.timeout, async {
+            let permit = self
+                .lent
+                .acquire()
+                .await
+                .map_err(|_| StoreError::Unavailable("the store is closed".into()))?;
+            loop {
+                let popped = self.idle.lock().expect("idle connections").pop();
+                let Some((mut conn, since)) = popped else {
+                    let conn = self.pool.acquire().await?.detach();
+                    return Ok::<_, StoreError>((conn, permit));
+                };
+                if since.elapsed() < PING_AFTER_IDLE || conn.ping().await.is_ok() {
+                    return Ok((conn, permit));
+                }
+            }
+        })
+        .await;
+        let (conn, permit) = taken.map_err(|_| {
+            StoreError::Unavailable("timed out waiting for a database connection".into())
+        })??;
+        Ok(Lent {
+            conn: Some(conn),
+            home: self,
+            reusable: false,
+            _permit: permit,
+        })
+    }
+
+    /// Closes the idle connections; lent ones close when given back.
+    pub(super) async fn close(&self) {
+        self.lent.close();
+        let idle = std::mem::take(&mut *self.idle.lock().expect("idle connections"));
+        for (conn, _) in idle {
+            let _ = conn.close().await;
+        }
+    }
+}
+
+/// A lent connection: given back when dropped, if `settle` found it fit.
+pub(super) struct Lent<'a> {
+    conn: Option<PgConnection>,
+    home: &'a Connections,
+    reusable: bool,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Lent<'_> {
+    /// Passes on `result` of the work done on the connection, and keeps the
+    /// connection unless the result says the database failed it.
+    pub(super) fn settle<T>(&mut self, result: StoreResult<T>) -> StoreResult<T> {
+        self.reusable = !matches!(
+            result,
+            Err(StoreError::Unavailable(_) | StoreError::Internal(_))
+        );
+        result
+    }
+}
+
+impl Deref for Lent<'_> {
+    type Target = PgConnection;
+    fn deref(&self) -> &PgConnection {
+        self.conn.as_ref().expect("a lent connection")
+    }
+}
+
+impl DerefMut for Lent<'_> {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        self.conn.as_mut().expect("a lent connection")
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take()
+            && self.reusable
+            && !self.home.lent.is_closed()
+        {
+            let mut idle = self.home.idle.lock().expect("idle connections");
+            idle.push((conn, Instant::now()));
+        }
+    }
+}
