@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{OpenFlags, ToSql};
 
-use super::{Durability, OVERLAP_ABORT};
+use super::Durability;
 use crate::store::sql::{Arg, Columns, Sql, Text};
 use crate::store::{StoreError, StoreResult};
 
@@ -102,11 +102,16 @@ impl Conn {
     /// Runs `sql` to its end, keeping at most `keep` of the rows it answers.
     fn run(&self, sql: &str, args: &[Arg<'_>], keep: usize) -> StoreResult<Vec<SqliteRow>> {
         let mut statement = self.statement(sql, args)?;
-        let names: Arc<[String]> = statement
-            .column_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
+        // Named once per statement run, and only when a row is kept.
+        let names: Arc<[String]> = if keep == 0 {
+            Arc::from([])
+        } else {
+            statement
+                .column_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        };
         let mut answered = Vec::new();
         let mut rows = statement.raw_query();
         while let Some(row) = rows.next().map_err(classify)? {
@@ -231,27 +236,14 @@ impl Sql for Conn {
     }
 }
 
-/// SQLite errors as store errors: storage failures the client can do nothing
-/// about but wait are `Unavailable`; a damaged file is `Damaged`; the
-/// refusal of an overlapping reservation is `SubnetOverlap`; the rest are
-/// internal errors.
+/// A SQLite error as a store error (`errors::by_code`); what SQLite did not
+/// report (a type that does not convert, say) is internal.
 pub(super) fn classify(error: rusqlite::Error) -> StoreError {
-    use rusqlite::ErrorCode::{
-        CannotOpen, DatabaseBusy, DatabaseCorrupt, DatabaseLocked, DiskFull, NotADatabase,
-        ReadOnly, SystemIoFailure,
-    };
-    let rusqlite::Error::SqliteFailure(failure, message) = &error else {
-        return StoreError::Internal(error.to_string());
-    };
-    let message = message.clone().unwrap_or_else(|| failure.to_string());
-    if message.contains(OVERLAP_ABORT) {
-        return StoreError::SubnetOverlap;
-    }
-    match failure.code {
-        DatabaseBusy | DatabaseLocked | ReadOnly | SystemIoFailure | DiskFull | CannotOpen => {
-            StoreError::Unavailable(message)
+    match &error {
+        rusqlite::Error::SqliteFailure(failure, message) => {
+            let message = message.clone().unwrap_or_else(|| failure.to_string());
+            super::errors::by_code(Some(failure.extended_code), &message)
         }
-        DatabaseCorrupt | NotADatabase => StoreError::Damaged(message),
-        _ => StoreError::Internal(message),
+        _ => StoreError::Internal(error.to_string()),
     }
 }

@@ -8,29 +8,29 @@ use crate::store::StoreError;
 /// about but wait are `Unavailable`; a damaged file is `Damaged`; the rest are
 /// internal errors. `None` for errors of another database.
 pub(in crate::store) fn classify(error: &sqlx::Error) -> Option<StoreError> {
-    const BUSY: i64 = 5;
-    const READONLY: i64 = 8;
-    const IOERR: i64 = 10;
-    const FULL: i64 = 13;
-    const CANTOPEN: i64 = 14;
-    const CORRUPT: i64 = 11;
-    const NOTADB: i64 = 26;
     let sqlx::Error::Database(db) = error else {
         return None;
     };
     db.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
-    if db.message().contains(OVERLAP_ABORT) {
-        return Some(StoreError::SubnetOverlap);
+    let code = db.code().and_then(|c| c.parse::<i32>().ok());
+    Some(by_code(code, db.message()))
+}
+
+/// A failure SQLite reported with its (extended) result `code` and `message`,
+/// from whichever driver ran the statement.
+pub(super) fn by_code(code: Option<i32>, message: &str) -> StoreError {
+    use rusqlite::ffi::{
+        SQLITE_BUSY, SQLITE_CANTOPEN, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_IOERR, SQLITE_NOTADB,
+        SQLITE_READONLY,
+    };
+    if message.contains(OVERLAP_ABORT) {
+        return StoreError::SubnetOverlap;
     }
-    let primary = db
-        .code()
-        .and_then(|c| c.parse::<i64>().ok())
-        .map(|c| c & 0xff);
-    Some(match primary {
-        Some(BUSY | READONLY | IOERR | FULL | CANTOPEN) => {
-            StoreError::Unavailable(db.message().to_owned())
+    match code.map(|c| c & 0xff) {
+        Some(SQLITE_BUSY | SQLITE_READONLY | SQLITE_IOERR | SQLITE_FULL | SQLITE_CANTOPEN) => {
+            StoreError::Unavailable(message.to_owned())
         }
-        Some(CORRUPT | NOTADB) => StoreError::Damaged(db.message().to_owned()),
-        _ => StoreError::Internal(error.to_string()),
-    })
+        Some(SQLITE_CORRUPT | SQLITE_NOTADB) => StoreError::Damaged(message.to_owned()),
+        _ => StoreError::Internal(message.to_owned()),
+    }
 }
