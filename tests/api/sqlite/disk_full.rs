@@ -126,12 +126,16 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_recovers_by_itself() {
         filled > 1_000_000,
         "the filler took the free space ({filled} bytes)"
     );
-    // Leave room for some grants, so the disk fills up while writes run.
+    // Leave room for some grants, so the disk fills up while writes run. A
+    // commit appends every page it changed to the write-ahead log (the
+    // lease's row, its indexes, its event: about 40 KiB when a grant
+    // commits alone, as it may on a busy machine), so the room is sized for
+    // a few dozen commits.
     std::fs::OpenOptions::new()
         .write(true)
         .open(&filler)
         .unwrap()
-        .set_len(filled - 256 * 1024)
+        .set_len(filled - 1024 * 1024)
         .unwrap();
 
     // Rounds of concurrent grants (so batches share commits) until the
