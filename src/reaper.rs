@@ -7,6 +7,9 @@
 //! expires, before its row goes), so an expiry that no grant meets is in the
 //! change log one interval after it happened. It prunes the change log last.
 //!
+//! Before its first pass deletes anything it writes into the rows the fresh
+//! TTLs a start left to be read (rule 7, `store::expiry`).
+//!
 //! Its deletes share the one writer with the requests: after each full batch
 //! it rests as long as the batch took, so a backlog of expired rows takes at
 //! most half the writer's time and requests never queue behind a run of
@@ -17,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::leases::Leases;
-use crate::store::StoreError;
+use crate::store::{Settling, StoreError};
 use crate::telemetry::Metrics;
 
 /// What one pass removed.
@@ -115,6 +118,36 @@ pub struct Schedule {
     pub retention: Retention,
 }
 
+/// How many rows one step of the rule-7 pass rewrites, in reaper batches:
+/// a rewrite of `expires_at` costs a fraction of a delete and its event.
+const SETTLE_BATCHES: u32 = 10;
+
+/// Writes the fresh TTLs a start left to read from its window (rule 7) into
+/// the rows, in paced steps like the reaper's batches, and closes the
+/// window; answers how many rows were rewritten. Without a window, one read.
+pub async fn settle_resumed(leases: &Leases, batch: u32) -> Result<u64, StoreError> {
+    let batch = batch.saturating_mul(SETTLE_BATCHES);
+    let mut at = Settling::start();
+    let mut rewritten = 0;
+    loop {
+        let started = Instant::now();
+        let step = leases.store.settle_resumed(at, batch).await?;
+        rewritten += step.rewritten;
+        match step.next {
+            Some(next) => at = next,
+            None => break,
+        }
+        tokio::time::sleep(started.elapsed()).await;
+    }
+    if rewritten > 0 {
+        tracing::info!(
+            leases.resumed = rewritten,
+            "fresh TTLs of the leases live at the last stop written into their rows"
+        );
+    }
+    Ok(rewritten)
+}
+
 /// Prunes the change log down to `retention`, in batches of `batch`;
 /// answers how many events went.
 pub async fn prune_events(
@@ -146,7 +179,9 @@ pub async fn run(leases: Leases, schedule: Schedule, mut stop: watch::Receiver<b
         batch,
         retention,
     } = schedule;
-    let mut ticker = tokio::time::interval(interval);
+    // The start recorded the server alive; the first pass comes one
+    // interval later, like every other.
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -157,6 +192,9 @@ pub async fn run(leases: Leases, schedule: Schedule, mut stop: watch::Receiver<b
         // A long backlog takes many paced batches: the heartbeat goes on
         // at every tick meanwhile.
         let pass = async {
+            // First, so that no reaper statement meets rows still waiting
+            // for their fresh TTL.
+            settle_resumed(&leases, batch).await?;
             let report = reap_once(&leases, batch).await?;
             prune_events(&leases, retention, batch).await?;
             Ok::<_, StoreError>(report)

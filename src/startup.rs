@@ -63,11 +63,16 @@ impl Application {
         // The lease clock starts only now, so the leases just given a full
         // TTL have all of it when the server starts serving.
         clock.anchor(resumed.anchor);
-        if resumed.extended > 0 {
-            tracing::info!(
-                leases.resumed = resumed.extended,
+        match resumed.applied {
+            store::Applied::Nothing => {}
+            store::Applied::Window => tracing::info!(
+                "leases live at the last stop have a fresh TTL from now; the reaper writes it \
+                 into their rows"
+            ),
+            store::Applied::Rewritten(n) => tracing::info!(
+                leases.resumed = n,
                 "leases live at the last stop got a fresh TTL"
-            );
+            ),
         }
         let limits = Limits {
             default_ttl_ms: millis(config.default_ttl),

@@ -14,9 +14,11 @@ use super::reservations::Update;
 use super::{
     AcquireLock, AcquireOutcome, DeletePoolOutcome, GrantedSet, KeyEvent, LiveLeases, LockQuery,
     OpenOutcome, OpenSession, PutPoolOutcome, ReapedSessions, ReservationQuery, ReserveOutcome,
-    ReserveSubnet, Resumed, SessionEnd, Store, StoreError, StoreResult,
+    ReserveSubnet, Resumed, SessionEnd, Settled, Settling, Store, StoreError, StoreResult,
 };
-use super::{events, lock_sets, locks, owners, pools, reservations, sessions, sql, subnets};
+use super::{
+    events, expiry, lock_sets, locks, owners, pools, reservations, resume, sessions, sql, subnets,
+};
 use crate::domain::Millis;
 use crate::domain::events::Event;
 use crate::domain::fencing::Fencing;
@@ -128,6 +130,15 @@ impl<D: Dialect> Store for D {
             true,
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| Box::pin(locks::reap::<D>(c, fx, now, batch))),
+        )
+        .await
+    }
+
+    async fn settle_resumed(&self, at: Settling, batch: u32) -> StoreResult<Settled> {
+        self.counted_as(
+            true,
+            Atomicity::AllOrNothing,
+            Box::new(move |c, _| Box::pin(resume::settle(c, at, batch))),
         )
         .await
     }
@@ -301,10 +312,13 @@ impl<D: Dialect> Store for D {
                 // index skips the expired rows the reaper has not deleted yet.
                 let text = format!(
                     "SELECT (SELECT count(*) FROM lock_leases \
-                     WHERE gone_at > $1 AND expires_at > $1 AND {}) AS locks, \
+                     WHERE {} AND {} AND {}) AS locks, \
                      (SELECT count(*) FROM subnet_reservations \
-                     WHERE (expires_at IS NULL OR expires_at > $1) AND {}) AS reservations, {}",
+                     WHERE (expires_at IS NULL OR {}) AND {}) AS reservations, {}",
+                    expiry::present("lock_leases", "$1"),
+                    expiry::live("lock_leases", "$1"),
                     sessions::live_by_session("lock_leases", 1),
+                    expiry::live("subnet_reservations", "$1"),
                     sessions::live_by_session("subnet_reservations", 1),
                     sessions::COUNT_LIVE
                 );

@@ -8,6 +8,7 @@
 
 use super::dialect::{Dialect, Effects};
 use super::events::{self, ENDED_LOCK, Holding, ended_lock, expired_locks};
+use super::expiry;
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::rows::{self, LOCK_COLUMNS, metadata_text};
 use super::sessions::{self, live_by_session};
@@ -48,8 +49,8 @@ pub async fn acquire<D: Dialect>(
     if let Some(idem) = &new.idempotency_key {
         let sql = format!(
             "SELECT {LOCK_COLUMNS} FROM lock_leases \
-             WHERE key = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND expires_at > $3 \
-             AND {}",
+             WHERE key = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND {} AND {}",
+            expiry::live("lock_leases", "$3"),
             live_by_session("lock_leases", 3)
         );
         let replay = conn
@@ -101,11 +102,12 @@ pub async fn acquire<D: Dialect>(
     // reaper.
     if absent {
         let sql = format!(
-            "DELETE FROM lock_leases WHERE key = $1 AND (gone_at <= $2 \
+            "DELETE FROM lock_leases WHERE key = $1 AND ({} \
              OR (session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s \
-                 WHERE s.id = lock_leases.session_id \
-                 AND s.expires_at + lock_leases.lock_delay_ms > $2))) \
-             RETURNING {ENDED_LOCK}"
+                 WHERE s.id = lock_leases.session_id AND {}))) \
+             RETURNING {ENDED_LOCK}",
+            expiry::gone("lock_leases", "$2"),
+            expiry::outlives("s", "lock_leases.lock_delay_ms", "$2")
         );
         let gone = conn.rows(sql, args![new.key.as_str(), now]).await?;
         fx.expired_locks += gone.len() as u64;
@@ -212,8 +214,9 @@ pub async fn renew(
     let sql = format!(
         "UPDATE lock_leases SET ttl_ms = coalesce($4, ttl_ms), \
          expires_at = $3 + coalesce($4, ttl_ms) \
-         WHERE key = $1 AND token = $2 AND expires_at > $3 AND session_id IS NULL \
-         RETURNING {LOCK_COLUMNS}"
+         WHERE key = $1 AND token = $2 AND {} AND session_id IS NULL \
+         RETURNING {LOCK_COLUMNS}",
+        expiry::live("lock_leases", "$3")
     );
     if let Some(row) = conn.row(sql, args![key, token, now, ttl_ms]).await? {
         return rows::lock(&row);
@@ -239,8 +242,9 @@ pub async fn release<D: Dialect>(
     let removed = conn
         .row(
             format!(
-                "DELETE FROM lock_leases WHERE key = $1 AND token = $2 AND expires_at > $3 \
+                "DELETE FROM lock_leases WHERE key = $1 AND token = $2 AND {} \
                  AND {} RETURNING {ENDED_LOCK}",
+                expiry::live("lock_leases", "$3"),
                 live_by_session("lock_leases", 3)
             ),
             args![key, token, now],
@@ -271,8 +275,9 @@ pub async fn force_release<D: Dialect>(
     let live = conn
         .rows(
             format!(
-                "DELETE FROM lock_leases WHERE key = $1 AND expires_at > $2 AND {} \
+                "DELETE FROM lock_leases WHERE key = $1 AND {} AND {} \
                  RETURNING {ENDED_LOCK}",
+                expiry::live("lock_leases", "$2"),
                 live_by_session("lock_leases", 2)
             ),
             args![key, now],
@@ -303,10 +308,11 @@ pub async fn reap<D: Dialect>(
 ) -> StoreResult<Vec<String>> {
     let sql = format!(
         "DELETE FROM lock_leases WHERE fencing_token IN \
-         (SELECT fencing_token FROM lock_leases WHERE gone_at <= $1 \
+         (SELECT fencing_token FROM lock_leases WHERE {gone} \
           ORDER BY gone_at LIMIT $2{}) \
-         AND gone_at <= $1 RETURNING {ENDED_LOCK}",
-        D::SQL.reap_rows
+         AND {gone} RETURNING {ENDED_LOCK}",
+        D::SQL.reap_rows,
+        gone = expiry::gone("lock_leases", "$1")
     );
     let rows = conn.rows(sql, args![now, i64::from(batch)]).await?;
     let keys = rows
@@ -318,9 +324,10 @@ pub async fn reap<D: Dialect>(
     // is announced now, its row goes when the delay ends.
     let sql = format!(
         "UPDATE lock_leases SET expiry_announced = true WHERE fencing_token IN \
-         (SELECT fencing_token FROM lock_leases WHERE lock_delay_ms > 0 AND expires_at <= $1 \
+         (SELECT fencing_token FROM lock_leases WHERE lock_delay_ms > 0 AND {} \
           AND NOT expiry_announced ORDER BY expires_at LIMIT $2{}) \
          AND NOT expiry_announced RETURNING {}",
+        expiry::expired("lock_leases", "$1"),
         D::SQL.reap_rows,
         ENDED_LOCK.replace("CASE WHEN expiry_announced THEN 1 ELSE 0 END", "0 + 0")
     );
@@ -340,8 +347,9 @@ pub async fn reap<D: Dialect>(
 /// The live leases on a key, oldest grant first.
 pub async fn get(conn: &mut impl Sql, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
     let sql = format!(
-        "SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 AND expires_at > $2 \
+        "SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 AND {} \
          AND {} ORDER BY fencing_token",
+        expiry::live("lock_leases", "$2"),
         live_by_session("lock_leases", 2)
     );
     rows::locks(&conn.rows(sql, args![key, now]).await?)
@@ -374,9 +382,10 @@ pub async fn list(
     let upper = prefix_upper_bound(&query.prefix);
     let sql = format!(
         "SELECT {LOCK_COLUMNS} FROM lock_leases \
-         WHERE key >= $1 {} AND (key, fencing_token) > ($3, $4) AND expires_at > $5 \
+         WHERE key >= $1 {} AND (key, fencing_token) > ($3, $4) AND {} \
          AND {} ORDER BY key, fencing_token LIMIT $6",
         if upper.is_some() { "AND key < $2" } else { "" },
+        expiry::live("lock_leases", "$5"),
         live_by_session("lock_leases", 5)
     );
     let args = args![

@@ -18,6 +18,7 @@ mod dialect;
 mod engine;
 mod errors;
 mod events;
+mod expiry;
 mod free_blocks;
 mod lock_sets;
 mod locks;
@@ -36,6 +37,7 @@ mod subnets;
 pub use events::{EventBounds, Horizon};
 pub use lock_sets::GrantedSet;
 pub use postgres::PostgresStore;
+pub use resume::{Applied, Settled, Settling};
 pub use session_commands::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
 pub use sqlite::{Durability, SqliteStore};
 
@@ -102,12 +104,12 @@ pub enum KeyEvent {
     Missed,
 }
 
-/// Where a starting server's lease clock begins, and how many leases got a
-/// fresh TTL from there.
+/// Where a starting server's lease clock begins, and how the leases live
+/// at the last stop got a fresh TTL from there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resumed {
     pub anchor: Millis,
-    pub extended: u64,
+    pub applied: Applied,
 }
 
 /// Live leases in the store, by kind (the `leasehold_live_leases` gauge).
@@ -365,6 +367,10 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes at most `batch` lock rows past their expiry and lock delay, as a
     /// compare-and-delete that re-checks the time, and returns their keys.
     async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>>;
+    /// Writes the fresh TTL (rule 7) of at most `batch` rows still reading
+    /// it from the window a start recorded, from `at` on; the last step
+    /// closes the window.
+    async fn settle_resumed(&self, at: Settling, batch: u32) -> StoreResult<Settled>;
     /// Creates a pool, or checks that the existing one has the same definition.
     async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome>;
     /// The pool and its usage over live reservations; `PoolNotFound`.

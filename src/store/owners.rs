@@ -4,6 +4,7 @@
 //! on any replica, cannot both pass.
 
 use super::dialect::Dialect;
+use super::expiry;
 use super::sessions::live_by_session;
 use super::sql::Columns;
 use super::sql::{Sql, args, one};
@@ -14,10 +15,12 @@ use crate::domain::grant::Quota;
 /// The owner's (`$1`) live leases at `$2`, bound ones while their session lives.
 fn count_live_sql() -> String {
     format!(
-        "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND expires_at > $2 AND {}) \
+        "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND {} AND {}) \
          + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
-            AND (expires_at IS NULL OR expires_at > $2) AND {}) AS n",
+            AND (expires_at IS NULL OR {}) AND {}) AS n",
+        expiry::live("lock_leases", "$2"),
         live_by_session("lock_leases", 2),
+        expiry::live("subnet_reservations", "$2"),
         live_by_session("subnet_reservations", 2)
     )
 }

@@ -5,6 +5,7 @@
 
 use super::dialect::{Dialect, Effects};
 use super::events::{self, ENDED_RESERVATION, ended_reservation};
+use super::expiry::{self, Text};
 use super::free_blocks::{give_back, insert_free, largest_plain};
 use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
 use super::sessions::ended_by_session;
@@ -54,12 +55,17 @@ pub async fn purge_expired<D: Dialect>(
     // Two statements, each driven by its own index: expired by time, then
     // bound to an expired session (found from the sessions that expired,
     // most of the time none: never a scan of the pool's live reservations).
-    let by_time = "SELECT fencing_token FROM subnet_reservations \
-                   WHERE pool = $1 AND expires_at <= $2 LIMIT $3";
-    let by_session = "SELECT r.fencing_token FROM sessions s CROSS JOIN subnet_reservations r \
-                      WHERE r.session_id = s.id AND s.expires_at <= $2 AND r.pool = $1 LIMIT $3";
+    let by_time = format!(
+        "SELECT fencing_token FROM subnet_reservations WHERE pool = $1 AND {} LIMIT $3",
+        expiry::expired("subnet_reservations", "$2")
+    );
+    let by_session = format!(
+        "SELECT r.fencing_token FROM sessions s CROSS JOIN subnet_reservations r \
+         WHERE r.session_id = s.id AND {} AND r.pool = $1 LIMIT $3",
+        expiry::expired("s", "$2")
+    );
     let recheck = [
-        "expires_at <= $2".to_owned(),
+        expiry::expired("subnet_reservations", "$2"),
         ended_by_session("subnet_reservations", 2),
     ];
     let reasons = [Reason::Expired, Reason::SessionExpired];
@@ -102,14 +108,19 @@ async fn lock_purged<D: Dialect>(
 
 /// How many of the pool's reservations are allocated and reserved, and
 /// when the last reserved one expires.
-const COUNTS: &str = "SELECT count(*) FILTER (WHERE expires_at IS NULL) AS allocated, \
-     count(*) FILTER (WHERE expires_at IS NOT NULL) AS reserved, \
-     max(CASE WHEN session_id IS NULL THEN expires_at END) AS last_expiry \
-     FROM subnet_reservations WHERE pool = $1";
+static COUNTS: Text = Text::new(|| {
+    format!(
+        "SELECT count(*) FILTER (WHERE expires_at IS NULL) AS allocated, \
+         count(*) FILTER (WHERE expires_at IS NOT NULL) AS reserved, \
+         max(CASE WHEN session_id IS NULL THEN {} END) AS last_expiry \
+         FROM subnet_reservations WHERE pool = $1",
+        expiry::expires_at("subnet_reservations")
+    )
+});
 
 /// Counts and free space of a pool whose expired reservations are purged.
 async fn usage(conn: &mut impl Sql, pool: Pool) -> StoreResult<PoolUsage> {
-    let counts = one(conn, COUNTS, args![&pool.name]).await?;
+    let counts = one(conn, COUNTS.as_str(), args![&pool.name]).await?;
     let levels = conn
         .rows(
             "SELECT prefix_len, count(*) AS n FROM pool_free_blocks WHERE pool = $1 \
@@ -201,7 +212,7 @@ pub async fn delete<D: Dialect>(
     now: Millis,
 ) -> StoreResult<DeletePoolOutcome> {
     lock_purged::<D>(conn, fx, name, now).await?;
-    let counts = one(conn, COUNTS, args![name]).await?;
+    let counts = one(conn, COUNTS.as_str(), args![name]).await?;
     let (allocated, reserved) = (counts.int("allocated")?, counts.int("reserved")?);
     if allocated + reserved > 0 {
         return Ok(DeletePoolOutcome::InUse {

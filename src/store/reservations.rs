@@ -4,6 +4,7 @@
 
 use super::dialect::{Dialect, Effects};
 use super::events::{self, ENDED_RESERVATION, Holding, ended_reservation};
+use super::expiry;
 use super::free_blocks::give_back;
 use super::pools::{self, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of};
@@ -18,7 +19,8 @@ use crate::domain::subnet::Reservation;
 /// session or to one live at `$3`.
 fn live() -> String {
     format!(
-        "(expires_at IS NULL OR expires_at > $3) AND {}",
+        "(expires_at IS NULL OR {}) AND {}",
+        expiry::live("subnet_reservations", "$3"),
         live_by_session("subnet_reservations", 3)
     )
 }
@@ -242,7 +244,7 @@ pub async fn pools_to_reap(
     // Expired by time, then bound to an expired session: each on its index.
     let mut rows = Vec::new();
     for expired in [
-        "expires_at <= $1".to_owned(),
+        expiry::expired("subnet_reservations", "$1"),
         ended_by_session("subnet_reservations", 1),
     ] {
         let sql = format!(

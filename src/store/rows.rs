@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::expiry::{self, Text};
 use super::sql::Columns;
 use super::{StoreError, StoreResult};
 use crate::domain::cidr::{Block, Family};
@@ -14,25 +15,34 @@ use crate::domain::{Lease, LockMode};
 /// The columns `lock` decodes. A lease bound to a session shows the
 /// session's expiry and TTL (its own `expires_at` is `session::BOUND`), and
 /// one whose session is gone shows as long expired.
-pub const LOCK_COLUMNS: &str = "fencing_token, key, holder, token, mode, max_holders, \
-     acquired_at, \
-     coalesce((SELECT s.expires_at FROM sessions s WHERE s.id = lock_leases.session_id), \
-       CASE WHEN lock_leases.session_id IS NULL THEN lock_leases.expires_at ELSE 0 END) \
-       AS expires_at, \
-     coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = lock_leases.session_id), \
-       lock_leases.ttl_ms) AS ttl_ms, \
-     lock_delay_ms, metadata, idempotency_key, owner, session_id";
+pub static LOCK_COLUMNS: Text = Text::new(|| {
+    format!(
+        "fencing_token, key, holder, token, mode, max_holders, acquired_at, \
+         coalesce((SELECT {} FROM sessions s WHERE s.id = lock_leases.session_id), \
+           CASE WHEN lock_leases.session_id IS NULL THEN {} ELSE 0 END) AS expires_at, \
+         coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = lock_leases.session_id), \
+           lock_leases.ttl_ms) AS ttl_ms, \
+         lock_delay_ms, metadata, idempotency_key, owner, session_id",
+        expiry::expires_at("s"),
+        expiry::expires_at("lock_leases")
+    )
+});
 
 /// The columns `reservation` decodes; a reservation bound to a session
 /// shows the session's expiry and TTL, as a bound lock does.
-pub const RESERVATION_COLUMNS: &str = "fencing_token, pool, first_addr, prefix_len, holder, \
-     token, acquired_at, \
-     CASE WHEN subnet_reservations.session_id IS NULL THEN subnet_reservations.expires_at \
-       ELSE coalesce((SELECT s.expires_at FROM sessions s \
-         WHERE s.id = subnet_reservations.session_id), 0) END AS expires_at, \
-     coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = subnet_reservations.session_id), \
-       subnet_reservations.ttl_ms) AS ttl_ms, \
-     metadata, idempotency_key, session_id";
+pub static RESERVATION_COLUMNS: Text = Text::new(|| {
+    format!(
+        "fencing_token, pool, first_addr, prefix_len, holder, token, acquired_at, \
+         CASE WHEN subnet_reservations.session_id IS NULL THEN {} \
+           ELSE coalesce((SELECT {} FROM sessions s \
+             WHERE s.id = subnet_reservations.session_id), 0) END AS expires_at, \
+         coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = subnet_reservations.session_id), \
+           subnet_reservations.ttl_ms) AS ttl_ms, \
+         metadata, idempotency_key, session_id",
+        expiry::expires_at("subnet_reservations"),
+        expiry::expires_at("s")
+    )
+});
 
 /// The columns `pool` decodes.
 pub const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at";

@@ -9,6 +9,7 @@
 
 use super::dialect::{Dialect, Effects};
 use super::events::{self, ENDED_LOCK, ended_lock, session_event};
+use super::expiry::{self, Text};
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use super::{LeaseOwner, StoreError, StoreResult};
@@ -18,8 +19,13 @@ use crate::domain::events::{EventType, Reason};
 use crate::domain::session::{Session, SessionView};
 use crate::token::digest;
 
-const SESSION_COLUMNS: &str = "id, holder, token, owner, owner_quota, acquired_at, expires_at, \
-     ttl_ms, metadata, idempotency_key";
+static SESSION_COLUMNS: Text = Text::new(|| {
+    format!(
+        "id, holder, token, owner, owner_quota, acquired_at, {} AS expires_at, \
+         ttl_ms, metadata, idempotency_key",
+        expiry::expires_at("sessions")
+    )
+});
 
 /// The session's `token` column holds the digest `$d` of the token sent as
 /// `$p`. A row written before tokens were kept as digests holds the 32 hex
@@ -36,21 +42,30 @@ fn token_matches(held: &Session, token: &str) -> bool {
 }
 
 /// The session row of `$1`, live at `$2`.
-const LIVE_SESSION: &str = "FROM sessions WHERE id = $1 AND expires_at > $2";
+static LIVE_SESSION: Text = Text::new(|| {
+    format!(
+        "FROM sessions WHERE id = $1 AND {}",
+        expiry::live("sessions", "$2")
+    )
+});
 
 /// A row of `table` is live as far as its session goes: unbound, or bound to
 /// a session live at `$n`.
 pub fn live_by_session(table: &str, n: u8) -> String {
     format!(
         "({table}.session_id IS NULL OR EXISTS (SELECT 1 FROM sessions s \
-         WHERE s.id = {table}.session_id AND s.expires_at > ${n}))"
+         WHERE s.id = {table}.session_id AND {}))",
+        expiry::live("s", &format!("${n}"))
     )
 }
 
 /// A row of `table` bound to a session that had expired by `$n` (its rows
 /// are absent, as an expired lease's are: rule 1).
 pub fn ended_by_session(table: &str, n: u8) -> String {
-    format!("{table}.session_id IN (SELECT id FROM sessions WHERE expires_at <= ${n})")
+    format!(
+        "{table}.session_id IN (SELECT id FROM sessions WHERE {})",
+        expiry::expired("sessions", &format!("${n}"))
+    )
 }
 
 fn session(row: &impl Columns) -> StoreResult<Session> {
@@ -92,8 +107,10 @@ pub async fn open<D: Dialect>(
             conn.execute(lock, args![&name]).await?;
         }
         let same_key = "idempotency_key = $1 AND coalesce(owner, '') = coalesce($2, '')";
-        let sql =
-            format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE {same_key} AND expires_at > $3");
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE {same_key} AND {}",
+            expiry::live("sessions", "$3")
+        );
         let owner = new.owner.as_ref().map(|o| o.name.as_str());
         if let Some(row) = conn.row(sql, args![idem, owner, now]).await? {
             let held = session(&row)?;
@@ -106,7 +123,8 @@ pub async fn open<D: Dialect>(
         }
         // An expired session keeps its row until reaped, not its key.
         let sql = format!(
-            "UPDATE sessions SET idempotency_key = NULL WHERE {same_key} AND expires_at <= $3"
+            "UPDATE sessions SET idempotency_key = NULL WHERE {same_key} AND {}",
+            expiry::expired("sessions", "$3")
         );
         conn.execute(sql, args![idem, owner, now]).await?;
     }
@@ -191,8 +209,9 @@ pub async fn renew(
 ) -> StoreResult<Session> {
     let sql = format!(
         "UPDATE sessions SET ttl_ms = coalesce($4, ttl_ms), expires_at = $2 + coalesce($4, ttl_ms) \
-         WHERE id = $1 AND expires_at > $2 AND {} \
+         WHERE id = $1 AND {} AND {} \
          AND ($5 IS NULL OR coalesce(owner, '') = $5) RETURNING {SESSION_COLUMNS}",
+        expiry::live("sessions", "$2"),
         token_is(6, 3)
     );
     let sent = digest(token);
@@ -350,8 +369,9 @@ pub async fn reap<D: Dialect>(
     let sql = format!(
         "DELETE FROM lock_leases WHERE fencing_token IN \
          (SELECT fencing_token FROM lock_leases WHERE session_id IN \
-          (SELECT id FROM sessions WHERE expires_at <= $1) LIMIT $2{}) \
+          (SELECT id FROM sessions WHERE {}) LIMIT $2{}) \
          RETURNING {ENDED_LOCK}",
+        expiry::expired("sessions", "$1"),
         D::SQL.reap_rows
     );
     let rows = conn.rows(sql, args![now, batch]).await?;
@@ -367,12 +387,13 @@ pub async fn reap<D: Dialect>(
     if left > 0 {
         let sql = format!(
             "DELETE FROM sessions WHERE id IN \
-             (SELECT id FROM sessions WHERE expires_at <= $1 \
+             (SELECT id FROM sessions WHERE {expired} \
               AND NOT EXISTS (SELECT 1 FROM lock_leases l WHERE l.session_id = sessions.id) \
               AND NOT EXISTS (SELECT 1 FROM subnet_reservations r \
                               WHERE r.session_id = sessions.id) \
-              ORDER BY expires_at LIMIT $2{}) AND expires_at <= $1 RETURNING id, holder, owner",
-            D::SQL.reap_rows
+              ORDER BY expires_at LIMIT $2{}) AND {expired} RETURNING id, holder, owner",
+            D::SQL.reap_rows,
+            expired = expiry::expired("sessions", "$1")
         );
         let ended = conn.rows(sql, args![now, left]).await?;
         for row in &ended {
@@ -394,6 +415,12 @@ pub async fn reap<D: Dialect>(
 }
 
 /// Live sessions, and live leases bound to them, at `$1`.
-pub const COUNT_LIVE: &str = "(SELECT count(*) FROM sessions WHERE expires_at > $1) AS sessions, \
-     (SELECT count(*) FROM lock_leases l JOIN sessions s ON s.id = l.session_id \
-      WHERE s.expires_at > $1) AS bound";
+pub static COUNT_LIVE: Text = Text::new(|| {
+    format!(
+        "(SELECT count(*) FROM sessions WHERE {}) AS sessions, \
+         (SELECT count(*) FROM lock_leases l JOIN sessions s ON s.id = l.session_id \
+          WHERE {}) AS bound",
+        expiry::live("sessions", "$1"),
+        expiry::live("s", "$1")
+    )
+});

@@ -6,6 +6,7 @@
 
 use super::dialect::{Dialect, Effects};
 use super::events::{self, Holding};
+use super::expiry;
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{lock, purge_expired};
@@ -56,8 +57,11 @@ async fn conflicts(
 async fn earliest_expiry(conn: &mut impl Sql, pool: &str) -> StoreResult<Option<Millis>> {
     one(
         conn,
-        "SELECT min(expires_at) AS at FROM subnet_reservations \
-         WHERE pool = $1 AND expires_at IS NOT NULL",
+        format!(
+            "SELECT min({}) AS at FROM subnet_reservations \
+             WHERE pool = $1 AND expires_at IS NOT NULL",
+            expiry::expires_at("subnet_reservations")
+        ),
         args![pool],
     )
     .await?
@@ -77,8 +81,9 @@ async fn replay(
     };
     let sql = format!(
         "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations WHERE pool = $1 \
-         AND idempotency_key = $2 AND {SAME_OWNER} AND (expires_at IS NULL OR expires_at > $3) \
+         AND idempotency_key = $2 AND {SAME_OWNER} AND (expires_at IS NULL OR {}) \
          AND {}",
+        expiry::live("subnet_reservations", "$3"),
         live_by_session("subnet_reservations", 3)
     );
     let row = conn

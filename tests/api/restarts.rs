@@ -248,4 +248,253 @@ crate::harness::tests! {
     start_up_failures_are_one_line_and_exit_non_zero,
     sigterm_lets_in_flight_requests_finish_and_closes_cleanly,
     a_server_that_cannot_listen_changes_no_lease,
+    leases_live_at_the_stop_are_live_to_every_request_before_their_rows_are_rewritten,
+    the_reaper_writes_the_fresh_ttls_and_a_crash_before_it_loses_none,
+}
+
+/// What the start recorded for the leases live at the last stop to read
+/// their fresh TTL from: `none` once every row has it written.
+async fn resume_window(db: &std::path::Path) -> String {
+    crate::backend::texts(
+        db,
+        "SELECT coalesce(CAST(resumed_anchor AS TEXT), 'none') FROM server_state",
+    )
+    .await
+    .remove(0)
+}
+
+async fn post(client: &reqwest::Client, url: String, body: Value) -> reqwest::Response {
+    client.post(url).json(&body).send().await.unwrap()
+}
+
+async fn status_of(client: &reqwest::Client, url: String) -> StatusCode {
+    client.get(url).send().await.unwrap().status()
+}
+
+async fn leases_live_at_the_stop_are_live_to_every_request_before_their_rows_are_rewritten() {
+    let dir = TempDir::new().unwrap();
+    let db = crate::backend::database(dir.path()).await;
+    let client = reqwest::Client::new();
+    let server = ServerProcess::start(&db, &[]);
+    let a = server.address.clone();
+    let kept = acquire(&client, &server, "kept", 1_500).await;
+    let renewed = acquire(&client, &server, "renewed", 1_500).await;
+    acquire(&client, &server, "lapsed", 100).await;
+    let delayed = post(
+        &client,
+        format!("{a}/v1/locks/delayed/acquire"),
+        json!({"holder": "h", "ttl_ms": 1_500, "lock_delay_ms": 1_500}),
+    )
+    .await;
+    assert_eq!(delayed.status(), StatusCode::CREATED);
+    let session: Value = post(
+        &client,
+        format!("{a}/v1/sessions"),
+        json!({"holder": "h", "ttl_ms": 1_500}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let bound = post(
+        &client,
+        format!("{a}/v1/locks/bound/acquire"),
+        json!({"holder": "h", "session": {"id": session["id"], "token": session["token"]}}),
+    )
+    .await;
+    assert_eq!(bound.status(), StatusCode::CREATED);
+    let put = client
+        .put(format!("{a}/v1/pools/p"))
+        .json(&json!({"cidr": "10.0.0.0/16"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), StatusCode::CREATED);
+    let reserved: Value = post(
+        &client,
+        format!("{a}/v1/pools/p/reservations"),
+        json!({"holder": "h", "prefix_len": 24, "ttl_ms": 1_500}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.terminate();
+    // Down for longer than every TTL.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // The reaper's first pass, which writes the fresh TTLs into the rows,
+    // comes an hour after the start: every answer below reads them from
+    // what the start recorded.
+    let restarted = std::time::Instant::now();
+    let server = ServerProcess::start(&db, &["--reaper-interval", "1h"]);
+    wait_until_ready(&client, &server.address).await;
+    let a = server.address.clone();
+    assert_ne!(
+        resume_window(&db).await,
+        "none",
+        "the rows are not rewritten"
+    );
+    let shown = inspect(&client, &server, "kept").await;
+    let left = shown["expires_in_ms"].as_i64().unwrap();
+    let since_start = restarted.elapsed().as_millis() as i64;
+    assert!(
+        left >= 1_500 - since_start - 50 && left <= 1_500,
+        "a fresh TTL from the start {since_start} ms ago: {shown}"
+    );
+    assert_eq!(shown["fencing_token"], kept["fencing_token"]);
+    let listed: Value = client
+        .get(format!("{a}/v1/locks"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let keys: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["bound", "delayed", "kept", "renewed"], "{listed}");
+    let taken = post(
+        &client,
+        format!("{a}/v1/locks/kept/acquire"),
+        json!({"holder": "other", "ttl_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(taken.status(), StatusCode::CONFLICT, "still held");
+    let free = post(
+        &client,
+        format!("{a}/v1/locks/lapsed/acquire"),
+        json!({"holder": "other", "ttl_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(
+        free.status(),
+        StatusCode::CREATED,
+        "expired before the stop"
+    );
+    let renew = post(
+        &client,
+        format!("{a}/v1/locks/renewed/renew"),
+        json!({"token": renewed["token"], "ttl_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(renew.status(), StatusCode::OK);
+    let id = session["id"].as_str().unwrap();
+    let shown: Value = client
+        .get(format!("{a}/v1/sessions/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["locks"], 1, "{shown}");
+    assert_eq!(
+        status_of(&client, format!("{a}/v1/locks/bound")).await,
+        StatusCode::OK
+    );
+    let rid = reserved["id"].as_str().unwrap();
+    let url = format!("{a}/v1/pools/p/reservations/{rid}");
+    assert_eq!(status_of(&client, url.clone()).await, StatusCode::OK);
+    let pool: Value = client
+        .get(format!("{a}/v1/pools/p"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(pool["reserved_count"], 1, "{pool}");
+
+    // Past the fresh TTL they end, each by its own rule, still read from
+    // what the start recorded.
+    tokio::time::sleep(Duration::from_millis(1_700).saturating_sub(restarted.elapsed())).await;
+    assert_ne!(resume_window(&db).await, "none");
+    let status = status_of(&client, format!("{a}/v1/locks/kept")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let retaken = post(
+        &client,
+        format!("{a}/v1/locks/kept/acquire"),
+        json!({"holder": "other", "ttl_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(retaken.status(), StatusCode::CREATED);
+    assert_eq!(
+        status_of(&client, format!("{a}/v1/locks/renewed")).await,
+        StatusCode::OK
+    );
+    let blocked = post(
+        &client,
+        format!("{a}/v1/locks/delayed/acquire"),
+        json!({"holder": "other", "ttl_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(
+        blocked.status(),
+        StatusCode::CONFLICT,
+        "the lock delay runs from the fresh expiry"
+    );
+    let status = status_of(&client, format!("{a}/v1/sessions/{id}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let bound = post(
+        &client,
+        format!("{a}/v1/locks/bound/acquire"),
+        json!({"holder": "other", "ttl_ms": 60_000}),
+    )
+    .await;
+    assert_eq!(bound.status(), StatusCode::CREATED, "its session ended");
+    assert_eq!(status_of(&client, url).await, StatusCode::NOT_FOUND);
+}
+
+async fn the_reaper_writes_the_fresh_ttls_and_a_crash_before_it_loses_none() {
+    let dir = TempDir::new().unwrap();
+    let db = crate::backend::database(dir.path()).await;
+    let client = reqwest::Client::new();
+    let server = ServerProcess::start(&db, &[]);
+    acquire(&client, &server, "mine", 4_000).await;
+    server.terminate();
+    crate::backend::seed_live_locks(&db, 5_000).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // Killed before its reaper ran: the next start finds the rows unwritten.
+    let server = ServerProcess::start(&db, &["--reaper-interval", "1h"]);
+    wait_until_ready(&client, &server.address).await;
+    assert_ne!(resume_window(&db).await, "none");
+    server.kill();
+    // Long enough that replicas sharing a database count it as stopped
+    // (they give a killed replica a few seconds to come back).
+    tokio::time::sleep(Duration::from_secs(6)).await;
+
+    let restarted = std::time::Instant::now();
+    let server = ServerProcess::start(&db, &["--reaper-interval", "100ms"]);
+    wait_until_ready(&client, &server.address).await;
+    let shown = inspect(&client, &server, "mine").await;
+    let since_start = restarted.elapsed().as_millis() as i64;
+    let left = shown["expires_in_ms"].as_i64().unwrap();
+    assert!(
+        left >= 4_000 - since_start - 50 && left <= 4_000,
+        "a fresh TTL from this start, {since_start} ms ago: {shown}"
+    );
+    // The reaper writes every fresh TTL, then nothing is read from the
+    // start's record any more; what each lease shows does not change.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while resume_window(&db).await != "none" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rows are rewritten"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = inspect(&client, &server, "mine").await;
+    assert_eq!(
+        after["expires_at"], shown["expires_at"],
+        "{shown} then {after}"
+    );
+    let live = crate::backend::count_rows(&db, "lock_leases").await;
+    assert_eq!(live, 5_001);
 }

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use super::PostgresStore;
 use crate::domain::Millis;
 use crate::store::resume::resume;
-use crate::store::{Resumed, StoreResult};
+use crate::store::{Applied, Resumed, StoreResult};
 
 /// A replica that has not recorded itself alive for this long (on the
 /// database's clock) is not running; it records itself at every reaper tick.
@@ -93,8 +93,8 @@ impl PostgresStore {
         )
         .fetch_optional(&mut *tx)
         .await?;
-        let (anchor, extended) = match running {
-            Some(offset) => (db_now - offset, 0),
+        let (anchor, applied) = match running {
+            Some(offset) => (db_now - offset, Applied::Nothing),
             None => (db_now, resume(&mut *tx, db_now).await?),
         };
         // Joins the running replicas, with the offset the refresh's own
@@ -110,7 +110,7 @@ impl PostgresStore {
         .execute(&mut *tx)
         .await?;
         self.commit(tx).await?;
-        Ok(Resumed { anchor, extended })
+        Ok(Resumed { anchor, applied })
     }
 
     /// A replica stopping gracefully says so, so that the next one to start

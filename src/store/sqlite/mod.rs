@@ -214,13 +214,13 @@ impl Dialect for SqliteStore {
     }
 
     async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed> {
-        let extended = self
+        let applied = self
             .writer
             .write(move |conn| Box::pin(resume(conn, proposed)))
             .await?;
         Ok(Resumed {
             anchor: proposed,
-            extended,
+            applied,
         })
     }
 
