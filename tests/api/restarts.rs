@@ -267,6 +267,18 @@ async fn post(client: &reqwest::Client, url: String, body: Value) -> reqwest::Re
     client.post(url).json(&body).send().await.unwrap()
 }
 
+async fn get_json(client: &reqwest::Client, url: String) -> Value {
+    client.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// Another holder's acquire of `key`, without waiting.
+async fn take(client: &reqwest::Client, address: &str, key: &str) -> StatusCode {
+    let body = json!({"holder": "other", "ttl_ms": 60_000});
+    post(client, format!("{address}/v1/locks/{key}/acquire"), body)
+        .await
+        .status()
+}
+
 async fn status_of(client: &reqwest::Client, url: String) -> StatusCode {
     client.get(url).send().await.unwrap().status()
 }
@@ -344,14 +356,7 @@ async fn leases_live_at_the_stop_are_live_to_every_request_before_their_rows_are
         "a fresh TTL from the start {since_start} ms ago: {shown}"
     );
     assert_eq!(shown["fencing_token"], kept["fencing_token"]);
-    let listed: Value = client
-        .get(format!("{a}/v1/locks"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = get_json(&client, format!("{a}/v1/locks")).await;
     let keys: Vec<&str> = listed["items"]
         .as_array()
         .unwrap()
@@ -359,24 +364,10 @@ async fn leases_live_at_the_stop_are_live_to_every_request_before_their_rows_are
         .map(|l| l["key"].as_str().unwrap())
         .collect();
     assert_eq!(keys, ["bound", "delayed", "kept", "renewed"], "{listed}");
-    let taken = post(
-        &client,
-        format!("{a}/v1/locks/kept/acquire"),
-        json!({"holder": "other", "ttl_ms": 60_000}),
-    )
-    .await;
-    assert_eq!(taken.status(), StatusCode::CONFLICT, "still held");
-    let free = post(
-        &client,
-        format!("{a}/v1/locks/lapsed/acquire"),
-        json!({"holder": "other", "ttl_ms": 60_000}),
-    )
-    .await;
-    assert_eq!(
-        free.status(),
-        StatusCode::CREATED,
-        "expired before the stop"
-    );
+    let taken = take(&client, &a, "kept").await;
+    assert_eq!(taken, StatusCode::CONFLICT, "still held");
+    let free = take(&client, &a, "lapsed").await;
+    assert_eq!(free, StatusCode::CREATED, "expired before the stop");
     let renew = post(
         &client,
         format!("{a}/v1/locks/renewed/renew"),
@@ -385,14 +376,7 @@ async fn leases_live_at_the_stop_are_live_to_every_request_before_their_rows_are
     .await;
     assert_eq!(renew.status(), StatusCode::OK);
     let id = session["id"].as_str().unwrap();
-    let shown: Value = client
-        .get(format!("{a}/v1/sessions/{id}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown: Value = get_json(&client, format!("{a}/v1/sessions/{id}")).await;
     assert_eq!(shown["locks"], 1, "{shown}");
     assert_eq!(
         status_of(&client, format!("{a}/v1/locks/bound")).await,
@@ -401,14 +385,7 @@ async fn leases_live_at_the_stop_are_live_to_every_request_before_their_rows_are
     let rid = reserved["id"].as_str().unwrap();
     let url = format!("{a}/v1/pools/p/reservations/{rid}");
     assert_eq!(status_of(&client, url.clone()).await, StatusCode::OK);
-    let pool: Value = client
-        .get(format!("{a}/v1/pools/p"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let pool: Value = get_json(&client, format!("{a}/v1/pools/p")).await;
     assert_eq!(pool["reserved_count"], 1, "{pool}");
 
     // Past the fresh TTL they end, each by its own rule, still read from
@@ -417,37 +394,22 @@ async fn leases_live_at_the_stop_are_live_to_every_request_before_their_rows_are
     assert_ne!(resume_window(&db).await, "none");
     let status = status_of(&client, format!("{a}/v1/locks/kept")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let retaken = post(
-        &client,
-        format!("{a}/v1/locks/kept/acquire"),
-        json!({"holder": "other", "ttl_ms": 60_000}),
-    )
-    .await;
-    assert_eq!(retaken.status(), StatusCode::CREATED);
+    let retaken = take(&client, &a, "kept").await;
+    assert_eq!(retaken, StatusCode::CREATED);
     assert_eq!(
         status_of(&client, format!("{a}/v1/locks/renewed")).await,
         StatusCode::OK
     );
-    let blocked = post(
-        &client,
-        format!("{a}/v1/locks/delayed/acquire"),
-        json!({"holder": "other", "ttl_ms": 60_000}),
-    )
-    .await;
+    let blocked = take(&client, &a, "delayed").await;
     assert_eq!(
-        blocked.status(),
+        blocked,
         StatusCode::CONFLICT,
         "the lock delay runs from the fresh expiry"
     );
     let status = status_of(&client, format!("{a}/v1/sessions/{id}")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let bound = post(
-        &client,
-        format!("{a}/v1/locks/bound/acquire"),
-        json!({"holder": "other", "ttl_ms": 60_000}),
-    )
-    .await;
-    assert_eq!(bound.status(), StatusCode::CREATED, "its session ended");
+    let bound = take(&client, &a, "bound").await;
+    assert_eq!(bound, StatusCode::CREATED, "its session ended");
     assert_eq!(status_of(&client, url).await, StatusCode::NOT_FOUND);
 }
 
