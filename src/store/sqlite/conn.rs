@@ -15,6 +15,7 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::{OpenFlags, ToSql};
 
 use super::Durability;
+use super::checkpointer::WRITER_CHECKPOINT_PAGES;
 use crate::store::sql::{Arg, Columns, Sql, Text};
 use crate::store::{StoreError, StoreResult};
 
@@ -32,6 +33,13 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITER_CACHE_KIB: u32 = 64 * 1024;
 const READER_CACHE_KIB: u32 = 16 * 1024;
 
+fn synchronous(durability: Durability) -> &'static str {
+    match durability {
+        Durability::Full => "FULL",
+        Durability::Normal => "NORMAL",
+    }
+}
+
 /// A connection to the database file, writing or only reading.
 pub struct Conn {
     db: rusqlite::Connection,
@@ -42,15 +50,32 @@ impl Conn {
     pub fn open_writer(path: &Path, durability: Durability) -> StoreResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Self::open(path, flags)?;
-        let synchronous = match durability {
-            Durability::Full => "FULL",
-            Durability::Normal => "NORMAL",
-        };
+        let synchronous = synchronous(durability);
+        // The checkpoints run on a thread of their own; the writer's own
+        // threshold is the backstop should they fall behind.
         conn.batch(&format!(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; \
-             PRAGMA foreign_keys = ON; PRAGMA cache_size = -{WRITER_CACHE_KIB}"
+             PRAGMA foreign_keys = ON; PRAGMA cache_size = -{WRITER_CACHE_KIB}; \
+             PRAGMA wal_autocheckpoint = {WRITER_CHECKPOINT_PAGES}"
         ))?;
         Ok(conn)
+    }
+
+    /// A connection that only checkpoints the log, syncing the file as the
+    /// writer's durability asks.
+    pub fn open_checkpointer(path: &Path, durability: Durability) -> StoreResult<Self> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Self::open(path, flags)?;
+        conn.batch(&format!("PRAGMA synchronous = {}", synchronous(durability)))?;
+        Ok(conn)
+    }
+
+    /// Copies what the log holds, and no reader still needs, into the file;
+    /// never waits for the writer nor for a reader.
+    pub fn checkpoint(&self) -> StoreResult<()> {
+        self.db
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+            .map_err(classify)
     }
 
     /// A connection that only reads (the WAL lets it read beside the writer).

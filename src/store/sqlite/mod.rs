@@ -19,6 +19,7 @@ use crate::domain::Millis;
 use crate::domain::events::Event;
 use crate::telemetry::StoreStats;
 
+mod checkpointer;
 mod conn;
 mod errors;
 pub(super) use errors::classify;

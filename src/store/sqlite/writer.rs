@@ -14,7 +14,8 @@
 //! before the batch's `COMMIT` has returned, so every answer still follows a
 //! durable commit. The events a committed batch recorded are handed to the
 //! change log's reader (`Committed`) in revision order before anyone is
-//! answered.
+//! answered. Checkpoints run beside it (`checkpointer.rs`), not in its
+//! commits.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +26,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::Durability;
+use super::checkpointer::Checkpointer;
 use super::conn::Conn;
 use crate::domain::events::Event;
 use crate::store::dialect::Effects;
@@ -153,11 +155,16 @@ impl Writer {
         let (stopped_tx, stopped) = oneshot::channel();
         let committed = Arc::new(Committed::default());
         let thread_committed = committed.clone();
-        let open = move || Conn::open_writer(&path, durability);
         let started = std::thread::Builder::new()
             .name("leasehold-writer".into())
             .spawn(move || {
-                run(open, queue, &stats, &thread_committed);
+                let checkpoints = Checkpointer::start(path.clone(), durability);
+                let open = || Conn::open_writer(&path, durability);
+                let conn = run(open, queue, &stats, &thread_committed, &checkpoints);
+                // The writer's connection closes last, and so checkpoints
+                // what is left in the log.
+                drop(checkpoints);
+                drop(conn);
                 let _ = stopped_tx.send(());
             });
         if let Err(e) = started {
@@ -250,13 +257,14 @@ impl Writer {
 
 /// The writer thread: takes every job already queued (up to `MAX_BATCH`),
 /// runs them in one transaction, commits once, answers them all; and again,
-/// until told to stop.
+/// until told to stop; answers its connection, if open.
 fn run(
     open: impl Fn() -> StoreResult<Conn>,
     mut queue: mpsc::Receiver<Message>,
     stats: &StoreStats,
     committed: &Committed,
-) {
+    checkpoints: &Checkpointer,
+) -> Option<Conn> {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     let mut conn: Option<Conn> = None;
     let mut stopping = false;
@@ -302,6 +310,7 @@ fn run(
             _ => {}
         }
         if let Ok((elapsed, _)) = &commit {
+            checkpoints.note_commit();
             stats.observe_commit(*elapsed, batch.len());
             committed.push(batch.iter_mut().flat_map(|job| job.recorded()).collect());
         } else if let Some(c) = conn.take() {
@@ -315,6 +324,7 @@ fn run(
             job.finish(commit.clone());
         }
     }
+    conn
 }
 
 /// Runs a batch in one transaction; answers how long its `COMMIT` took, and

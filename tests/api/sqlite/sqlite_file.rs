@@ -1,9 +1,11 @@
 //! What only the SQLite file can show: a grant is in the file before it is
-//! answered, and the file's own trigger refuses overlapping rows.
+//! answered, its pages reach the database file itself while the server runs
+//! (checkpoints do not wait for the log to fill), and the file's own trigger
+//! refuses overlapping rows.
 
 use serde_json::json;
-use sqlx::Row;
 use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{ConnectOptions, Connection, Row};
 
 use crate::helpers::spawn_app;
 use crate::subnets::{must_pool, must_reserve};
@@ -31,6 +33,40 @@ async fn a_grant_is_on_disk_before_it_is_acknowledged() {
         .get(0);
     assert!(sync >= 0);
     pool.close().await;
+}
+
+/// Whether the database file alone, without its log, holds a lease on `key`.
+async fn in_the_file_itself(db: &std::path::Path, key: &str) -> bool {
+    // Immutable: SQLite reads the main file and never looks at the log.
+    let options = SqliteConnectOptions::new()
+        .filename(db)
+        .read_only(true)
+        .immutable(true);
+    let Ok(mut conn) = options.connect().await else {
+        return false;
+    };
+    let found = sqlx::query("SELECT 1 FROM lock_leases WHERE key = ?")
+        .bind(key)
+        .fetch_optional(&mut conn)
+        .await;
+    let _ = conn.close().await;
+    // A page being copied in as it is read is no answer yet.
+    matches!(found, Ok(Some(_)))
+}
+
+async fn a_grant_reaches_the_database_file_while_the_log_is_short() {
+    let app = spawn_app().await;
+    app.must_acquire("checkpointed", "h", 60_000).await;
+    // A handful of pages in the log, far from any size threshold: only a
+    // checkpoint taken beside the writer copies them into the file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !in_the_file_itself(&app.db, "checkpointed").await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the grant is still only in the log"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 async fn the_database_itself_refuses_an_overlapping_reservation() {
@@ -74,5 +110,6 @@ async fn the_database_itself_refuses_an_overlapping_reservation() {
 
 crate::harness::tests! {
     a_grant_is_on_disk_before_it_is_acknowledged,
+    a_grant_reaches_the_database_file_while_the_log_is_short,
     the_database_itself_refuses_an_overlapping_reservation,
 }
