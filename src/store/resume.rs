@@ -218,7 +218,8 @@ async fn settle_all(conn: &mut impl Sql) -> StoreResult<u64> {
 /// How a start applied rule 7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
-    /// The service was not known to have run: nothing to resume.
+    /// Nothing to resume: the service never ran on this database, or (on
+    /// PostgreSQL) another replica is running, so the service was not down.
     Nothing,
     /// The leases live at the stop read a fresh TTL from the start; the
     /// reaper writes it into their rows.
