@@ -19,12 +19,11 @@ use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
-use tokio::signal::unix::{SignalKind, signal};
 
 use super::follow::Follower;
 use super::hold::{self, Wait};
 use super::keepalive::Budget;
-use super::run::{self, FIRST_RETRY, LAST_RETRY, io_error, transient};
+use super::run::{self, FIRST_RETRY, LAST_RETRY, transient};
 use super::{CliError, ClientArgs, default_holder, examples, exit};
 use crate::client::{Client, EventJson, EventQuery};
 use crate::config::parse_duration;
@@ -70,15 +69,15 @@ pub async fn execute(cmd: ElectCommand) -> Result<u8, CliError> {
     let budget = Budget::new(cmd.ttl, cmd.kill_after).map_err(|e| CliError::new(exit::USAGE, e))?;
     let holder = cmd.holder.clone().unwrap_or_else(default_holder);
     let lock_delay = budget.lock_delay();
-    // Installed once: while campaigning, an interrupt ends the campaign.
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
-    let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
+    // Installed once: while campaigning, an interrupt ends the campaign;
+    // while leading, it goes to the command, even one that arrives before
+    // the command has started.
+    let mut signals = run::Signals::new()?;
     let mut wait = Wait::Forever { answered: false };
     loop {
         let (lease, sent) = tokio::select! {
             granted = hold::acquire(&client, &cmd.name, &holder, budget, lock_delay, wait) => granted?,
-            _ = interrupt.recv() => return Ok(128 + 2),
-            _ = terminate.recv() => return Ok(128 + 15),
+            sig = signals.recv() => return Ok(128 + sig as u8),
         };
         eprintln!(
             "leasehold: leading {} as {} (fencing token {})",
@@ -86,7 +85,7 @@ pub async fn execute(cmd: ElectCommand) -> Result<u8, CliError> {
         );
         wait = Wait::Forever { answered: true };
         let term = match hold::keep(&client, &cmd.name, &holder, budget, &lease, sent).await {
-            Ok(holding) => run::run(&client, holding, &cmd.command, budget).await,
+            Ok(holding) => run::run(&client, holding, &cmd.command, budget, &mut signals).await,
             Err(e) => Err(e),
         };
         match term {

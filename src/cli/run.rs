@@ -85,7 +85,32 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
             .collect();
         hold::set(client, keys, &holder, budget, wait).await?
     };
-    run(client, holding, &args.command, budget).await
+    run(client, holding, &args.command, budget, &mut Signals::new()?).await
+}
+
+/// SIGINT and SIGTERM, taken from their default action once for the whole
+/// process: one that arrives while nothing listens (between a grant and the
+/// command's start) is kept for the next `recv`.
+pub struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub fn new() -> Result<Self, CliError> {
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt()).map_err(io_error)?,
+            terminate: signal(SignalKind::terminate()).map_err(io_error)?,
+        })
+    }
+
+    /// The next SIGINT or SIGTERM.
+    pub async fn recv(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.interrupt.recv() => Signal::SIGINT,
+            _ = self.terminate.recv() => Signal::SIGTERM,
+        }
+    }
 }
 
 /// Runs `command` with what `holding` holds in its environment, while its
@@ -97,10 +122,9 @@ pub async fn run(
     mut holding: Holding,
     command: &[String],
     budget: Budget,
+    signals: &mut Signals,
 ) -> Result<u8, CliError> {
     // From here on, SIGINT and SIGTERM are for the command, not for us.
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error)?;
-    let mut terminate = signal(SignalKind::terminate()).map_err(io_error)?;
     let mut child = match Command::new(&command[0])
         .args(&command[1..])
         .envs(holding.env.iter().map(|(name, value)| (name, value)))
@@ -126,8 +150,7 @@ pub async fn run(
     let outcome = loop {
         tokio::select! {
             status = child.wait() => break Ok(status.map_err(io_error)?),
-            _ = interrupt.recv() => signal_group(pgid, Signal::SIGINT),
-            _ = terminate.recv() => signal_group(pgid, Signal::SIGTERM),
+            sig = signals.recv() => signal_group(pgid, sig),
             Ok(()) = holding.lost.changed() => {
                 let Some(why) = holding.lost.borrow().clone() else { continue };
                 let kill_at = Instant::now() + budget.kill_after();

@@ -53,6 +53,21 @@ fn starts(lines: &[String]) -> Vec<&String> {
 
 #[tokio::test]
 async fn two_campaigners_lead_in_turn_and_an_observer_prints_each_leader() {
+    lead_in_turn("a", "b").await;
+}
+
+/// The first leader loses its lease, the other leads; the new leader is
+/// stopped while the first waits, which then leads and is stopped at once,
+/// before or as its command starts: it must still stop.
+#[tokio::test]
+async fn a_campaigner_stopped_as_it_becomes_leader_still_stops() {
+    lead_in_turn("b", "a").await;
+}
+
+/// Two campaigners, `leader` first (the other campaigns once it leads); the
+/// leader's lease is force-released, the other leads; then `a` and `b` are
+/// stopped in that order.
+async fn lead_in_turn(leader: &str, other: &str) {
     let server = spawn_app().await;
     let log = server.path("leaders.log");
     let mut observer = server
@@ -73,15 +88,17 @@ async fn two_campaigners_lead_in_turn_and_an_observer_prints_each_leader() {
     };
     assert_eq!(next_leader().await, Value::Null, "no leader at first");
 
-    // `a` leads first; `b` campaigns once it does, so the order below is
-    // the same on a busy machine.
-    let a = campaign(&server, "a", &log);
-    let first = wait_for_lines(&log, 1).await[0].clone();
-    let b = campaign(&server, "b", &log);
-    let leader = first.trim_start_matches("start ").to_owned();
-    assert_eq!(leader, "a");
-    let other = "b";
-    assert_eq!(next_leader().await, leader.as_str());
+    // The other campaigns once the leader leads, so the order below is the
+    // same on a busy machine.
+    let first = campaign(&server, leader, &log);
+    assert_eq!(wait_for_lines(&log, 1).await, [format!("start {leader}")]);
+    let second = campaign(&server, other, &log);
+    let (a, b) = if leader == "a" {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    assert_eq!(next_leader().await, leader);
     // Both campaign; one command runs.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let lines = wait_for_lines(&log, 1).await;
