@@ -9,9 +9,13 @@
 use super::dialect::{Dialect, Effects};
 use super::events::{self, ENDED_LOCK, Holding, ended_lock, expired_locks};
 use super::expiry;
-use super::owners::{SAME_OWNER, owner_name, quota};
-use super::rows::{self, LOCK_COLUMNS, metadata_text};
-use super::sessions::{self, live_by_session};
+use super::lock_texts::{
+    BOUND_LEASE, DELETE_ABSENT, DELETE_ALL, DELETE_LIVE, KEY_ROWS, LIST, LIST_BELOW, LIVE_LEASES,
+    RELEASE, RENEW, REPLAY,
+};
+use super::owners::{owner_name, quota};
+use super::rows::{self, metadata_text};
+use super::sessions;
 use super::sql::{Columns, Sql, args};
 use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
@@ -47,15 +51,9 @@ pub async fn acquire<D: Dialect>(
         new.owner = sessions::owner_of(s);
     }
     if let Some(idem) = &new.idempotency_key {
-        let sql = format!(
-            "SELECT {LOCK_COLUMNS} FROM lock_leases \
-             WHERE key = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND {} AND {}",
-            expiry::live("lock_leases", "$3"),
-            live_by_session("lock_leases", 3)
-        );
         let replay = conn
             .row(
-                sql,
+                REPLAY.as_str(),
                 args![new.key.as_str(), idem.as_str(), now, owner_name(&new.owner)],
             )
             .await?;
@@ -86,9 +84,11 @@ pub async fn acquire<D: Dialect>(
             session,
         )));
     }
-    let sql =
-        format!("SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 ORDER BY fencing_token");
-    let mut rows = rows::locks(&conn.rows(sql, args![new.key.as_str()]).await?)?;
+    let mut rows = rows::locks(
+        &conn
+            .rows(KEY_ROWS.as_str(), args![new.key.as_str()])
+            .await?,
+    )?;
     let absent = rows.iter().any(|r| r.gone_at() <= now);
     rows.retain(|r| r.gone_at() > now);
     let claim = Claim {
@@ -101,15 +101,9 @@ pub async fn acquire<D: Dialect>(
     // its session's): remove them here, so correctness never waits for the
     // reaper.
     if absent {
-        let sql = format!(
-            "DELETE FROM lock_leases WHERE key = $1 AND ({} \
-             OR (session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s \
-                 WHERE s.id = lock_leases.session_id AND {}))) \
-             RETURNING {ENDED_LOCK}",
-            expiry::gone("lock_leases", "$2"),
-            expiry::outlives("s", "lock_leases.lock_delay_ms", "$2")
-        );
-        let gone = conn.rows(sql, args![new.key.as_str(), now]).await?;
+        let gone = conn
+            .rows(DELETE_ABSENT.as_str(), args![new.key.as_str(), now])
+            .await?;
         fx.expired_locks += gone.len() as u64;
         events::record_all::<D>(conn, fx, &expired_locks(&gone, now)?).await?;
     }
@@ -211,24 +205,17 @@ pub async fn renew(
     ttl_ms: Option<Millis>,
     now: Millis,
 ) -> StoreResult<LockLease> {
-    let sql = format!(
-        "UPDATE lock_leases SET ttl_ms = coalesce($4, ttl_ms), \
-         expires_at = $3 + coalesce($4, ttl_ms) \
-         WHERE key = $1 AND token = $2 AND {} AND session_id IS NULL \
-         RETURNING {LOCK_COLUMNS}",
-        expiry::live("lock_leases", "$3")
-    );
-    if let Some(row) = conn.row(sql, args![key, token, now, ttl_ms]).await? {
+    if let Some(row) = conn
+        .row(RENEW.as_str(), args![key, token, now, ttl_ms])
+        .await?
+    {
         return rows::lock(&row);
     }
     // A bound lease lives as long as its session: renewing it changes
     // nothing, and answers it while its session is live.
-    let sql = format!(
-        "SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 AND token = $2 \
-         AND session_id IS NOT NULL AND {}",
-        live_by_session("lock_leases", 3)
-    );
-    let row = conn.row(sql, args![key, token, now]).await?;
+    let row = conn
+        .row(BOUND_LEASE.as_str(), args![key, token, now])
+        .await?;
     rows::lock(&row.ok_or(StoreError::LeaseLost)?)
 }
 
@@ -239,17 +226,7 @@ pub async fn release<D: Dialect>(
     token: &str,
     now: Millis,
 ) -> StoreResult<()> {
-    let removed = conn
-        .row(
-            format!(
-                "DELETE FROM lock_leases WHERE key = $1 AND token = $2 AND {} \
-                 AND {} RETURNING {ENDED_LOCK}",
-                expiry::live("lock_leases", "$3"),
-                live_by_session("lock_leases", 3)
-            ),
-            args![key, token, now],
-        )
-        .await?;
+    let removed = conn.row(RELEASE.as_str(), args![key, token, now]).await?;
     let Some(row) = removed else {
         return Err(StoreError::LeaseLost);
     };
@@ -272,22 +249,11 @@ pub async fn force_release<D: Dialect>(
     lock_key::<D>(conn, key).await?;
     // The live leases are force-released; rows past their time go as the
     // expired leases they are.
-    let live = conn
-        .rows(
-            format!(
-                "DELETE FROM lock_leases WHERE key = $1 AND {} AND {} \
-                 RETURNING {ENDED_LOCK}",
-                expiry::live("lock_leases", "$2"),
-                live_by_session("lock_leases", 2)
-            ),
-            args![key, now],
-        )
-        .await?;
+    let live = conn.rows(DELETE_LIVE.as_str(), args![key, now]).await?;
     if live.is_empty() {
         return Err(StoreError::NotFound);
     }
-    let sql = format!("DELETE FROM lock_leases WHERE key = $1 RETURNING {ENDED_LOCK}");
-    let expired = conn.rows(sql, args![key]).await?;
+    let expired = conn.rows(DELETE_ALL.as_str(), args![key]).await?;
     let mut ended = Vec::new();
     for row in &live {
         ended.extend(ended_lock(row, Reason::ForceReleased, now)?);
@@ -346,13 +312,7 @@ pub async fn reap<D: Dialect>(
 
 /// The live leases on a key, oldest grant first.
 pub async fn get(conn: &mut impl Sql, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
-    let sql = format!(
-        "SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 AND {} \
-         AND {} ORDER BY fencing_token",
-        expiry::live("lock_leases", "$2"),
-        live_by_session("lock_leases", 2)
-    );
-    rows::locks(&conn.rows(sql, args![key, now]).await?)
+    rows::locks(&conn.rows(LIVE_LEASES.as_str(), args![key, now]).await?)
 }
 
 /// What `fencing_token` is to `key` now: its live leases and the last
@@ -380,14 +340,7 @@ pub async fn list(
         None => ("", i64::MIN),
     };
     let upper = prefix_upper_bound(&query.prefix);
-    let sql = format!(
-        "SELECT {LOCK_COLUMNS} FROM lock_leases \
-         WHERE key >= $1 {} AND (key, fencing_token) > ($3, $4) AND {} \
-         AND {} ORDER BY key, fencing_token LIMIT $6",
-        if upper.is_some() { "AND key < $2" } else { "" },
-        expiry::live("lock_leases", "$5"),
-        live_by_session("lock_leases", 5)
-    );
+    let sql = if upper.is_some() { &LIST_BELOW } else { &LIST };
     let args = args![
         query.prefix.as_str().max(after_key),
         upper.as_deref(),
@@ -396,5 +349,5 @@ pub async fn list(
         now,
         i64::from(query.limit),
     ];
-    rows::locks(&conn.rows(sql, args).await?)
+    rows::locks(&conn.rows(sql.as_str(), args).await?)
 }

@@ -21,6 +21,7 @@ mod events;
 mod expiry;
 mod free_blocks;
 mod lock_sets;
+mod lock_texts;
 mod locks;
 mod owners;
 mod pools;

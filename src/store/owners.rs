@@ -4,7 +4,7 @@
 //! on any replica, cannot both pass.
 
 use super::dialect::Dialect;
-use super::expiry;
+use super::expiry::{self, Text};
 use super::sessions::live_by_session;
 use super::sql::Columns;
 use super::sql::{Sql, args, one};
@@ -13,7 +13,7 @@ use crate::domain::Millis;
 use crate::domain::grant::Quota;
 
 /// The owner's (`$1`) live leases at `$2`, bound ones while their session lives.
-fn count_live_sql() -> String {
+static COUNT_LIVE: Text = Text::new(|| {
     format!(
         "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND {} AND {}) \
          + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
@@ -23,7 +23,7 @@ fn count_live_sql() -> String {
         expiry::live("subnet_reservations", "$2"),
         live_by_session("subnet_reservations", 2)
     )
-}
+});
 
 /// A lease row of the owner bound as `$4`: an idempotency key replays
 /// only to the token that used it (no owner, without an auth file, is one
@@ -32,7 +32,7 @@ pub const SAME_OWNER: &str = "coalesce(owner, '') = coalesce($4, '')";
 
 /// The live leases `owner` created, locks and reservations together.
 pub async fn count_live(conn: &mut impl Sql, owner: &str, now: Millis) -> StoreResult<u64> {
-    let n = one(conn, count_live_sql(), args![owner, now])
+    let n = one(conn, COUNT_LIVE.as_str(), args![owner, now])
         .await?
         .int("n")?;
     Ok(u64::try_from(n).unwrap_or(0))

@@ -35,6 +35,31 @@ fn token_is(d: u8, p: u8) -> String {
     format!("(token = ${d} OR (length(token) = 32 AND token = ${p}))")
 }
 
+/// The live session of `$1` at `$2`, as `session` reads it.
+static SESSION_AT: Text = Text::new(|| format!("SELECT {SESSION_COLUMNS} {LIVE_SESSION}"));
+
+/// Keeps the session `$1` alive at `$2` for the TTL `$4` or its own, if
+/// the token `$3` (digest `$6`) is its own and the caller `$5` may.
+static RENEW: Text = Text::new(|| {
+    format!(
+        "UPDATE sessions SET ttl_ms = coalesce($4, ttl_ms), expires_at = $2 + coalesce($4, ttl_ms) \
+         WHERE id = $1 AND {} AND {} \
+         AND ($5 IS NULL OR coalesce(owner, '') = $5) RETURNING {SESSION_COLUMNS}",
+        expiry::live("sessions", "$2"),
+        token_is(6, 3)
+    )
+});
+
+/// Closes the session `$1` live at `$2`, if the token `$3` (digest `$5`)
+/// is its own and the caller `$4` may.
+static CLOSE: Text = Text::new(|| {
+    format!(
+        "DELETE {LIVE_SESSION} AND {} \
+         AND ($4 IS NULL OR coalesce(owner, '') = $4) RETURNING holder, owner",
+        token_is(5, 3)
+    )
+});
+
 /// `token_is` for a row already read.
 fn token_matches(held: &Session, token: &str) -> bool {
     held.token_digest == digest(token)
@@ -185,8 +210,7 @@ async fn refusal(
     caller: Option<&str>,
     now: Millis,
 ) -> StoreResult<StoreError> {
-    let sql = format!("SELECT {SESSION_COLUMNS} {LIVE_SESSION}");
-    Ok(match conn.row(sql, args![id, now]).await? {
+    Ok(match conn.row(SESSION_AT.as_str(), args![id, now]).await? {
         Some(row) => {
             let held = session(&row)?;
             if token_matches(&held, token) && !owned_by(&held.owner, caller) {
@@ -207,16 +231,9 @@ pub async fn renew(
     ttl_ms: Option<Millis>,
     now: Millis,
 ) -> StoreResult<Session> {
-    let sql = format!(
-        "UPDATE sessions SET ttl_ms = coalesce($4, ttl_ms), expires_at = $2 + coalesce($4, ttl_ms) \
-         WHERE id = $1 AND {} AND {} \
-         AND ($5 IS NULL OR coalesce(owner, '') = $5) RETURNING {SESSION_COLUMNS}",
-        expiry::live("sessions", "$2"),
-        token_is(6, 3)
-    );
     let sent = digest(token);
     match conn
-        .row(sql, args![id, now, token, ttl_ms, caller, &sent])
+        .row(RENEW.as_str(), args![id, now, token, ttl_ms, caller, &sent])
         .await?
     {
         Some(row) => session(&row),
@@ -236,14 +253,12 @@ pub async fn end<D: Dialect>(
 ) -> StoreResult<Vec<String>> {
     let (ended, reason) = match &end {
         SessionEnd::Close { token, caller } => {
-            let sql = format!(
-                "DELETE {LIVE_SESSION} AND {} \
-                 AND ($4 IS NULL OR coalesce(owner, '') = $4) RETURNING holder, owner",
-                token_is(5, 3)
-            );
             let sent = digest(token);
             let row = conn
-                .row(sql, args![id, now, token, caller.as_deref(), &sent])
+                .row(
+                    CLOSE.as_str(),
+                    args![id, now, token, caller.as_deref(), &sent],
+                )
                 .await?;
             let Some(row) = row else {
                 return Err(refusal(conn, id, token, caller.as_deref(), now).await?);
@@ -337,16 +352,20 @@ pub async fn bind<D: Dialect>(
     Ok(held)
 }
 
-/// A live session with the counts of what is bound to it.
-pub async fn get(conn: &mut impl Sql, id: &str, now: Millis) -> StoreResult<SessionView> {
-    let sql = format!(
+/// The live session of `$1` at `$2` with the counts of what is bound to it.
+static VIEW: Text = Text::new(|| {
+    format!(
         "SELECT {SESSION_COLUMNS}, \
          (SELECT count(*) FROM lock_leases WHERE session_id = $1) AS locks, \
          (SELECT count(*) FROM subnet_reservations WHERE session_id = $1) AS reservations \
          {LIVE_SESSION}"
-    );
+    )
+});
+
+/// A live session with the counts of what is bound to it.
+pub async fn get(conn: &mut impl Sql, id: &str, now: Millis) -> StoreResult<SessionView> {
     let row = conn
-        .row(sql, args![id, now])
+        .row(VIEW.as_str(), args![id, now])
         .await?
         .ok_or(StoreError::NotFound)?;
     let count = |column| u64::try_from(row.int(column)?).map_err(|_| corrupt(column));

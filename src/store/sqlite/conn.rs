@@ -93,10 +93,17 @@ impl Conn {
         Ok(Self { db })
     }
 
-    /// Runs statements that answer nothing and take no arguments, in order
-    /// (`BEGIN IMMEDIATE; SAVEPOINT job`).
+    /// Runs statements that take no arguments, in order, and drops what they
+    /// answer (`BEGIN IMMEDIATE; SAVEPOINT job`). The writer runs the same
+    /// few around every write, so they are kept prepared as every other
+    /// statement is; the texts are ours and hold no `;` but between statements.
     pub fn batch(&self, sql: &str) -> StoreResult<()> {
-        self.db.execute_batch(sql).map_err(classify)
+        for text in sql.split(';').map(str::trim).filter(|t| !t.is_empty()) {
+            let mut statement = self.db.prepare_cached(text).map_err(classify)?;
+            let mut rows = statement.raw_query();
+            while rows.next().map_err(classify)?.is_some() {}
+        }
+        Ok(())
     }
 
     /// Prepares (or takes from the cache) `sql` with `args` bound.

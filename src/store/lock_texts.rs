@@ -1,0 +1,110 @@
+//! The statement texts of the lock transactions (`store::locks`) that do
+//! not depend on a call's arguments, each built once from the expiry
+//! fragments on first use instead of on every request.
+
+use super::events::ENDED_LOCK;
+use super::expiry::{self, Text};
+use super::owners::SAME_OWNER;
+use super::rows::LOCK_COLUMNS;
+use super::sessions::live_by_session;
+
+/// An idempotent replay: the key's (`$1`) live lease granted under the
+/// idempotency key `$2` to the owner `$4`, live at `$3`.
+pub static REPLAY: Text = Text::new(|| {
+    format!(
+        "SELECT {LOCK_COLUMNS} FROM lock_leases \
+         WHERE key = $1 AND idempotency_key = $2 AND {SAME_OWNER} AND {} AND {}",
+        expiry::live("lock_leases", "$3"),
+        live_by_session("lock_leases", 3)
+    )
+});
+
+/// Every row of the key `$1`, oldest grant first.
+pub static KEY_ROWS: Text = Text::new(|| {
+    format!("SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 ORDER BY fencing_token")
+});
+
+/// Removes the rows of the key `$1` absent at `$2`: past their expiry and
+/// lock delay, or bound to a session that ended.
+pub static DELETE_ABSENT: Text = Text::new(|| {
+    format!(
+        "DELETE FROM lock_leases WHERE key = $1 AND ({} \
+         OR (session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s \
+             WHERE s.id = lock_leases.session_id AND {}))) \
+         RETURNING {ENDED_LOCK}",
+        expiry::gone("lock_leases", "$2"),
+        expiry::outlives("s", "lock_leases.lock_delay_ms", "$2")
+    )
+});
+
+/// Renews the unbound live lease of `$1` with the token `$2` at `$3`, with
+/// the TTL `$4` or its own.
+pub static RENEW: Text = Text::new(|| {
+    format!(
+        "UPDATE lock_leases SET ttl_ms = coalesce($4, ttl_ms), \
+         expires_at = $3 + coalesce($4, ttl_ms) \
+         WHERE key = $1 AND token = $2 AND {} AND session_id IS NULL \
+         RETURNING {LOCK_COLUMNS}",
+        expiry::live("lock_leases", "$3")
+    )
+});
+
+/// The bound lease of `$1` with the token `$2`, while its session is live at `$3`.
+pub static BOUND_LEASE: Text = Text::new(|| {
+    format!(
+        "SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 AND token = $2 \
+         AND session_id IS NOT NULL AND {}",
+        live_by_session("lock_leases", 3)
+    )
+});
+
+/// Deletes the live lease of `$1` with the token `$2` at `$3`.
+pub static RELEASE: Text = Text::new(|| {
+    format!(
+        "DELETE FROM lock_leases WHERE key = $1 AND token = $2 AND {} \
+         AND {} RETURNING {ENDED_LOCK}",
+        expiry::live("lock_leases", "$3"),
+        live_by_session("lock_leases", 3)
+    )
+});
+
+/// Deletes every lease of `$1` live at `$2`.
+pub static DELETE_LIVE: Text = Text::new(|| {
+    format!(
+        "DELETE FROM lock_leases WHERE key = $1 AND {} AND {} \
+         RETURNING {ENDED_LOCK}",
+        expiry::live("lock_leases", "$2"),
+        live_by_session("lock_leases", 2)
+    )
+});
+
+/// Deletes every row of `$1`.
+pub static DELETE_ALL: Text =
+    Text::new(|| format!("DELETE FROM lock_leases WHERE key = $1 RETURNING {ENDED_LOCK}"));
+
+/// The leases of `$1` live at `$2`, oldest grant first.
+pub static LIVE_LEASES: Text = Text::new(|| {
+    format!(
+        "SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 AND {} \
+         AND {} ORDER BY fencing_token",
+        expiry::live("lock_leases", "$2"),
+        live_by_session("lock_leases", 2)
+    )
+});
+
+/// A page of the leases live at `$5` from the key `$1` on, after the
+/// cursor (`$3`, `$4`), at most `$6`; `below`: only keys under `$2` (the
+/// end of a prefix).
+fn list(below: bool) -> String {
+    format!(
+        "SELECT {LOCK_COLUMNS} FROM lock_leases \
+         WHERE key >= $1 {} AND (key, fencing_token) > ($3, $4) AND {} \
+         AND {} ORDER BY key, fencing_token LIMIT $6",
+        if below { "AND key < $2" } else { "" },
+        expiry::live("lock_leases", "$5"),
+        live_by_session("lock_leases", 5)
+    )
+}
+
+pub static LIST: Text = Text::new(|| list(false));
+pub static LIST_BELOW: Text = Text::new(|| list(true));
