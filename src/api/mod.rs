@@ -154,7 +154,6 @@ pub fn router(state: AppState, cors: Option<cors::Cors>) -> Router {
         None => router,
     };
     router
-        .layer(axum::middleware::from_fn(request_id::tag_request))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request| {
@@ -162,12 +161,14 @@ pub fn router(state: AppState, cors: Option<cors::Cors>) -> Router {
                         .extensions()
                         .get::<MatchedPath>()
                         .map_or("unmatched", MatchedPath::as_str);
+                    // Set by `tag_request` around this layer; given here,
+                    // not recorded later, spares re-writing the span's fields.
                     tracing::info_span!(
                         "request",
                         http.method = %request.method(),
                         http.route = route,
                         auth.token = tracing::field::Empty,
-                        request.id = tracing::field::Empty,
+                        request.id = request_id::of(request),
                     )
                 })
                 // `track_requests` logs each request once, in this span, at
@@ -177,6 +178,7 @@ pub fn router(state: AppState, cors: Option<cors::Cors>) -> Router {
                 .on_response(())
                 .on_failure(()),
         )
+        .layer(axum::middleware::from_fn(request_id::tag_request))
         .with_state(state)
 }
 

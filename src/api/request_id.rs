@@ -26,16 +26,21 @@ fn generated() -> HeaderValue {
     HeaderValue::from_str(&id).expect("hex is a valid header value")
 }
 
-/// Runs inside the request span (see `api::router`), so the id is on every
-/// line the request logs.
+/// The id `tag_request` gave the request, for its log span.
+pub fn of(request: &Request) -> Option<&str> {
+    request
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|id| id.to_str().ok())
+}
+
+/// Runs around the request span (see `api::router`), which takes the id
+/// from the request, so the id is on every line the request logs.
 pub async fn tag_request(mut request: Request, next: Next) -> Response {
     let id = match request.headers().get(&REQUEST_ID) {
         Some(given) if acceptable(given) => given.clone(),
         _ => generated(),
     };
-    if let Ok(text) = id.to_str() {
-        tracing::Span::current().record("request.id", text);
-    }
     request.headers_mut().insert(REQUEST_ID, id.clone());
     let mut response = next.run(request).await;
     response.headers_mut().insert(REQUEST_ID, id);

@@ -10,6 +10,7 @@ pub mod build_info;
 pub mod connections;
 pub mod histogram;
 pub mod http;
+pub mod json_log;
 pub mod process;
 pub mod sessions;
 pub mod store;
@@ -41,7 +42,10 @@ pub fn init_tracing(format: LogFormat) {
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Json => builder
+            .json()
+            .event_format(json_log::JsonLines::new())
+            .try_init(),
     };
 }
 
