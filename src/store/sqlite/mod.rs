@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::ConnectOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use tokio::sync::Notify;
 
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, Texts, WriteWork};
@@ -80,27 +81,25 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
         let cannot_open = |e: sqlx::Error| format!("cannot open database {}: {e}", path.display());
-        let writer_pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            // No idle connection opened in the background: one opened while the
-            // file cannot be written would silently be read-only. The writer
-            // opens its connection itself, and a fresh one after a failure.
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(base.clone().create_if_missing(true))
+        // One connection checks and migrates the file, then closes: no pool,
+        // and so no task of its own left behind in the runtime. The writer
+        // opens its connection itself (one opened while the file cannot be
+        // written would silently be read-only), and a fresh one after a
+        // failure.
+        let mut setup = base
+            .clone()
+            .create_if_missing(true)
+            .connect()
             .await
             .map_err(cannot_open)?;
-        file::quick_check(
-            &mut *writer_pool.acquire().await.map_err(cannot_open)?,
-            path,
-        )
-        .await?;
+        file::quick_check(&mut setup, path).await?;
         sqlx::migrate!("./migrations/sqlite")
-            .run(&writer_pool)
+            .run(&mut setup)
             .await
             .map_err(|e| format!("cannot migrate database {}: {e}", path.display()))?;
         // From here on the store runs its statements on connections of its
         // own (`conn`), the writer's on a thread of its own.
-        writer_pool.close().await;
+        sqlx::Connection::close(setup).await.map_err(cannot_open)?;
         let stats = Arc::new(StoreStats::default());
         Ok(Self {
             writer: Writer::start(path.to_owned(), durability, stats.clone()),
@@ -169,6 +168,14 @@ impl Dialect for SqliteStore {
         insert_event: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
              fencing_token, session_id, owner, reason) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING revision",
+        insert_events: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
+             fencing_token, session_id, owner, reason) \
+             SELECT value ->> 'type', value ->> 'at', value ->> 'key', value ->> 'pool', \
+             value ->> 'reservation', value ->> 'subnet', value ->> 'holder', \
+             value ->> 'fencing_token', value ->> 'session_id', value ->> 'owner', \
+             value ->> 'reason' FROM json_each($1) ORDER BY json_each.key \
+             RETURNING revision, type, at, key, pool, reservation, subnet, holder, \
+             fencing_token, session_id, owner, reason",
         event_head: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) \
              AS head",
         // One writer commits one batch after another, in revision order.
