@@ -79,6 +79,12 @@ pub struct Texts {
     /// subnet, `$7` holder, `$8` fencing token, `$9` session, `$10` owner,
     /// `$11` reason.
     pub insert_event: &'static str,
+    /// Records the events of the JSON array `$1` (objects with the columns
+    /// of `insert_event`, by name), each with the next revision in the
+    /// array's order; answers their rows (`revision`, `type`, `at`, `key`,
+    /// `pool`, `reservation`, `subnet`, `holder`, `fencing_token`,
+    /// `session_id`, `owner`, `reason`).
+    pub insert_events: &'static str,
     /// The highest revision ever handed out, answered as `head`.
     pub event_head: &'static str,
     /// The transactions in progress (`xmin`, `xmax`), where writes commit

@@ -47,16 +47,7 @@ pub async fn record<D: Dialect>(
     fx: &mut Effects,
     event: &Event,
 ) -> StoreResult<()> {
-    let (key, pool, id, subnet) = match &event.resource {
-        Resource::Lock { key } => (Some(key.as_str()), None, None, None),
-        Resource::Reservation { pool, id, subnet } => (
-            None,
-            Some(pool.as_str()),
-            Some(id.as_str()),
-            Some(subnet.as_str()),
-        ),
-        Resource::Session => (None, None, None, None),
-    };
+    let (key, pool, id, subnet) = columns_of(&event.resource);
     let row = one(
         conn,
         D::SQL.insert_event,
@@ -83,16 +74,90 @@ pub async fn record<D: Dialect>(
     Ok(())
 }
 
-/// Records every event of `events`.
+/// The most events one statement records; more take several.
+const EVENTS_PER_STATEMENT: usize = 1_000;
+
+/// Records every event of `events`, in that order: one statement for
+/// each `EVENTS_PER_STATEMENT` of them (a reaper's batch, a session's
+/// bound leases) rather than one each.
 pub async fn record_all<D: Dialect>(
     conn: &mut D::Conn,
     fx: &mut Effects,
     events: &[Event],
 ) -> StoreResult<()> {
-    for event in events {
-        record::<D>(conn, fx, event).await?;
+    if let [event] = events {
+        return record::<D>(conn, fx, event).await;
+    }
+    for chunk in events.chunks(EVENTS_PER_STATEMENT) {
+        let fields: Vec<Fields<'_>> = chunk.iter().map(Fields::of).collect();
+        let given = serde_json::to_string(&fields)
+            .map_err(|e| super::StoreError::Internal(format!("events not written: {e}")))?;
+        let rows = conn
+            .rows(D::SQL.insert_events, args![given.as_str()])
+            .await?;
+        let mut recorded = rows.iter().map(event).collect::<StoreResult<Vec<_>>>()?;
+        if recorded.len() != chunk.len() {
+            return Err(super::StoreError::Internal(format!(
+                "{} events recorded of {}",
+                recorded.len(),
+                chunk.len()
+            )));
+        }
+        recorded.sort_unstable_by_key(|e| e.revision);
+        fx.events += recorded.len() as u64;
+        fx.recorded.extend(recorded);
     }
     Ok(())
+}
+
+/// An event's columns as `Texts::insert_events` reads them from JSON.
+#[derive(serde::Serialize)]
+struct Fields<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    at: Millis,
+    key: Option<&'a str>,
+    pool: Option<&'a str>,
+    reservation: Option<&'a str>,
+    subnet: Option<&'a str>,
+    holder: &'a str,
+    fencing_token: Option<i64>,
+    session_id: Option<&'a str>,
+    owner: Option<&'a str>,
+    reason: Option<&'static str>,
+}
+
+impl<'a> Fields<'a> {
+    fn of(event: &'a Event) -> Self {
+        let (key, pool, reservation, subnet) = columns_of(&event.resource);
+        Self {
+            kind: event.kind.as_str(),
+            at: event.at,
+            key,
+            pool,
+            reservation,
+            subnet,
+            holder: &event.holder,
+            fencing_token: event.fencing_token,
+            session_id: event.session.as_deref(),
+            owner: event.owner.as_deref(),
+            reason: event.reason.map(Reason::as_str),
+        }
+    }
+}
+
+/// The `key`, `pool`, `reservation` and `subnet` columns of a resource.
+fn columns_of(resource: &Resource) -> (Option<&str>, Option<&str>, Option<&str>, Option<&str>) {
+    match resource {
+        Resource::Lock { key } => (Some(key.as_str()), None, None, None),
+        Resource::Reservation { pool, id, subnet } => (
+            None,
+            Some(pool.as_str()),
+            Some(id.as_str()),
+            Some(subnet.as_str()),
+        ),
+        Resource::Session => (None, None, None, None),
+    }
 }
 
 /// Who held a lease that an event is about.

@@ -709,6 +709,79 @@ async fn revisions_only_grow_under_a_race_and_each_event_comes_once() {
     assert_eq!(events_after(&app, start, expected).await, streamed);
 }
 
+async fn a_reaper_batch_announces_each_expiry_once_in_revision_order() {
+    // The reaper runs when the test says so, in one batch of 1,500: more
+    // events than one statement records, all delivered at once (the
+    // watcher's buffer holds them).
+    let app = spawn_app_with(|c| {
+        c.reaper_interval = Duration::from_secs(3_600);
+        c.event_buffer = 4_096;
+    })
+    .await;
+    let (tasks, per_task) = (12, 100);
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let (client, base) = (app.client.clone(), app.address.clone());
+        handles.push(tokio::spawn(async move {
+            let mut granted = Vec::new();
+            for i in 0..per_task {
+                let lease: Value = client
+                    .post(format!("{base}/v1/locks/lapse%2F{t}-{i}/acquire"))
+                    .json(&json!({"holder": format!("node-{t}"), "ttl_ms": 1_000}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                granted.push((
+                    format!("lapse/{t}-{i}"),
+                    lease["fencing_token"].as_i64().unwrap(),
+                ));
+            }
+            granted
+        }));
+    }
+    let mut granted = std::collections::HashMap::new();
+    for h in handles {
+        granted.extend(h.await.unwrap());
+    }
+    let expected = tasks * per_task;
+    assert_eq!(granted.len(), expected);
+    let start = head(&app).await;
+    let mut stream = EventStream::open(&app, &format!("?since={start}")).await;
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let report = leasehold::reaper::reap_once(&app.leases, 1_500)
+        .await
+        .unwrap();
+    assert_eq!(report.locks_removed, expected as u64);
+    let mut streamed = Vec::new();
+    let mut last = start;
+    for _ in 0..expected {
+        let event = stream.next().await;
+        let revision = event["revision"].as_i64().unwrap();
+        assert!(revision > last, "revision {revision} after {last}");
+        last = revision;
+        assert_eq!(event["type"], "lock.released");
+        assert_eq!(event["reason"], "expired");
+        let key = event["key"].as_str().unwrap();
+        let fencing = granted.remove(key).unwrap_or_else(|| panic!("{key} twice"));
+        assert_eq!(event["fencing_token"], fencing);
+        let t = key.trim_start_matches("lapse/").split('-').next().unwrap();
+        assert_eq!(event["holder"], format!("node-{t}"));
+        streamed.push(event);
+    }
+    assert!(granted.is_empty());
+    assert!(
+        stream
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none()
+    );
+    // The history tells the same story.
+    assert_eq!(events_after(&app, start, expected).await, streamed);
+}
+
 crate::harness::tests! {
     lock_events_name_the_key_holder_fencing_token_and_reason,
     an_expiry_is_announced_within_a_second_without_traffic,
@@ -722,4 +795,5 @@ crate::harness::tests! {
     past_max_watchers_a_stream_is_refused_and_a_closed_one_leaves_nothing,
     a_watcher_too_slow_for_its_buffer_has_its_stream_ended,
     revisions_only_grow_under_a_race_and_each_event_comes_once (4 threads),
+    a_reaper_batch_announces_each_expiry_once_in_revision_order (4 threads),
 }

@@ -165,6 +165,19 @@ impl Dialect for PostgresStore {
              SELECT nextval('event_revisions'), x.xid, $1, $2, $3, $4, $5, $6, $7, $8, $9, \
              $10, $11 FROM (SELECT pg_current_xact_id()::text::bigint AS xid OFFSET 0) x \
              RETURNING revision",
+        insert_events: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
+             subnet, holder, fencing_token, session_id, owner, reason) \
+             SELECT nextval('event_revisions'), x.xid, e.type, e.at, e.key, e.pool, \
+             e.reservation, e.subnet, e.holder, e.fencing_token, e.session_id, e.owner, \
+             e.reason FROM (SELECT pg_current_xact_id()::text::bigint AS xid OFFSET 0) x, \
+             (SELECT * FROM ROWS FROM (jsonb_to_recordset($1::text::jsonb) AS (type text, \
+             at bigint, key text, pool text, reservation text, subnet text, holder text, \
+             fencing_token bigint, session_id text, owner text, reason text)) \
+             WITH ORDINALITY AS j(type, at, key, pool, reservation, subnet, holder, \
+             fencing_token, session_id, owner, reason, n) \
+             ORDER BY n) e \
+             RETURNING revision, type, at, key, pool, reservation, subnet, holder, \
+             fencing_token, session_id, owner, reason",
         event_head: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS head \
              FROM event_revisions",
         event_horizon: Some(
