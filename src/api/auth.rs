@@ -6,12 +6,12 @@
 //! (403 when it is outside the token's scope). Without an auth file every
 //! caller may do everything, as on a trusted loopback.
 
+use std::future::Future;
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body::Body as _;
 
@@ -98,22 +98,26 @@ impl Caller {
     }
 }
 
-/// Middleware: every `/v1` request names its caller before anything else is
-/// spent on it. A refused request's body is never read, so the connection
-/// closes after the 401 rather than wait for bytes it would have to skip.
-pub async fn authenticate(
-    State(state): State<AppState>,
+/// Every `/v1` request names its caller before anything else is spent on it;
+/// `next` serves the named ones. A refused request's body is never read, so
+/// the connection closes after the 401 rather than wait for bytes it would
+/// have to skip.
+pub async fn authenticate<F>(
+    state: &AppState,
     mut request: Request,
-    next: Next,
-) -> Response {
+    next: impl FnOnce(Request) -> F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
     let path = request.uri().path();
     if !(path == "/v1" || path.starts_with("/v1/")) {
-        return next.run(request).await;
+        return next(request).await;
     }
-    match Caller::identify(request.headers(), &state) {
+    match Caller::identify(request.headers(), state) {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
-            next.run(request).await
+            next(request).await
         }
         Err(refusal) => {
             let mut response = refusal.into_response();

@@ -7,14 +7,18 @@
 //! CORS header at all (the layer alone would still answer its preflights and
 //! list the allowed methods).
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::Method;
 use axum::http::header::{self, HeaderName, HeaderValue};
-use axum::middleware::Next;
 use axum::response::Response;
-use tower::{Layer, ServiceExt};
+use tower::util::Oneshot;
+use tower::{Layer, Service, ServiceExt};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 /// The origins allowed to call the server from a browser, and the layer that
@@ -97,24 +101,97 @@ fn parse_origin(text: &str) -> Result<HeaderValue, String> {
     HeaderValue::from_str(&origin).map_err(|_| "an origin is http(s)://host[:port]".into())
 }
 
-/// Middleware: hands a listed origin's request to the CORS layer; lets the
-/// others through as they are, saying that the answer varied by origin.
-pub async fn apply(State(cors): State<Cors>, request: Request, next: Next) -> Response {
-    let listed = request
-        .headers()
-        .get(header::ORIGIN)
-        .is_some_and(|origin| cors.origins.contains(origin));
-    if listed {
-        return match cors.layer.layer(next).oneshot(request).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        };
+/// Hands a listed origin's request to the CORS layer; lets the others
+/// through as they are, saying (when CORS is on) that the answer varied by
+/// origin.
+#[derive(Clone)]
+pub struct CorsGateLayer {
+    cors: Option<Cors>,
+}
+
+impl CorsGateLayer {
+    /// `None`: CORS is off and every request passes untouched.
+    pub fn new(cors: Option<Cors>) -> Self {
+        Self { cors }
     }
-    let mut response = next.run(request).await;
-    response
-        .headers_mut()
-        .append(header::VARY, HeaderValue::from_static("origin"));
-    response
+}
+
+impl<S> Layer<S> for CorsGateLayer {
+    type Service = CorsGate<S>;
+
+    fn layer(&self, inner: S) -> CorsGate<S> {
+        CorsGate {
+            cors: self.cors.clone(),
+            inner,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct CorsGate<S> {
+    cors: Option<Cors>,
+    inner: S,
+}
+
+impl<S> Service<Request> for CorsGate<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone,
+    S::Future: Unpin,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Gated<S>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let Some(cors) = &self.cors else {
+            return Gated::Untouched(self.inner.call(request));
+        };
+        let listed = request
+            .headers()
+            .get(header::ORIGIN)
+            .is_some_and(|origin| cors.origins.contains(origin));
+        if listed {
+            let inner = self.inner.clone();
+            return Gated::Listed(Box::pin(cors.layer.layer(inner).oneshot(request)));
+        }
+        Gated::Varied(self.inner.call(request))
+    }
+}
+
+/// The answer of a request through `CorsGate`.
+pub enum Gated<S: Service<Request, Response = Response>> {
+    /// CORS is off.
+    Untouched(S::Future),
+    /// CORS is on; the request's origin is not listed.
+    Varied(S::Future),
+    /// The CORS layer answers (rare: kept off the stack of every request).
+    Listed(Pin<Box<Oneshot<tower_http::cors::Cors<S>, Request>>>),
+}
+
+impl<S> Future for Gated<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Unpin,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Gated::Untouched(response) => Pin::new(response).poll(cx),
+            Gated::Varied(response) => {
+                let mut response = ready!(Pin::new(response).poll(cx))?;
+                response
+                    .headers_mut()
+                    .append(header::VARY, HeaderValue::from_static("origin"));
+                Poll::Ready(Ok(response))
+            }
+            Gated::Listed(response) => response.as_mut().poll(cx),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,12 +4,12 @@
 //! within a deadline.
 
 use std::error::Error as _;
+use std::future::Future;
 use std::net::SocketAddr;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::header;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body::Body as _;
 
@@ -22,9 +22,16 @@ fn is_probe(path: &str) -> bool {
 }
 
 /// Runs the request in an in-flight slot, or answers 503 at once.
-pub async fn shed_load(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn shed_load<F>(
+    state: &AppState,
+    request: Request,
+    next: impl FnOnce(Request) -> F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
     if is_probe(request.uri().path()) {
-        return next.run(request).await;
+        return next(request).await;
     }
     let peer = request
         .extensions()
@@ -38,7 +45,7 @@ pub async fn shed_load(State(state): State<AppState>, request: Request, next: Ne
     match state
         .leases
         .admission
-        .admit(client.as_ref(), next.run(request))
+        .admit(client.as_ref(), next(request))
         .await
     {
         Ok(response) => response,
@@ -52,14 +59,17 @@ pub async fn shed_load(State(state): State<AppState>, request: Request, next: Ne
 
 /// Reads the whole body (at most `MAX_BODY_BYTES`) within the body timeout,
 /// so that a client that stalls halfway is answered 408 and its slot freed.
-pub async fn read_body_in_time(
-    State(state): State<AppState>,
+pub async fn read_body_in_time<F>(
+    state: &AppState,
     request: Request,
-    next: Next,
-) -> Response {
+    next: impl FnOnce(Request) -> F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
     let (parts, body) = request.into_parts();
     if body.is_end_stream() {
-        return next.run(Request::from_parts(parts, body)).await;
+        return next(Request::from_parts(parts, body)).await;
     }
     let declared = parts
         .headers
@@ -79,10 +89,7 @@ pub async fn read_body_in_time(
         }
     };
     match read {
-        Ok(Ok(bytes)) => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
-        }
+        Ok(Ok(bytes)) => next(Request::from_parts(parts, Body::from(bytes))).await,
         Ok(Err(e)) if is_length_limit(&e) => {
             Problem::payload_too_large(MAX_BODY_BYTES).into_response()
         }

@@ -2,9 +2,7 @@
 //! the OpenAPI document are built from the same list and cannot drift.
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{Method, StatusCode, Uri};
-use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -39,6 +37,7 @@ pub mod session_bodies;
 pub mod session_problems;
 pub mod sessions;
 mod spec;
+mod stack;
 
 pub use error::Problem;
 
@@ -129,57 +128,8 @@ pub fn router(state: AppState, cors: Option<cors::Cors>) -> Router {
     let (router, _) = routes().split_for_parts();
     let router = router
         .fallback(no_route)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            load::read_body_in_time,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            load::shed_load,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::authenticate,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            requests::track_requests,
-        ));
-    // Outside the token check, the load bounds and the request count: a
-    // preflight carries no token and is answered here.
-    let router = match cors {
-        Some(cors) => router.layer(axum::middleware::from_fn_with_state(cors, cors::apply)),
-        None => router,
-    };
-    router
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(|request: &Request| {
-                    let route = request
-                        .extensions()
-                        .get::<MatchedPath>()
-                        .map_or("unmatched", MatchedPath::as_str);
-                    // Set by `tag_request` around this layer; given here,
-                    // not recorded later, spares re-writing the span's fields.
-                    tracing::info_span!(
-                        "request",
-                        http.method = %request.method(),
-                        http.route = route,
-                        auth.token = tracing::field::Empty,
-                        request.id = request_id::of(request),
-                    )
-                })
-                // `track_requests` logs each request once, in this span, at
-                // the level its outcome deserves; a 5xx is not an error of
-                // the server by itself (a shed flood answers 503 by design),
-                // and real failures log where they happen.
-                .on_response(())
-                .on_failure(()),
-        )
-        .layer(axum::middleware::from_fn(request_id::tag_request))
-        .with_state(state)
+        .method_not_allowed_fallback(method_not_allowed);
+    stack::wrap(router, state.clone(), cors).with_state(state)
 }
 
 async fn no_route(method: Method, uri: Uri) -> Problem {

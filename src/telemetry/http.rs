@@ -11,14 +11,29 @@ use axum::http::{Method, StatusCode};
 
 use super::histogram::Histogram;
 
-/// Series key: route template, method, status class.
-type Series = (String, &'static str, &'static str);
+/// Series by route template, then by method and status class (or code).
+/// Keyed in two steps so that a request finds its series by the borrowed
+/// route text; only a route's first request copies it. Walked in order, the
+/// two steps give the order of one `(route, method, class)` key.
+type ByRoute<T> = BTreeMap<String, BTreeMap<(&'static str, &'static str), T>>;
 
 #[derive(Debug, Default)]
 pub struct RequestMetrics {
-    series: Mutex<BTreeMap<Series, Histogram>>,
+    /// Latency by route template, method and status class.
+    series: Mutex<ByRoute<Histogram>>,
     /// Responses by route template, method and exact code.
-    responses: Mutex<BTreeMap<Series, u64>>,
+    responses: Mutex<ByRoute<u64>>,
+}
+
+/// The series of `route` in `map`, made on the route's first request.
+fn route_series<'m, T>(
+    map: &'m mut ByRoute<T>,
+    route: &str,
+) -> &'m mut BTreeMap<(&'static str, &'static str), T> {
+    if !map.contains_key(route) {
+        map.insert(route.to_owned(), BTreeMap::new());
+    }
+    map.get_mut(route).expect("inserted above")
 }
 
 /// The codes the API answers; any other is `other`, so the series stay few
@@ -66,16 +81,16 @@ fn status_class(status: StatusCode) -> &'static str {
 impl RequestMetrics {
     pub fn observe(&self, route: &str, method: &Method, status: StatusCode, seconds: f64) {
         let method = method_label(method);
-        let key = (route.to_owned(), method, status_class(status));
         let mut series = self.series.lock().unwrap_or_else(|e| e.into_inner());
-        series
-            .entry(key)
+        route_series(&mut series, route)
+            .entry((method, status_class(status)))
             .or_insert_with(Histogram::latency)
             .observe(seconds);
         drop(series);
-        let key = (route.to_owned(), method, code_label(status));
         let mut responses = self.responses.lock().unwrap_or_else(|e| e.into_inner());
-        *responses.entry(key).or_default() += 1;
+        *route_series(&mut responses, route)
+            .entry((method, code_label(status)))
+            .or_default() += 1;
     }
 
     pub fn render(&self, out: &mut String) {
@@ -85,7 +100,10 @@ impl RequestMetrics {
              # TYPE {NAME} histogram\n"
         ));
         let series = self.series.lock().unwrap_or_else(|e| e.into_inner());
-        for ((route, method, class), histogram) in series.iter() {
+        let rows = series
+            .iter()
+            .flat_map(|(route, s)| s.iter().map(move |(key, h)| (route, key, h)));
+        for (route, (method, class), histogram) in rows {
             let labels = format!(
                 "route=\"{}\",method=\"{method}\",status=\"{class}\"",
                 escape(route)
@@ -99,7 +117,10 @@ impl RequestMetrics {
              # TYPE {RESPONSES} counter\n"
         ));
         let responses = self.responses.lock().unwrap_or_else(|e| e.into_inner());
-        for ((route, method, code), count) in responses.iter() {
+        let rows = responses
+            .iter()
+            .flat_map(|(route, r)| r.iter().map(move |(key, n)| (route, key, n)));
+        for (route, (method, code), count) in rows {
             let _ = writeln!(
                 out,
                 "{RESPONSES}{{route=\"{}\",method=\"{method}\",code=\"{code}\"}} {count}",
@@ -124,5 +145,40 @@ mod tests {
         assert_eq!(code_label(StatusCode::TOO_MANY_REQUESTS), "429");
         assert_eq!(code_label(StatusCode::IM_A_TEAPOT), "other");
         assert_eq!(code_label(StatusCode::from_u16(599).unwrap()), "other");
+    }
+
+    #[test]
+    fn series_render_in_route_method_and_code_order() {
+        let metrics = RequestMetrics::default();
+        let ok = StatusCode::OK;
+        metrics.observe("/v1/locks", &Method::POST, ok, 0.001);
+        metrics.observe("/healthz", &Method::GET, StatusCode::NOT_FOUND, 0.001);
+        metrics.observe("/v1/locks", &Method::GET, ok, 0.001);
+        metrics.observe("/healthz", &Method::GET, ok, 0.001);
+        metrics.observe("/v1/locks", &Method::GET, ok, 0.001);
+        let mut out = String::new();
+        metrics.render(&mut out);
+        let responses: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("leasehold_http_responses_total{"))
+            .collect();
+        assert_eq!(
+            responses,
+            [
+                r#"leasehold_http_responses_total{route="/healthz",method="GET",code="200"} 1"#,
+                r#"leasehold_http_responses_total{route="/healthz",method="GET",code="404"} 1"#,
+                r#"leasehold_http_responses_total{route="/v1/locks",method="GET",code="200"} 2"#,
+                r#"leasehold_http_responses_total{route="/v1/locks",method="POST",code="200"} 1"#,
+            ]
+        );
+        let counts: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("leasehold_http_request_duration_seconds_count"))
+            .collect();
+        assert_eq!(counts.len(), 4);
+        assert!(counts[0].contains(r#"route="/healthz",method="GET",status="2xx""#));
+        assert!(counts[1].contains(r#"route="/healthz",method="GET",status="4xx""#));
+        assert!(counts[2].contains(r#"route="/v1/locks",method="GET",status="2xx""#));
+        assert!(counts[3].contains(r#"route="/v1/locks",method="POST",status="2xx""#));
     }
 }

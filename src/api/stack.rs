@@ -1,0 +1,124 @@
+//! The middleware every route runs under, as one layer.
+//!
+//! From the outside in: the request id (`request_id`), the request's log span
+//! (tower-http's `TraceLayer`), CORS when it is on (`cors`), then `Guard`,
+//! which counts and logs the request (`requests`), names its caller (`auth`),
+//! gives it an in-flight slot or sheds it (`load`), reads its body within the
+//! deadline (`load`) and hands it to the route.
+//!
+//! The layer is added once (`Router::layer`), and every step below the span
+//! runs in one future: each `Router::layer` wraps each route, so a request
+//! clones the stack of boxed services under its route, and each
+//! `axum::middleware::from_fn` layer clones what is under it again and boxes
+//! its future and its `Next`; with five of them, that bookkeeping cost about
+//! a fifth of the work of a lock acquire.
+
+use std::convert::Infallible;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::response::Response;
+use futures::future::BoxFuture;
+use std::task::{Context, Poll};
+use tower::{Layer, Service, ServiceBuilder, ServiceExt};
+use tower_http::trace::TraceLayer;
+
+use super::cors::{Cors, CorsGateLayer};
+use super::request_id::{self, TagRequestLayer};
+use super::{AppState, MAX_BODY_BYTES, auth, load, requests};
+
+/// `router` with the middleware around each of its routes and fallbacks.
+pub fn wrap(router: Router<AppState>, state: AppState, cors: Option<Cors>) -> Router<AppState> {
+    router.layer(
+        ServiceBuilder::new()
+            .layer(TagRequestLayer)
+            .layer(
+                TraceLayer::new_for_http()
+                    .make_span_with(request_span)
+                    // `track_requests` logs each request once, in this span,
+                    // at the level its outcome deserves; a 5xx is not an
+                    // error of the server by itself (a shed flood answers 503
+                    // by design), and real failures log where they happen.
+                    .on_response(())
+                    .on_failure(()),
+            )
+            // Outside the token check, the load bounds and the request
+            // count: a preflight carries no token and is answered here.
+            .layer(CorsGateLayer::new(cors))
+            .layer(GuardLayer { state })
+            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
+    )
+}
+
+fn request_span(request: &Request) -> tracing::Span {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str);
+    // Set by `TagRequest` around this layer; given here, not recorded later,
+    // spares re-writing the span's fields.
+    tracing::info_span!(
+        "request",
+        http.method = %request.method(),
+        http.route = route,
+        auth.token = tracing::field::Empty,
+        request.id = request_id::of(request),
+    )
+}
+
+#[derive(Clone)]
+struct GuardLayer {
+    state: AppState,
+}
+
+impl<S> Layer<S> for GuardLayer {
+    type Service = Guard<S>;
+
+    fn layer(&self, inner: S) -> Guard<S> {
+        Guard {
+            state: self.state.clone(),
+            inner,
+        }
+    }
+}
+
+/// Counts, authenticates, admits and reads a request, in that order, in one
+/// future: a request that several steps would refuse is answered by the
+/// outermost of them, and every answer is counted and logged.
+#[derive(Clone)]
+struct Guard<S> {
+    state: AppState,
+    inner: S,
+}
+
+impl<S> Service<Request> for Guard<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // The route is readied when the request reaches it (`oneshot`).
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let state = self.state.clone();
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let route = |request| async move {
+                match inner.oneshot(request).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                }
+            };
+            let read = |request| load::read_body_in_time(&state, request, route);
+            let admit = |request| load::shed_load(&state, request, read);
+            let identify = |request| auth::authenticate(&state, request, admit);
+            Ok(requests::track_requests(&state, request, identify).await)
+        })
+    }
+}
