@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use rusqlite::config::DbConfig;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{OpenFlags, ToSql};
 
@@ -90,6 +91,11 @@ impl Conn {
         let db = rusqlite::Connection::open_with_flags(path, flags).map_err(classify)?;
         db.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
         db.set_prepared_statement_cache_capacity(PREPARED);
+        // A statement's plan never depends on the values bound to it: else
+        // SQLite compiles a kept statement again whenever a value it
+        // planned by is bound anew (a `LIMIT $2`: every reaper batch).
+        db.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+            .map_err(classify)?;
         Ok(Self { db })
     }
 
@@ -104,6 +110,15 @@ impl Conn {
             while rows.next().map_err(classify)?.is_some() {}
         }
         Ok(())
+    }
+
+    /// How often SQLite compiled the kept statement `sql` again.
+    #[cfg(test)]
+    pub fn recompiled(&self, sql: &str) -> i32 {
+        self.db
+            .prepare_cached(sql)
+            .expect("a statement")
+            .get_status(rusqlite::StatementStatus::RePrepare)
     }
 
     /// Prepares (or takes from the cache) `sql` with `args` bound.

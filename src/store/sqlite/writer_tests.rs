@@ -183,3 +183,20 @@ async fn a_closed_writer_refuses_new_writes() {
         Err(StoreError::Unavailable(_))
     ));
 }
+
+#[tokio::test]
+async fn a_kept_statement_is_not_compiled_again_for_each_value_bound() {
+    let (dir, _file, writer, _stats) = writer_on_a_fresh_file().await;
+    writer.close().await;
+    let mut conn = Conn::open_writer(&dir.path().join("w.db"), Durability::Full).unwrap();
+    conn.execute("INSERT INTO t (k) VALUES ('a'), ('b'), ('c')", args![])
+        .await
+        .unwrap();
+    // A bound `LIMIT`, as every reaper batch and page of a listing has.
+    let sql = "SELECT k FROM t WHERE k > $1 ORDER BY k LIMIT $2";
+    for limit in 1..=3_i64 {
+        let rows = conn.rows(sql, args!["", limit]).await.unwrap();
+        assert_eq!(rows.len() as i64, limit);
+    }
+    assert_eq!(conn.recompiled(sql), 0);
+}
