@@ -11,9 +11,10 @@
 //! TTLs a start left to be read (rule 7, `store::expiry`).
 //!
 //! Its deletes share the one writer with the requests: after each full batch
-//! it rests as long as the batch took, so a backlog of expired rows takes at
-//! most half the writer's time and requests never queue behind a run of
-//! batches.
+//! it rests `REST` times as long as the batch took, so a backlog of expired
+//! rows takes at most a quarter of the writer's time (the batch's time
+//! includes its wait for the writer, so the busier the writer, the longer
+//! the rest) and requests never queue behind a run of batches.
 
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,14 @@ pub struct ReapReport {
     /// Expired sessions removed (their bound locks count in `locks_removed`).
     pub sessions_removed: u64,
     pub batches: u32,
+}
+
+/// How many times as long as a batch took the reaper rests after it.
+const REST: u32 = 3;
+
+/// Rests after a batch that began at `started`, see `REST`.
+async fn rest(started: Instant) {
+    tokio::time::sleep(started.elapsed() * REST).await;
 }
 
 /// Wakes the waiters of each key once.
@@ -60,7 +69,7 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
             break;
         }
         // Let requests in between batches.
-        tokio::time::sleep(started.elapsed()).await;
+        rest(started).await;
     }
     // Expired reservations: their blocks go back to the pools' free space.
     // Before the sessions: an expired session goes once nothing is bound to
@@ -77,7 +86,7 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
         if removed < u64::from(batch) {
             break;
         }
-        tokio::time::sleep(started.elapsed()).await;
+        rest(started).await;
     }
     // Leases bound to expired sessions (absent to every grant already),
     // then the sessions themselves.
@@ -97,7 +106,7 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
         if !full {
             break;
         }
-        tokio::time::sleep(started.elapsed()).await;
+        rest(started).await;
     }
     Ok(report)
 }
@@ -137,7 +146,7 @@ pub async fn settle_resumed(leases: &Leases, batch: u32) -> Result<u64, StoreErr
             Some(next) => at = next,
             None => break,
         }
-        tokio::time::sleep(started.elapsed()).await;
+        rest(started).await;
     }
     if rewritten > 0 {
         tracing::info!(
@@ -167,7 +176,7 @@ pub async fn prune_events(
         if n < u64::from(batch) {
             return Ok(pruned);
         }
-        tokio::time::sleep(started.elapsed()).await;
+        rest(started).await;
     }
 }
 
