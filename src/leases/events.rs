@@ -8,10 +8,12 @@
 //!
 //! Where writes commit side by side (PostgreSQL), a later revision can be
 //! committed before an earlier one. The reader delivers the contiguous
-//! prefix of the log; at a gap it notes which transactions were in progress
-//! and holds back until all of them have ended: the gap is then filled, or
-//! it never will be (a rolled-back transaction) and is skipped. So every
-//! watcher sees every event once, in revision order, on every replica.
+//! prefix of the log; at a gap it notes which of the database's transactions
+//! were in progress and holds back until all of them have ended: the gap is
+//! then filled, or it never will be (a rolled-back transaction) and is
+//! skipped. So every watcher sees every event once, in revision order, on
+//! every replica. Transactions of other databases on the same server never
+//! hold it back.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -24,7 +26,7 @@ use tokio::time::Instant;
 use super::admission::WatcherSlot;
 use super::fanout::{Index, Subscriber};
 use crate::domain::events::{Event, EventFilter};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::{Horizon, Store, StoreError, StoreResult};
 
 /// Events read from the store at once.
 const PAGE: u32 = 512;
@@ -75,10 +77,11 @@ pub struct EventFeed {
 }
 
 /// A gap in the log the reader holds back at.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Gap {
-    /// No transaction at or above it had begun when the gap was seen.
-    xmax: i64,
+    /// The transactions in progress when the gap was seen: the one that
+    /// took each missing revision is among them, if it has not ended.
+    seen: Horizon,
     /// The highest revision seen before the gap was noted: every missing
     /// revision up to it was taken by a transaction in progress then.
     covers: i64,
@@ -196,7 +199,7 @@ impl EventFeed {
         if let Some(seen) = self.store.event_horizon().await? {
             loop {
                 match self.store.event_horizon().await? {
-                    Some(now) if now.xmin < seen.xmax => tokio::time::sleep(GAP_POLL).await,
+                    Some(now) if !now.all_ended(&seen) => tokio::time::sleep(GAP_POLL).await,
                     _ => break,
                 }
             }
@@ -210,7 +213,7 @@ impl EventFeed {
         loop {
             if let Some(g) = gap.as_mut().filter(|g| !g.passed) {
                 match self.store.event_horizon().await? {
-                    Some(now) if now.xmin < g.xmax => return Ok(()),
+                    Some(now) if !now.all_ended(&g.seen) => return Ok(()),
                     _ => g.passed = true,
                 }
             }
@@ -234,7 +237,7 @@ impl EventFeed {
                         None => {}
                         Some(now) => {
                             *gap = Some(Gap {
-                                xmax: now.xmax,
+                                seen: now,
                                 covers: seen,
                                 passed: false,
                             });
@@ -246,7 +249,10 @@ impl EventFeed {
                 *cursor = event.revision;
                 self.deliver(event);
             }
-            if gap.is_some_and(|g| g.passed && g.covers <= *cursor) {
+            if gap
+                .as_ref()
+                .is_some_and(|g| g.passed && g.covers <= *cursor)
+            {
                 *gap = None;
             }
             if held || !full {

@@ -87,9 +87,9 @@ pub struct Texts {
     pub insert_events: &'static str,
     /// The highest revision ever handed out, answered as `head`.
     pub event_head: &'static str,
-    /// The transactions in progress (`xmin`, `xmax`), where writes commit
-    /// side by side and so out of revision order; `None` where they commit
-    /// one after another.
+    /// The ids of this database's transactions in progress, one `xid` a
+    /// row, where writes commit side by side and so out of revision order;
+    /// `None` where they commit one after another.
     pub event_horizon: Option<&'static str>,
 }
 

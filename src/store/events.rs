@@ -31,13 +31,19 @@ pub struct EventBounds {
     pub head: i64,
 }
 
-/// The transactions in progress, as a dialect whose writes run side by side
-/// sees them: every transaction below `xmin` has ended, none at or above
-/// `xmax` had begun.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The transactions of this database in progress, where writes run side by
+/// side: any that took a revision not yet committed is among them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Horizon {
-    pub xmin: i64,
-    pub xmax: i64,
+    /// Their transaction ids.
+    pub running: Vec<i64>,
+}
+
+impl Horizon {
+    /// Whether every transaction of `earlier` has ended by `self`.
+    pub fn all_ended(&self, earlier: &Horizon) -> bool {
+        !self.running.iter().any(|x| earlier.running.contains(x))
+    }
 }
 
 /// Records `event` (its revision is the store's next) in the transaction
@@ -376,11 +382,13 @@ pub async fn horizon<D: Dialect>(conn: &mut D::Conn) -> StoreResult<Option<Horiz
     let Some(sql) = D::SQL.event_horizon else {
         return Ok(None);
     };
-    let row = one(conn, sql, args![]).await?;
-    Ok(Some(Horizon {
-        xmin: row.int("xmin")?,
-        xmax: row.int("xmax")?,
-    }))
+    let running = conn
+        .rows(sql, args![])
+        .await?
+        .iter()
+        .map(|r| r.int("xid"))
+        .collect::<StoreResult<Vec<_>>>()?;
+    Ok(Some(Horizon { running }))
 }
 
 /// Deletes at most `batch` of the oldest events: those older than

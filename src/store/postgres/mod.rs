@@ -180,9 +180,14 @@ impl Dialect for PostgresStore {
              fencing_token, session_id, owner, reason",
         event_head: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS head \
              FROM event_revisions",
+        // Not the whole server's snapshot: another database's long
+        // transaction cannot take a revision here, and must not hold the
+        // watchers back. `backend_xid` is shown for every role's sessions.
         event_horizon: Some(
-            "SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, \
-             pg_snapshot_xmax(s)::text::bigint AS xmax FROM pg_current_snapshot() s",
+            "SELECT backend_xid::text::bigint AS xid FROM pg_stat_activity \
+             WHERE datname = current_database() AND backend_xid IS NOT NULL \
+             UNION ALL SELECT transaction::text::bigint FROM pg_prepared_xacts \
+             WHERE database = current_database()",
         ),
     };
 

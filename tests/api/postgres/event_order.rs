@@ -13,20 +13,26 @@ use super::replicas::{post, two_replicas};
 use crate::events::{EventStream, page};
 use crate::helpers::{spawn_app, spawn_app_with};
 
-/// Opens a transaction that records an event of key `key` with the next
-/// revision, and leaves it open; answers the connection and the revision.
-async fn hold_a_revision(db: &str, key: &str) -> (PgConnection, i64) {
-    let mut conn = PgConnection::connect(db).await.unwrap();
-    sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
-    let revision: i64 = sqlx::query_scalar(
+/// Records an event of key `key` with the next revision in the open
+/// transaction of `conn`; answers the revision.
+async fn record_an_event(conn: &mut PgConnection, key: &str) -> i64 {
+    sqlx::query_scalar(
         "INSERT INTO events (revision, xid, type, at, key, holder, fencing_token) \
          SELECT nextval('event_revisions'), pg_current_xact_id()::text::bigint, \
          'lock.acquired', 0, $1, 'held-open', 0 RETURNING revision",
     )
     .bind(key)
-    .fetch_one(&mut conn)
+    .fetch_one(conn)
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// Opens a transaction that records an event of key `key` with the next
+/// revision, and leaves it open; answers the connection and the revision.
+async fn hold_a_revision(db: &str, key: &str) -> (PgConnection, i64) {
+    let mut conn = PgConnection::connect(db).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+    let revision = record_an_event(&mut conn, key).await;
     (conn, revision)
 }
 
@@ -78,6 +84,77 @@ async fn a_committed_early_revision_is_delivered_first() {
 
 async fn a_rolled_back_revision_is_skipped_once_its_transaction_ends() {
     a_watcher_waits_at_an_uncommitted_revision_then_delivers_in_order(false).await;
+}
+
+/// The transaction that took the early revision began after the one that
+/// committed the later: the reader waits for it all the same (no other
+/// transaction need have ended since it began).
+async fn an_early_revision_of_a_younger_transaction_is_waited_for() {
+    // No write of the server's own ends a transaction meanwhile.
+    let app = spawn_app_with(|c| c.reaper_interval = Duration::from_secs(3_600)).await;
+    let db = app.db.to_str().unwrap();
+    app.must_acquire("before", "h", 60_000).await;
+    let before = page(&app, "?since=0&wait_ms=5000").await["next_revision"].clone();
+    let mut stream = EventStream::open(&app, &format!("?since={before}")).await;
+    let mut older = PgConnection::connect(db).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut older).await.unwrap();
+    sqlx::query("SELECT pg_current_xact_id()")
+        .execute(&mut older)
+        .await
+        .unwrap();
+    let (mut younger, early) = hold_a_revision(db, "early").await;
+    let late = record_an_event(&mut older, "late").await;
+    sqlx::query("COMMIT").execute(&mut older).await.unwrap();
+    assert!(late > early);
+    assert!(
+        stream.next_within(Duration::from_secs(1)).await.is_none(),
+        "nothing is delivered past the open revision {early}"
+    );
+    sqlx::query("COMMIT").execute(&mut younger).await.unwrap();
+    let first = stream.next().await;
+    let second = stream.next().await;
+    assert_eq!(
+        [&first["revision"], &second["revision"]],
+        [&json!(early), &json!(late)]
+    );
+}
+
+/// Transaction ids belong to the whole server: a long transaction of
+/// another database there cannot take a revision of this log, and a watcher
+/// held at a gap does not wait for it.
+async fn a_transaction_of_another_database_does_not_hold_the_watchers_back() {
+    let app = spawn_app().await;
+    // Open, with its transaction id, for the whole test.
+    let mut elsewhere = PgConnection::connect(&crate::backend::server_url())
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut elsewhere).await.unwrap();
+    sqlx::query("SELECT pg_current_xact_id()")
+        .execute(&mut elsewhere)
+        .await
+        .unwrap();
+    app.must_acquire("before", "h", 60_000).await;
+    let before = page(&app, "?since=0&wait_ms=5000").await["next_revision"].clone();
+    let mut stream = EventStream::open(&app, &format!("?since={before}")).await;
+    let (mut held, _) = hold_a_revision(app.db.to_str().unwrap(), "rolled-back").await;
+    app.must_acquire("later", "h", 60_000).await;
+    assert!(
+        stream
+            .next_within(Duration::from_millis(500))
+            .await
+            .is_none(),
+        "held at the open revision"
+    );
+    sqlx::query("ROLLBACK").execute(&mut held).await.unwrap();
+    let event = stream
+        .next_within(Duration::from_secs(10))
+        .await
+        .expect("delivered once this database's transactions have ended");
+    assert_eq!(event["key"], "later", "{event}");
+    sqlx::query("ROLLBACK")
+        .execute(&mut elsewhere)
+        .await
+        .unwrap();
 }
 
 async fn a_change_on_one_replica_reaches_a_watcher_on_the_other() {
@@ -149,4 +226,6 @@ crate::harness::tests! {
     a_committed_early_revision_is_delivered_first,
     a_rolled_back_revision_is_skipped_once_its_transaction_ends,
     a_change_on_one_replica_reaches_a_watcher_on_the_other,
+    a_transaction_of_another_database_does_not_hold_the_watchers_back,
+    an_early_revision_of_a_younger_transaction_is_waited_for,
 }
