@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+mod http;
 mod seed;
 mod systems;
 
@@ -108,7 +109,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 /// Polls `/metrics` until the reaper has deleted `rows` lock rows; answers
 /// how long that took from the start of the run (`None`: not by its end).
 async fn watch_reaper(
-    conn: Conn,
+    mut conn: Conn,
     rows: u64,
     started: Instant,
     stop: Arc<AtomicBool>,

@@ -10,10 +10,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use super::Result;
+use super::http::Http;
 
 pub enum Conn {
-    Leasehold(reqwest::Client, String),
-    Etcd(reqwest::Client, String),
+    Leasehold(Http),
+    Etcd(Http),
     Redis(BufReader<TcpStream>),
 }
 
@@ -46,21 +47,20 @@ pub const RESERVATION_TTL_MS: u64 = 86_400_000;
 
 impl Conn {
     pub async fn open(system: &str, address: &str) -> Result<Self> {
-        let http = || reqwest::Client::builder().pool_max_idle_per_host(1).build();
         Ok(match system {
             s if s == "leasehold" || s.starts_with("leasehold-") => {
-                Conn::Leasehold(http()?, format!("http://{address}"))
+                Conn::Leasehold(Http::connect(address).await?)
             }
-            "etcd" => Conn::Etcd(http()?, format!("http://{address}")),
+            "etcd" => Conn::Etcd(Http::connect(address).await?),
             "redis" => Conn::Redis(BufReader::new(TcpStream::connect(address).await?)),
             other => return Err(format!("unknown system {other}").into()),
         })
     }
 
-    /// The leasehold client and its base URL; the subnet workloads need leasehold.
-    pub fn leasehold(&self) -> Result<(&reqwest::Client, &str)> {
+    /// The leasehold client; the subnet workloads need leasehold.
+    pub fn leasehold(&mut self) -> Result<&mut Http> {
         match self {
-            Conn::Leasehold(c, base) => Ok((c, base)),
+            Conn::Leasehold(c) => Ok(c),
             _ => Err("this workload runs against leasehold only".into()),
         }
     }
@@ -68,49 +68,47 @@ impl Conn {
     /// Acquires `key` (waiting when `wait`), returns what release needs.
     pub async fn acquire(&mut self, key: &str, wait: bool) -> Result<Option<String>> {
         match self {
-            Conn::Leasehold(c, base) => {
+            Conn::Leasehold(c) => {
                 let r = c
-                    .post(format!("{base}/v1/locks/{key}/acquire"))
-                    .json(&json!({"holder": "bench", "ttl_ms": 30_000, "wait_ms": if wait { 60_000 } else { 0 }}))
-                    .send()
+                    .post(
+                        &format!("/v1/locks/{key}/acquire"),
+                        &json!({"holder": "bench", "ttl_ms": 30_000, "wait_ms": if wait { 60_000 } else { 0 }}),
+                    )
                     .await?;
-                if r.status() != 201 {
+                if r.status != 201 {
                     return Ok(None);
                 }
-                let v: Value = r.json().await?;
+                let v: Value = r.json()?;
                 Ok(Some(v["token"].as_str().unwrap_or_default().to_owned()))
             }
-            Conn::Etcd(c, base) => {
-                let lease: Value = c
-                    .post(format!("{base}/v3/lease/grant"))
-                    .json(&json!({"TTL": 30}))
-                    .send()
+            Conn::Etcd(c) => {
+                let lease = c
+                    .post("/v3/lease/grant", &json!({"TTL": 30}))
                     .await?
-                    .json()
-                    .await?;
+                    .json()?;
                 let id = lease["ID"].as_str().unwrap_or_default().to_owned();
                 if wait {
-                    let locked: Value = c
-                        .post(format!("{base}/v3/lock/lock"))
-                        .json(&json!({"name": B64.encode(key), "lease": id}))
-                        .send()
+                    let locked = c
+                        .post(
+                            "/v3/lock/lock",
+                            &json!({"name": B64.encode(key), "lease": id}),
+                        )
                         .await?
-                        .json()
-                        .await?;
+                        .json()?;
                     let held = locked["key"].as_str().unwrap_or_default().to_owned();
                     return Ok(Some(format!("{id} {held}")));
                 }
                 let k = B64.encode(key);
-                let txn: Value = c
-                    .post(format!("{base}/v3/kv/txn"))
-                    .json(&json!({
-                        "compare": [{"target": "CREATE", "key": k, "createRevision": "0"}],
-                        "success": [{"requestPut": {"key": k, "value": B64.encode("bench"), "lease": id}}]
-                    }))
-                    .send()
+                let txn = c
+                    .post(
+                        "/v3/kv/txn",
+                        &json!({
+                            "compare": [{"target": "CREATE", "key": k, "createRevision": "0"}],
+                            "success": [{"requestPut": {"key": k, "value": B64.encode("bench"), "lease": id}}]
+                        }),
+                    )
                     .await?
-                    .json()
-                    .await?;
+                    .json()?;
                 Ok(txn["succeeded"]
                     .as_bool()
                     .unwrap_or(false)
@@ -126,28 +124,23 @@ impl Conn {
 
     pub async fn release(&mut self, key: &str, token: &str) -> Result<()> {
         match self {
-            Conn::Leasehold(c, base) => {
+            Conn::Leasehold(c) => {
                 let r = c
-                    .post(format!("{base}/v1/locks/{key}/release"))
-                    .json(&json!({ "token": token }))
-                    .send()
+                    .post(
+                        &format!("/v1/locks/{key}/release"),
+                        &json!({ "token": token }),
+                    )
                     .await?;
-                if r.status() != 204 {
-                    return Err(format!("release answered {}", r.status()).into());
+                if r.status != 204 {
+                    return Err(format!("release answered {}", r.status).into());
                 }
             }
-            Conn::Etcd(c, base) => {
+            Conn::Etcd(c) => {
                 let (id, held) = token.split_once(' ').unwrap_or((token, "-"));
                 if held != "-" {
-                    c.post(format!("{base}/v3/lock/unlock"))
-                        .json(&json!({"key": held}))
-                        .send()
-                        .await?;
+                    c.post("/v3/lock/unlock", &json!({"key": held})).await?;
                 }
-                c.post(format!("{base}/v3/lease/revoke"))
-                    .json(&json!({"ID": id}))
-                    .send()
-                    .await?;
+                c.post("/v3/lease/revoke", &json!({"ID": id})).await?;
             }
             Conn::Redis(s) => {
                 redis_call(s, &["EVAL", REDIS_UNLOCK, "1", key, token]).await?;
@@ -157,57 +150,53 @@ impl Conn {
     }
 
     /// Creates `pool` as `cidr` if it does not exist yet.
-    pub async fn put_pool(&self, pool: &str, cidr: &str) -> Result<()> {
-        let (c, base) = self.leasehold()?;
-        let r = c
-            .put(format!("{base}/v1/pools/{pool}"))
-            .json(&json!({ "cidr": cidr }))
-            .send()
+    pub async fn put_pool(&mut self, pool: &str, cidr: &str) -> Result<()> {
+        let r = self
+            .leasehold()?
+            .put(&format!("/v1/pools/{pool}"), &json!({ "cidr": cidr }))
             .await?;
-        if !r.status().is_success() {
-            return Err(format!("pool {pool}: {}", r.text().await?).into());
+        if !(200..300).contains(&r.status) {
+            let text = String::from_utf8_lossy(&r.body);
+            return Err(format!("pool {pool}: {text}").into());
         }
         Ok(())
     }
 
     /// Reserves a /24 in `pool`; returns its id and token.
-    pub async fn reserve(&self, pool: &str) -> Result<Option<(String, String)>> {
-        let (c, base) = self.leasehold()?;
-        let r = c
-            .post(format!("{base}/v1/pools/{pool}/reservations"))
-            .json(&json!({"holder": "bench", "prefix_len": 24, "ttl_ms": RESERVATION_TTL_MS}))
-            .send()
+    pub async fn reserve(&mut self, pool: &str) -> Result<Option<(String, String)>> {
+        let r = self
+            .leasehold()?
+            .post(
+                &format!("/v1/pools/{pool}/reservations"),
+                &json!({"holder": "bench", "prefix_len": 24, "ttl_ms": RESERVATION_TTL_MS}),
+            )
             .await?;
-        if r.status() != 201 {
+        if r.status != 201 {
             return Ok(None);
         }
-        let v: Value = r.json().await?;
+        let v = r.json()?;
         let field = |name: &str| v[name].as_str().unwrap_or_default().to_owned();
         Ok(Some((field("id"), field("token"))))
     }
 
-    pub async fn release_reservation(&self, pool: &str, id: &str, token: &str) -> Result<()> {
-        let (c, base) = self.leasehold()?;
-        let r = c
-            .post(format!("{base}/v1/pools/{pool}/reservations/{id}/release"))
-            .json(&json!({ "token": token }))
-            .send()
+    pub async fn release_reservation(&mut self, pool: &str, id: &str, token: &str) -> Result<()> {
+        let r = self
+            .leasehold()?
+            .post(
+                &format!("/v1/pools/{pool}/reservations/{id}/release"),
+                &json!({ "token": token }),
+            )
             .await?;
-        if r.status() != 204 {
-            return Err(format!("release answered {}", r.status()).into());
+        if r.status != 204 {
+            return Err(format!("release answered {}", r.status).into());
         }
         Ok(())
     }
 
     /// A counter of leasehold's `/metrics`, e.g. `leasehold_reaped_locks_total`.
-    pub async fn counter(&self, name: &str) -> Result<u64> {
-        let (c, base) = self.leasehold()?;
-        let text = c
-            .get(format!("{base}/metrics"))
-            .send()
-            .await?
-            .text()
-            .await?;
+    pub async fn counter(&mut self, name: &str) -> Result<u64> {
+        let answer = self.leasehold()?.get("/metrics").await?;
+        let text = String::from_utf8_lossy(&answer.body);
         let value = text
             .lines()
             .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
