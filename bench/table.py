@@ -95,7 +95,7 @@ if reaping is not None:
     took = rows["scale-reaping"].get("reap_s", "?")
     print(f"- 4: acquire p99 while the reaper deletes {leases:,} expired leases is {reaping:.2f}× the "
           f"empty database's (< 2×: {verdict(reaping < 2)}); reaping them took {took} s "
-          "with the default batch (100, each followed by a rest as long as it took) and interval (1 s)")
+          "with the default batch (100, each followed by a rest three times as long as it took) and interval (500 ms)")
 startup = num("startup-live", "startup_ms")
 if startup is not None:
     print(f"- start-up on the database with {leases:,} live leases (each gets a fresh TTL, "
