@@ -139,6 +139,33 @@ async fn events_after(app: &TestApp, since: i64, count: usize) -> Vec<Value> {
     events
 }
 
+/// The stream's next event, whose revision must come after `last`, which
+/// moves to it.
+async fn next_in_order(stream: &mut EventStream, last: &mut i64) -> Value {
+    let event = stream.next().await;
+    let revision = event["revision"].as_i64().unwrap();
+    assert!(revision > *last, "revision {revision} after {last}");
+    *last = revision;
+    event
+}
+
+/// Nothing more comes on `stream`, and the history read from the log after
+/// `since` tells the same story as `streamed`.
+async fn ends_as_the_history(
+    app: &TestApp,
+    stream: &mut EventStream,
+    since: i64,
+    streamed: &[Value],
+) {
+    assert!(
+        stream
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none()
+    );
+    assert_eq!(events_after(app, since, streamed.len()).await, streamed);
+}
+
 fn kinds(events: &[Value]) -> Vec<String> {
     events
         .iter()
@@ -693,10 +720,7 @@ async fn revisions_only_grow_under_a_race_and_each_event_comes_once() {
     let mut last = start;
     let mut streamed = Vec::new();
     for _ in 0..expected {
-        let event = stream.next().await;
-        let revision = event["revision"].as_i64().unwrap();
-        assert!(revision > last, "revision {revision} after {last}");
-        last = revision;
+        let event = next_in_order(&mut stream, &mut last).await;
         let id = (
             event["type"].as_str().unwrap().to_owned(),
             event["fencing_token"].as_i64().unwrap(),
@@ -706,14 +730,7 @@ async fn revisions_only_grow_under_a_race_and_each_event_comes_once() {
         streamed.push(event);
     }
     assert_eq!(seen.len(), expected);
-    assert!(
-        stream
-            .next_within(Duration::from_millis(300))
-            .await
-            .is_none()
-    );
-    // The history tells the same story.
-    assert_eq!(events_after(&app, start, expected).await, streamed);
+    ends_as_the_history(&app, &mut stream, start, &streamed).await;
 }
 
 async fn a_reaper_batch_announces_each_expiry_once_in_revision_order() {
@@ -765,10 +782,7 @@ async fn a_reaper_batch_announces_each_expiry_once_in_revision_order() {
     let mut streamed = Vec::new();
     let mut last = start;
     for _ in 0..expected {
-        let event = stream.next().await;
-        let revision = event["revision"].as_i64().unwrap();
-        assert!(revision > last, "revision {revision} after {last}");
-        last = revision;
+        let event = next_in_order(&mut stream, &mut last).await;
         assert_eq!(event["type"], "lock.released");
         assert_eq!(event["reason"], "expired");
         let key = event["key"].as_str().unwrap();
@@ -779,14 +793,7 @@ async fn a_reaper_batch_announces_each_expiry_once_in_revision_order() {
         streamed.push(event);
     }
     assert!(granted.is_empty());
-    assert!(
-        stream
-            .next_within(Duration::from_millis(300))
-            .await
-            .is_none()
-    );
-    // The history tells the same story.
-    assert_eq!(events_after(&app, start, expected).await, streamed);
+    ends_as_the_history(&app, &mut stream, start, &streamed).await;
 }
 
 crate::harness::tests! {
