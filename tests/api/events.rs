@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -743,33 +744,21 @@ async fn a_reaper_batch_announces_each_expiry_once_in_revision_order() {
     })
     .await;
     let (tasks, per_task) = (12, 100);
-    let mut handles = Vec::new();
-    for t in 0..tasks {
-        let (client, base) = (app.client.clone(), app.address.clone());
-        handles.push(tokio::spawn(async move {
-            let mut granted = Vec::new();
-            for i in 0..per_task {
-                let lease: Value = client
-                    .post(format!("{base}/v1/locks/lapse%2F{t}-{i}/acquire"))
-                    .json(&json!({"holder": format!("node-{t}"), "ttl_ms": 1_000}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                granted.push((
-                    format!("lapse/{t}-{i}"),
-                    lease["fencing_token"].as_i64().unwrap(),
-                ));
-            }
-            granted
-        }));
-    }
-    let mut granted = std::collections::HashMap::new();
-    for h in handles {
-        granted.extend(h.await.unwrap());
-    }
+    // Twelve clients at once, each granted its hundred keys.
+    let mut granted: std::collections::HashMap<String, Value> =
+        futures::stream::iter(0..tasks * per_task)
+            .map(|n| {
+                let (t, i) = (n / per_task, n % per_task);
+                let key = format!("lapse/{t}-{i}");
+                let app = &app;
+                async move {
+                    let lease = app.must_acquire(&key, &format!("node-{t}"), 1_000).await;
+                    (key, lease["fencing_token"].clone())
+                }
+            })
+            .buffer_unordered(tasks)
+            .collect()
+            .await;
     let expected = tasks * per_task;
     assert_eq!(granted.len(), expected);
     let start = head(&app).await;
