@@ -33,7 +33,7 @@ pub struct EventBounds {
 
 /// The transactions of this database in progress, where writes run side by
 /// side: any that took a revision not yet committed is among them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Horizon {
     /// Their transaction ids.
     pub running: Vec<i64>,
