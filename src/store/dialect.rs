@@ -50,7 +50,10 @@ pub type ReadWork<C, T> =
     Box<dyn for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, StoreResult<T>> + Send>;
 
 /// The statements whose text differs between dialects; every other
-/// statement is one text in the shared transactions.
+/// statement is one text in the shared transactions. A SQLite text may be
+/// several statements separated by `;`, run in turn with the same
+/// arguments, answering the rows of those that answer any
+/// (`sqlite::conn::Conn::run`).
 pub struct Texts {
     /// Serialises writes of one key (`$1`) until the transaction ends;
     /// `None` where writes never run side by side.

@@ -104,12 +104,7 @@ impl Conn {
     /// few around every write, so they are kept prepared as every other
     /// statement is; the texts are ours and hold no `;` but between statements.
     pub fn batch(&self, sql: &str) -> StoreResult<()> {
-        for text in sql.split(';').map(str::trim).filter(|t| !t.is_empty()) {
-            let mut statement = self.db.prepare_cached(text).map_err(classify)?;
-            let mut rows = statement.raw_query();
-            while rows.next().map_err(classify)?.is_some() {}
-        }
-        Ok(())
+        self.run(sql, &[], 0).map(drop)
     }
 
     /// How often SQLite compiled the kept statement `sql` again.
@@ -147,10 +142,31 @@ impl Conn {
     }
 
     /// Runs `sql` to its end, keeping at most `keep` of the rows it answers.
+    /// A text may hold several statements, separated by `;`: each runs in
+    /// turn with the same arguments (binding those it names), and the rows
+    /// answered are those of the statements that answer columns. A
+    /// dialect text uses this to read what it wrote (`last_insert_rowid()`)
+    /// where `RETURNING` would cost SQLite a table of its own per statement.
     fn run(&self, sql: &str, args: &[Arg<'_>], keep: usize) -> StoreResult<Vec<SqliteRow>> {
+        let mut answered = Vec::new();
+        for text in sql.split(';').map(str::trim).filter(|t| !t.is_empty()) {
+            self.run_one(text, args, keep, &mut answered)?;
+        }
+        Ok(answered)
+    }
+
+    /// Runs the one statement `sql`, adding what it answers to `answered`
+    /// while that holds fewer than `keep` rows.
+    fn run_one(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+        keep: usize,
+        answered: &mut Vec<SqliteRow>,
+    ) -> StoreResult<()> {
         let mut statement = self.statement(sql, args)?;
         // Named once per statement run, and only when a row is kept.
-        let names: Arc<[String]> = if keep == 0 {
+        let names: Arc<[String]> = if keep == 0 || statement.column_count() == 0 {
             Arc::from([])
         } else {
             statement
@@ -159,7 +175,6 @@ impl Conn {
                 .map(str::to_owned)
                 .collect()
         };
-        let mut answered = Vec::new();
         let mut rows = statement.raw_query();
         while let Some(row) = rows.next().map_err(classify)? {
             if answered.len() < keep {
@@ -173,7 +188,7 @@ impl Conn {
                 });
             }
         }
-        Ok(answered)
+        Ok(())
     }
 }
 

@@ -149,17 +149,20 @@ impl Dialect for SqliteStore {
         lock_key: None,
         lock_owner: None,
         lock_pool_row: "",
-        next_fencing: "UPDATE fencing_counter SET value = value + 1 WHERE id = 1 \
-                       RETURNING value AS fencing_token",
+        // Here and below, a statement reads back what the one before it
+        // wrote: a `RETURNING` costs SQLite a table of its own each time.
+        next_fencing: "UPDATE fencing_counter SET value = value + 1 WHERE id = 1; \
+                       SELECT value AS fencing_token FROM fencing_counter WHERE id = 1",
         last_fencing: "SELECT value AS fencing_token FROM fencing_counter WHERE id = 1",
-        // The counter follows the row's fencing token by trigger.
+        // The counter follows the row's fencing token by trigger; the
+        // fencing token is the row's id.
         insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
              max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
              idempotency_key, owner, session_id) \
              SELECT value + 1, $1, $2, $3, $4, $5, $6, $14, $7, $8, $9, $10, $12, $13 \
              FROM fencing_counter WHERE id = 1 \
-             AND NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
-             RETURNING fencing_token",
+             AND NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)); \
+             SELECT last_insert_rowid() AS fencing_token WHERE changes() > 0",
         insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, \
              last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, metadata, \
              idempotency_key, owner, session_id) \
@@ -167,15 +170,18 @@ impl Dialect for SqliteStore {
         reap_rows: "",
         insert_event: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
              fencing_token, session_id, owner, reason) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING revision",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11); \
+             SELECT last_insert_rowid() AS revision",
         insert_events: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
              fencing_token, session_id, owner, reason) \
              SELECT value ->> 'type', value ->> 'at', value ->> 'key', value ->> 'pool', \
              value ->> 'reservation', value ->> 'subnet', value ->> 'holder', \
              value ->> 'fencing_token', value ->> 'session_id', value ->> 'owner', \
-             value ->> 'reason' FROM json_each($1) ORDER BY json_each.key \
-             RETURNING revision, type, at, key, pool, reservation, subnet, holder, \
-             fencing_token, session_id, owner, reason",
+             value ->> 'reason' FROM json_each($1) ORDER BY json_each.key; \
+             SELECT revision, type, at, key, pool, reservation, subnet, holder, \
+             fencing_token, session_id, owner, reason FROM events \
+             WHERE revision > last_insert_rowid() - changes() AND changes() > 0 \
+             ORDER BY revision",
         event_head: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) \
              AS head",
         // One writer commits one batch after another, in revision order.

@@ -200,3 +200,38 @@ async fn a_kept_statement_is_not_compiled_again_for_each_value_bound() {
     }
     assert_eq!(conn.recompiled(sql), 0);
 }
+
+#[tokio::test]
+async fn a_text_of_several_statements_answers_the_rows_of_those_that_answer() {
+    let (dir, _file, writer, _stats) = writer_on_a_fresh_file().await;
+    writer.close().await;
+    let mut conn = Conn::open_writer(&dir.path().join("w.db"), Durability::Full).unwrap();
+    // Each statement binds the arguments it names, in whatever order.
+    let insert = "INSERT INTO t (k) VALUES ($2); \
+                  SELECT k, last_insert_rowid() AS id FROM t WHERE k = $2 AND changes() > 0; ";
+    let row = conn
+        .row(insert, args!["unused", "a"])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.text("k").unwrap(), "a");
+    let first = row.int("id").unwrap();
+    // A statement that changes nothing leaves `changes()` at 0, so the
+    // read-back answers nothing rather than the row written before.
+    let none = "INSERT INTO t (k) SELECT $1 WHERE $1 = 'never'; \
+                SELECT last_insert_rowid() AS id WHERE changes() > 0";
+    assert!(conn.row(none, args!["b"]).await.unwrap().is_none());
+    assert_eq!(conn.execute(insert, args!["", "b"]).await.unwrap(), 1);
+    // Rows come from every statement that answers any, in order.
+    let both = "SELECT k FROM t WHERE k = 'a'; DELETE FROM t WHERE k = 'z'; \
+                SELECT k FROM t WHERE k = 'b'";
+    let rows = conn.rows(both, args![]).await.unwrap();
+    let keys: Vec<String> = rows.iter().map(|r| r.text("k").unwrap()).collect();
+    assert_eq!(keys, ["a", "b"]);
+    let ids = conn
+        .rows("SELECT rowid AS id FROM t ORDER BY rowid", args![])
+        .await
+        .unwrap();
+    assert_eq!(ids[0].int("id").unwrap(), first);
+    assert_eq!(ids.len(), 2);
+}
