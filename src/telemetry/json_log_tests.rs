@@ -3,7 +3,7 @@ use std::sync::{Arc, Mutex};
 
 use tracing_subscriber::fmt::MakeWriter;
 
-use super::JsonLines;
+use super::{JsonLines, SpanFields, timestamp, write_second};
 
 #[derive(Clone, Default)]
 struct Capture(Arc<Mutex<Vec<u8>>>);
@@ -78,9 +78,10 @@ fn lines(format: Option<JsonLines>) -> Vec<String> {
         .with_max_level(tracing::Level::TRACE)
         .json();
     match format {
-        Some(format) => {
-            tracing::subscriber::with_default(builder.event_format(format).finish(), log_everything)
-        }
+        Some(format) => tracing::subscriber::with_default(
+            builder.fmt_fields(SpanFields).event_format(format).finish(),
+            log_everything,
+        ),
         None => tracing::subscriber::with_default(builder.finish(), log_everything),
     }
     let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
@@ -100,4 +101,52 @@ fn lines_are_those_of_the_stock_json_format() {
     let ours = lines(Some(JsonLines::new()));
     assert_eq!(stock.len(), 6);
     assert_eq!(ours, stock);
+}
+
+#[test]
+fn dates_and_seconds_are_those_of_the_calendar() {
+    let cases = [
+        (0, "1970-01-01T00:00:00"),
+        (951_782_400, "2000-02-29T00:00:00"),
+        (951_868_799, "2000-02-29T23:59:59"),
+        (1_709_251_199, "2024-02-29T23:59:59"),
+        (1_796_186_462, "2026-12-02T04:41:02"),
+        (4_107_542_400, "2100-03-01T00:00:00"),
+        (253_402_300_799, "9999-12-31T23:59:59"),
+    ];
+    for (unix, text) in cases {
+        let mut out = String::new();
+        write_second(&mut out, unix).unwrap();
+        assert_eq!(out, text, "{unix}");
+    }
+}
+
+#[test]
+fn timestamps_are_those_of_the_stock_format() {
+    use tracing_subscriber::fmt::format::Writer;
+    use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+    // Each written both ways at the same moment, to the microsecond.
+    let at = std::time::SystemTime::now();
+    for offset in [0u64, 1, 59_999_999, 86_399_999_999, 3_155_760_000_000_000] {
+        let moment = at + std::time::Duration::from_micros(offset);
+        let mut ours = Vec::new();
+        timestamp(&mut ours, moment).unwrap();
+        let ours = String::from_utf8(ours).unwrap();
+        // The stock format writes only the present: compare the present.
+        if offset == 0 {
+            let mut stock = String::new();
+            SystemTime
+                .format_time(&mut Writer::new(&mut stock))
+                .unwrap();
+            // Same second (or the next one, at a second's edge).
+            assert_eq!(ours.len(), stock.len(), "{ours} {stock}");
+            assert_eq!(ours[..16], stock[..16], "{ours} {stock}");
+            assert!(ours.ends_with('Z') && ours.as_bytes()[19] == b'.', "{ours}");
+        }
+        let micros = moment
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_micros();
+        assert!(ours.ends_with(&format!(".{micros:06}Z")), "{ours}");
+    }
 }

@@ -44,6 +44,7 @@ pub fn init_tracing(format: LogFormat) {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder
             .json()
+            .fmt_fields(json_log::SpanFields)
             .event_format(json_log::JsonLines::new())
             .try_init(),
     };
