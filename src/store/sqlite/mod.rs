@@ -154,14 +154,15 @@ impl Dialect for SqliteStore {
         next_fencing: "UPDATE fencing_counter SET value = value + 1 WHERE id = 1; \
                        SELECT value AS fencing_token FROM fencing_counter WHERE id = 1",
         last_fencing: "SELECT value AS fencing_token FROM fencing_counter WHERE id = 1",
-        // The counter follows the row's fencing token by trigger; the
-        // fencing token is the row's id.
-        insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
+        // The counter moves up first, only if the row goes in; the row
+        // takes its value, and the fencing token is the row's id.
+        insert_lock: "UPDATE fencing_counter SET value = value + 1 WHERE id = 1 \
+             AND NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)); \
+             INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
              max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
              idempotency_key, owner, session_id) \
-             SELECT value + 1, $1, $2, $3, $4, $5, $6, $14, $7, $8, $9, $10, $12, $13 \
-             FROM fencing_counter WHERE id = 1 \
-             AND NOT ($11 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)); \
+             SELECT value, $1, $2, $3, $4, $5, $6, $14, $7, $8, $9, $10, $12, $13 \
+             FROM fencing_counter WHERE id = 1 AND changes() > 0; \
              SELECT last_insert_rowid() AS fencing_token WHERE changes() > 0",
         insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, \
              last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, metadata, \
