@@ -90,6 +90,11 @@ pub struct Texts {
     pub insert_events: &'static str,
     /// The highest revision ever handed out, answered as `head`.
     pub event_head: &'static str,
+    /// Whether a statement answers the rows it deletes with `RETURNING`;
+    /// else with two statements in one text, the rows read and then
+    /// deleted (SQLite makes a table of its own, and drops it, for every
+    /// statement's `RETURNING`).
+    pub delete_returning: bool,
     /// The ids of this database's transactions in progress, one `xid` a
     /// row, where writes commit side by side and so out of revision order;
     /// `None` where they commit one after another.

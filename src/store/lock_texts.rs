@@ -2,6 +2,9 @@
 //! not depend on a call's arguments, each built once from the expiry
 //! fragments on first use instead of on every request.
 
+use std::sync::OnceLock;
+
+use super::dialect::Dialect;
 use super::events::ENDED_LOCK;
 use super::expiry::{self, Text};
 use super::owners::SAME_OWNER;
@@ -26,12 +29,11 @@ pub static KEY_ROWS: Text = Text::new(|| {
 
 /// Removes the rows of the key `$1` absent at `$2`: past their expiry and
 /// lock delay, or bound to a session that ended.
-pub static DELETE_ABSENT: Text = Text::new(|| {
+pub static DELETE_ABSENT: Ending = Ending::new(|| {
     format!(
-        "DELETE FROM lock_leases WHERE key = $1 AND ({} \
+        "key = $1 AND ({} \
          OR (session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s \
-             WHERE s.id = lock_leases.session_id AND {}))) \
-         RETURNING {ENDED_LOCK}",
+             WHERE s.id = lock_leases.session_id AND {})))",
         expiry::gone("lock_leases", "$2"),
         expiry::outlives("s", "lock_leases.lock_delay_ms", "$2")
     )
@@ -59,28 +61,25 @@ pub static BOUND_LEASE: Text = Text::new(|| {
 });
 
 /// Deletes the live lease of `$1` with the token `$2` at `$3`.
-pub static RELEASE: Text = Text::new(|| {
+pub static RELEASE: Ending = Ending::new(|| {
     format!(
-        "DELETE FROM lock_leases WHERE key = $1 AND token = $2 AND {} \
-         AND {} RETURNING {ENDED_LOCK}",
+        "key = $1 AND token = $2 AND {} AND {}",
         expiry::live("lock_leases", "$3"),
         live_by_session("lock_leases", 3)
     )
 });
 
 /// Deletes every lease of `$1` live at `$2`.
-pub static DELETE_LIVE: Text = Text::new(|| {
+pub static DELETE_LIVE: Ending = Ending::new(|| {
     format!(
-        "DELETE FROM lock_leases WHERE key = $1 AND {} AND {} \
-         RETURNING {ENDED_LOCK}",
+        "key = $1 AND {} AND {}",
         expiry::live("lock_leases", "$2"),
         live_by_session("lock_leases", 2)
     )
 });
 
 /// Deletes every row of `$1`.
-pub static DELETE_ALL: Text =
-    Text::new(|| format!("DELETE FROM lock_leases WHERE key = $1 RETURNING {ENDED_LOCK}"));
+pub static DELETE_ALL: Ending = Ending::new(|| "key = $1".to_owned());
 
 /// The leases of `$1` live at `$2`, oldest grant first.
 pub static LIVE_LEASES: Text = Text::new(|| {
@@ -108,3 +107,42 @@ fn list(below: bool) -> String {
 
 pub static LIST: Text = Text::new(|| list(false));
 pub static LIST_BELOW: Text = Text::new(|| list(true));
+
+/// A statement that deletes the rows of `lock_leases` a condition names and
+/// answers them (`ENDED_LOCK`): as `DELETE … RETURNING`, or where the
+/// dialect answers deleted rows otherwise, as the rows read, then deleted.
+pub struct Ending {
+    condition: fn() -> String,
+    returning: OnceLock<String>,
+    read_first: OnceLock<String>,
+}
+
+impl Ending {
+    const fn new(condition: fn() -> String) -> Self {
+        Self {
+            condition,
+            returning: OnceLock::new(),
+            read_first: OnceLock::new(),
+        }
+    }
+
+    /// The statement's text in the dialect `D`, built on first use.
+    pub fn text<D: Dialect>(&'static self) -> &'static str {
+        if D::SQL.delete_returning {
+            self.returning.get_or_init(|| {
+                format!(
+                    "DELETE FROM lock_leases WHERE {} RETURNING {ENDED_LOCK}",
+                    (self.condition)()
+                )
+            })
+        } else {
+            self.read_first.get_or_init(|| {
+                let condition = (self.condition)();
+                format!(
+                    "SELECT {ENDED_LOCK} FROM lock_leases WHERE {condition}; \
+                     DELETE FROM lock_leases WHERE {condition}"
+                )
+            })
+        }
+    }
+}

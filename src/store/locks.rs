@@ -102,7 +102,7 @@ pub async fn acquire<D: Dialect>(
     // reaper.
     if absent {
         let gone = conn
-            .rows(DELETE_ABSENT.as_str(), args![new.key.as_str(), now])
+            .rows(DELETE_ABSENT.text::<D>(), args![new.key.as_str(), now])
             .await?;
         fx.expired_locks += gone.len() as u64;
         events::record_all::<D>(conn, fx, &expired_locks(&gone, now)?).await?;
@@ -226,7 +226,9 @@ pub async fn release<D: Dialect>(
     token: &str,
     now: Millis,
 ) -> StoreResult<()> {
-    let removed = conn.row(RELEASE.as_str(), args![key, token, now]).await?;
+    let removed = conn
+        .row(RELEASE.text::<D>(), args![key, token, now])
+        .await?;
     let Some(row) = removed else {
         return Err(StoreError::LeaseLost);
     };
@@ -249,11 +251,11 @@ pub async fn force_release<D: Dialect>(
     lock_key::<D>(conn, key).await?;
     // The live leases are force-released; rows past their time go as the
     // expired leases they are.
-    let live = conn.rows(DELETE_LIVE.as_str(), args![key, now]).await?;
+    let live = conn.rows(DELETE_LIVE.text::<D>(), args![key, now]).await?;
     if live.is_empty() {
         return Err(StoreError::NotFound);
     }
-    let expired = conn.rows(DELETE_ALL.as_str(), args![key]).await?;
+    let expired = conn.rows(DELETE_ALL.text::<D>(), args![key]).await?;
     let mut ended = Vec::new();
     for row in &live {
         ended.extend(ended_lock(row, Reason::ForceReleased, now)?);

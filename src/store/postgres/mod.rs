@@ -180,6 +180,7 @@ impl Dialect for PostgresStore {
              fencing_token, session_id, owner, reason",
         event_head: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS head \
              FROM event_revisions",
+        delete_returning: true,
         // Not the whole server's snapshot: another database's long
         // transaction cannot take a revision here, and must not hold the
         // watchers back. `backend_xid` is shown for every role's sessions.

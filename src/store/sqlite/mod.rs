@@ -185,6 +185,7 @@ impl Dialect for SqliteStore {
              ORDER BY revision",
         event_head: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) \
              AS head",
+        delete_returning: false,
         // One writer commits one batch after another, in revision order.
         event_horizon: None,
     };
