@@ -6,6 +6,8 @@
 //! Its `Sql` futures never wait: each is ready when first polled, so the
 //! writer thread runs a whole batch through them, and a read runs inline.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,17 +46,53 @@ fn synchronous(durability: Durability) -> &'static str {
 /// A connection to the database file, writing or only reading.
 pub struct Conn {
     db: rusqlite::Connection,
+    /// The shape of each constant text's statement, by the address and
+    /// length of the text (a constant's never moves nor changes), worked
+    /// out on its first run instead of on every run.
+    shapes: HashMap<(usize, usize), Shape>,
+}
+
+/// What binding a statement's arguments and naming its columns need.
+#[derive(Clone)]
+struct Shape {
+    /// By parameter (the first at 0): the index in the arguments it takes.
+    /// `$N` is the Nth argument, however often and in whatever order the
+    /// text names it, as PostgreSQL reads it; `?` takes the next one.
+    positions: Arc<[usize]>,
+    /// The names of the columns it answers, shared by its rows.
+    names: Arc<[String]>,
+}
+
+impl Shape {
+    fn of(statement: &rusqlite::Statement<'_>) -> Self {
+        let positions = (1..=statement.parameter_count())
+            .map(|index| {
+                statement
+                    .parameter_name(index)
+                    .and_then(|name| name.strip_prefix(['$', '?']))
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .unwrap_or(index)
+                    - 1
+            })
+            .collect();
+        let names = statement
+            .column_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        Self { positions, names }
+    }
 }
 
 impl Conn {
     /// The one connection that writes, with the durability asked for.
     pub fn open_writer(path: &Path, durability: Durability) -> StoreResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Self::open(path, flags)?;
+        let mut conn = Self::open(path, flags)?;
         let synchronous = synchronous(durability);
         // The checkpoints run on a thread of their own; the writer's own
         // threshold is the backstop should they fall behind.
-        conn.batch(&format!(
+        conn.batch(format!(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; \
              PRAGMA foreign_keys = ON; PRAGMA cache_size = -{WRITER_CACHE_KIB}; \
              PRAGMA wal_autocheckpoint = {WRITER_CHECKPOINT_PAGES}"
@@ -66,8 +104,8 @@ impl Conn {
     /// writer's durability asks.
     pub fn open_checkpointer(path: &Path, durability: Durability) -> StoreResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Self::open(path, flags)?;
-        conn.batch(&format!("PRAGMA synchronous = {}", synchronous(durability)))?;
+        let mut conn = Self::open(path, flags)?;
+        conn.batch(format!("PRAGMA synchronous = {}", synchronous(durability)))?;
         Ok(conn)
     }
 
@@ -82,8 +120,8 @@ impl Conn {
     /// A connection that only reads (the WAL lets it read beside the writer).
     pub fn open_reader(path: &Path) -> StoreResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Self::open(path, flags)?;
-        conn.batch(&format!("PRAGMA cache_size = -{READER_CACHE_KIB}"))?;
+        let mut conn = Self::open(path, flags)?;
+        conn.batch(format!("PRAGMA cache_size = -{READER_CACHE_KIB}"))?;
         Ok(conn)
     }
 
@@ -96,15 +134,18 @@ impl Conn {
         // planned by is bound anew (a `LIMIT $2`: every reaper batch).
         db.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
             .map_err(classify)?;
-        Ok(Self { db })
+        Ok(Self {
+            db,
+            shapes: HashMap::new(),
+        })
     }
 
     /// Runs statements that take no arguments, in order, and drops what they
     /// answer (`BEGIN IMMEDIATE; SAVEPOINT job`). The writer runs the same
     /// few around every write, so they are kept prepared as every other
     /// statement is; the texts are ours and hold no `;` but between statements.
-    pub fn batch(&self, sql: &str) -> StoreResult<()> {
-        self.run(sql, &[], 0).map(drop)
+    pub fn batch(&mut self, sql: impl Into<Text>) -> StoreResult<()> {
+        self.run(&sql.into(), &[], 0).map(drop)
     }
 
     /// How often SQLite compiled the kept statement `sql` again.
@@ -116,79 +157,52 @@ impl Conn {
             .get_status(rusqlite::StatementStatus::RePrepare)
     }
 
-    /// Prepares (or takes from the cache) `sql` with `args` bound.
-    fn statement<'c>(
-        &'c self,
-        sql: &str,
-        args: &[Arg<'_>],
-    ) -> StoreResult<rusqlite::CachedStatement<'c>> {
-        let mut statement = self.db.prepare_cached(sql).map_err(classify)?;
-        // `$N` is the Nth argument, however often and in whatever order the
-        // text names it, as PostgreSQL reads it; `?` takes the next one.
-        for index in 1..=statement.parameter_count() {
-            let position = statement
-                .parameter_name(index)
-                .and_then(|name| name.strip_prefix(['$', '?']))
-                .and_then(|n| n.parse::<usize>().ok())
-                .unwrap_or(index);
-            let arg = args.get(position - 1).ok_or_else(|| {
-                StoreError::Internal(format!("a statement names ${position}, not given: {sql}"))
-            })?;
-            statement
-                .raw_bind_parameter(index, Bound(arg))
-                .map_err(classify)?;
-        }
-        Ok(statement)
-    }
-
     /// Runs `sql` to its end, keeping at most `keep` of the rows it answers.
     /// A text may hold several statements, separated by `;`: each runs in
     /// turn with the same arguments (binding those it names), and the rows
     /// answered are those of the statements that answer columns. A
     /// dialect text uses this to read what it wrote (`last_insert_rowid()`)
     /// where `RETURNING` would cost SQLite a table of its own per statement.
-    fn run(&self, sql: &str, args: &[Arg<'_>], keep: usize) -> StoreResult<Vec<SqliteRow>> {
+    fn run(&mut self, sql: &Text, args: &[Arg<'_>], keep: usize) -> StoreResult<Vec<SqliteRow>> {
+        let constant = matches!(sql, Cow::Borrowed(_));
         let mut answered = Vec::new();
         for text in sql.split(';').map(str::trim).filter(|t| !t.is_empty()) {
-            self.run_one(text, args, keep, &mut answered)?;
-        }
-        Ok(answered)
-    }
-
-    /// Runs the one statement `sql`, adding what it answers to `answered`
-    /// while that holds fewer than `keep` rows.
-    fn run_one(
-        &self,
-        sql: &str,
-        args: &[Arg<'_>],
-        keep: usize,
-        answered: &mut Vec<SqliteRow>,
-    ) -> StoreResult<()> {
-        let mut statement = self.statement(sql, args)?;
-        // Named once per statement run, and only when a row is kept.
-        let names: Arc<[String]> = if keep == 0 || statement.column_count() == 0 {
-            Arc::from([])
-        } else {
-            statement
-                .column_names()
-                .into_iter()
-                .map(str::to_owned)
-                .collect()
-        };
-        let mut rows = statement.raw_query();
-        while let Some(row) = rows.next().map_err(classify)? {
-            if answered.len() < keep {
-                let values = (0..names.len())
-                    .map(|i| row.get::<_, Value>(i))
-                    .collect::<Result<Vec<_>, _>>()
+            let mut statement = self.db.prepare_cached(text).map_err(classify)?;
+            let shape = if constant {
+                let key = (text.as_ptr() as usize, text.len());
+                self.shapes
+                    .entry(key)
+                    .or_insert_with(|| Shape::of(&statement))
+                    .clone()
+            } else {
+                Shape::of(&statement)
+            };
+            for (i, &position) in shape.positions.iter().enumerate() {
+                let arg = args.get(position).ok_or_else(|| {
+                    StoreError::Internal(format!(
+                        "a statement names ${}, not given: {text}",
+                        position + 1
+                    ))
+                })?;
+                statement
+                    .raw_bind_parameter(i + 1, Bound(arg))
                     .map_err(classify)?;
-                answered.push(SqliteRow {
-                    names: names.clone(),
-                    values,
-                });
+            }
+            let mut rows = statement.raw_query();
+            while let Some(row) = rows.next().map_err(classify)? {
+                if answered.len() < keep {
+                    let values = (0..shape.names.len())
+                        .map(|i| row.get::<_, Value>(i))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(classify)?;
+                    answered.push(SqliteRow {
+                        names: shape.names.clone(),
+                        values,
+                    });
+                }
             }
         }
-        Ok(())
+        Ok(answered)
     }
 }
 

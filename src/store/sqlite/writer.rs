@@ -313,7 +313,7 @@ fn run(
             checkpoints.note_commit();
             stats.observe_commit(*elapsed, batch.len());
             committed.push(batch.iter_mut().flat_map(|job| job.recorded()).collect());
-        } else if let Some(c) = conn.take() {
+        } else if let Some(mut c) = conn.take() {
             // A commit that failed on a disk error (full, read-only, I/O) can
             // leave the connection in a transaction no ROLLBACK ends: close it,
             // and the next batch opens a fresh one, so writes resume with the disk.
