@@ -1,13 +1,14 @@
 //! What only the SQLite file can show: a grant is in the file before it is
 //! answered, its pages reach the database file itself while the server runs
-//! (checkpoints do not wait for the log to fill), and the file's own trigger
-//! refuses overlapping rows.
+//! (checkpoints do not wait for the log to fill), the file's own trigger
+//! refuses overlapping rows, and a file from before a migration keeps its
+//! fencing tokens growing.
 
 use serde_json::json;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection, Row};
 
-use crate::helpers::spawn_app;
+use crate::helpers::{ServerProcess, spawn_app, wait_until_ready};
 use crate::subnets::{must_pool, must_reserve};
 
 async fn a_grant_is_on_disk_before_it_is_acknowledged() {
@@ -108,8 +109,75 @@ async fn the_database_itself_refuses_an_overlapping_reservation() {
         .expect("a disjoint row is accepted");
 }
 
+/// A file whose grants took their fencing tokens through the row trigger
+/// that migration 0010 drops: after the upgrade, grants take theirs from
+/// the counter the trigger kept, above every token granted before.
+async fn a_file_from_before_the_grant_moved_the_counter_itself_keeps_tokens_growing() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let db = dir.path().join("old.db");
+    let mut before = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/migrations/sqlite"
+    )))
+    .await
+    .unwrap();
+    let kept: Vec<_> = before
+        .migrations
+        .iter()
+        .filter(|m| m.version < 10)
+        .cloned()
+        .collect();
+    assert_eq!(kept.len(), 9);
+    before.migrations = kept.into();
+    let options = SqliteConnectOptions::new()
+        .filename(&db)
+        .create_if_missing(true);
+    let mut conn = options.connect().await.unwrap();
+    before.run(&mut conn).await.unwrap();
+    // Three grants as the release before made them: the row names the
+    // counter's next value, the trigger moves the counter up to it.
+    for key in ["old-1", "old-2", "old-3"] {
+        sqlx::query(
+            "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
+             acquired_at, expires_at, ttl_ms) \
+             SELECT value + 1, ?, 'h', 'secret', 'exclusive', 0, 0, 1000 \
+             FROM fencing_counter WHERE id = 1",
+        )
+        .bind(key)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    let counter: i64 = sqlx::query("SELECT value FROM fencing_counter WHERE id = 1")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(counter, 3);
+    conn.close().await.unwrap();
+
+    let server = ServerProcess::start(&db, &[]);
+    let client = reqwest::Client::new();
+    wait_until_ready(&client, &server.address).await;
+    let mut last = counter;
+    for key in ["new-1", "new-2"] {
+        let answer = client
+            .post(format!("{}/v1/locks/{key}/acquire", server.address))
+            .json(&json!({"holder": "a", "ttl_ms": 30_000}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
+        let body: serde_json::Value = answer.json().await.unwrap();
+        let token = body["fencing_token"].as_i64().unwrap();
+        assert_eq!(token, last + 1, "{body}");
+        last = token;
+    }
+}
+
 crate::harness::tests! {
     a_grant_is_on_disk_before_it_is_acknowledged,
+    a_file_from_before_the_grant_moved_the_counter_itself_keeps_tokens_growing,
     a_grant_reaches_the_database_file_while_the_log_is_short,
     the_database_itself_refuses_an_overlapping_reservation,
 }
