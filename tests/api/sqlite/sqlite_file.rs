@@ -8,7 +8,7 @@ use serde_json::json;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Connection, Row};
 
-use crate::helpers::{ServerProcess, spawn_app, wait_until_ready};
+use crate::helpers::{spawn_app, spawn_app_in};
 use crate::subnets::{must_pool, must_reserve};
 
 async fn a_grant_is_on_disk_before_it_is_acknowledged() {
@@ -113,8 +113,8 @@ async fn the_database_itself_refuses_an_overlapping_reservation() {
 /// that migration 0010 drops: after the upgrade, grants take theirs from
 /// the counter the trigger kept, above every token granted before.
 async fn a_file_from_before_the_grant_moved_the_counter_itself_keeps_tokens_growing() {
-    let dir = tempfile::TempDir::new().unwrap();
-    let db = dir.path().join("old.db");
+    let dir = std::sync::Arc::new(tempfile::TempDir::new().unwrap());
+    let db = crate::backend::database(dir.path()).await;
     let mut before = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/migrations/sqlite"
@@ -156,21 +156,12 @@ async fn a_file_from_before_the_grant_moved_the_counter_itself_keeps_tokens_grow
     assert_eq!(counter, 3);
     conn.close().await.unwrap();
 
-    let server = ServerProcess::start(&db, &[]);
-    let client = reqwest::Client::new();
-    wait_until_ready(&client, &server.address).await;
+    let app = spawn_app_in(dir, |_| {}).await;
     let mut last = counter;
     for key in ["new-1", "new-2"] {
-        let answer = client
-            .post(format!("{}/v1/locks/{key}/acquire", server.address))
-            .json(&json!({"holder": "a", "ttl_ms": 30_000}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
-        let body: serde_json::Value = answer.json().await.unwrap();
-        let token = body["fencing_token"].as_i64().unwrap();
-        assert_eq!(token, last + 1, "{body}");
+        let lease = app.must_acquire(key, "a", 30_000).await;
+        let token = lease["fencing_token"].as_i64().unwrap();
+        assert_eq!(token, last + 1, "{lease}");
         last = token;
     }
 }
