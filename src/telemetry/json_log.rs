@@ -12,6 +12,7 @@
 //! values first; the time is the stock `SystemTime`'s text, its date and
 //! second formatted once a second.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::ops::Range;
@@ -187,15 +188,8 @@ fn timestamp(line: &mut Vec<u8>, now: std::time::SystemTime) -> fmt::Result {
         line.extend_from_slice(second.text.as_bytes());
         Ok::<_, fmt::Error>(())
     })?;
-    let micros = since.subsec_micros();
-    let mut digits = [b'0'; 6];
-    for (i, digit) in digits.iter_mut().enumerate() {
-        *digit = b'0' + (micros / 10u32.pow(5 - i as u32) % 10) as u8;
-    }
-    line.push(b'.');
-    line.extend_from_slice(&digits);
-    line.push(b'Z');
-    Ok(())
+    std::io::Write::write_fmt(line, format_args!(".{:06}Z", since.subsec_micros()))
+        .map_err(|_| fmt::Error)
 }
 
 /// 10000-01-01T00:00:00Z, in seconds since 1970.
@@ -258,10 +252,8 @@ impl<'w> FormatFields<'w> for SpanFields {
             }
         }
         fields.record(&mut entries);
-        let mut text = String::new();
-        entries.write(&mut Writer::new(&mut text))?;
-        current.fields = text;
-        Ok(())
+        current.fields.clear();
+        entries.write(&mut current.as_writer())
     }
 }
 
@@ -270,14 +262,14 @@ impl<'w> FormatFields<'w> for SpanFields {
 #[derive(Default)]
 struct Entries {
     values: Vec<u8>,
-    entries: Vec<(std::borrow::Cow<'static, str>, Range<usize>)>,
+    entries: Vec<(Cow<'static, str>, Range<usize>)>,
     failed: bool,
 }
 
 impl Entries {
     fn push_with(
         &mut self,
-        name: impl Into<std::borrow::Cow<'static, str>>,
+        name: impl Into<Cow<'static, str>>,
         write: impl FnOnce(&mut Vec<u8>) -> fmt::Result,
     ) -> fmt::Result {
         let start = self.values.len();
