@@ -23,7 +23,7 @@ pub enum Atomicity {
     AllOrNothing,
     /// Several changes, of which those made before a failure are harmless
     /// to keep (they remove rows that are already absent): a transaction
-    /// still, but SQLite spares the savepoint.
+    /// still, but nothing is undone when it fails part-way.
     KeepPartial,
 }
 
@@ -42,8 +42,11 @@ pub struct Effects {
 }
 
 /// A write's work on the connection, run inside the dialect's transaction.
+/// It may run more than once: a dialect that undoes a whole transaction
+/// runs its writes again (each run on the state the undo left, with fresh
+/// `Effects`), so the work keeps what it was given and clones it per run.
 pub type WriteWork<C, T> =
-    Box<dyn for<'c> FnOnce(&'c mut C, &'c mut Effects) -> BoxFuture<'c, StoreResult<T>> + Send>;
+    Box<dyn for<'c> Fn(&'c mut C, &'c mut Effects) -> BoxFuture<'c, StoreResult<T>> + Send + Sync>;
 
 /// A read's work on a connection of its own.
 pub type ReadWork<C, T> =

@@ -39,7 +39,9 @@ impl<D: Dialect> Store for D {
         // together.
         self.counted(
             Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(locks::acquire::<D>(c, fx, lock, token, now))),
+            Box::new(move |c, fx| {
+                Box::pin(locks::acquire::<D>(c, fx, lock.clone(), token.clone(), now))
+            }),
         )
         .await
     }
@@ -51,7 +53,7 @@ impl<D: Dialect> Store for D {
     ) -> StoreResult<GrantedSet> {
         self.counted(
             Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(lock_sets::acquire::<D>(c, fx, set, now))),
+            Box::new(move |c, fx| Box::pin(lock_sets::acquire::<D>(c, fx, set.clone(), now))),
         )
         .await
     }
@@ -67,6 +69,7 @@ impl<D: Dialect> Store for D {
         self.counted(
             Atomicity::Statement,
             Box::new(move |c, _| {
+                let (token, key) = (token.clone(), key.clone());
                 Box::pin(async move { locks::renew(c, &key, &token, ttl_ms, now).await })
             }),
         )
@@ -79,6 +82,7 @@ impl<D: Dialect> Store for D {
         self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
+                let (token, key) = (token.clone(), key.clone());
                 Box::pin(async move { locks::release::<D>(c, fx, &key, &token, now).await })
             }),
         )
@@ -119,6 +123,7 @@ impl<D: Dialect> Store for D {
         self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
+                let key = key.clone();
                 Box::pin(async move { locks::force_release::<D>(c, fx, &key, now).await })
             }),
         )
@@ -138,7 +143,7 @@ impl<D: Dialect> Store for D {
         self.counted_as(
             true,
             Atomicity::AllOrNothing,
-            Box::new(move |c, _| Box::pin(resume::settle(c, at, batch))),
+            Box::new(move |c, _| Box::pin(resume::settle(c, at.clone(), batch))),
         )
         .await
     }
@@ -146,7 +151,7 @@ impl<D: Dialect> Store for D {
     async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
         self.counted(
             Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(pools::put::<D>(c, fx, pool, now))),
+            Box::new(move |c, fx| Box::pin(pools::put::<D>(c, fx, pool.clone(), now))),
         )
         .await
     }
@@ -158,6 +163,7 @@ impl<D: Dialect> Store for D {
         self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
+                let name = name.clone();
                 Box::pin(async move { pools::usage_now::<D>(c, fx, &name, now).await })
             }),
         )
@@ -177,6 +183,7 @@ impl<D: Dialect> Store for D {
         self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
+                let name = name.clone();
                 Box::pin(async move { pools::delete::<D>(c, fx, &name, now).await })
             }),
         )
@@ -191,7 +198,15 @@ impl<D: Dialect> Store for D {
     ) -> StoreResult<ReserveOutcome> {
         self.counted(
             Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(subnets::reserve::<D>(c, fx, new, token, now))),
+            Box::new(move |c, fx| {
+                Box::pin(subnets::reserve::<D>(
+                    c,
+                    fx,
+                    new.clone(),
+                    token.clone(),
+                    now,
+                ))
+            }),
         )
         .await
     }
@@ -281,6 +296,7 @@ impl<D: Dialect> Store for D {
                     true,
                     Atomicity::AllOrNothing,
                     Box::new(move |c, fx| {
+                        let pool = pool.clone();
                         Box::pin(async move {
                             reservations::reap_pool::<D>(c, fx, &pool, now, left).await
                         })
@@ -339,7 +355,7 @@ impl<D: Dialect> Store for D {
     async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
         self.counted(
             Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(sessions::open::<D>(c, fx, new, now))),
+            Box::new(move |c, fx| Box::pin(sessions::open::<D>(c, fx, new.clone(), now))),
         )
         .await
     }
@@ -358,6 +374,7 @@ impl<D: Dialect> Store for D {
         self.counted(
             Atomicity::Statement,
             Box::new(move |c, _| {
+                let (token, id, caller) = (token.clone(), id.clone(), caller.clone());
                 Box::pin(async move {
                     sessions::renew(c, &id, &token, caller.as_deref(), ttl_ms, now).await
                 })
@@ -376,6 +393,7 @@ impl<D: Dialect> Store for D {
         self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
+                let (id, end) = (id.clone(), end.clone());
                 Box::pin(async move { sessions::end::<D>(c, fx, &id, end, now).await })
             }),
         )
@@ -498,6 +516,7 @@ impl<D: Dialect> ReservationWrites for D {
         self.counted(
             atomicity,
             Box::new(move |c, fx| {
+                let (token, pool, id) = (token.clone(), pool.clone(), id.clone());
                 Box::pin(async move {
                     reservations::update::<D>(c, fx, &pool, &id, &token, update, now).await
                 })
@@ -518,6 +537,7 @@ impl<D: Dialect> ReservationWrites for D {
         self.counted(
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
+                let (token, pool, id) = (token.clone(), pool.clone(), id.clone());
                 Box::pin(async move {
                     reservations::remove::<D>(c, fx, &pool, &id, token.as_deref(), now).await
                 })

@@ -148,6 +148,17 @@ impl Conn {
         self.run(&sql.into(), &[], 0).map(drop)
     }
 
+    /// The rows changed by the statements that completed since it opened.
+    pub fn total_changes(&self) -> u64 {
+        self.db.total_changes()
+    }
+
+    /// Whether a transaction is open (SQLite ends one itself on some disk
+    /// errors).
+    pub fn in_transaction(&self) -> bool {
+        !self.db.is_autocommit()
+    }
+
     /// How often SQLite compiled the kept statement `sql` again.
     #[cfg(test)]
     pub fn recompiled(&self, sql: &str) -> i32 {

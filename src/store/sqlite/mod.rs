@@ -129,9 +129,10 @@ impl SqliteStore {
 /// to be told once the batch has committed.
 fn with_effects<T: Send + 'static>(
     work: WriteWork<Conn, T>,
-) -> impl for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<(T, Effects)>> + Send + 'static
-{
+) -> impl for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<(T, Effects)>> + Send + 'static {
+    let work = Arc::new(work);
     move |conn| {
+        let work = work.clone();
         Box::pin(async move {
             let mut fx = Effects::default();
             let value = work(conn, &mut fx).await?;
@@ -196,8 +197,8 @@ impl Dialect for SqliteStore {
         work: WriteWork<Conn, T>,
     ) -> StoreResult<T> {
         let work = with_effects(work);
-        // A write that may fail after changing something runs in its own
-        // savepoint, so its failure undoes only its own changes.
+        // A write that fails after changing something has only its own
+        // changes undone (the writer runs its batch again, guarded).
         // The writer hands the events recorded to the change log's reader.
         let guarded = matches!(atomicity, Atomicity::AllOrNothing);
         let (value, fx) = self.writer.write_recorded(guarded, work).await?;

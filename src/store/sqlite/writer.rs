@@ -5,11 +5,15 @@
 //! statements one after another on it: a statement costs its work in
 //! SQLite, not a hand-off between threads.
 //!
-//! A write that may fail after changing something runs inside its own
-//! savepoint, so its failure rolls back only its own changes. A write whose
-//! change is one statement (which SQLite undoes by itself when it fails), or
-//! whose earlier changes are harmless to keep, needs none and saves the round
-//! trips to the database. Later jobs in the batch see the effects of earlier
+//! A batch first runs straight through, with no savepoint: a savepoint
+//! makes SQLite copy every page a write first touches, which is a tenth of
+//! the writer's work. A write that fails without having changed anything
+//! needs no undo, nor does one whose partial changes are harmless to keep
+//! (`Atomicity::Statement`, `KeepPartial`). Only when a write that must be
+//! all or nothing fails after changing something is the transaction rolled
+//! back and the batch run again, every such write in a savepoint of its own,
+//! so its failure undoes only its own changes (a write's work may run more
+//! than once: `WriteWork`). Later jobs in the batch see the effects of earlier
 //! ones (two acquires of one key in one batch: one wins). Nobody is answered
 //! before the batch's `COMMIT` has returned, so every answer still follows a
 //! durable commit. The events a committed batch recorded are handed to the
@@ -76,9 +80,10 @@ impl Committed {
 
 /// A write waiting for its batch: run it, then tell its caller how the batch ended.
 trait Job: Send {
-    /// Whether the write needs a savepoint to undo its changes when it fails.
+    /// Whether the write's changes must be undone when it fails.
     fn guarded(&self) -> bool;
-    /// Runs the write; its error when it failed (its savepoint is then rolled back).
+    /// Runs the write (again, after an undo: the answer is the last run's);
+    /// its error when it failed.
     fn run<'a>(&'a mut self, conn: &'a mut Conn) -> BoxFuture<'a, Option<StoreError>>;
     /// The events the write recorded, once its batch is committed.
     fn recorded(&mut self) -> Vec<Event>;
@@ -89,7 +94,7 @@ trait Job: Send {
 struct Write<T, F> {
     guarded: bool,
     recorded: fn(&mut T) -> Vec<Event>,
-    work: Option<F>,
+    work: F,
     result: Option<StoreResult<T>>,
     reply: oneshot::Sender<StoreResult<T>>,
 }
@@ -97,16 +102,15 @@ struct Write<T, F> {
 impl<T, F> Job for Write<T, F>
 where
     T: Send + 'static,
-    F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
+    F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
 {
     fn guarded(&self) -> bool {
         self.guarded
     }
 
     fn run<'a>(&'a mut self, conn: &'a mut Conn) -> BoxFuture<'a, Option<StoreError>> {
-        let work = self.work.take().expect("a job runs once");
         Box::pin(async move {
-            let result = work(conn).await;
+            let result = (self.work)(conn).await;
             let error = result.as_ref().err().cloned();
             self.result = Some(result);
             error
@@ -194,35 +198,34 @@ impl Writer {
         }
     }
 
-    /// Runs `work` in the next batch, in its own savepoint, and answers after
-    /// that batch committed.
+    /// Runs `work` in the next batch, all or nothing, and answers after that
+    /// batch committed. `work` may run more than once (see the module's
+    /// comment): each run must do the same on the same database.
     pub async fn write<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
+        F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
     {
         self.send(true, work, |_| Vec::new()).await
     }
 
-    /// As [`Writer::write`] (with a savepoint when `guarded`), for a write
+    /// As [`Writer::write`] (all or nothing when `guarded`), for a write
     /// whose `Effects` carry the events it recorded.
     pub async fn write_recorded<V, F>(&self, guarded: bool, work: F) -> StoreResult<(V, Effects)>
     where
         V: Send + 'static,
-        F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<(V, Effects)>>
-            + Send
-            + 'static,
+        F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<(V, Effects)>> + Send + 'static,
     {
         self.send(guarded, work, |(_, fx)| std::mem::take(&mut fx.recorded))
             .await
     }
 
-    /// As [`Writer::write`], without a savepoint: for a `work` whose changes
-    /// are one statement, or are harmless to keep when it fails part-way.
+    /// As [`Writer::write`], not undone when it fails: for a `work` whose
+    /// changes are one statement, or are harmless to keep when it fails part-way.
     pub async fn write_unguarded<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
+        F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
     {
         self.send(false, work, |_| Vec::new()).await
     }
@@ -235,13 +238,13 @@ impl Writer {
     ) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
+        F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Write {
             guarded,
             recorded,
-            work: Some(work),
+            work,
             result: None,
             reply,
         });
@@ -333,11 +336,56 @@ fn run_batch(
     conn: &mut Conn,
     batch: &mut [Box<dyn Job>],
 ) -> StoreResult<(Duration, Option<StoreError>)> {
+    conn.batch("BEGIN IMMEDIATE")?;
+    let storage_failure = match run_straight(conn, batch)? {
+        Some(storage_failure) => storage_failure,
+        None => {
+            conn.batch("ROLLBACK")?;
+            run_guarded(conn, batch)?
+        }
+    };
+    let started = Instant::now();
+    conn.batch("COMMIT")?;
+    Ok((started.elapsed(), storage_failure))
+}
+
+/// Runs the batch's writes one after another, with no savepoint. Answers
+/// the storage failure of a write that failed alone, if any; `None` when a
+/// write that must be all or nothing failed after changing something, so
+/// the transaction must be rolled back and the batch run again guarded. A
+/// disk error (full, I/O) can make SQLite roll the whole transaction back
+/// itself: the batch then fails, for that reason.
+fn run_straight(
+    conn: &mut Conn,
+    batch: &mut [Box<dyn Job>],
+) -> StoreResult<Option<Option<StoreError>>> {
+    let mut storage_failure = None;
+    for job in batch.iter_mut() {
+        let before = conn.total_changes();
+        // The connection's statements never wait, so this runs the write
+        // straight through on this thread.
+        let Some(error) = futures::executor::block_on(job.run(conn)) else {
+            continue;
+        };
+        if !conn.in_transaction() {
+            return Err(ended_by(error));
+        }
+        if job.guarded() && conn.total_changes() != before {
+            return Ok(None);
+        }
+        if matches!(error, StoreError::Unavailable(_) | StoreError::Damaged(_)) {
+            storage_failure = Some(error);
+        }
+    }
+    Ok(Some(storage_failure))
+}
+
+/// Runs the batch's writes again, each that must be all or nothing in a
+/// savepoint of its own, rolled back when it fails.
+fn run_guarded(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> StoreResult<Option<StoreError>> {
     // The savepoint `job` is always open; `fresh` while nothing ran since it
     // was set. A guarded write runs in a fresh one. After an unguarded write
     // failed, renewing the savepoint also proves the transaction still runs.
-    // A disk error (full, I/O) can make SQLite roll the whole transaction
-    // back itself: the batch then fails, for that reason.
     const RENEW: &str = "RELEASE job; SAVEPOINT job";
     conn.batch("BEGIN IMMEDIATE; SAVEPOINT job")?;
     let mut fresh = true;
@@ -347,28 +395,32 @@ fn run_batch(
         if guarded && !fresh {
             conn.batch(RENEW)?;
         }
-        // The connection's statements never wait, so this runs the write
-        // straight through on this thread.
         let failed = futures::executor::block_on(job.run(conn));
         fresh = false;
         let Some(error) = failed else {
             continue;
         };
         let undo = if guarded { "ROLLBACK TO job" } else { RENEW };
-        if let Err(rollback) = conn.batch(undo) {
-            return Err(match error {
-                StoreError::Unavailable(_) | StoreError::Damaged(_) => error,
-                _ => rollback,
-            });
+        if conn.batch(undo).is_err() {
+            return Err(ended_by(error));
         }
         fresh = true;
         if matches!(error, StoreError::Unavailable(_) | StoreError::Damaged(_)) {
             storage_failure = Some(error);
         }
     }
-    let started = Instant::now();
-    conn.batch("COMMIT")?;
-    Ok((started.elapsed(), storage_failure))
+    Ok(storage_failure)
+}
+
+/// The batch's failure when a write's `error` left no transaction to go on
+/// with (SQLite rolled it back itself): that error, if it was the storage's.
+fn ended_by(error: StoreError) -> StoreError {
+    match error {
+        StoreError::Unavailable(_) | StoreError::Damaged(_) => error,
+        other => StoreError::Unavailable(format!(
+            "the transaction was rolled back after a write failed: {other}"
+        )),
+    }
 }
 
 #[cfg(test)]

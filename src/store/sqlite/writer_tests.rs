@@ -1,6 +1,9 @@
 //! The group-commit writer on a real SQLite file, raced for real: shared
-//! commits, failures that stay their own with and without a savepoint, a
-//! transaction SQLite rolled back itself, closing.
+//! commits, failures that stay their own whether undone or kept, batches
+//! run again only for a failure that must be undone, a transaction SQLite
+//! rolled back itself, closing.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::store::sql::{Columns, Sql, args};
@@ -40,8 +43,18 @@ async fn writer_on_a_fresh_file() -> (tempfile::TempDir, File, Writer, Arc<Store
 
 fn insert(
     k: String,
-) -> impl for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, StoreResult<bool>> + Send + 'static {
+) -> impl for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<bool>> + Send + 'static {
+    counted_insert(k, Arc::default())
+}
+
+/// `insert`, adding one to `runs` each time it runs.
+fn counted_insert(
+    k: String,
+    runs: Arc<AtomicUsize>,
+) -> impl for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<bool>> + Send + 'static {
     move |conn| {
+        runs.fetch_add(1, Ordering::Relaxed);
+        let k = k.clone();
         Box::pin(async move {
             // A second insert of one key sees the first, even in the same batch.
             let taken = conn.row("SELECT k FROM t WHERE k = $1", args![&k]).await?;
@@ -92,6 +105,78 @@ async fn concurrent_writes_share_commits_and_a_failure_stays_its_own() {
     let (batches, writes) = (stats.batch_size.count(), stats.batch_size.sum() as u64);
     assert_eq!(writes, 200);
     assert!(batches < writes, "{writes} writes took {batches} commits");
+}
+
+#[tokio::test]
+async fn only_a_failure_that_must_be_undone_runs_its_batch_again() {
+    let (_dir, file, writer, _stats) = writer_on_a_fresh_file().await;
+    let writer = Arc::new(writer);
+    // Writes that succeed, and guarded writes that fail before changing
+    // anything (their key is taken, then they fail): no batch runs again.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tasks = vec![];
+    for i in 0..100 {
+        let (writer, runs) = (writer.clone(), runs.clone());
+        tasks.push(tokio::spawn(async move {
+            writer
+                .write(move |conn| {
+                    runs.fetch_add(1, Ordering::Relaxed);
+                    Box::pin(async move {
+                        if i % 10 == 0 {
+                            conn.row("SELECT 1 AS one", args![]).await?;
+                            return Err(StoreError::Internal("refused before writing".into()));
+                        }
+                        let key = format!("a-{i}");
+                        conn.execute("INSERT INTO t (k) VALUES ($1)", args![&key])
+                            .await?;
+                        Ok(())
+                    })
+                })
+                .await
+        }));
+    }
+    for task in tasks {
+        let _ = task.await.unwrap();
+    }
+    assert_eq!(runs.load(Ordering::Relaxed), 100);
+    assert_eq!(file.count("SELECT count(*) FROM t"), 90);
+
+    // Guarded writes that fail after writing, among writes that succeed:
+    // the first of a batch to fail runs twice (straight through, then in
+    // its savepoint), a later one of that batch only in its savepoint;
+    // every write runs once or twice, and the others land once.
+    let (failing, others) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mut tasks = vec![];
+    for i in 0..100 {
+        let writer = writer.clone();
+        let (key, runs) = if i % 10 == 0 {
+            (format!("fail-{i}"), failing.clone())
+        } else {
+            (format!("b-{i}"), others.clone())
+        };
+        tasks.push(tokio::spawn(async move {
+            writer.write(counted_insert(key, runs)).await
+        }));
+    }
+    let mut won = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(true) => won += 1,
+            Err(StoreError::Internal(_)) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(won, 90);
+    let failing = failing.load(Ordering::Relaxed);
+    assert!(
+        (11..=20).contains(&failing),
+        "{failing} runs of 10 failing writes"
+    );
+    let others = others.load(Ordering::Relaxed);
+    assert!((90..=180).contains(&others), "{others} runs of 90 writes");
+    writer.close().await;
+    assert_eq!(file.count("SELECT count(*) FROM t WHERE k LIKE 'b-%'"), 90);
+    assert_eq!(file.count("SELECT count(*) FROM t WHERE k LIKE 'fail%'"), 0);
 }
 
 #[tokio::test]
@@ -147,6 +232,7 @@ async fn a_failed_write_without_savepoint_leaves_the_batch_whole() {
             }
             writer
                 .write_unguarded(move |conn| {
+                    let key = key.clone();
                     Box::pin(async move {
                         conn.execute("INSERT INTO t (k) VALUES ($1)", args![&key])
                             .await?;
