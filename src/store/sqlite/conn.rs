@@ -46,19 +46,29 @@ fn synchronous(durability: Durability) -> &'static str {
 /// A connection to the database file, writing or only reading.
 pub struct Conn {
     db: rusqlite::Connection,
-    /// The shape of each constant text's statement, by the address and
-    /// length of the text (a constant's never moves nor changes), worked
-    /// out on its first run instead of on every run.
-    shapes: HashMap<(usize, usize), Shape>,
+    /// The statements of each constant text and their shapes, by the
+    /// address and length of the text (a constant's never moves nor
+    /// changes), worked out on its first run instead of on every run.
+    constants: HashMap<(usize, usize), Arc<[Part]>>,
+}
+
+/// One statement of a constant text.
+struct Part {
+    text: &'static str,
+    shape: Shape,
+}
+
+/// The statements of a text: between its `;`, trimmed, the empty left out.
+fn statements(text: &str) -> impl Iterator<Item = &str> {
+    text.split(';').map(str::trim).filter(|t| !t.is_empty())
 }
 
 /// What binding a statement's arguments and naming its columns need.
-#[derive(Clone)]
 struct Shape {
     /// By parameter (the first at 0): the index in the arguments it takes.
     /// `$N` is the Nth argument, however often and in whatever order the
     /// text names it, as PostgreSQL reads it; `?` takes the next one.
-    positions: Arc<[usize]>,
+    positions: Box<[usize]>,
     /// The names of the columns it answers, shared by its rows.
     names: Arc<[String]>,
 }
@@ -136,7 +146,7 @@ impl Conn {
             .map_err(classify)?;
         Ok(Self {
             db,
-            shapes: HashMap::new(),
+            constants: HashMap::new(),
         })
     }
 
@@ -175,45 +185,83 @@ impl Conn {
     /// dialect text uses this to read what it wrote (`last_insert_rowid()`)
     /// where `RETURNING` would cost SQLite a table of its own per statement.
     fn run(&mut self, sql: &Text, args: &[Arg<'_>], keep: usize) -> StoreResult<Vec<SqliteRow>> {
-        let constant = matches!(sql, Cow::Borrowed(_));
         let mut answered = Vec::new();
-        for text in sql.split(';').map(str::trim).filter(|t| !t.is_empty()) {
-            let mut statement = self.db.prepare_cached(text).map_err(classify)?;
-            let shape = if constant {
-                let key = (text.as_ptr() as usize, text.len());
-                self.shapes
-                    .entry(key)
-                    .or_insert_with(|| Shape::of(&statement))
-                    .clone()
-            } else {
-                Shape::of(&statement)
-            };
-            for (i, &position) in shape.positions.iter().enumerate() {
-                let arg = args.get(position).ok_or_else(|| {
-                    StoreError::Internal(format!(
-                        "a statement names ${}, not given: {text}",
-                        position + 1
-                    ))
-                })?;
-                statement
-                    .raw_bind_parameter(i + 1, Bound(arg))
-                    .map_err(classify)?;
+        match sql {
+            Cow::Borrowed(text) => {
+                for part in self.constant(text)?.iter() {
+                    self.step(part.text, Some(&part.shape), args, keep, &mut answered)?;
+                }
             }
-            let mut rows = statement.raw_query();
-            while let Some(row) = rows.next().map_err(classify)? {
-                if answered.len() < keep {
-                    let values = (0..shape.names.len())
-                        .map(|i| row.get::<_, Value>(i))
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(classify)?;
-                    answered.push(SqliteRow {
-                        names: shape.names.clone(),
-                        values,
-                    });
+            Cow::Owned(text) => {
+                for text in statements(text) {
+                    self.step(text, None, args, keep, &mut answered)?;
                 }
             }
         }
         Ok(answered)
+    }
+
+    /// The statements of the constant `text`, worked out on its first run.
+    fn constant(&mut self, text: &'static str) -> StoreResult<Arc<[Part]>> {
+        let key = (text.as_ptr() as usize, text.len());
+        if let Some(parts) = self.constants.get(&key) {
+            return Ok(parts.clone());
+        }
+        let parts = statements(text)
+            .map(|text| {
+                let statement = self.db.prepare_cached(text).map_err(classify)?;
+                let shape = Shape::of(&statement);
+                Ok(Part { text, shape })
+            })
+            .collect::<StoreResult<Arc<[Part]>>>()?;
+        self.constants.insert(key, parts.clone());
+        Ok(parts)
+    }
+
+    /// Runs the one statement `text` (of the `shape` given, else worked out
+    /// now), keeping rows it answers in `answered` until that holds `keep`.
+    fn step(
+        &self,
+        text: &str,
+        shape: Option<&Shape>,
+        args: &[Arg<'_>],
+        keep: usize,
+        answered: &mut Vec<SqliteRow>,
+    ) -> StoreResult<()> {
+        let mut statement = self.db.prepare_cached(text).map_err(classify)?;
+        let worked_out;
+        let shape = match shape {
+            Some(shape) => shape,
+            None => {
+                worked_out = Shape::of(&statement);
+                &worked_out
+            }
+        };
+        for (i, &position) in shape.positions.iter().enumerate() {
+            let arg = args.get(position).ok_or_else(|| {
+                StoreError::Internal(format!(
+                    "a statement names ${}, not given: {text}",
+                    position + 1
+                ))
+            })?;
+            statement
+                .raw_bind_parameter(i + 1, Bound(arg))
+                .map_err(classify)?;
+        }
+        let mut rows = statement.raw_query();
+        while let Some(row) = rows.next().map_err(classify)? {
+            if answered.len() < keep {
+                let values = (0..shape.names.len())
+                    .map(|i| row.get::<_, Value>(i))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(classify)?;
+                answered.push(SqliteRow {
+                    names: shape.names.clone(),
+                    values,
+                });
+            }
+        }
+        Ok(())
     }
 }
 
