@@ -255,6 +255,15 @@ async fn delivery(bin: &Path, dir: &Path) {
         after as f64 / 1048576.0,
         after.saturating_sub(before) as f64 / 1024.0 / (count + all) as f64
     );
+    println!(
+        "result events memory watchers={} connect_s={:.1} before_mib={:.1} after_mib={:.1} \
+         kib_per_watcher={:.1}",
+        count + all,
+        took.as_secs_f64(),
+        before as f64 / 1048576.0,
+        after as f64 / 1048576.0,
+        after.saturating_sub(before) as f64 / 1024.0 / (count + all) as f64
+    );
 
     // Acquire then release: two changes a cycle.
     let cycles = rate / 2 * seconds;
@@ -283,9 +292,9 @@ async fn delivery(bin: &Path, dir: &Path) {
     sleep(Duration::from_secs(2)).await;
     stop.store(true, Ordering::Relaxed);
     let changes = cycles * 2;
-    for (name, delays, expected) in [
-        ("own prefix", &own, changes),
-        ("every key", &every, changes * all),
+    for (name, tag, watching, delays, expected) in [
+        ("own prefix", "own", count, &own, changes),
+        ("every key", "all", all, &every, changes * all),
     ] {
         let mut d = delays.lock().unwrap().clone();
         d.sort_unstable();
@@ -296,8 +305,21 @@ async fn delivery(bin: &Path, dir: &Path) {
             ms(percentile(&d, 0.99)),
             ms(d.last().copied().unwrap_or_default()),
         );
+        let millis = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "result events delivery_{tag} watchers={watching} received={} expected={expected} \
+             p50_ms={:.3} p99_ms={:.3} max_ms={:.3}",
+            d.len(),
+            millis(percentile(&d, 0.5)),
+            millis(percentile(&d, 0.99)),
+            millis(d.last().copied().unwrap_or_default()),
+        );
     }
     println!("changes made: {changes} at {achieved:.0}/s (asked {rate}/s)");
+    println!(
+        "result events changes made={changes} per_s={achieved:.0} asked_per_s={rate} \
+         seconds={seconds}"
+    );
     drop(streams);
 }
 
@@ -386,6 +408,11 @@ async fn idle_watchers(bin: &Path, dir: &Path) {
         "acquire+release, {clients} clients: {quiet:.0} ops/s with no watcher, {watched:.0} ops/s with {count} idle watchers: {:.2}x (target >= 0.9x)",
         watched / quiet
     );
+    println!(
+        "result events idle clients={clients} seconds={seconds} watchers={count} \
+         none_ops_per_s={quiet:.0} watched_ops_per_s={watched:.0} ratio={:.3}",
+        watched / quiet
+    );
 }
 
 async fn change_log_cost(bin: &Path, dir: &Path) {
@@ -410,6 +437,11 @@ async fn change_log_cost(bin: &Path, dir: &Path) {
     let (old, new) = (median(&mut old), median(&mut new));
     println!(
         "change log cost, acquire+release, {clients} clients, median of {rounds}: {old:.0} ops/s without, {new:.0} ops/s with: {:.2}x (target >= 0.9x)",
+        new / old
+    );
+    println!(
+        "result events change_log clients={clients} seconds={seconds} rounds={rounds} \
+         without_ops_per_s={old:.0} with_ops_per_s={new:.0} ratio={:.3}",
         new / old
     );
 }

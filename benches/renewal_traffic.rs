@@ -373,4 +373,29 @@ async fn main() {
         "(server CPU s/s in the session window is mostly the reaper's and \
          heartbeat's ticks, which run either way)"
     );
+    let database_cpu = match (own.database_cpu_per_second(), one.database_cpu_per_second()) {
+        (Some(own_db), Some(one_db)) => {
+            format!(" own_db_cpu_s_per_s={own_db:.4} one_db_cpu_s_per_s={one_db:.4}")
+        }
+        _ => String::new(),
+    };
+    println!(
+        "result renewal_traffic windows locks={locks} ttl_ms={} every_ms={} window_s={} \
+         backend={backend} own_per_s={:.2} one_per_s={:.3} own_cpu_s_per_s={:.4} \
+         one_cpu_s_per_s={:.4} own_cpu_per_renewal_ms={:.3} one_cpu_per_renewal_ms={:.3} \
+         own_sent={} own_refused={} one_sent={} one_refused={}{database_cpu}",
+        ttl.as_millis(),
+        every.as_millis(),
+        window.as_secs(),
+        own.per_second(),
+        one.per_second(),
+        own.cpu_per_second(),
+        one.cpu_per_second(),
+        own.cpu_per_renewal().as_secs_f64() * 1e3,
+        one.cpu_per_renewal().as_secs_f64() * 1e3,
+        own.sent,
+        own.refused,
+        one.sent,
+        one.refused
+    );
 }

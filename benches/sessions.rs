@@ -31,6 +31,11 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
 
+/// Milliseconds, for the `result` lines `bench/run.sh` collects.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 async fn open(client: &reqwest::Client, base: &str, ttl_ms: u64) -> Value {
     let r = client
         .post(format!("{base}/v1/sessions"))
@@ -143,6 +148,7 @@ async fn main() {
         std::env::var("DB").unwrap_or_else(|_| dir.path().join("bench.db").display().to_string());
     let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), db.into());
     config.reaper_interval = Duration::from_secs(1);
+    let reaper_interval = config.reaper_interval;
     let app = Application::build(config).await.unwrap();
     let base = Arc::new(format!("http://127.0.0.1:{}", app.port()));
     tokio::spawn(app.run_until(std::future::pending()));
@@ -181,8 +187,19 @@ async fn main() {
         "p50 ratio (many / one): {:.2}",
         p50_many.as_secs_f64() / p50_one.as_secs_f64()
     );
+    println!(
+        "result sessions renew bound={bound} renewals={} one_p50_ms={:.3} one_p99_ms={:.3} \
+         many_p50_ms={:.3} many_p99_ms={:.3} p50_ratio={:.3}",
+        one.len(),
+        ms(p50_one),
+        ms(percentile(&one, 0.99)),
+        ms(p50_many),
+        ms(percentile(&many, 0.99)),
+        p50_many.as_secs_f64() / p50_one.as_secs_f64()
+    );
 
     // Quiet acquire latency, for the comparison below.
+    let quiet_began = Instant::now();
     let quiet = acquiring_while(
         &client,
         &base,
@@ -190,6 +207,7 @@ async fn main() {
         tokio::time::sleep(Duration::from_secs(2)),
     )
     .await;
+    let quiet_took = quiet_began.elapsed();
 
     // The large session ends: its keys are free to the next grant at once,
     // and the reaper deletes its leases in batches while other clients
@@ -213,10 +231,9 @@ async fn main() {
             .await
             .unwrap();
         assert_eq!(r.status(), 201);
-        println!(
-            "a grant on a key of the expired session: free {:?} after its end",
-            ended.elapsed()
-        );
+        let free = ended.elapsed();
+        println!("a grant on a key of the expired session: free {free:?} after its end");
+        println!("result sessions free after_end_ms={:.3}", ms(free));
         let metrics = format!("{base}/metrics");
         loop {
             let text = client
@@ -238,12 +255,17 @@ async fn main() {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let reaped = ended.elapsed();
+        println!("the reaper deleted the session and its {bound} leases {reaped:?} after its end");
         println!(
-            "the reaper deleted the session and its {bound} leases {:?} after its end",
-            ended.elapsed()
+            "result sessions reaped bound={bound} after_end_ms={:.3} reaper_interval_ms={}",
+            ms(reaped),
+            reaper_interval.as_millis()
         );
     };
+    let during_began = Instant::now();
     let during = acquiring_while(&client, &base, "during", reaped).await;
+    let during_took = during_began.elapsed();
     let (quiet_p99, during_p99) = (percentile(&quiet, 0.99), percentile(&during, 0.99));
     println!(
         "acquire p99 quiet: {quiet_p99:?} ({} acquires)",
@@ -255,6 +277,20 @@ async fn main() {
     );
     println!(
         "p99 ratio (during / quiet): {:.2}",
+        during_p99.as_secs_f64() / quiet_p99.as_secs_f64()
+    );
+    println!(
+        "result sessions expiry clients=4 quiet_ops_per_s={:.0} quiet_p50_ms={:.3} \
+         quiet_p99_ms={:.3} quiet_acquires={} during_ops_per_s={:.0} during_p50_ms={:.3} \
+         during_p99_ms={:.3} during_acquires={} p99_ratio={:.3}",
+        quiet.len() as f64 / quiet_took.as_secs_f64(),
+        ms(percentile(&quiet, 0.5)),
+        ms(quiet_p99),
+        quiet.len(),
+        during.len() as f64 / during_took.as_secs_f64(),
+        ms(percentile(&during, 0.5)),
+        ms(during_p99),
+        during.len(),
         during_p99.as_secs_f64() / quiet_p99.as_secs_f64()
     );
 }
