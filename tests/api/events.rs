@@ -743,6 +743,7 @@ async fn a_reaper_batch_announces_each_expiry_once_in_revision_order() {
         c.event_buffer = 4_096;
     })
     .await;
+    let before = head(&app).await;
     let (tasks, per_task) = (12, 100);
     // Twelve clients at once, each granted its hundred keys.
     let mut granted: std::collections::HashMap<String, Value> =
@@ -761,7 +762,11 @@ async fn a_reaper_batch_announces_each_expiry_once_in_revision_order() {
             .await;
     let expected = tasks * per_task;
     assert_eq!(granted.len(), expected);
-    let start = head(&app).await;
+    // The stream starts after the grants' own events, all of them: the
+    // head a page answers is what the watchers were handed, which may
+    // trail the commits for a moment under load.
+    let acquired = events_after(&app, before, expected).await;
+    let start = acquired.last().unwrap()["revision"].as_i64().unwrap();
     let mut stream = EventStream::open(&app, &format!("?since={start}")).await;
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let report = leasehold::reaper::reap_once(&app.leases, 1_500)
