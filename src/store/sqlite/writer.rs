@@ -338,8 +338,8 @@ fn run_batch(
 ) -> StoreResult<(Duration, Option<StoreError>)> {
     conn.batch("BEGIN IMMEDIATE")?;
     let storage_failure = match run_straight(conn, batch)? {
-        Some(storage_failure) => storage_failure,
-        None => {
+        Straight::Through(storage_failure) => storage_failure,
+        Straight::MustUndo => {
             conn.batch("ROLLBACK")?;
             run_guarded(conn, batch)?
         }
@@ -349,16 +349,19 @@ fn run_batch(
     Ok((started.elapsed(), storage_failure))
 }
 
-/// Runs the batch's writes one after another, with no savepoint. Answers
-/// the storage failure of a write that failed alone, if any; `None` when a
-/// write that must be all or nothing failed after changing something, so
-/// the transaction must be rolled back and the batch run again guarded. A
-/// disk error (full, I/O) can make SQLite roll the whole transaction back
+/// How a batch's run without savepoints ended.
+enum Straight {
+    /// Every write ran; the storage failure of one that failed alone, if any.
+    Through(Option<StoreError>),
+    /// A write that must be all or nothing failed after changing something:
+    /// the transaction must be rolled back and the batch run again, guarded.
+    MustUndo,
+}
+
+/// Runs the batch's writes one after another, with no savepoint. A disk
+/// error (full, I/O) can make SQLite roll the whole transaction back
 /// itself: the batch then fails, for that reason.
-fn run_straight(
-    conn: &mut Conn,
-    batch: &mut [Box<dyn Job>],
-) -> StoreResult<Option<Option<StoreError>>> {
+fn run_straight(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> StoreResult<Straight> {
     let mut storage_failure = None;
     for job in batch.iter_mut() {
         let before = conn.total_changes();
@@ -371,13 +374,11 @@ fn run_straight(
             return Err(ended_by(error));
         }
         if job.guarded() && conn.total_changes() != before {
-            return Ok(None);
+            return Ok(Straight::MustUndo);
         }
-        if matches!(error, StoreError::Unavailable(_) | StoreError::Damaged(_)) {
-            storage_failure = Some(error);
-        }
+        storage_failure = storage(error).or(storage_failure);
     }
-    Ok(Some(storage_failure))
+    Ok(Straight::Through(storage_failure))
 }
 
 /// Runs the batch's writes again, each that must be all or nothing in a
@@ -405,11 +406,14 @@ fn run_guarded(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> StoreResult<Optio
             return Err(ended_by(error));
         }
         fresh = true;
-        if matches!(error, StoreError::Unavailable(_) | StoreError::Damaged(_)) {
-            storage_failure = Some(error);
-        }
+        storage_failure = storage(error).or(storage_failure);
     }
     Ok(storage_failure)
+}
+
+/// `error`, if it is the storage's own failure (unavailable or damaged).
+fn storage(error: StoreError) -> Option<StoreError> {
+    matches!(error, StoreError::Unavailable(_) | StoreError::Damaged(_)).then_some(error)
 }
 
 /// The batch's failure when a write's `error` left no transaction to go on
