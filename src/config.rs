@@ -76,6 +76,12 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// A client's share of a bound of `total`: as configured, else half of it;
+/// never more than the whole.
+fn share(configured: Option<u32>, total: u32) -> u32 {
+    configured.unwrap_or(total / 2).clamp(1, total)
+}
+
 /// The longest TTL, wait or reaper interval the server accepts: ten years,
 /// far from overflowing a time in milliseconds.
 const LONGEST: Duration = Duration::from_secs(3650 * 86_400);
@@ -129,6 +135,11 @@ pub struct ServeConfig {
     /// flight while they wait. Past it, a waiting acquire answers 503 `overloaded`.
     #[arg(long, env = "LEASEHOLD_MAX_WAITERS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_waiters: u32,
+    /// Waiting acquires of any one client (as for `--max-in-flight-per-client`)
+    /// at once; past it that client's waiting acquires answer 503 `overloaded`
+    /// while others still wait. Default: half of `--max-waiters`.
+    #[arg(long, env = "LEASEHOLD_MAX_WAITERS_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_waiters_per_client: Option<u32>,
     /// Leases (locks and reservations) bound to one session at most; a grant
     /// past it answers 409 `session-full`.
     #[arg(long, env = "LEASEHOLD_MAX_SESSION_LEASES", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
@@ -143,21 +154,41 @@ pub struct ServeConfig {
     /// slot. Past it a new one answers 503 `overloaded` (reason `watchers`).
     #[arg(long, env = "LEASEHOLD_MAX_WATCHERS", default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_watchers: u32,
+    /// Event streams of any one client open at once; past it that client's
+    /// new streams answer 503 `overloaded` while others still open. Default:
+    /// half of `--max-watchers`.
+    #[arg(long, env = "LEASEHOLD_MAX_WATCHERS_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_watchers_per_client: Option<u32>,
     /// Events a watcher may fall behind the newest before its stream is
     /// ended (it resumes from its last event id).
     #[arg(long, env = "LEASEHOLD_EVENT_BUFFER", default_value_t = 1_024, value_parser = clap::value_parser!(u32).range(1..))]
     pub event_buffer: u32,
-    /// How long the change log keeps events; older ones are pruned (a watcher
-    /// resuming before them answers 410 `history-compacted`).
+    /// How long the change log keeps every event: the history a watcher can
+    /// always resume from holds at least this much, or
+    /// `--event-retention-count` events, whichever is more (up to
+    /// `--event-retention-max`).
     #[arg(long, env = "LEASEHOLD_EVENT_RETENTION", default_value = "1h", value_parser = parse_duration)]
     pub event_retention: Duration,
-    /// How many events the change log keeps at most.
+    /// How many of the newest events the change log keeps, however old.
     #[arg(
         long,
         env = "LEASEHOLD_EVENT_RETENTION_COUNT",
         default_value_t = 100_000
     )]
     pub event_retention_count: u64,
+    /// The most events the change log holds: past it the oldest are pruned
+    /// even inside `--event-retention` (bound each token's churn with
+    /// `max_writes_per_second` to keep that window whole).
+    #[arg(
+        long,
+        env = "LEASEHOLD_EVENT_RETENTION_MAX",
+        default_value_t = 2_000_000
+    )]
+    pub event_retention_max: u64,
+    /// How long a client may take no byte of an answer it is being sent (an
+    /// event stream it stopped reading, say) before its connection is closed.
+    #[arg(long, env = "LEASEHOLD_SEND_TIMEOUT", default_value = "30s", value_parser = parse_positive_duration)]
+    pub send_timeout: Duration,
     /// Time a client has to send a request's headers; a keep-alive connection
     /// idle this long is closed too.
     #[arg(long, env = "LEASEHOLD_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_positive_duration)]
@@ -169,6 +200,14 @@ pub struct ServeConfig {
     /// Log format.
     #[arg(long, env = "LEASEHOLD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Log one line per request at info (otherwise at debug: only slow
+    /// requests, scope refusals and failures log at info).
+    #[arg(long, env = "LEASEHOLD_LOG_REQUESTS")]
+    pub log_requests: bool,
+    /// A request that takes at least this long logs a line at info (acquires
+    /// that waited and event long-polls aside).
+    #[arg(long, env = "LEASEHOLD_SLOW_REQUEST", default_value = "1s", value_parser = parse_positive_duration)]
+    pub slow_request: Duration,
     /// JSON file of API tokens (by SHA-256) and their scopes; every `/v1/`
     /// request then needs `Authorization: Bearer <token>`.
     #[arg(long, env = "LEASEHOLD_AUTH_FILE")]
@@ -279,9 +318,17 @@ impl ServeConfig {
 
     /// The share of `--max-in-flight` one client may hold.
     pub fn in_flight_per_client(&self) -> u32 {
-        self.max_in_flight_per_client
-            .unwrap_or(self.max_in_flight / 2)
-            .clamp(1, self.max_in_flight)
+        share(self.max_in_flight_per_client, self.max_in_flight)
+    }
+
+    /// The share of `--max-waiters` one client may hold.
+    pub fn waiters_per_client(&self) -> u32 {
+        share(self.max_waiters_per_client, self.max_waiters)
+    }
+
+    /// The share of `--max-watchers` one client may hold.
+    pub fn watchers_per_client(&self) -> u32 {
+        share(self.max_watchers_per_client, self.max_watchers)
     }
 
     /// The defaults, on another address and database (for tests and embedding).
@@ -299,15 +346,21 @@ impl ServeConfig {
             max_in_flight: 1024,
             max_in_flight_per_client: None,
             max_waiters: 4096,
+            max_waiters_per_client: None,
             max_session_leases: 100_000,
             max_connections: 16_384,
             max_watchers: 10_000,
+            max_watchers_per_client: None,
             event_buffer: 1_024,
             event_retention: Duration::from_secs(3600),
             event_retention_count: 100_000,
+            event_retention_max: 2_000_000,
+            send_timeout: Duration::from_secs(30),
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
             log_format: LogFormat::Text,
+            log_requests: false,
+            slow_request: Duration::from_secs(1),
             auth_file: None,
             allow_unauthenticated: false,
             cors_origins: Vec::new(),

@@ -111,12 +111,15 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
     Ok(report)
 }
 
-/// How long the change log keeps events, and how many at most.
+/// What the change log keeps: every event younger than `age_ms` and the
+/// newest `count` whatever their age, whichever is more, but never more
+/// than the newest `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
     /// In milliseconds.
     pub age_ms: i64,
     pub count: u64,
+    pub max: u64,
 }
 
 /// When and how much the reaper does.
@@ -170,7 +173,7 @@ pub async fn prune_events(
         let older_than = leases.now().saturating_sub(retention.age_ms);
         let n = leases
             .store
-            .prune_events(older_than, retention.count, batch)
+            .prune_events(older_than, retention.count, retention.max, batch)
             .await?;
         pruned += n;
         if n < u64::from(batch) {

@@ -1,13 +1,15 @@
 //! The HTTP/1.1 server loop: one task per connection, a deadline on request
-//! headers (which also closes idle keep-alive connections), a cap on open
-//! connections and on the size of a request head, and a graceful stop that
-//! lets requests in flight finish.
+//! headers (which also closes idle keep-alive connections), a deadline on a
+//! client that takes none of what it is sent, a cap on open connections and
+//! on the size of a request head, and a graceful stop that lets requests in
+//! flight finish.
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -16,6 +18,7 @@ use axum::serve::Listener;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower::ServiceExt;
@@ -66,6 +69,20 @@ fn head_too_large() -> axum::response::Response {
         .unwrap_or_default()
 }
 
+/// Whether hyper ended a connection because a write met `SendDeadline`.
+fn is_stalled(error: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
 /// What a connection refused at the cap is told, written without waiting (a
 /// client that does not read gets nothing rather than hold the server up).
 static REFUSED: LazyLock<Vec<u8>> = LazyLock::new(|| {
@@ -84,6 +101,13 @@ static REFUSED: LazyLock<Vec<u8>> = LazyLock::new(|| {
     )
     .into_bytes()
 });
+
+/// The kernel's send buffer of a client connection (it keeps twice this for
+/// its own bookkeeping). Left to grow by itself it reaches megabytes, so a
+/// client that stops reading its event stream could park that much in the
+/// kernel before its writes stall and `send_timeout` notices; capped, a
+/// stalled reader costs at most this much, and is noticed after it.
+const SEND_BUFFER_BYTES: usize = 128 * 1024;
 
 /// File descriptors kept for everything but client connections: the
 /// database and its WAL, the listener, logs.
@@ -124,6 +148,94 @@ pub struct ConnectionLimits {
     /// Connections served at once; past it a new connection is answered 503
     /// and closed at once, so the process never runs out of file descriptors.
     pub max_connections: usize,
+    /// How long a client may take no byte of what it is sent (an answer, or
+    /// an event stream it stopped reading) before the connection is closed:
+    /// a stalled reader never keeps its slot for ever.
+    pub send_timeout: Duration,
+}
+
+/// A connection whose writes fail once the client has taken no byte for
+/// `limit`: hyper then drops the connection, and with it the answer being
+/// sent (an event stream's slot among what that frees).
+struct SendDeadline {
+    io: tokio::net::TcpStream,
+    limit: Duration,
+    /// Running while a write waits for the client to take bytes.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl SendDeadline {
+    /// The outcome of a write: progress ends a stall; a write that cannot
+    /// proceed starts one, or fails once it lasted `limit`.
+    fn bounded<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        if polled.is_ready() {
+            self.stalled = None;
+            return polled;
+        }
+        let limit = self.limit;
+        let stall = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match stall.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client took no bytes for {} ms", limit.as_millis()),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for SendDeadline {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for SendDeadline {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.bounded(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.bounded(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.io).poll_flush(cx);
+        this.bounded(cx, polled)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.io).poll_shutdown(cx);
+        this.bounded(cx, polled)
+    }
 }
 
 /// One open connection, counted while it lives.
@@ -173,6 +285,11 @@ pub async fn serve(
         stats.open.fetch_add(1, Ordering::Relaxed);
         let open = Open(stats.clone());
         let _ = io.set_nodelay(true);
+        let _ = nix::sys::socket::setsockopt(
+            &io,
+            nix::sys::socket::sockopt::SndBuf,
+            &SEND_BUFFER_BYTES,
+        );
         let app = app.clone();
         let too_large = stats.clone();
         let service = TowerToHyperService::new(tower::service_fn(
@@ -193,6 +310,11 @@ pub async fn serve(
                 }
             },
         ));
+        let io = SendDeadline {
+            io,
+            limit: limits.send_timeout,
+            stalled: None,
+        };
         let connection = http.serve_connection(TokioIo::new(io), service);
         let stop = stop.clone();
         let finished = finished.clone();
@@ -209,7 +331,16 @@ pub async fn serve(
                             if e.is_parse_too_large() {
                                 stats.heads_too_large.fetch_add(1, Ordering::Relaxed);
                             }
-                            tracing::debug!(error = %e, remote = %remote, "connection ended");
+                            if is_stalled(&e) {
+                                stats.stalled.fetch_add(1, Ordering::Relaxed);
+                                tracing::info!(
+                                    remote = %remote,
+                                    "connection closed: the client took nothing it was sent \
+                                     within the send timeout"
+                                );
+                            } else {
+                                tracing::debug!(error = %e, remote = %remote, "connection ended");
+                            }
                         }
                         break;
                     }

@@ -81,9 +81,11 @@ impl Application {
             max_in_flight: config.max_in_flight as usize,
             max_in_flight_per_client: config.in_flight_per_client() as usize,
             max_waiters: config.max_waiters as usize,
+            max_waiters_per_client: config.waiters_per_client() as usize,
             body_timeout: config.body_timeout,
             max_session_leases: config.max_session_leases,
             max_watchers: config.max_watchers as usize,
+            max_watchers_per_client: config.watchers_per_client() as usize,
             event_buffer: config.event_buffer as usize,
             ..Limits::default()
         };
@@ -126,6 +128,7 @@ impl Application {
                 retention: crate::reaper::Retention {
                     age_ms: millis(config.event_retention),
                     count: config.event_retention_count,
+                    max: config.event_retention_max,
                 },
             },
             leases.stopping(),
@@ -135,10 +138,17 @@ impl Application {
             leases.stopping(),
         ));
         let events = tokio::spawn(forward_key_events(leases.clone()));
+        api::screen::prepare();
+        let rates = Arc::new(api::rates::WriteRates::new(tokens.as_deref()));
         let app = api::router(
             AppState {
                 leases: Arc::new(leases.clone()),
                 tokens,
+                rates,
+                request_log: api::requests::RequestLog {
+                    every: config.log_requests,
+                    slow: config.slow_request,
+                },
             },
             cors,
         );
@@ -146,6 +156,7 @@ impl Application {
         let connections = ConnectionLimits {
             header_timeout: config.header_timeout,
             max_connections: crate::serve::connection_cap(config.max_connections),
+            send_timeout: config.send_timeout,
         };
         let stats = leases.metrics.connections.clone();
         crate::serve::serve(listener, app, connections, stats, async move {

@@ -18,6 +18,7 @@ use http_body::Body as _;
 use super::AppState;
 use super::error::Problem;
 use crate::auth::{ANY_POOL, Access, ApiToken, Denial, Need};
+use crate::domain::session::SessionAccess;
 use crate::leases::ClientId;
 use crate::store::LeaseOwner;
 
@@ -242,6 +243,40 @@ impl Caller {
         match self {
             Caller::Token(g) => Some(ClientId::Token(g.name.as_str().into())),
             Caller::Open => peer.map(ClientId::Address),
+        }
+    }
+
+    /// The caller's API token by name, as an audit line names it (`none`
+    /// without an auth file).
+    pub fn name(&self) -> &str {
+        match self {
+            Caller::Open => "none",
+            Caller::Token(g) => &g.name,
+        }
+    }
+
+    /// Whose sessions the caller may see and manage.
+    pub fn sessions(&self) -> SessionAccess {
+        match self {
+            Caller::Open => SessionAccess::Any,
+            Caller::Token(g) => g.sessions.clone(),
+        }
+    }
+
+    /// The API token a grant binding to a session must be the opener of:
+    /// its own, unless it sees every session.
+    pub fn binds_as(&self) -> Option<String> {
+        match self {
+            Caller::Token(g) if g.sessions != SessionAccess::Any => Some(g.name.clone()),
+            _ => None,
+        }
+    }
+
+    /// The quota of sessions the caller may hold open (`None`: no limit).
+    pub fn session_quota(&self) -> Option<u32> {
+        match self {
+            Caller::Open => None,
+            Caller::Token(g) => g.session_quota(),
         }
     }
 

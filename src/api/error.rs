@@ -108,6 +108,12 @@ impl Problem {
                 "this client has as many requests in flight as one client may; retry later"
             }
             Shed::Watchers => "the server has as many event streams open as it takes; retry later",
+            Shed::ClientWaiters => {
+                "this client has as many acquires waiting as one client may; retry later"
+            }
+            Shed::ClientWatchers => {
+                "this client has as many event streams open as one client may; retry later"
+            }
         };
         Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,

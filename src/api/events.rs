@@ -25,6 +25,7 @@ use crate::auth::Need;
 use crate::domain::events::{Event, EventFilter, Resource};
 use crate::domain::names::PoolName;
 use crate::domain::time::Now;
+use crate::domain::validate;
 use crate::leases::events::{Ended, Visible};
 use crate::leases::{LeaseError, Watch, WatchError};
 
@@ -204,7 +205,10 @@ fn parse_query(pairs: Vec<(String, String)>) -> Result<EventsQuery, Problem> {
     for (name, value) in pairs {
         let number = |what: &str| Problem::invalid(&name, format!("must be {what}"));
         match name.as_str() {
-            "prefix" => query.prefix = Some(value),
+            "prefix" => {
+                validate::key_prefix(&value)?;
+                query.prefix = Some(value);
+            }
             "pool" => query.pool = Some(PoolName::parse(value)?.into_string()),
             "since" => query.since = Some(revision("since", &value)?),
             "limit" => {
@@ -227,8 +231,9 @@ fn parse_query(pairs: Vec<(String, String)>) -> Result<EventsQuery, Problem> {
 }
 
 /// What the caller may see: lock events by its key prefixes, reservation
-/// events by its pools, session events of its own sessions (every event for
-/// an admin token, or without an auth file).
+/// events by its pools, session events of the sessions it may see (its own;
+/// an admin's, those of the tokens it covers; every event without an auth
+/// file).
 fn visible(caller: &Caller) -> Visible {
     match caller {
         Caller::Open => Arc::new(|_| true),
@@ -237,9 +242,7 @@ fn visible(caller: &Caller) -> Visible {
             Arc::new(move |event: &Event| match &event.resource {
                 Resource::Lock { key } => grant.sees_key(key),
                 Resource::Reservation { pool, .. } => grant.sees_pool(pool),
-                Resource::Session => {
-                    grant.admin || event.owner.as_deref() == Some(grant.name.as_str())
-                }
+                Resource::Session => grant.sessions.allows(event.owner.as_deref()),
             })
         }
     }
@@ -257,9 +260,10 @@ fn watch_problem(error: WatchError) -> Problem {
             ),
         )
         .with("oldest_revision", oldest),
-        WatchError::Future { since, head } => Problem::invalid(
+        // The newest revision counts every tenant's changes: not told.
+        WatchError::Future { since } => Problem::invalid(
             "since",
-            format!("revision {since} is past the newest revision, {head}"),
+            format!("revision {since} is past the newest revision"),
         ),
         WatchError::Store(e) => lease_problem("the change log", LeaseError::Store(e)),
     }

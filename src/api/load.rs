@@ -48,7 +48,13 @@ where
         .admit(client.as_ref(), next(request))
         .await
     {
-        Ok(response) => response,
+        Ok(admitted) => {
+            let mut response = admitted.output;
+            if admitted.waited {
+                response.extensions_mut().insert(super::requests::Waited);
+            }
+            response
+        }
         Err(reason) => {
             // A flood would log a line per request; the metric counts them.
             tracing::debug!(shed.reason = reason.as_str(), "request shed");

@@ -79,6 +79,12 @@ pub async fn acquire_lock_set(
     let idem = idempotency_key(&headers)?;
     let (keys, template, wait_ms) =
         body.parse(idem, caller.owner(), lifetime, &state.leases.limits)?;
+    // A set is a write per key: the request was charged for one.
+    if let Caller::Token(grant) = &caller {
+        state
+            .rates
+            .charge(&grant.name, keys.len().saturating_sub(1) as u32)?;
+    }
     let granted = state
         .leases
         .lock_sets()

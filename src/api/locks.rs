@@ -412,11 +412,18 @@ pub async fn force_release_lock(
 ) -> Result<StatusCode, Problem> {
     caller.lock(&key, Need::Admin)?;
     let key = LockKey::parse(key)?;
-    state
+    let ended = state
         .leases
         .locks()
         .force_release(&key)
         .await
         .map_err(|e| lease_problem(&key, e))?;
+    tracing::info!(
+        audit.token = caller.name(),
+        audit.action = "force_release_lock",
+        lock.key = %key,
+        leases.ended = ended,
+        "admin force-released every lease on a key"
+    );
     Ok(StatusCode::NO_CONTENT)
 }

@@ -29,10 +29,12 @@ pub mod pools;
 mod problem_kinds;
 mod problem_schemas;
 pub mod problems;
+pub mod rates;
 mod refusals;
 pub mod request_id;
 pub mod requests;
 pub mod reservations;
+pub mod screen;
 pub mod session_bodies;
 pub mod session_problems;
 pub mod sessions;
@@ -50,6 +52,10 @@ pub struct AppState {
     pub leases: Arc<Leases>,
     /// The API tokens of the auth file; `None`: every caller may do everything.
     pub tokens: Option<Arc<Tokens>>,
+    /// Which requests log a line at INFO.
+    pub request_log: requests::RequestLog,
+    /// Each token's write rate.
+    pub rates: Arc<rates::WriteRates>,
 }
 
 /// Declares the bearer-token scheme, which the `/v1/` operations name (see

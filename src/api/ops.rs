@@ -16,7 +16,8 @@ use utoipa_axum::routes;
 use super::AppState;
 use super::error::Problem;
 use super::refusals::StorageRefusals;
-use crate::leases::{Leases, Shed};
+use crate::leases::Leases;
+use crate::leases::admission::SHED_REASONS;
 use crate::store::LiveLeases;
 use crate::telemetry::{ProcessStats, Snapshot};
 
@@ -119,10 +120,10 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
     Snapshot {
         waiters: waiters.waiters,
         waiter_keys: waiters.keys,
-        shed_in_flight: admission.shed(Shed::InFlight),
-        shed_waiters: admission.shed(Shed::Waiters),
-        shed_client_in_flight: admission.shed(Shed::ClientInFlight),
-        shed_watchers: admission.shed(Shed::Watchers),
+        shed: SHED_REASONS
+            .iter()
+            .map(|r| (r.as_str(), admission.shed(*r)))
+            .collect(),
         watchers: admission.watchers(),
         slow_watchers_ended: leases.events.slow_ended(),
         in_flight: admission.in_flight(),

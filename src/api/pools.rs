@@ -239,5 +239,11 @@ pub async fn delete_pool(
         .delete_pool(&pool)
         .await
         .map_err(|e| subnet_problem(&pool, None, e))?;
+    tracing::info!(
+        audit.token = caller.name(),
+        audit.action = "delete_pool",
+        pool.name = %pool,
+        "admin deleted a pool"
+    );
     Ok(StatusCode::NO_CONTENT)
 }

@@ -101,6 +101,8 @@ const SHED: &[&str] = &[
     "client_in_flight",
     "connections",
     "watchers",
+    "client_waiters",
+    "client_watchers",
 ];
 const ACCESS: &[&str] = &["read-only", "read-write"];
 
@@ -194,11 +196,20 @@ pub const KINDS: &[Kind] = &[
     ]),
     kind("payload-too-large", 413, "the body exceeds 64 KiB", &[]),
     kind("unsupported-media-type", 415, "the body must be JSON", &[]),
-    kind("idempotency-key-reused", 422, "the Idempotency-Key holds another request's lease", &[]),
-    kind("quota-exceeded", 429, "the token holds its quota of live leases", &[
-        req("limit", Ty::Int, "How many live leases the token may hold."),
-        req("current", Ty::Int, "How many it holds."),
+    kind("idempotency-key-reused", 422, "the Idempotency-Key holds another request's lease", &[
+        opt("key", Ty::Text, "The other key on which the Idempotency-Key holds a live lease."),
     ]),
+    kind("quota-exceeded", 429, "the token holds its quota of live leases (or of sessions)", &[
+        req("limit", Ty::Int, "How many live leases (or sessions) the token may hold."),
+        req("current", Ty::Int, "How many it holds."),
+        opt("needed", Ty::Int, "How many leases the refused request needed at once (a lock \
+            set needs one per key)."),
+        opt("quota", Ty::OneOf(&["sessions"]), "Present when the quota of sessions refused."),
+    ]),
+    clears(kind("rate-limited", 429, "the token sent writes faster than its \
+        `max_writes_per_second`", &[
+        req("limit", Ty::Int, "How many writes per second the token may send."),
+    ])),
     kind("request-header-fields-too-large", 431, "the request line and headers are too large", &[
         req("limit", Ty::Int, "The bound, in bytes."),
     ]),
@@ -206,7 +217,8 @@ pub const KINDS: &[Kind] = &[
     clears(kind("storage-unavailable", 503, "the database cannot be used now", &[])),
     clears(kind("overloaded", 503, "the server is at one of its load bounds (`reason` names it)", &[
         req("reason", Ty::OneOf(SHED), "The bound: requests in flight, waiting acquires, the \
-            caller's share of requests in flight, connections, or open event streams."),
+            caller's share of requests in flight, connections, open event streams, or the \
+            caller's share of waiting acquires or of event streams."),
     ])),
 ];
 

@@ -193,16 +193,58 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
             "The Idempotency-Key belongs to another request",
             format!("this Idempotency-Key already holds a lease on {resource} for holder {holder}"),
         ),
-        LeaseError::Store(StoreError::QuotaExceeded { limit, current }) => Problem::new(
+        LeaseError::Store(StoreError::IdempotencyKeyElsewhere { key }) => Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency-key-reused",
+            "The Idempotency-Key belongs to another request",
+            format!(
+                "this Idempotency-Key already holds a live lease on {key}; an Idempotency-Key \
+                 names one request: draw a new one for {resource}"
+            ),
+        )
+        .with("key", key),
+        LeaseError::Store(StoreError::QuotaExceeded {
+            limit,
+            current,
+            needed,
+        }) => {
+            let detail = if needed > limit {
+                format!(
+                    "the request needs {needed} live leases at once and the token may hold \
+                     {limit}: it can never be granted; ask for fewer keys"
+                )
+            } else if needed > 1 {
+                let over = (current + u64::from(needed)).saturating_sub(u64::from(limit));
+                format!(
+                    "the token holds {current} live leases and may hold {limit}; the request \
+                     needs {needed}: release {over} first"
+                )
+            } else {
+                format!(
+                    "the token holds {current} live leases and may hold {limit}; release one first"
+                )
+            };
+            Problem::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "quota-exceeded",
+                "The token holds its quota of live leases",
+                detail,
+            )
+            .with("limit", limit)
+            .with("current", current)
+            .with("needed", needed)
+        }
+        LeaseError::Store(StoreError::SessionQuotaExceeded { limit, current }) => Problem::new(
             StatusCode::TOO_MANY_REQUESTS,
             "quota-exceeded",
-            "The token holds its quota of live leases",
+            "The token holds its quota of live sessions",
             format!(
-                "the token holds {current} live leases and may hold {limit}; release one first"
+                "the token holds {current} live sessions and may hold {limit}; close one first"
             ),
         )
         .with("limit", limit)
-        .with("current", current),
+        .with("current", current)
+        .with("quota", "sessions"),
         LeaseError::Store(StoreError::Unavailable(m) | StoreError::Damaged(m)) => {
             Problem::unavailable(m)
         }

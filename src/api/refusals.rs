@@ -173,6 +173,12 @@ refusals! {
 /// listings are filtered instead).
 pub fn add_shared(doc: &mut OpenApi) {
     use utoipa::openapi::path::{Parameter, ParameterIn};
+    // A write of a token with `max_writes_per_second` may be refused past it.
+    for (path, op) in super::spec::writes(doc) {
+        if path.starts_with("/v1/") {
+            add(&mut op.responses, &["rate-limited"]);
+        }
+    }
     for (path, op) in super::spec::operations(doc) {
         let v1 = path.starts_with("/v1/");
         let mut names: Vec<&str> = vec![];

@@ -1,14 +1,31 @@
-//! One latency observation and one log line per request, under its matched
-//! route.
+//! One latency observation per request, under its matched route, and a log
+//! line for the requests worth one: every request at debug (at info when
+//! asked), and at info only those an operator would look into (slow ones,
+//! refusals of scope) so that a busy server's log stays small.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
+use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::AppState;
 use crate::leases::Shed;
+
+/// Which requests log a line at info.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLog {
+    /// Every request (`--log-requests`).
+    pub every: bool,
+    /// Requests that took at least this long, long polls aside.
+    pub slow: Duration,
+}
+
+/// Marks an answer whose request waited by design (an acquire with
+/// `wait_ms`, an event long-poll): its latency is the client's choice.
+#[derive(Debug, Clone, Copy)]
+pub struct Waited;
 
 /// Times the request that `next` serves and records it under its matched
 /// route (`unmatched` for the fallback). The outermost step of
@@ -35,15 +52,30 @@ where
         .metrics
         .requests
         .observe(route, &method, status, seconds);
-    // Inside the request span (route, method). Probes come every few seconds:
-    // they log at debug, so they do not drown the requests that matter.
+    // Inside the request span (route, method, token, request id).
     let latency_ms = (seconds * 1e4).round() / 10.0;
+    let log = state.request_log;
     // A shed request is one of a flood: the shed counter tells how many.
-    let shed = response.extensions().get::<Shed>().is_some();
-    if shed || matches!(route, "/healthz" | "/readyz" | "/metrics") {
+    // Probes come every few seconds.
+    let quiet = response.extensions().get::<Shed>().is_some()
+        || matches!(route, "/healthz" | "/readyz" | "/metrics");
+    let waited = response.extensions().get::<Waited>().is_some();
+    if quiet {
         tracing::debug!(http.status = status.as_u16(), latency_ms, "request served");
-    } else {
+    } else if status == StatusCode::INTERNAL_SERVER_ERROR {
+        tracing::warn!(http.status = status.as_u16(), latency_ms, "request failed");
+    } else if log.every {
         tracing::info!(http.status = status.as_u16(), latency_ms, "request served");
+    } else if !waited && started.elapsed() >= log.slow {
+        tracing::info!(http.status = status.as_u16(), latency_ms, "slow request");
+    } else if status == StatusCode::FORBIDDEN {
+        tracing::info!(
+            http.status = status.as_u16(),
+            latency_ms,
+            "request refused: outside the token's scope"
+        );
+    } else {
+        tracing::debug!(http.status = status.as_u16(), latency_ms, "request served");
     }
     response
 }

@@ -378,5 +378,12 @@ pub async fn force_release_reservation(
         .force_release(&pool, &id)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+    tracing::info!(
+        audit.token = caller.name(),
+        audit.action = "force_release_reservation",
+        pool.name = %pool,
+        reservation.id = %id,
+        "admin force-released a reservation"
+    );
     Ok(StatusCode::NO_CONTENT)
 }

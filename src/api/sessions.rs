@@ -21,6 +21,7 @@ pub use super::session_bodies::{
 };
 use crate::auth::Access;
 use crate::domain::Millis;
+use crate::domain::names::SessionId;
 use crate::leases::Opened;
 use crate::leases::sessions::NewSession;
 use crate::store::SessionClaim;
@@ -35,15 +36,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 fn resource(id: &str) -> String {
     format!("session {id}")
-}
-
-/// The API token a session operation is restricted to: its own sessions,
-/// unless it is an admin (or the server runs without an auth file).
-fn restricted_to(caller: &Caller) -> Option<String> {
-    match caller {
-        Caller::Token(g) if !g.admin => Some(g.name.clone()),
-        _ => None,
-    }
 }
 
 /// 403 unless the caller may change sessions (`admin`: force-close them).
@@ -86,7 +78,7 @@ pub fn lifetime(
             let claim = state
                 .leases
                 .sessions()
-                .claim(s.id, s.token, restricted_to(caller))
+                .claim(s.id, s.token, caller.binds_as())
                 .map_err(|e| lease_problem("the session", e))?;
             Ok((None, Some(claim)))
         }
@@ -120,6 +112,7 @@ pub async fn open_session(
         metadata: body.metadata,
         idempotency_key: idempotency_key(&headers)?,
         owner: caller.owner(),
+        max_sessions: caller.session_quota(),
         caller_secret: caller.secret(),
     };
     let opened = state
@@ -154,13 +147,13 @@ pub async fn renew_session(
     AppJson(body): AppJson<RenewSessionRequest>,
 ) -> Result<Json<SessionBody>, Problem> {
     may(&caller, false)?;
-    let owner = restricted_to(&caller);
+    let id = SessionId::parse(id)?;
     let session = state
         .leases
         .sessions()
-        .renew(&id, &body.token, owner.as_deref(), body.ttl_ms)
+        .renew(&id, &body.token, &caller.sessions(), body.ttl_ms)
         .await
-        .map_err(|e| lease_problem(&resource(&id), e))?;
+        .map_err(|e| session_lookup_problem(&id, e))?;
     Ok(Json(SessionBody::new(session, state.leases.moment(), None)))
 }
 
@@ -182,13 +175,13 @@ pub async fn close_session(
     AppJson(body): AppJson<CloseSessionRequest>,
 ) -> Result<StatusCode, Problem> {
     may(&caller, false)?;
-    let owner = restricted_to(&caller);
+    let id = SessionId::parse(id)?;
     state
         .leases
         .sessions()
-        .close(&id, &body.token, owner.as_deref())
+        .close(&id, &body.token, &caller.sessions())
         .await
-        .map_err(|e| lease_problem(&resource(&id), e))?;
+        .map_err(|e| session_lookup_problem(&id, e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -202,20 +195,22 @@ pub async fn close_session(
     )
 )]
 pub async fn get_session(
-    _caller: Caller,
+    caller: Caller,
     State(state): State<AppState>,
     AppPath(id): AppPath<String>,
 ) -> Result<Json<SessionBody>, Problem> {
+    let id = SessionId::parse(id)?;
     let view = state
         .leases
         .sessions()
-        .inspect(&id)
+        .inspect(&id, &caller.sessions())
         .await
         .map_err(|e| session_lookup_problem(&id, e))?;
     Ok(Json(SessionBody::view(view, state.leases.moment())))
 }
 
-/// Close a session whatever its token (admin).
+/// Close a session whatever its token (admin, within its scope: a session
+/// opened by a token whose keys and pools all lie in the admin's).
 #[utoipa::path(
     delete, path = "/v1/sessions/{id}", operation_id = "forceCloseSession", tag = "sessions",
     params(("id" = String, Path, description = "The session id")),
@@ -230,12 +225,20 @@ pub async fn force_close_session(
     AppPath(id): AppPath<String>,
 ) -> Result<StatusCode, Problem> {
     may(&caller, true)?;
-    state
+    let id = SessionId::parse(id)?;
+    let freed = state
         .leases
         .sessions()
-        .force_close(&id)
+        .force_close(&id, &caller.sessions())
         .await
         .map_err(|e| session_lookup_problem(&id, e))?;
+    tracing::info!(
+        audit.token = caller.name(),
+        audit.action = "force_close_session",
+        session.id = %id,
+        locks.ended = freed.len(),
+        "admin force-closed a session and every lease bound to it"
+    );
     Ok(StatusCode::NO_CONTENT)
 }
 

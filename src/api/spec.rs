@@ -39,6 +39,16 @@ pub(super) fn operations(doc: &mut OpenApi) -> impl Iterator<Item = (&str, &mut 
     })
 }
 
+/// The operations that change something (every method but GET), with their path.
+pub(super) fn writes(doc: &mut OpenApi) -> impl Iterator<Item = (&str, &mut Operation)> {
+    doc.paths.paths.iter_mut().flat_map(|(path, item)| {
+        [&mut item.post, &mut item.put, &mut item.delete]
+            .into_iter()
+            .flatten()
+            .map(move |op| (path.as_str(), op))
+    })
+}
+
 /// The schema of a shared parameter, by name: the rules the server checks
 /// that JSON Schema can state (byte lengths it cannot: a key of 256 characters
 /// may still be too long in UTF-8, and is refused with 400).

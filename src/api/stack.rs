@@ -3,7 +3,8 @@
 //! From the outside in: the request id (`request_id`), the request's log span
 //! (tower-http's `TraceLayer`), CORS when it is on (`cors`), then `Guard`,
 //! which counts and logs the request (`requests`), names its caller (`auth`),
-//! gives it an in-flight slot or sheds it (`load`), reads its body within the
+//! holds it to its route's query parameters and its token's write rate
+//! (`screen`), gives it an in-flight slot or sheds it (`load`), reads its body within the
 //! deadline (`load`) and hands it to the route.
 //!
 //! The layer is added once (`Router::layer`), and every step below the span
@@ -25,7 +26,7 @@ use tower_http::trace::TraceLayer;
 
 use super::cors::{Cors, CorsGateLayer};
 use super::request_id::{self, TagRequestLayer};
-use super::{AppState, MAX_BODY_BYTES, auth, load, requests};
+use super::{AppState, MAX_BODY_BYTES, auth, load, requests, screen};
 
 /// `router` with the middleware around each of its routes and fallbacks.
 pub fn wrap(router: Router<AppState>, state: AppState, cors: Option<Cors>) -> Router<AppState> {
@@ -117,7 +118,8 @@ where
             };
             let read = |request| load::read_body_in_time(&state, request, route);
             let admit = |request| load::shed_load(&state, request, read);
-            let identify = |request| auth::authenticate(&state, request, admit);
+            let screen = |request| screen::screen(&state, request, admit);
+            let identify = |request| auth::authenticate(&state, request, screen);
             Ok(requests::track_requests(&state, request, identify).await)
         })
     }

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{ANY_POOL, Access, ApiToken, Tokens};
+use crate::domain::session::SessionAccess;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +36,12 @@ pub struct TokenEntry {
     /// Live leases (locks and reservations) the token may hold at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_live_leases: Option<u32>,
+    /// Sessions the token may hold open at once; unset: `max_live_leases`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_live_sessions: Option<u32>,
+    /// Requests that change something, per second (429 past it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_writes_per_second: Option<u32>,
 }
 
 impl TokenEntry {
@@ -49,8 +56,16 @@ impl TokenEntry {
         if self.admin && self.access == Access::ReadOnly {
             return Err("admin: an admin token must be read-write".into());
         }
-        if self.max_live_leases == Some(0) {
-            return Err("max_live_leases: must be at least 1 (omit it for no limit)".into());
+        for (field, value) in [
+            ("max_live_leases", self.max_live_leases),
+            ("max_live_sessions", self.max_live_sessions),
+            ("max_writes_per_second", self.max_writes_per_second),
+        ] {
+            if value == Some(0) {
+                return Err(format!(
+                    "{field}: must be at least 1 (omit it for no limit)"
+                ));
+            }
         }
         if let Some(p) = self
             .pools
@@ -67,6 +82,9 @@ impl TokenEntry {
             access: self.access,
             admin: self.admin,
             max_live_leases: self.max_live_leases,
+            max_live_sessions: self.max_live_sessions,
+            max_writes_per_second: self.max_writes_per_second,
+            sessions: SessionAccess::Owners(Vec::new()),
         })
     }
 }

@@ -1,11 +1,14 @@
 //! API tokens and what each may touch. The auth file names every token by the
 //! SHA-256 of its text (never the text itself), with its scopes: lock key
-//! prefixes, pools, read-only or read-write, admin, and a quota of live leases.
-//! Pure rules over the loaded file; the HTTP side is `api::auth`.
+//! prefixes, pools, read-only or read-write, admin, quotas of live leases and
+//! sessions, and a write rate. Pure rules over the loaded file; the HTTP side
+//! is `api::auth`.
 
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
+
+use crate::domain::session::SessionAccess;
 
 mod file;
 
@@ -43,6 +46,14 @@ pub struct ApiToken {
     pub access: Access,
     pub admin: bool,
     pub max_live_leases: Option<u32>,
+    /// Sessions the token may hold open at once (unset: `max_live_leases`).
+    pub max_live_sessions: Option<u32>,
+    /// Writes (requests that change something) per second, as a token bucket
+    /// holding one second's worth; unset: no limit.
+    pub max_writes_per_second: Option<u32>,
+    /// Whose sessions the token may see and manage, worked out from the whole
+    /// file when it is loaded (`Tokens::new`).
+    pub sessions: SessionAccess,
 }
 
 /// Why a token may not do what it asked.
@@ -85,6 +96,42 @@ impl ApiToken {
 
     pub fn sees_every_pool(&self) -> bool {
         self.pools.iter().any(|p| p == ANY_POOL)
+    }
+
+    pub fn sees_every_key(&self) -> bool {
+        self.lock_prefixes.iter().any(String::is_empty)
+    }
+
+    /// Whether every key and pool `other` may touch, this token may touch
+    /// too.
+    pub fn covers(&self, other: &ApiToken) -> bool {
+        let keys = other.lock_prefixes.iter().all(|p| self.sees_key(p));
+        let pools = self.sees_every_pool()
+            || (!other.sees_every_pool() && other.pools.iter().all(|p| self.sees_pool(p)));
+        keys && pools
+    }
+
+    /// The sessions of a server with these tokens that this one may see: its
+    /// own; an admin's also those of every token it covers, and every
+    /// session at all for an admin over every key and pool.
+    fn session_access(&self, all: &[ApiToken]) -> SessionAccess {
+        if self.admin && self.sees_every_key() && self.sees_every_pool() {
+            return SessionAccess::Any;
+        }
+        let mut owners = vec![self.name.clone()];
+        if self.admin {
+            owners.extend(
+                all.iter()
+                    .filter(|t| t.name != self.name && self.covers(t))
+                    .map(|t| t.name.clone()),
+            );
+        }
+        SessionAccess::Owners(owners)
+    }
+
+    /// The quota of live sessions: `max_live_sessions`, else `max_live_leases`.
+    pub fn session_quota(&self) -> Option<u32> {
+        self.max_live_sessions.or(self.max_live_leases)
     }
 
     pub fn may_lock(&self, key: &str, need: Need) -> Result<(), Denial> {
@@ -138,10 +185,19 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    pub fn new(grants: Vec<ApiToken>) -> Self {
+    pub fn new(mut grants: Vec<ApiToken>) -> Self {
+        let access: Vec<SessionAccess> = grants.iter().map(|g| g.session_access(&grants)).collect();
+        for (grant, sessions) in grants.iter_mut().zip(access) {
+            grant.sessions = sessions;
+        }
         Self {
             grants: grants.into_iter().map(Arc::new).collect(),
         }
+    }
+
+    /// Every token, in file order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<ApiToken>> {
+        self.grants.iter()
     }
 
     pub fn len(&self) -> usize {

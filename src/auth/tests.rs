@@ -1,4 +1,5 @@
 use super::*;
+use crate::domain::session::SessionAccess;
 
 fn grant(prefixes: &[&str], pools: &[&str], access: Access, admin: bool) -> ApiToken {
     ApiToken {
@@ -9,7 +10,45 @@ fn grant(prefixes: &[&str], pools: &[&str], access: Access, admin: bool) -> ApiT
         access,
         admin,
         max_live_leases: None,
+        max_live_sessions: None,
+        max_writes_per_second: None,
+        sessions: SessionAccess::Owners(Vec::new()),
     }
+}
+
+fn named(name: &str, mut g: ApiToken) -> ApiToken {
+    g.name = name.into();
+    g
+}
+
+#[test]
+fn an_admin_sees_the_sessions_of_the_tokens_it_covers_and_no_others() {
+    let tokens = Tokens::new(vec![
+        named("root", grant(&[""], &["*"], Access::ReadWrite, true)),
+        named("b-admin", grant(&["b/"], &["pb"], Access::ReadWrite, true)),
+        named(
+            "b-app",
+            grant(&["b/app/"], &["pb"], Access::ReadWrite, false),
+        ),
+        named("b-wide", grant(&["b/"], &["*"], Access::ReadWrite, false)),
+        named("a", grant(&["a/"], &["pa"], Access::ReadWrite, false)),
+    ]);
+    let access = |name: &str| {
+        tokens
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .sessions
+            .clone()
+    };
+    assert_eq!(access("root"), SessionAccess::Any);
+    assert_eq!(
+        access("b-admin"),
+        SessionAccess::Owners(vec!["b-admin".into(), "b-app".into()]),
+        "b-wide reaches every pool, beyond b-admin's scope"
+    );
+    assert_eq!(access("b-app"), SessionAccess::Owners(vec!["b-app".into()]));
+    assert_eq!(access("a"), SessionAccess::Owners(vec!["a".into()]));
 }
 
 #[test]

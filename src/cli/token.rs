@@ -34,8 +34,14 @@ pub enum TokenAction {
         #[arg(long)]
         admin: bool,
         /// Live leases it may hold at once.
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         max_live_leases: Option<u32>,
+        /// Sessions it may hold open at once (default: --max-live-leases).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        max_live_sessions: Option<u32>,
+        /// Requests that change something it may send per second.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        max_writes_per_second: Option<u32>,
     },
     /// Read a token on stdin and print the hex of its SHA-256.
     Hash,
@@ -50,6 +56,8 @@ pub fn execute(cmd: TokenCommand) -> Result<(), String> {
             read_only,
             admin,
             max_live_leases,
+            max_live_sessions,
+            max_writes_per_second,
         } => {
             if lock_prefixes.is_empty() && pools.is_empty() {
                 eprintln!(
@@ -70,6 +78,8 @@ pub fn execute(cmd: TokenCommand) -> Result<(), String> {
                 },
                 admin,
                 max_live_leases,
+                max_live_sessions,
+                max_writes_per_second,
             };
             println!("{token}");
             println!(

@@ -61,6 +61,11 @@ checked_text!(
     validate::idempotency_key
 );
 checked_text!(
+    /// A session id: the 32 hex digits the server drew when it opened it.
+    SessionId,
+    validate::session_id
+);
+checked_text!(
     /// A pool name: 1 to 63 of `a-z`, `0-9`, `-`, `_`, `.`, starting with a
     /// letter or digit.
     PoolName,

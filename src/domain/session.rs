@@ -41,6 +41,29 @@ impl Session {
     }
 }
 
+/// Whose sessions a caller may see, keep alive, close and force close: a
+/// session belongs to the API token that opened it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionAccess {
+    /// Every session: a server without an auth file, or an admin over every
+    /// key and every pool.
+    Any,
+    /// The sessions these API tokens opened: the caller's own, and for an
+    /// admin, those of every token whose whole scope lies within its own.
+    Owners(Vec<String>),
+}
+
+impl SessionAccess {
+    /// Whether a session opened by `owner` (`None`: opened without an auth
+    /// file) is the caller's to see.
+    pub fn allows(&self, owner: Option<&str>) -> bool {
+        match self {
+            SessionAccess::Any => true,
+            SessionAccess::Owners(names) => owner.is_some_and(|o| names.iter().any(|n| n == o)),
+        }
+    }
+}
+
 /// A session with what is bound to it, as `GET /v1/sessions/{id}` shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionView {
@@ -75,6 +98,18 @@ mod tests {
         assert!(!session(10).is_live(10));
         assert_eq!(session(10).expires_in_ms(4), 6);
         assert_eq!(session(10).expires_in_ms(40), 0);
+    }
+
+    #[test]
+    fn a_session_is_seen_by_its_owners_alone_unless_any_may() {
+        let own = SessionAccess::Owners(vec!["a".into(), "a-app".into()]);
+        assert!(own.allows(Some("a-app")));
+        assert!(!own.allows(Some("b")));
+        assert!(
+            !own.allows(None),
+            "a session opened without tokens is no one's"
+        );
+        assert!(SessionAccess::Any.allows(None));
     }
 
     #[test]

@@ -105,6 +105,22 @@ pub fn metadata(metadata: &Map<String, Value>) -> Result<(), InvalidInput> {
     Ok(())
 }
 
+/// A session id as this server draws them: 32 hex digits. Anything else
+/// names no session, and is not echoed back.
+pub fn session_id(id: &str) -> Result<(), InvalidInput> {
+    if id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(InvalidInput::new(
+            "id",
+            format!(
+                "must be a session id, 32 hex digits ({} bytes given)",
+                id.len()
+            ),
+        ))
+    }
+}
+
 /// A key prefix: no longer than a key can be (it would match nothing).
 pub fn key_prefix(prefix: &str) -> Result<(), InvalidInput> {
     if prefix.len() > MAX_KEY_BYTES {

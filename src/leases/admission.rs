@@ -1,33 +1,43 @@
-//! Load shedding: a bound on requests in flight and a separate bound on
-//! acquires parked waiting for a key. Past either bound a request is refused
-//! at once (the caller answers 503 with `Retry-After`) instead of queueing
-//! without bound.
+//! Load shedding: a bound on requests in flight, a separate bound on
+//! acquires parked waiting for a key, and one on open event streams. Past
+//! any bound a request is refused at once (the caller answers 503 with
+//! `Retry-After`) instead of queueing without bound.
 //!
 //! A long-poll acquire is in flight until it starts to wait; then it gives its
 //! in-flight slot back and holds a waiter slot instead, so parked waiters
-//! cannot starve ordinary requests, and ordinary traffic cannot keep waiters out.
+//! cannot starve ordinary requests, and ordinary traffic cannot keep waiters
+//! out. An event stream does the same with a watcher slot.
 //!
-//! Within the in-flight bound each client has a share (`shares`): one client
-//! that stalls or floods is refused past its share while others are served.
+//! Within each bound each client has a share (`shares`): one client that
+//! stalls, floods, parks waiters or opens streams is refused past its share
+//! while others are served.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::shares::{ClientId, ClientShares, ClientSlot};
 
-/// A request's place in the in-flight bound, and in its client's share.
-struct InFlightSlot {
+/// A place in one bound, and in its client's share of it; dropping it gives
+/// both back.
+pub struct Slot {
     _permit: OwnedSemaphorePermit,
     _client: Option<ClientSlot>,
 }
 
+/// The request this task serves: who sent it, its in-flight slot while it
+/// holds one, and whether it gave that slot up to wait or to watch.
+struct Serving {
+    client: Option<ClientId>,
+    slot: Option<Slot>,
+    waited: Arc<AtomicBool>,
+}
+
 tokio::task_local! {
-    /// The in-flight slot of the request this task serves.
-    static SLOT: RefCell<Option<InFlightSlot>>;
+    static SERVING: RefCell<Serving>;
 }
 
 /// Which bound refused a request.
@@ -41,7 +51,20 @@ pub enum Shed {
     ClientInFlight,
     /// Too many event streams open.
     Watchers,
+    /// The client holds its whole share of the waiter bound.
+    ClientWaiters,
+    /// The client holds its whole share of the watcher bound.
+    ClientWatchers,
 }
+
+pub const SHED_REASONS: [Shed; 6] = [
+    Shed::InFlight,
+    Shed::Waiters,
+    Shed::ClientInFlight,
+    Shed::Watchers,
+    Shed::ClientWaiters,
+    Shed::ClientWatchers,
+];
 
 impl Shed {
     pub fn as_str(self) -> &'static str {
@@ -50,60 +73,101 @@ impl Shed {
             Shed::Waiters => "waiters",
             Shed::ClientInFlight => "client_in_flight",
             Shed::Watchers => "watchers",
+            Shed::ClientWaiters => "client_waiters",
+            Shed::ClientWatchers => "client_watchers",
         }
     }
 }
 
-pub struct Admission {
-    in_flight: Arc<Semaphore>,
-    waiting: Arc<Semaphore>,
-    watching: Arc<Semaphore>,
+/// The sizes of the bounds, and of each client's share of each.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub in_flight: usize,
+    pub in_flight_per_client: usize,
+    pub waiters: usize,
+    pub waiters_per_client: usize,
+    pub watchers: usize,
+    pub watchers_per_client: usize,
+}
+
+/// One bound: slots for everyone, a share per client, and what each refused.
+struct Bound {
+    total: Arc<Semaphore>,
+    max: usize,
     shares: Arc<ClientShares>,
-    max_in_flight: usize,
-    max_waiters: usize,
-    max_watchers: usize,
-    shed_in_flight: AtomicU64,
-    shed_waiters: AtomicU64,
+    shed: [Shed; 2],
+    shed_total: AtomicU64,
     shed_client: AtomicU64,
-    shed_watchers: AtomicU64,
 }
 
-/// A parked waiter's slot; dropping it lets another waiter in.
-pub struct WaiterSlot {
-    _permit: OwnedSemaphorePermit,
+impl Bound {
+    fn new(max: usize, per_client: usize, shed: [Shed; 2]) -> Self {
+        Self {
+            total: Arc::new(Semaphore::new(max)),
+            max,
+            shares: Arc::new(ClientShares::new(per_client)),
+            shed,
+            shed_total: AtomicU64::new(0),
+            shed_client: AtomicU64::new(0),
+        }
+    }
+
+    /// A slot, counted against `client`'s share when it is known. When the
+    /// whole bound is full, that is the reason given, whoever holds it.
+    fn take(&self, client: Option<&ClientId>) -> Result<Slot, Shed> {
+        let Ok(permit) = self.total.clone().try_acquire_owned() else {
+            self.shed_total.fetch_add(1, Ordering::Relaxed);
+            return Err(self.shed[0]);
+        };
+        let client = match client.map(|c| self.shares.take(c)) {
+            Some(None) => {
+                self.shed_client.fetch_add(1, Ordering::Relaxed);
+                return Err(self.shed[1]);
+            }
+            other => other.flatten(),
+        };
+        Ok(Slot {
+            _permit: permit,
+            _client: client,
+        })
+    }
+
+    fn taken(&self) -> usize {
+        self.max - self.total.available_permits()
+    }
 }
 
-/// An open event stream's slot; dropping it lets another watcher in.
-pub struct WatcherSlot {
-    _permit: OwnedSemaphorePermit,
+pub struct Admission {
+    in_flight: Bound,
+    waiting: Bound,
+    watching: Bound,
+}
+
+/// Whether the request the wrapped future served gave its in-flight slot up
+/// to wait for a key or to watch the change log (a long poll).
+pub struct Admitted<T> {
+    pub output: T,
+    pub waited: bool,
 }
 
 impl Admission {
-    /// Bounds of `max_in_flight` requests, `max_per_client` of them for any
-    /// one client, and `max_waiters` parked acquires.
-    pub fn new(max_in_flight: usize, max_per_client: usize, max_waiters: usize) -> Self {
-        Self::with_watchers(max_in_flight, max_per_client, max_waiters, 10_000)
-    }
-
-    /// As `new`, with a bound of `max_watchers` open event streams.
-    pub fn with_watchers(
-        max_in_flight: usize,
-        max_per_client: usize,
-        max_waiters: usize,
-        max_watchers: usize,
-    ) -> Self {
+    pub fn new(bounds: Bounds) -> Self {
         Self {
-            in_flight: Arc::new(Semaphore::new(max_in_flight)),
-            waiting: Arc::new(Semaphore::new(max_waiters)),
-            watching: Arc::new(Semaphore::new(max_watchers)),
-            shares: Arc::new(ClientShares::new(max_per_client)),
-            max_in_flight,
-            max_waiters,
-            max_watchers,
-            shed_in_flight: AtomicU64::new(0),
-            shed_waiters: AtomicU64::new(0),
-            shed_client: AtomicU64::new(0),
-            shed_watchers: AtomicU64::new(0),
+            in_flight: Bound::new(
+                bounds.in_flight,
+                bounds.in_flight_per_client,
+                [Shed::InFlight, Shed::ClientInFlight],
+            ),
+            waiting: Bound::new(
+                bounds.waiters,
+                bounds.waiters_per_client,
+                [Shed::Waiters, Shed::ClientWaiters],
+            ),
+            watching: Bound::new(
+                bounds.watchers,
+                bounds.watchers_per_client,
+                [Shed::Watchers, Shed::ClientWatchers],
+            ),
         }
     }
 
@@ -113,156 +177,226 @@ impl Admission {
         &self,
         client: Option<&ClientId>,
         request: F,
-    ) -> Result<F::Output, Shed> {
-        // The whole bound first: when it is full, that is the reason to give,
-        // whoever holds the slots.
-        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            self.shed_in_flight.fetch_add(1, Ordering::Relaxed);
-            return Err(Shed::InFlight);
+    ) -> Result<Admitted<F::Output>, Shed> {
+        let slot = self.in_flight.take(client)?;
+        let waited = Arc::new(AtomicBool::new(false));
+        let serving = Serving {
+            client: client.cloned(),
+            slot: Some(slot),
+            waited: waited.clone(),
         };
-        let client = match client.map(|c| self.shares.take(c)) {
-            Some(None) => {
-                self.shed_client.fetch_add(1, Ordering::Relaxed);
-                return Err(Shed::ClientInFlight);
-            }
-            Some(Some(slot)) => Some(slot),
-            None => None,
-        };
-        let slot = InFlightSlot {
-            _permit: permit,
-            _client: client,
-        };
-        Ok(SLOT.scope(RefCell::new(Some(slot)), request).await)
+        let output = SERVING.scope(RefCell::new(serving), request).await;
+        Ok(Admitted {
+            output,
+            waited: waited.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Moves the current request from its in-flight slot to a slot of `to`,
+    /// counted against the same client's share of it.
+    fn move_to(&self, to: &Bound) -> Result<Slot, Shed> {
+        // Outside `admit` (the reaper, a test calling the service) there is
+        // no client and no in-flight slot to give back.
+        let client = SERVING
+            .try_with(|s| s.borrow().client.clone())
+            .ok()
+            .flatten();
+        let slot = to.take(client.as_ref())?;
+        let _ = SERVING.try_with(|s| {
+            let mut serving = s.borrow_mut();
+            serving.slot = None;
+            serving.waited.store(true, Ordering::Relaxed);
+        });
+        Ok(slot)
     }
 
     /// Moves the current request from the in-flight bound to the waiter bound,
-    /// or refuses it when every waiter slot is taken.
+    /// or refuses it when every waiter slot (or its client's share) is taken.
     pub fn park(&self) -> Result<WaiterSlot, Shed> {
-        let Ok(slot) = self.waiting.clone().try_acquire_owned() else {
-            self.shed_waiters.fetch_add(1, Ordering::Relaxed);
-            return Err(Shed::Waiters);
-        };
-        // Outside `admit` (the reaper, a test calling the service) there is
-        // no in-flight slot to give back.
-        let _ = SLOT.try_with(|s| s.borrow_mut().take());
-        Ok(WaiterSlot { _permit: slot })
+        self.move_to(&self.waiting)
+            .map(|slot| WaiterSlot { _slot: slot })
     }
 
     /// Takes a slot for an event stream (or an event long-poll), which holds
     /// no in-flight slot while it lives: the current request's is given
-    /// back. Refused when every watcher slot is taken.
+    /// back. Refused when every watcher slot (or its client's share) is taken.
     pub fn watch(&self) -> Result<WatcherSlot, Shed> {
-        let Ok(slot) = self.watching.clone().try_acquire_owned() else {
-            self.shed_watchers.fetch_add(1, Ordering::Relaxed);
-            return Err(Shed::Watchers);
-        };
-        let _ = SLOT.try_with(|s| s.borrow_mut().take());
-        Ok(WatcherSlot { _permit: slot })
+        self.move_to(&self.watching)
+            .map(|slot| WatcherSlot { _slot: slot })
     }
 
     /// Event streams open now.
     pub fn watchers(&self) -> usize {
-        self.max_watchers - self.watching.available_permits()
+        self.watching.taken()
     }
 
     /// Requests in flight now (parked waiters not counted).
     pub fn in_flight(&self) -> usize {
-        self.max_in_flight - self.in_flight.available_permits()
+        self.in_flight.taken()
     }
 
     /// Waiter slots taken now.
     pub fn waiting(&self) -> usize {
-        self.max_waiters - self.waiting.available_permits()
+        self.waiting.taken()
     }
 
     /// Clients with requests in flight now.
     pub fn clients_in_flight(&self) -> usize {
-        self.shares.clients()
+        self.in_flight.shares.clients()
     }
 
     /// Requests refused so far, by the bound that refused them.
     pub fn shed(&self, reason: Shed) -> u64 {
-        match reason {
-            Shed::InFlight => self.shed_in_flight.load(Ordering::Relaxed),
-            Shed::Waiters => self.shed_waiters.load(Ordering::Relaxed),
-            Shed::ClientInFlight => self.shed_client.load(Ordering::Relaxed),
-            Shed::Watchers => self.shed_watchers.load(Ordering::Relaxed),
-        }
+        let counter = match reason {
+            Shed::InFlight => &self.in_flight.shed_total,
+            Shed::ClientInFlight => &self.in_flight.shed_client,
+            Shed::Waiters => &self.waiting.shed_total,
+            Shed::ClientWaiters => &self.waiting.shed_client,
+            Shed::Watchers => &self.watching.shed_total,
+            Shed::ClientWatchers => &self.watching.shed_client,
+        };
+        counter.load(Ordering::Relaxed)
     }
+}
+
+/// A parked waiter's slot; dropping it lets another waiter in.
+pub struct WaiterSlot {
+    _slot: Slot,
+}
+
+/// An open event stream's slot; dropping it lets another watcher in.
+pub struct WatcherSlot {
+    _slot: Slot,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn bounds(in_flight: usize, per_client: usize, waiters: usize) -> Bounds {
+        Bounds {
+            in_flight,
+            in_flight_per_client: per_client,
+            waiters,
+            waiters_per_client: waiters,
+            watchers: 8,
+            watchers_per_client: 8,
+        }
+    }
+
+    async fn run<F: Future>(
+        admission: &Admission,
+        client: Option<&ClientId>,
+        request: F,
+    ) -> Result<F::Output, Shed> {
+        admission.admit(client, request).await.map(|a| a.output)
+    }
+
     #[tokio::test]
     async fn past_the_bound_requests_are_refused_at_once_and_counted() {
-        let admission = Arc::new(Admission::new(2, 2, 1));
+        let admission = Arc::new(Admission::new(bounds(2, 2, 1)));
         let (release, hold) = tokio::sync::watch::channel(false);
         let mut held = vec![];
         for _ in 0..2 {
             let admission = admission.clone();
             let mut hold = hold.clone();
             held.push(tokio::spawn(async move {
-                admission
-                    .admit(None, async move {
-                        let _ = hold.wait_for(|r| *r).await;
-                    })
-                    .await
+                run(&admission, None, async move {
+                    let _ = hold.wait_for(|r| *r).await;
+                })
+                .await
             }));
         }
         while admission.in_flight() < 2 {
             tokio::task::yield_now().await;
         }
-        assert_eq!(admission.admit(None, async {}).await, Err(Shed::InFlight));
+        assert_eq!(run(&admission, None, async {}).await, Err(Shed::InFlight));
         assert_eq!(admission.shed(Shed::InFlight), 1);
         release.send_replace(true);
         for h in held {
             assert_eq!(h.await.unwrap(), Ok(()));
         }
         assert_eq!(admission.in_flight(), 0);
-        assert_eq!(admission.admit(None, async { 7 }).await, Ok(7));
+        assert_eq!(run(&admission, None, async { 7 }).await, Ok(7));
     }
 
     #[tokio::test]
     async fn a_client_past_its_share_is_refused_and_a_parked_request_gives_its_share_back() {
-        let admission = Admission::new(4, 1, 1);
+        let admission = Admission::new(bounds(4, 1, 1));
         let client = ClientId::Address([10, 0, 0, 7].into());
-        admission
+        let admitted = admission
             .admit(Some(&client), async {
                 assert_eq!(
-                    admission.admit(Some(&client), async {}).await,
+                    run(&admission, Some(&client), async {}).await,
                     Err(Shed::ClientInFlight)
                 );
                 let other = ClientId::Address([10, 0, 0, 8].into());
-                assert_eq!(admission.admit(Some(&other), async { 2 }).await, Ok(2));
+                assert_eq!(run(&admission, Some(&other), async { 2 }).await, Ok(2));
                 let _parked = admission.park().expect("a waiter slot is free");
                 // While it waits, the client may send another request.
-                assert_eq!(admission.admit(Some(&client), async { 3 }).await, Ok(3));
+                assert_eq!(run(&admission, Some(&client), async { 3 }).await, Ok(3));
             })
             .await
             .unwrap();
+        assert!(admitted.waited, "the request said it parked");
         assert_eq!(admission.shed(Shed::ClientInFlight), 1);
         assert_eq!(admission.clients_in_flight(), 0);
     }
 
     #[tokio::test]
     async fn a_parked_request_gives_its_in_flight_slot_back() {
-        let admission = Admission::new(1, 1, 1);
-        let slot = admission
-            .admit(None, async {
-                let slot = admission.park().expect("a waiter slot is free");
-                assert_eq!(admission.in_flight(), 0);
-                // The freed slot serves another request meanwhile.
-                assert_eq!(admission.admit(None, async { 1 }).await, Ok(1));
-                assert!(matches!(admission.park(), Err(Shed::Waiters)));
-                slot
-            })
-            .await
-            .unwrap();
+        let admission = Admission::new(bounds(1, 1, 1));
+        let slot = run(&admission, None, async {
+            let slot = admission.park().expect("a waiter slot is free");
+            assert_eq!(admission.in_flight(), 0);
+            // The freed slot serves another request meanwhile.
+            assert_eq!(run(&admission, None, async { 1 }).await, Ok(1));
+            assert!(matches!(admission.park(), Err(Shed::Waiters)));
+            slot
+        })
+        .await
+        .unwrap();
         assert_eq!(admission.waiting(), 1);
         drop(slot);
         assert_eq!(admission.waiting(), 0);
         assert_eq!(admission.shed(Shed::Waiters), 1);
+    }
+
+    #[tokio::test]
+    async fn one_client_takes_at_most_its_share_of_waiters_and_watchers() {
+        let admission = Admission::new(Bounds {
+            in_flight: 16,
+            in_flight_per_client: 16,
+            waiters: 4,
+            waiters_per_client: 2,
+            watchers: 4,
+            watchers_per_client: 2,
+        });
+        let greedy = ClientId::Token("b".into());
+        let other = ClientId::Token("a".into());
+        let mut kept = Vec::new();
+        for _ in 0..2 {
+            kept.push(run(&admission, Some(&greedy), async { admission.park() }).await);
+        }
+        let third = run(&admission, Some(&greedy), async { admission.park() }).await;
+        assert!(matches!(third, Ok(Err(Shed::ClientWaiters))));
+        let theirs = run(&admission, Some(&other), async { admission.park() }).await;
+        assert!(matches!(theirs, Ok(Ok(_))), "another client still parks");
+        let mut streams = Vec::new();
+        for _ in 0..2 {
+            streams.push(run(&admission, Some(&greedy), async { admission.watch() }).await);
+        }
+        let third = run(&admission, Some(&greedy), async { admission.watch() }).await;
+        assert!(matches!(third, Ok(Err(Shed::ClientWatchers))));
+        let theirs = run(&admission, Some(&other), async { admission.watch() }).await;
+        assert!(matches!(theirs, Ok(Ok(_))), "another client still watches");
+        assert_eq!(admission.shed(Shed::ClientWaiters), 1);
+        assert_eq!(admission.shed(Shed::ClientWatchers), 1);
+        drop(kept);
+        let again = run(&admission, Some(&greedy), async { admission.park() }).await;
+        assert!(
+            matches!(again, Ok(Ok(_))),
+            "slots given back are the client's again"
+        );
     }
 }

@@ -46,8 +46,8 @@ pub enum WatchError {
     #[error("the history before revision {oldest} is compacted")]
     Compacted { oldest: i64 },
     /// The revision asked for was never handed out.
-    #[error("revision {since} is past the newest revision {head}")]
-    Future { since: i64, head: i64 },
+    #[error("revision {since} is past the newest revision")]
+    Future { since: i64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -149,10 +149,7 @@ impl EventFeed {
         if let Some(since) = since {
             let bounds = self.store.event_bounds().await?;
             if since > bounds.head {
-                return Err(WatchError::Future {
-                    since,
-                    head: bounds.head,
-                });
+                return Err(WatchError::Future { since });
             }
             if since < bounds.pruned_through {
                 return Err(WatchError::Compacted {

@@ -50,12 +50,16 @@ pub struct Limits {
     pub max_in_flight_per_client: usize,
     /// Acquires parked waiting for a key at once; past it, 503.
     pub max_waiters: usize,
+    /// Of those, acquires of any one client.
+    pub max_waiters_per_client: usize,
     /// How long a client may take to send a request body.
     pub body_timeout: Duration,
     /// Leases bound to one session at most.
     pub max_session_leases: u32,
     /// Event streams open at once; past it, 503.
     pub max_watchers: usize,
+    /// Of those, streams of any one client.
+    pub max_watchers_per_client: usize,
     /// Events a watcher may fall behind before its stream is ended.
     pub event_buffer: usize,
 }
@@ -70,9 +74,11 @@ impl Default for Limits {
             max_in_flight: 1_024,
             max_in_flight_per_client: 512,
             max_waiters: 4_096,
+            max_waiters_per_client: 2_048,
             body_timeout: Duration::from_secs(30),
             max_session_leases: 100_000,
             max_watchers: 10_000,
+            max_watchers_per_client: 5_000,
             event_buffer: 1_024,
         }
     }
@@ -146,12 +152,14 @@ impl Leases {
             limits,
             waiters: Arc::new(Waiters::default()),
             metrics: Arc::new(Metrics::default()),
-            admission: Arc::new(Admission::with_watchers(
-                limits.max_in_flight,
-                limits.max_in_flight_per_client,
-                limits.max_waiters,
-                limits.max_watchers,
-            )),
+            admission: Arc::new(Admission::new(admission::Bounds {
+                in_flight: limits.max_in_flight,
+                in_flight_per_client: limits.max_in_flight_per_client,
+                waiters: limits.max_waiters,
+                waiters_per_client: limits.max_waiters_per_client,
+                watchers: limits.max_watchers,
+                watchers_per_client: limits.max_watchers_per_client,
+            })),
             stop: Arc::new(watch::Sender::new(false)),
         }
     }

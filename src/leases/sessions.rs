@@ -5,7 +5,8 @@
 use serde_json::{Map, Value};
 
 use super::{LeaseError, Leases, new_token};
-use crate::domain::session::{Session, SessionView};
+use crate::domain::names::SessionId;
+use crate::domain::session::{Session, SessionAccess, SessionView};
 use crate::domain::{Millis, validate};
 use crate::store::StoreError;
 use crate::store::{LeaseOwner, OpenOutcome, OpenSession, SessionClaim, SessionEnd};
@@ -21,6 +22,8 @@ pub struct NewSession {
     pub idempotency_key: Option<String>,
     /// The API token opening it, and its quota; `None` without an auth file.
     pub owner: Option<LeaseOwner>,
+    /// The sessions that token may hold open at once (`None`: no limit).
+    pub max_sessions: Option<u32>,
     /// What only that API token's holder knows (the digest of its text), for
     /// the token of a session opened with an `Idempotency-Key`.
     pub caller_secret: Option<[u8; 32]>,
@@ -79,6 +82,7 @@ impl SessionService<'_> {
             metadata: new.metadata,
             idempotency_key: new.idempotency_key,
             owner: new.owner,
+            max_sessions: new.max_sessions,
         };
         let now = self.leases.now();
         Ok(match self.leases.store.open_session(open, now).await? {
@@ -99,58 +103,86 @@ impl SessionService<'_> {
         })
     }
 
-    /// Extends the session; `caller` is the API token asking (`None`: any
-    /// session, as an admin or without an auth file).
+    /// The API token a statement on session `id` must find as its opener,
+    /// for a caller with `access` (`None`: any). A caller who may see the
+    /// sessions of several tokens has the session's opener read first; a
+    /// session it may not see is `NotFound`, decided before its token is
+    /// compared. `missing` is the answer when there is no live session.
+    async fn opener(
+        &self,
+        id: &SessionId,
+        access: &SessionAccess,
+        missing: StoreError,
+    ) -> Result<Option<String>, LeaseError> {
+        match access {
+            SessionAccess::Any => Ok(None),
+            SessionAccess::Owners(names) if names.len() == 1 => Ok(Some(names[0].clone())),
+            SessionAccess::Owners(_) => {
+                let now = self.leases.now();
+                let view = match self.leases.store.get_session(id, now).await {
+                    Err(StoreError::NotFound) => return Err(missing.into()),
+                    other => other?,
+                };
+                let owner = view.session.owner;
+                if !access.allows(owner.as_deref()) {
+                    return Err(StoreError::NotFound.into());
+                }
+                Ok(owner)
+            }
+        }
+    }
+
+    /// Extends the session of a caller with `access`; another token's
+    /// session is `NotFound` whatever token is sent.
     pub async fn renew(
         &self,
-        id: &str,
+        id: &SessionId,
         token: &str,
-        caller: Option<&str>,
+        access: &SessionAccess,
         ttl_ms: Option<Millis>,
     ) -> Result<Session, LeaseError> {
         if let Some(ttl) = ttl_ms {
             validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
         }
-        if well_formed("id", id).is_err() {
-            return Err(LeaseError::Store(StoreError::LeaseLost));
-        }
+        let opener = self.opener(id, access, StoreError::LeaseLost).await?;
         let now = self.leases.now();
         let session = self
             .leases
             .store
-            .renew_session(id, token, caller, ttl_ms, now)
+            .renew_session(id, token, opener.as_deref(), ttl_ms, now)
             .await?;
         Metrics::inc(&self.leases.metrics.sessions.renewals);
         Ok(session)
     }
 
-    /// Closes the session by its token (`caller` as in `renew`), releasing
+    /// Closes the session by its token (`access` as in `renew`), releasing
     /// every lease bound to it.
     pub async fn close(
         &self,
-        id: &str,
+        id: &SessionId,
         token: &str,
-        caller: Option<&str>,
-    ) -> Result<(), LeaseError> {
-        if well_formed("id", id).is_err() {
-            return Err(LeaseError::Store(StoreError::LeaseLost));
-        }
+        access: &SessionAccess,
+    ) -> Result<Vec<String>, LeaseError> {
+        let opener = self.opener(id, access, StoreError::LeaseLost).await?;
         let end = SessionEnd::Close {
             token: token.to_owned(),
-            caller: caller.map(str::to_owned),
+            caller: opener,
         };
         self.end(id, end).await
     }
 
-    /// Closes the session whatever its token (admin).
-    pub async fn force_close(&self, id: &str) -> Result<(), LeaseError> {
-        if well_formed("id", id).is_err() {
-            return Err(LeaseError::Store(StoreError::NotFound));
-        }
-        self.end(id, SessionEnd::Force).await
+    /// Closes the session whatever its token (admin), if the caller may see
+    /// it; answers the keys it freed.
+    pub async fn force_close(
+        &self,
+        id: &SessionId,
+        access: &SessionAccess,
+    ) -> Result<Vec<String>, LeaseError> {
+        let opener = self.opener(id, access, StoreError::NotFound).await?;
+        self.end(id, SessionEnd::Force { caller: opener }).await
     }
 
-    async fn end(&self, id: &str, end: SessionEnd) -> Result<(), LeaseError> {
+    async fn end(&self, id: &SessionId, end: SessionEnd) -> Result<Vec<String>, LeaseError> {
         let now = self.leases.now();
         let mut keys = self.leases.store.end_session(id, end, now).await?;
         Metrics::inc(&self.leases.metrics.sessions.closes);
@@ -159,16 +191,22 @@ impl SessionService<'_> {
         for key in &keys {
             self.leases.waiters.wake(key);
         }
-        Ok(())
+        Ok(keys)
     }
 
-    /// A live session with how many leases it holds; `NotFound`.
-    pub async fn inspect(&self, id: &str) -> Result<SessionView, LeaseError> {
-        if well_formed("id", id).is_err() {
-            return Err(LeaseError::Store(StoreError::NotFound));
-        }
+    /// A live session the caller may see, with how many leases it holds;
+    /// `NotFound`.
+    pub async fn inspect(
+        &self,
+        id: &SessionId,
+        access: &SessionAccess,
+    ) -> Result<SessionView, LeaseError> {
         let now = self.leases.now();
-        Ok(self.leases.store.get_session(id, now).await?)
+        let view = self.leases.store.get_session(id, now).await?;
+        if !access.allows(view.session.owner.as_deref()) {
+            return Err(StoreError::NotFound.into());
+        }
+        Ok(view)
     }
 
     /// The claim a grant makes on a session, checked in the grant's own

@@ -447,11 +447,17 @@ impl<D: Dialect> Store for D {
             .await
     }
 
-    async fn prune_events(&self, older_than: Millis, keep: u64, batch: u32) -> StoreResult<u64> {
+    async fn prune_events(
+        &self,
+        older_than: Millis,
+        keep: u64,
+        max: u64,
+        batch: u32,
+    ) -> StoreResult<u64> {
         self.counted_as(
             true,
             Atomicity::AllOrNothing,
-            Box::new(move |c, _| Box::pin(events::prune(c, older_than, keep, batch))),
+            Box::new(move |c, _| Box::pin(events::prune(c, older_than, keep, max, batch))),
         )
         .await
     }

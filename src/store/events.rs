@@ -391,27 +391,32 @@ pub async fn horizon<D: Dialect>(conn: &mut D::Conn) -> StoreResult<Option<Horiz
     Ok(Some(Horizon { running }))
 }
 
-/// Deletes at most `batch` of the oldest events: those older than
-/// `older_than`, and those beyond the newest `keep`; moves the pruned
-/// boundary up. Answers how many went.
+/// Deletes at most `batch` of the oldest events: those both older than
+/// `older_than` and beyond the newest `keep`, and any beyond the newest
+/// `max`; moves the pruned boundary up. Answers how many went.
 pub async fn prune(
     conn: &mut impl Sql,
     older_than: Millis,
     keep: u64,
+    max: u64,
     batch: u32,
 ) -> StoreResult<u64> {
-    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-    // Everything before the first event young enough, and everything but
-    // the newest `keep`: a prefix of the log either way.
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    // Everything before the first event young enough, everything but the
+    // newest `keep`, everything but the newest `max`: each a prefix of the
+    // log. An event goes when it is old and beyond the count, or beyond
+    // the cap.
     let row = one(
         conn,
         "SELECT coalesce((SELECT min(revision) FROM events WHERE at > $1) - 1, \
                 (SELECT max(revision) FROM events), 0) AS by_age, \
-                coalesce((SELECT max(revision) FROM events), 0) - $2 AS by_count",
-        args![older_than, keep],
+                coalesce((SELECT max(revision) FROM events), 0) - $2 AS by_count, \
+                coalesce((SELECT max(revision) FROM events), 0) - $3 AS by_cap",
+        args![older_than, count(keep), count(max)],
     )
     .await?;
-    let through = row.int("by_age")?.max(row.int("by_count")?);
+    let old_and_beyond = row.int("by_age")?.min(row.int("by_count")?);
+    let through = old_and_beyond.max(row.int("by_cap")?);
     if through <= 0 {
         return Ok(0);
     }

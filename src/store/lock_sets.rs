@@ -36,12 +36,31 @@ pub async fn acquire<D: Dialect>(
     }
     let mut granted = Vec::with_capacity(set.len());
     let mut replayed = true;
-    for (new, token) in set {
+    let mut fresh = 0;
+    let keys: Vec<String> = set
+        .iter()
+        .map(|(new, _)| new.key.as_str().to_owned())
+        .collect();
+    for (i, (new, token)) in set.into_iter().enumerate() {
         let key = new.key.as_str().to_owned();
-        match locks::acquire::<D>(conn, fx, new, token, now).await? {
+        let outcome = match locks::grant::<D>(conn, fx, new, token, now, &keys).await {
+            // The quota counted this set's own grants so far: the answer
+            // gives what the caller held before the set, and what the set
+            // (but for its replays so far) needs.
+            Err(StoreError::QuotaExceeded { limit, current, .. }) => {
+                return Err(StoreError::QuotaExceeded {
+                    limit,
+                    current: current.saturating_sub(fresh),
+                    needed: (keys.len() - (i - fresh as usize)) as u32,
+                });
+            }
+            other => other?,
+        };
+        match outcome {
             AcquireOutcome::Replayed(lease) => granted.push(lease),
             AcquireOutcome::Granted(lease) => {
                 replayed = false;
+                fresh += 1;
                 granted.push(lease);
             }
             AcquireOutcome::Refused(refusal) => {

@@ -22,6 +22,17 @@ pub static REPLAY: Text = Text::new(|| {
     )
 });
 
+/// The keys of the live leases granted under the idempotency key `$2` to
+/// the owner `$4`, at `$3`, on keys other than `$1`.
+pub static IDEMPOTENCY_KEYS: Text = Text::new(|| {
+    format!(
+        "SELECT key FROM lock_leases \
+         WHERE idempotency_key = $2 AND {SAME_OWNER} AND {} AND {} AND key <> $1",
+        expiry::live("lock_leases", "$3"),
+        live_by_session("lock_leases", 3)
+    )
+});
+
 /// Every row of the key `$1`, oldest grant first.
 pub static KEY_ROWS: Text = Text::new(|| {
     format!("SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 ORDER BY fencing_token")

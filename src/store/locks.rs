@@ -10,8 +10,8 @@ use super::dialect::{Dialect, Effects};
 use super::events::{self, ENDED_LOCK, Holding, ended_lock, expired_locks};
 use super::expiry;
 use super::lock_texts::{
-    BOUND_LEASE, DELETE_ABSENT, DELETE_ALL, DELETE_LIVE, KEY_ROWS, LIST, LIST_BELOW, LIVE_LEASES,
-    RELEASE, RENEW, REPLAY,
+    BOUND_LEASE, DELETE_ABSENT, DELETE_ALL, DELETE_LIVE, IDEMPOTENCY_KEYS, KEY_ROWS, LIST,
+    LIST_BELOW, LIVE_LEASES, RELEASE, RENEW, REPLAY,
 };
 use super::owners::{owner_name, quota};
 use super::rows::{self, metadata_text};
@@ -33,12 +33,28 @@ async fn lock_key<D: Dialect>(conn: &mut D::Conn, key: &str) -> StoreResult<()> 
     Ok(())
 }
 
+/// A single acquire: its `Idempotency-Key` may name no live lease of its
+/// owner on another key.
 pub async fn acquire<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    new: AcquireLock,
+    token: String,
+    now: Millis,
+) -> StoreResult<AcquireOutcome> {
+    grant::<D>(conn, fx, new, token, now, &[]).await
+}
+
+/// Grants one key of a request for the keys `set` (its own key, or the
+/// keys of a lock set); the `Idempotency-Key` may name live leases of its
+/// owner on those keys alone.
+pub async fn grant<D: Dialect>(
     conn: &mut D::Conn,
     fx: &mut Effects,
     mut new: AcquireLock,
     token: String,
     now: Millis,
+    set: &[String],
 ) -> StoreResult<AcquireOutcome> {
     lock_key::<D>(conn, &new.key).await?;
     // Checked before anything changes; its row is held until the commit.
@@ -65,6 +81,18 @@ pub async fn acquire<D: Dialect>(
                 });
             }
             return Ok(AcquireOutcome::Replayed(lease));
+        }
+        let elsewhere = conn
+            .rows(
+                IDEMPOTENCY_KEYS.as_str(),
+                args![new.key.as_str(), idem.as_str(), now, owner_name(&new.owner)],
+            )
+            .await?;
+        for row in &elsewhere {
+            let key = row.text("key")?;
+            if !set.contains(&key) {
+                return Err(StoreError::IdempotencyKeyElsewhere { key });
+            }
         }
     }
     // Counted here, answered after the key's decision: the order of answers

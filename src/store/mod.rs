@@ -195,9 +195,11 @@ pub(crate) fn grant_order<G, R>(resource: Result<G, R>, quota: Quota) -> StoreRe
     match grant::first_refusal(resource, quota) {
         Ok(granted) => Ok(Ok(granted)),
         Err(Refused::Resource(refusal)) => Ok(Err(refusal)),
-        Err(Refused::OverQuota { limit, current }) => {
-            Err(StoreError::QuotaExceeded { limit, current })
-        }
+        Err(Refused::OverQuota { limit, current }) => Err(StoreError::QuotaExceeded {
+            limit,
+            current,
+            needed: 1,
+        }),
     }
 }
 
@@ -295,9 +297,21 @@ pub enum StoreError {
     /// The `Idempotency-Key` belongs to a live lease of another holder.
     #[error("the idempotency key belongs to a lease of holder {holder}")]
     IdempotencyMismatch { holder: String },
-    /// The owner already holds its quota of live leases.
+    /// The `Idempotency-Key` already holds a live lease of the same owner
+    /// on another key: a key per request, not one for several.
+    #[error("the idempotency key holds a live lease on {key}")]
+    IdempotencyKeyElsewhere { key: String },
+    /// The owner already holds its quota of live leases: it holds
+    /// `current`, and the grant needed `needed` more (a lock set, several).
     #[error("the token holds {current} live leases, its limit is {limit}")]
-    QuotaExceeded { limit: u32, current: u64 },
+    QuotaExceeded {
+        limit: u32,
+        current: u64,
+        needed: u32,
+    },
+    /// The owner already holds its quota of open sessions.
+    #[error("the token holds {current} live sessions, its limit is {limit}")]
+    SessionQuotaExceeded { limit: u32, current: u64 },
     /// The database cannot take writes now (disk full, read-only, I/O error).
     /// The session a grant names is not live (`field` says which part of
     /// the claim failed: its id, or its token).
@@ -470,9 +484,16 @@ pub trait Store: Send + Sync + 'static {
     /// The transactions in progress now, where writes commit side by side
     /// (and so may commit out of revision order); `None` where they do not.
     async fn event_horizon(&self) -> StoreResult<Option<Horizon>>;
-    /// Deletes at most `batch` of the oldest events, those recorded before
-    /// `older_than` or beyond the newest `keep`; answers how many went.
-    async fn prune_events(&self, older_than: Millis, keep: u64, batch: u32) -> StoreResult<u64>;
+    /// Deletes at most `batch` of the oldest events: those recorded before
+    /// `older_than` and beyond the newest `keep`, and any beyond the newest
+    /// `max`; answers how many went.
+    async fn prune_events(
+        &self,
+        older_than: Millis,
+        keep: u64,
+        max: u64,
+        batch: u32,
+    ) -> StoreResult<u64>;
     /// Woken after a commit that recorded events (on a shared database, by
     /// any server on it).
     fn event_signal(&self) -> Option<Arc<Notify>> {

@@ -33,6 +33,9 @@ pub struct OpenSession {
     /// The API token opening it and its quota, which the leases bound to
     /// the session count against; `None` without an auth file.
     pub owner: Option<LeaseOwner>,
+    /// The sessions that token may hold open at once, counted in the open's
+    /// own transaction (`None`: no limit).
+    pub max_sessions: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -45,13 +48,14 @@ pub enum OpenOutcome {
 /// Who ends a session, and how they prove they may.
 #[derive(Debug, Clone)]
 pub enum SessionEnd {
-    /// Its holder, by its token; `caller` as in `SessionClaim`.
+    /// Its holder, by its token; `caller`: the API token that must have
+    /// opened it (`None`: any).
     Close {
         token: String,
         caller: Option<String>,
     },
-    /// An admin, whatever the token.
-    Force,
+    /// An admin, whatever the token; `caller` as in `Close`.
+    Force { caller: Option<String> },
 }
 
 /// What one pass of the session reaper removed.

@@ -153,6 +153,12 @@ pub async fn open<D: Dialect>(
         );
         conn.execute(sql, args![idem, owner, now]).await?;
     }
+    if let (Some(owner), Some(limit)) = (&new.owner, new.max_sessions) {
+        let current = sessions_quota::<D>(conn, &owner.name, now).await?;
+        if current >= u64::from(limit) {
+            return Err(StoreError::SessionQuotaExceeded { limit, current });
+        }
+    }
     let meta = metadata_text(&new.metadata);
     let token_digest = digest(&new.token);
     let (owner, owner_quota) = match new.owner {
@@ -201,25 +207,42 @@ pub async fn open<D: Dialect>(
     }))
 }
 
-/// Why a session's holder could not renew or close it: no live session or
-/// a wrong token (`LeaseLost`), or another API token's session.
+/// The live sessions of the owner `$1` at `$2`.
+static COUNT_OWNED: Text = Text::new(|| {
+    format!(
+        "SELECT count(*) AS n FROM sessions WHERE owner = $1 AND {}",
+        expiry::live("sessions", "$2")
+    )
+});
+
+/// The live sessions `owner` opened, counted after the owner's lock (where
+/// writes run side by side) so racing opens cannot pass its quota together.
+async fn sessions_quota<D: Dialect>(
+    conn: &mut D::Conn,
+    owner: &str,
+    now: Millis,
+) -> StoreResult<u64> {
+    if let Some(lock) = D::SQL.lock_owner {
+        conn.execute(lock, args![owner]).await?;
+    }
+    let n = one(conn, COUNT_OWNED.as_str(), args![owner, now])
+        .await?
+        .int("n")?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Why a session's holder could not renew or close it: another API token's
+/// session is not found, whatever token was sent (its owner is checked
+/// before its secret); else no live session or a wrong token (`LeaseLost`).
 async fn refusal(
     conn: &mut impl Sql,
     id: &str,
-    token: &str,
     caller: Option<&str>,
     now: Millis,
 ) -> StoreResult<StoreError> {
     Ok(match conn.row(SESSION_AT.as_str(), args![id, now]).await? {
-        Some(row) => {
-            let held = session(&row)?;
-            if token_matches(&held, token) && !owned_by(&held.owner, caller) {
-                StoreError::NotSessionOwner
-            } else {
-                StoreError::LeaseLost
-            }
-        }
-        None => StoreError::LeaseLost,
+        Some(row) if !owned_by(&session(&row)?.owner, caller) => StoreError::NotFound,
+        _ => StoreError::LeaseLost,
     })
 }
 
@@ -237,7 +260,7 @@ pub async fn renew(
         .await?
     {
         Some(row) => session(&row),
-        None => Err(refusal(conn, id, token, caller, now).await?),
+        None => Err(refusal(conn, id, caller, now).await?),
     }
 }
 
@@ -261,13 +284,16 @@ pub async fn end<D: Dialect>(
                 )
                 .await?;
             let Some(row) = row else {
-                return Err(refusal(conn, id, token, caller.as_deref(), now).await?);
+                return Err(refusal(conn, id, caller.as_deref(), now).await?);
             };
             (row, Reason::Released)
         }
-        SessionEnd::Force => {
-            let sql = format!("DELETE {LIVE_SESSION} RETURNING holder, owner");
-            let row = conn.row(sql, args![id, now]).await?;
+        SessionEnd::Force { caller } => {
+            let sql = format!(
+                "DELETE {LIVE_SESSION} AND ($3 IS NULL OR coalesce(owner, '') = $3) \
+                 RETURNING holder, owner"
+            );
+            let row = conn.row(sql, args![id, now, caller.as_deref()]).await?;
             (row.ok_or(StoreError::NotFound)?, Reason::ForceReleased)
         }
     };
@@ -328,13 +354,15 @@ pub async fn bind<D: Dialect>(
             });
         }
     };
+    // Another token's session is refused before its secret is compared, so
+    // the answer says nothing of a token guessed for it.
+    if !owned_by(&held.owner, claim.caller.as_deref()) {
+        return Err(StoreError::NotSessionOwner);
+    }
     if !token_matches(&held, &claim.token) {
         return Err(StoreError::SessionLost {
             field: "session.token",
         });
-    }
-    if !owned_by(&held.owner, claim.caller.as_deref()) {
-        return Err(StoreError::NotSessionOwner);
     }
     let bound = one(
         conn,

@@ -1,6 +1,6 @@
-//! What the connection loop sees before any request is routed: connections
-//! open now, connections refused at the cap, and request heads refused for
-//! their size. Rendered with the other series of `GET /metrics`.
+//! What the connection loop sees around the requests it routes: connections
+//! open now, connections refused at the cap, request heads refused for their
+//! size, and connections closed because their client stopped taking bytes. Rendered with the other series of `GET /metrics`.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +13,9 @@ pub struct ConnectionStats {
     pub refused: AtomicU64,
     /// Requests whose head was larger than the server reads.
     pub heads_too_large: AtomicU64,
+    /// Connections closed because the client took nothing it was sent for
+    /// the send timeout (an event stream it stopped reading, say).
+    pub stalled: AtomicU64,
 }
 
 impl ConnectionStats {
@@ -27,10 +30,14 @@ impl ConnectionStats {
              leasehold_connections_refused_total {}\n\
              # HELP leasehold_request_heads_too_large_total Requests answered 431 because their head exceeded the header size cap\n\
              # TYPE leasehold_request_heads_too_large_total counter\n\
-             leasehold_request_heads_too_large_total {}",
+             leasehold_request_heads_too_large_total {}\n\
+             # HELP leasehold_connections_stalled_total Connections closed because the client took nothing it was sent for --send-timeout\n\
+             # TYPE leasehold_connections_stalled_total counter\n\
+             leasehold_connections_stalled_total {}",
             self.open.load(Ordering::Relaxed),
             self.refused.load(Ordering::Relaxed),
             self.heads_too_large.load(Ordering::Relaxed),
+            self.stalled.load(Ordering::Relaxed),
         );
     }
 }

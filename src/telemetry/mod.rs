@@ -80,11 +80,9 @@ pub struct Snapshot<'a> {
     /// Acquires waiting for a key, and the keys they wait for.
     pub waiters: usize,
     pub waiter_keys: usize,
-    /// Requests refused with 503 so far, by the bound that refused them.
-    pub shed_in_flight: u64,
-    pub shed_waiters: u64,
-    pub shed_client_in_flight: u64,
-    pub shed_watchers: u64,
+    /// Requests refused with 503 so far, by the bound that refused them (its
+    /// `reason` label).
+    pub shed: Vec<(&'static str, u64)>,
     /// Event streams open now, and those ended so far because their client
     /// read too slowly for its buffer.
     pub watchers: usize,
@@ -199,21 +197,21 @@ impl Metrics {
         let _ = writeln!(
             out,
             "# HELP leasehold_requests_shed_total Requests refused with 503 overloaded, by the bound that refused them\n\
-             # TYPE leasehold_requests_shed_total counter\n\
-             leasehold_requests_shed_total{{reason=\"in_flight\"}} {}\n\
-             leasehold_requests_shed_total{{reason=\"waiters\"}} {}\n\
-             leasehold_requests_shed_total{{reason=\"client_in_flight\"}} {}\n\
-             leasehold_requests_shed_total{{reason=\"watchers\"}} {}\n\
-             # HELP leasehold_requests_in_flight Requests being served (waiting acquires and probes not counted)\n\
+             # TYPE leasehold_requests_shed_total counter"
+        );
+        for (reason, n) in &now.shed {
+            let _ = writeln!(
+                out,
+                "leasehold_requests_shed_total{{reason=\"{reason}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP leasehold_requests_in_flight Requests being served (waiting acquires and probes not counted)\n\
              # TYPE leasehold_requests_in_flight gauge\nleasehold_requests_in_flight {}\n\
              # HELP leasehold_clients_in_flight Clients (API tokens, or addresses without an auth file) with requests being served\n\
              # TYPE leasehold_clients_in_flight gauge\nleasehold_clients_in_flight {}",
-            now.shed_in_flight,
-            now.shed_waiters,
-            now.shed_client_in_flight,
-            now.shed_watchers,
-            now.in_flight,
-            now.clients_in_flight
+            now.in_flight, now.clients_in_flight
         );
         self.connections.render(&mut out);
         let _ = writeln!(

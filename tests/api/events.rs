@@ -470,8 +470,9 @@ async fn a_pruned_history_answers_410_with_the_oldest_revision() {
     }
     let all = events_after(&app, start, 5).await;
     let retention = leasehold::reaper::Retention {
-        age_ms: 3_600_000,
+        age_ms: 0,
         count: 2,
+        max: 1_000,
     };
     leasehold::reaper::prune_events(&app.leases, retention, 2)
         .await
@@ -632,7 +633,11 @@ async fn bad_revisions_and_unknown_parameters_are_refused_naming_them() {
 }
 
 async fn past_max_watchers_a_stream_is_refused_and_a_closed_one_leaves_nothing() {
-    let app = spawn_app_with(|c| c.max_watchers = 2).await;
+    let app = spawn_app_with(|c| {
+        c.max_watchers = 2;
+        c.max_watchers_per_client = Some(2);
+    })
+    .await;
     let first = EventStream::open(&app, "").await;
     let second = EventStream::open(&app, "").await;
     wait_for_gauge(&app, "leasehold_watchers", 2).await;

@@ -33,7 +33,10 @@ mod session_reservations;
 mod sessions;
 mod spec_answers;
 mod sqlite;
+mod strict_requests;
 mod subnets;
+mod tenant_limits;
+mod tenants;
 mod unknown_reservations;
 mod waiting;
 
@@ -62,7 +65,10 @@ fn main() {
         session_owners::tests(),
         session_reservations::tests(),
         sessions::tests(),
+        strict_requests::tests(),
         subnets::tests(),
+        tenant_limits::tests(),
+        tenants::tests(),
         unknown_reservations::tests(),
         waiting::tests(),
     ];

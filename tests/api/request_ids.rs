@@ -84,7 +84,7 @@ async fn an_overlong_or_unprintable_request_id_is_replaced() {
 async fn the_request_id_is_on_the_log_line_of_its_request() {
     let dir = tempfile::TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
-    let server = ServerProcess::start(&db, &[]);
+    let server = ServerProcess::start(&db, &["--log-requests"]);
     let client = reqwest::Client::new();
     wait_until_ready(&client, &server.address).await;
 

@@ -51,10 +51,17 @@ async fn only_the_opening_token_or_an_admin_uses_a_session() {
     )
     .await;
     assert_eq!(body["field"], "session");
-    let r = send(&app, OPS, "POST", &renew, Some(token.clone())).await;
-    problem(r, StatusCode::FORBIDDEN, "forbidden").await;
-    let r = send(&app, OPS, "POST", &close_path, Some(token.clone())).await;
-    problem(r, StatusCode::FORBIDDEN, "forbidden").await;
+    // To another token the session does not exist, whatever session token
+    // it sends: the answer says nothing of a guess.
+    let wrong = json!({"token": "0123456789abcdef0123456789abcdef"});
+    for body in [token.clone(), wrong] {
+        let r = send(&app, OPS, "POST", &renew, Some(body.clone())).await;
+        problem(r, StatusCode::NOT_FOUND, "session-not-found").await;
+        let r = send(&app, OPS, "POST", &close_path, Some(body)).await;
+        problem(r, StatusCode::NOT_FOUND, "session-not-found").await;
+    }
+    let r = send(&app, OPS, "GET", &format!("/v1/sessions/{id}"), None).await;
+    problem(r, StatusCode::NOT_FOUND, "session-not-found").await;
     let r = send(&app, OPS, "DELETE", &format!("/v1/sessions/{id}"), None).await;
     problem(r, StatusCode::FORBIDDEN, "forbidden").await;
     problem(

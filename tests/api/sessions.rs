@@ -136,23 +136,34 @@ async fn session_refusals_are_problems_naming_the_field() {
         )
         .await;
     problem(wrong, StatusCode::CONFLICT, "lease-lost").await;
-    let unknown = "0123456789abcdef0123456789abcdef";
-    for path in [
-        format!("/v1/sessions/{unknown}"),
-        "/v1/sessions/not-an-id".to_owned(),
-    ] {
-        problem(
-            app.get(&path).await,
-            StatusCode::NOT_FOUND,
-            "session-not-found",
-        )
-        .await;
-        problem(
-            app.delete(&path).await,
-            StatusCode::NOT_FOUND,
-            "session-not-found",
-        )
-        .await;
+    let unknown = format!("/v1/sessions/{}", "0123456789abcdef0123456789abcdef");
+    problem(
+        app.get(&unknown).await,
+        StatusCode::NOT_FOUND,
+        "session-not-found",
+    )
+    .await;
+    problem(
+        app.delete(&unknown).await,
+        StatusCode::NOT_FOUND,
+        "session-not-found",
+    )
+    .await;
+    // An id that is no session id is refused as such, and never echoed.
+    let long = "x".repeat(5_000);
+    for id in ["not-an-id", long.as_str()] {
+        let token = json!({"token": s["token"]});
+        for response in [
+            app.get(&format!("/v1/sessions/{id}")).await,
+            app.delete(&format!("/v1/sessions/{id}")).await,
+            app.post(&format!("/v1/sessions/{id}/renew"), token.clone())
+                .await,
+            app.post(&format!("/v1/sessions/{id}/close"), token).await,
+        ] {
+            let body = problem(response, StatusCode::BAD_REQUEST, "invalid-request").await;
+            assert_eq!(body["field"], "id");
+            assert!(!body.to_string().contains(id), "{body}");
+        }
     }
     assert_eq!(show(&app, &s).await.status(), StatusCode::OK, "still open");
 }

@@ -358,8 +358,9 @@ async fn every_answer_of_the_event_route_is_what_the_spec_declares() {
         answered("get", path, app.get(&format!("{path}{query}")).await).await;
     }
     let retention = leasehold::reaper::Retention {
-        age_ms: 3_600_000,
+        age_ms: 0,
         count: 1,
+        max: 1_000,
     };
     leasehold::reaper::prune_events(&app.leases, retention, 10)
         .await

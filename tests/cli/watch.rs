@@ -135,6 +135,7 @@ async fn watch_from_a_revision_the_server_never_had_is_a_clear_error() {
 async fn watch_from_a_compacted_revision_says_what_to_do_and_exits_10() {
     use super::Cli;
     let server = super::spawn_app_with(|c| {
+        c.event_retention = Duration::ZERO;
         c.event_retention_count = 1;
         c.reaper_interval = Duration::from_millis(100);
     })

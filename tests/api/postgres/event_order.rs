@@ -207,6 +207,7 @@ async fn a_revision_rolled_back_at_the_start_of_the_log_is_not_a_pruned_history(
     let retention = leasehold::reaper::Retention {
         age_ms: 3_600_000,
         count: 100,
+        max: 1_000,
     };
     leasehold::reaper::prune_events(&app.leases, retention, 10)
         .await

@@ -70,6 +70,7 @@ async fn parked_waiters_have_their_own_bound_and_do_not_starve_other_requests() 
             c.max_in_flight = 2;
             c.max_in_flight_per_client = Some(2);
             c.max_waiters = 3;
+            c.max_waiters_per_client = Some(3);
         })
         .await,
     );
