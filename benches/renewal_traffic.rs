@@ -247,7 +247,7 @@ async fn main() {
     let locks = env("LOCKS", 5_000);
     let ttl = Duration::from_millis(env("TTL_MS", 30_000));
     let window = Duration::from_secs(env("WINDOW_S", 30));
-    let every = Budget::new(ttl, KILL_AFTER)
+    let every = Budget::new(ttl, Some(KILL_AFTER))
         .expect("TTL_MS leaves room for lock run's default --kill-after")
         .renew_every();
     let dir = tempfile::TempDir::new().unwrap();

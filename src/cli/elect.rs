@@ -23,7 +23,8 @@ use serde::Serialize;
 use super::follow::Follower;
 use super::hold::{self, Wait};
 use super::keepalive::Budget;
-use super::run::{self, FIRST_RETRY, LAST_RETRY, transient};
+use super::retry::{FIRST_RETRY, LAST_RETRY, transient};
+use super::run;
 use super::{CliError, ClientArgs, default_holder, examples, exit};
 use crate::client::{Client, EventJson, EventQuery};
 use crate::config::parse_duration;
@@ -49,9 +50,10 @@ pub struct ElectCommand {
     #[arg(long)]
     pub holder: Option<String>,
     /// After SIGTERM to a command that lost leadership, how long until
-    /// SIGKILL; with 500ms for teardown, at most two thirds of --ttl.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
-    pub kill_after: Duration,
+    /// SIGKILL; with 500ms for teardown, at most two thirds of --ttl. Default
+    /// 5s, or two thirds of --ttl less 500ms when --ttl is too short for 5s.
+    #[arg(long, value_parser = parse_duration)]
+    pub kill_after: Option<Duration>,
     /// The command to run while leading, after `--`.
     #[arg(
         required_unless_present = "observe",

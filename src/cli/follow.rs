@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::sleep;
 
-use super::run::{FIRST_RETRY, LAST_RETRY, transient};
+use super::retry::{FIRST_RETRY, LAST_RETRY, transient};
 use super::{CliError, exit};
 use crate::client::{Client, ClientError, EventJson, EventQuery};
 

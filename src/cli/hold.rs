@@ -11,8 +11,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
 
-use super::keepalive::{Budget, Keeper, Lost};
-use super::run::{FIRST_RETRY, LAST_RETRY, transient};
+use super::keepalive::{Budget, Keeper, Kept, Lost};
+use super::retry::{FIRST_RETRY, LAST_RETRY, transient};
 use super::{CliError, exit};
 use crate::client::{
     AcquireBody, Client, ClientError, LockJson, LockSetBody, OpenSessionBody, SessionJson, millis,
@@ -35,48 +35,6 @@ pub enum Wait {
     /// has answered (`answered`: already, before this acquire): a server
     /// never reached is more likely a wrong URL, and answers at once.
     Forever { answered: bool },
-}
-
-/// What a keeper renews: one lock lease, or a session and with it every
-/// lease bound to it.
-#[derive(Debug, Clone)]
-pub enum Kept {
-    Lock { key: String, token: String },
-    Session { id: String, token: String },
-}
-
-impl Kept {
-    /// One renewal for `ttl`; the server's `expires_in_ms`.
-    pub(super) async fn renew(&self, client: &Client, ttl: Duration) -> Result<u64, ClientError> {
-        match self {
-            Self::Lock { key, token } => client
-                .renew_lock(key, token, Some(ttl))
-                .await
-                .map(|lease| lease.expires_in_ms),
-            Self::Session { id, token } => client
-                .renew_session(id, token, Some(ttl))
-                .await
-                .map(|session| session.expires_in_ms),
-        }
-    }
-
-    /// Releases the lock, or closes the session, which releases every lease
-    /// bound to it in one transaction.
-    pub async fn release(&self, client: &Client) -> Result<(), ClientError> {
-        match self {
-            Self::Lock { key, token } => client.release_lock(key, token).await,
-            Self::Session { id, token } => client.close_session(id, token).await,
-        }
-    }
-}
-
-impl std::fmt::Display for Kept {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Lock { key, .. } => write!(f, "the lock {key}"),
-            Self::Session { id, .. } => write!(f, "the session {id}"),
-        }
-    }
 }
 
 /// Held keys, and the keeper renewing them.

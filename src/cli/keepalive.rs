@@ -17,7 +17,6 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
-use super::hold::Kept;
 use super::{CliError, exit};
 
 use crate::client::{Client, ClientError};
@@ -26,6 +25,11 @@ use crate::config::format_duration;
 /// Time left between SIGKILL and the end of the lease, for the kernel to tear
 /// the process group down and for a timer that fires late.
 pub const TEARDOWN_MARGIN: Duration = Duration::from_millis(500);
+
+/// The grace between SIGTERM and SIGKILL when none is asked for, as long as
+/// it fits the TTL; a shorter TTL gets two thirds of itself less
+/// [`TEARDOWN_MARGIN`].
+pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(5);
 
 /// The timing of one `lock run`: its TTL and its grace between SIGTERM and SIGKILL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,22 +40,37 @@ pub struct Budget {
 
 impl Budget {
     /// Refuses a `--kill-after` that leaves less than a third of the TTL for
-    /// renewals: the whole stop must fit before the lease can end.
-    pub fn new(ttl: Duration, kill_after: Duration) -> Result<Self, String> {
-        let budget = Self { ttl, kill_after };
+    /// renewals: the whole stop must fit before the lease can end. Without
+    /// one, the grace is [`DEFAULT_KILL_AFTER`], shortened to fit `ttl`.
+    pub fn new(ttl: Duration, kill_after: Option<Duration>) -> Result<Self, String> {
         let most = (ttl * 2 / 3).saturating_sub(TEARDOWN_MARGIN);
-        if kill_after + TEARDOWN_MARGIN > ttl * 2 / 3 {
-            return Err(format!(
+        let fits = |grace: Duration| grace + TEARDOWN_MARGIN <= ttl * 2 / 3;
+        match kill_after {
+            Some(grace) if fits(grace) => Ok(Self {
+                ttl,
+                kill_after: grace,
+            }),
+            Some(grace) => Err(format!(
                 "--kill-after {} does not fit in --ttl {}: the command must be stopped before \
                  the lease can end, so --kill-after plus {} must be at most two thirds of --ttl \
                  (at most {} here); give a shorter --kill-after or a longer --ttl",
-                format_duration(kill_after),
+                format_duration(grace),
                 format_duration(ttl),
                 format_duration(TEARDOWN_MARGIN),
                 format_duration(most),
-            ));
+            )),
+            None if fits(Duration::ZERO) => Ok(Self {
+                ttl,
+                kill_after: DEFAULT_KILL_AFTER.min(most),
+            }),
+            None => Err(format!(
+                "--ttl {} is too short to stop the command before the lease can end: \
+                 {} of teardown must fit in two thirds of it; give a --ttl of at least {}",
+                format_duration(ttl),
+                format_duration(TEARDOWN_MARGIN),
+                format_duration(TEARDOWN_MARGIN * 3 / 2),
+            )),
         }
-        Ok(budget)
     }
 
     pub fn ttl(&self) -> Duration {
@@ -264,6 +283,48 @@ fn millis_only(d: Duration) -> Duration {
     Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// What a keeper renews: one lock lease, or a session and with it every
+/// lease bound to it.
+#[derive(Debug, Clone)]
+pub enum Kept {
+    Lock { key: String, token: String },
+    Session { id: String, token: String },
+}
+
+impl Kept {
+    /// One renewal for `ttl`; the server's `expires_in_ms`.
+    pub(super) async fn renew(&self, client: &Client, ttl: Duration) -> Result<u64, ClientError> {
+        match self {
+            Self::Lock { key, token } => client
+                .renew_lock(key, token, Some(ttl))
+                .await
+                .map(|lease| lease.expires_in_ms),
+            Self::Session { id, token } => client
+                .renew_session(id, token, Some(ttl))
+                .await
+                .map(|session| session.expires_in_ms),
+        }
+    }
+
+    /// Releases the lock, or closes the session, which releases every lease
+    /// bound to it in one transaction.
+    pub async fn release(&self, client: &Client) -> Result<(), ClientError> {
+        match self {
+            Self::Lock { key, token } => client.release_lock(key, token).await,
+            Self::Session { id, token } => client.close_session(id, token).await,
+        }
+    }
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Lock { key, .. } => write!(f, "the lock {key}"),
+            Self::Session { id, .. } => write!(f, "the session {id}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,8 +332,22 @@ mod tests {
     fn budget(ttl_ms: u64, kill_after_ms: u64) -> Result<Budget, String> {
         Budget::new(
             Duration::from_millis(ttl_ms),
-            Duration::from_millis(kill_after_ms),
+            Some(Duration::from_millis(kill_after_ms)),
         )
+    }
+
+    #[test]
+    fn without_kill_after_the_default_shrinks_to_fit_the_ttl() {
+        let ttl = |ms| Duration::from_millis(ms);
+        let default = |ms| Budget::new(ttl(ms), None).map(|b| b.kill_after());
+        assert_eq!(default(30_000), Ok(DEFAULT_KILL_AFTER));
+        assert_eq!(default(5_000), Ok(ttl(5_000) * 2 / 3 - TEARDOWN_MARGIN));
+        assert_eq!(default(750), Ok(Duration::ZERO));
+        let refusal = default(600).unwrap_err();
+        assert!(refusal.starts_with("--ttl 600ms is too short"), "{refusal}");
+        assert!(refusal.contains("at least 750ms"), "{refusal}");
+        // The rule still holds for a grace the user chose.
+        assert!(budget(5_000, 5_000).is_err());
     }
 
     #[test]

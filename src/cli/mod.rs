@@ -12,6 +12,7 @@ pub mod keepalive;
 pub mod lock;
 pub mod output;
 pub mod pool;
+pub mod retry;
 pub mod run;
 pub mod session;
 pub mod subnet;

@@ -29,7 +29,7 @@ use tokio::time::{Instant, sleep};
 use super::hold::{self, FREE_AFTER_STOP, Holding, Wait};
 use super::keepalive::Budget;
 use super::{CliError, default_holder, exit};
-use crate::client::{Client, ClientError};
+use crate::client::Client;
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
@@ -55,9 +55,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub holder: Option<String>,
     /// After SIGTERM to a command that lost its lease, how long until SIGKILL;
-    /// with 500ms for teardown, at most two thirds of --ttl.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
-    pub kill_after: Duration,
+    /// with 500ms for teardown, at most two thirds of --ttl. Default 5s, or
+    /// two thirds of --ttl less 500ms when --ttl is too short for 5s.
+    #[arg(long, value_parser = parse_duration)]
+    pub kill_after: Option<Duration>,
     /// After the lease expires (not when released), keep the key unavailable
     /// this long; --kill-after plus 500ms by default. One key without
     /// --session only.
@@ -179,19 +180,6 @@ pub async fn run(
                 format!("lost {what} ({}); stopped the command", why.reason),
             ))
         }
-    }
-}
-
-/// The pause before asking again a server that did not answer, doubled up
-/// to a few seconds while it stays away.
-pub const FIRST_RETRY: Duration = Duration::from_millis(200);
-pub const LAST_RETRY: Duration = Duration::from_secs(5);
-
-/// A failure that asking again may cure: no answer, or the server failing.
-pub fn transient(e: &ClientError) -> bool {
-    match e {
-        ClientError::Unreachable { .. } | ClientError::Unexpected(_) => true,
-        ClientError::Problem { status, .. } => *status >= 500,
     }
 }
 

@@ -202,3 +202,29 @@ async fn a_kill_after_that_does_not_fit_in_the_ttl_is_refused() {
     assert!(!std::path::Path::new(&marker).exists());
     assert_eq!(server.lock_status("tight").await, 404, "never acquired");
 }
+
+#[tokio::test]
+async fn a_short_ttl_without_kill_after_runs_with_a_grace_that_fits() {
+    let server = spawn_app().await;
+    let marker = server.path("ran");
+    for ttl in ["5s", "1s"] {
+        let output = server
+            .run(&["lock", "run", "short", "--ttl", ttl, "--", "touch", &marker])
+            .await;
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        assert!(std::path::Path::new(&marker).exists());
+        std::fs::remove_file(&marker).unwrap();
+    }
+    let output = server
+        .run(&[
+            "lock", "run", "short", "--ttl", "600ms", "--", "touch", &marker,
+        ])
+        .await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).starts_with("leasehold: --ttl 600ms is too short"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!std::path::Path::new(&marker).exists());
+}
