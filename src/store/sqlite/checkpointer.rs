@@ -25,9 +25,6 @@ use super::conn::Conn;
 /// How often the log is checkpointed while writes come in.
 pub const PERIOD: Duration = Duration::from_millis(100);
 
-/// The log's size, in pages, at which the writer checkpoints by itself.
-pub const WRITER_CHECKPOINT_PAGES: u32 = 16_384;
-
 /// The checkpointing thread; stopped (and waited for) when dropped.
 pub struct Checkpointer {
     written: Arc<AtomicBool>,

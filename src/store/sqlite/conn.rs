@@ -18,7 +18,6 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::{OpenFlags, ToSql};
 
 use super::Durability;
-use super::checkpointer::WRITER_CHECKPOINT_PAGES;
 use crate::store::sql::{Arg, Columns, Sql, Text};
 use crate::store::{StoreError, StoreResult};
 
@@ -29,6 +28,10 @@ const PREPARED: usize = 512;
 /// How long a statement waits for a lock another connection holds (a
 /// checkpoint, a backup) before it fails as unavailable.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The log's size, in pages, at which the writer checkpoints by itself: a
+/// backstop behind the checkpointer's own checkpoints.
+const WRITER_CHECKPOINT_PAGES: u32 = 16_384;
 
 /// The pages a connection keeps in memory, in KiB: the writer's covers the
 /// indexes of a million live leases, so a grant or a start-up rewriting
