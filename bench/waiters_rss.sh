@@ -17,7 +17,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 # Through the environment, so that an older binary without some of these
 # settings runs too (to compare).
 LEASEHOLD_MAX_WAITERS=$((waiters + 100)) LEASEHOLD_MAX_CONNECTIONS=$((waiters + 1000)) \
-  LEASEHOLD_MAX_IN_FLIGHT_PER_CLIENT=1024 \
+  LEASEHOLD_MAX_IN_FLIGHT_PER_CLIENT=1024 LEASEHOLD_MAX_WAITERS_PER_CLIENT=$((waiters + 100)) \
   "$bin" serve --listen "127.0.0.1:$port" --db "$dir/leasehold.db" 2>"$dir/log" &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT

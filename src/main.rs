@@ -96,32 +96,8 @@ async fn shutdown_signal() {
     }
 }
 
-/// glibc keeps what threads free in their arenas, fragmented, instead of
-/// giving it back: after thousands of connections (waiters, say) go away,
-/// resident memory stayed about 130 MB above its start and crept up with each
-/// such wave. `malloc_trim` returns every free page of every arena; it walks
-/// only free chunks, so doing it every few seconds costs next to nothing.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn return_freed_memory() {
-    // Often enough that memory is back seconds after a wave ends.
-    const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
-    tokio::spawn(async {
-        let mut tick = tokio::time::interval(TRIM_EVERY);
-        loop {
-            tick.tick().await;
-            // SAFETY: malloc_trim takes no pointers; it works on the
-            // allocator's own free lists under the allocator's locks.
-            let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
-        }
-    });
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn return_freed_memory() {}
-
 async fn serve(config: ServeConfig) -> Result<(), String> {
     leasehold::telemetry::init_tracing(config.log_format);
-    return_freed_memory();
     tracing::info!(
         listen = %config.listen,
         db = %leasehold::store::describe(&config.db),
