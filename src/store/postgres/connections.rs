@@ -7,6 +7,12 @@
 //! work failed for want of the database, or was dropped half-way, is closed.
 //! New connections come from the pool, which bounds how long opening one
 //! may take.
+//!
+//! Every call on a lent connection is bounded too ([`Connections::answered`]):
+//! on a silent network (a partition: nothing refused, the socket left open)
+//! a query would otherwise wait for ever. One that gets no answer in time is
+//! abandoned, its connection closed, and the caller told the database is
+//! unavailable.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Mutex;
@@ -40,6 +46,29 @@ impl Connections {
         }
     }
 
+    /// How long a request waits for a connection, and then for the
+    /// database to answer its work.
+    pub(super) fn bound(&self) -> Duration {
+        self.timeout
+    }
+
+    /// `work`'s result, or `Unavailable` when the database did not answer it
+    /// within the bound: the connection it ran on must then be dropped
+    /// (`settle` drops it on that error).
+    pub(super) async fn answered<T>(
+        &self,
+        work: impl Future<Output = StoreResult<T>>,
+    ) -> StoreResult<T> {
+        tokio::time::timeout(self.timeout, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(StoreError::Unavailable(format!(
+                    "the database did not answer within {} ms",
+                    self.timeout.as_millis()
+                )))
+            })
+    }
+
     /// A connection, the most recently used first.
     pub(super) async fn take(&self) -> StoreResult<Lent<'_>> {
         let taken = tokio::time::timeout(self.timeout, async {
@@ -54,7 +83,14 @@ impl Connections {
                     let conn = self.pool.acquire().await?.detach();
                     return Ok::<_, StoreError>((conn, permit));
                 };
-                if since.elapsed() < PING_AFTER_IDLE || conn.ping().await.is_ok() {
+                // A connection cut off by a silent network gets no answer:
+                // a short wait for it, and the next one is tried.
+                if since.elapsed() < PING_AFTER_IDLE
+                    || matches!(
+                        tokio::time::timeout(self.timeout / 4, conn.ping()).await,
+                        Ok(Ok(()))
+                    )
+                {
                     return Ok((conn, permit));
                 }
             }
@@ -76,7 +112,8 @@ impl Connections {
         self.lent.close();
         let idle = std::mem::take(&mut *self.idle.lock().expect("idle connections"));
         for (conn, _) in idle {
-            let _ = conn.close().await;
+            // A polite goodbye, unless the network swallows it.
+            let _ = tokio::time::timeout(self.timeout, conn.close()).await;
         }
     }
 }

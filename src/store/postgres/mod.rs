@@ -76,19 +76,33 @@ impl PostgresStore {
         let options: PgConnectOptions = url
             .parse()
             .map_err(|e| format!("{shown} is not a PostgreSQL URL: {e}"))?;
-        let options = options.application_name("leasehold");
+        // A transaction whose replica stopped talking to the database (its
+        // network went silent, its call was abandoned) must not keep its
+        // locks: the database ends it once it has waited on the client for
+        // twice the bound every call of a replica has.
+        let abandoned_after = format!("{}ms", timeout.as_millis() * 2);
+        let options = options.application_name("leasehold").options([(
+            "idle_in_transaction_session_timeout",
+            abandoned_after.as_str(),
+        )]);
         // One connection first: its error says what is wrong (the pool's
         // would only say that it timed out).
-        let probe = PgConnection::connect_with(&options)
+        let probe = tokio::time::timeout(timeout, PgConnection::connect_with(&options))
             .await
+            .map_err(|_| {
+                format!(
+                    "cannot connect to {shown}: no answer within {} ms (--db-timeout)",
+                    timeout.as_millis()
+                )
+            })?
             .map_err(|e| format!("cannot connect to {shown}: {e}"))?;
-        let _ = probe.close().await;
+        let _ = tokio::time::timeout(timeout, probe.close()).await;
         // The pool opens the connections requests use (`Connections`) and
         // runs the replicas' own upkeep.
         let pool = PgPoolOptions::new()
             .max_connections(4)
             .acquire_timeout(timeout)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(|e| format!("cannot connect to {shown}: {e}"))?;
         // Replicas starting together take turns migrating.
@@ -98,7 +112,7 @@ impl PostgresStore {
             .map_err(|e| format!("cannot migrate database {shown}: {e}"))?;
         let (events, _) = broadcast::channel(1024);
         let event_signal = Arc::new(Notify::new());
-        let listener = listener::start(&pool, events.clone(), event_signal.clone())
+        let listener = listener::start(options, timeout, events.clone(), event_signal.clone())
             .await
             .map_err(|e| format!("cannot listen on {shown}: {e}"))?;
         let connections = Arc::new(Connections::new(pool.clone(), CONNECTIONS, timeout));
@@ -115,11 +129,6 @@ impl PostgresStore {
             listener,
             replica: crate::token::new_token(),
         })
-    }
-
-    /// Begins a write transaction (read committed; the explicit locks order it).
-    async fn begin(&self) -> StoreResult<Transaction<'static, Postgres>> {
-        Ok(self.pool.begin().await?)
     }
 
     /// Commits, timing the commit.
@@ -199,28 +208,31 @@ impl Dialect for PostgresStore {
     ) -> StoreResult<T> {
         let mut fx = Effects::default();
         let mut conn = self.connections.take().await?;
-        let done = match atomicity {
-            // One statement commits by itself: no BEGIN, no COMMIT. Its
-            // time counts as the commit's.
-            Atomicity::Statement => {
-                let started = Instant::now();
-                let value = work(&mut conn, &mut fx).await;
-                self.stats.observe_commit(started.elapsed(), 1);
-                value
-            }
-            Atomicity::AllOrNothing | Atomicity::KeepPartial => {
-                let mut tx = conn.begin().await?;
-                match work(&mut tx, &mut fx).await {
-                    Ok(value) => self.commit(tx).await.map(|()| value),
-                    // Rolled back now, not when the connection is next
-                    // used: until then the transaction would hold its locks.
-                    Err(e) => match tx.rollback().await {
-                        Ok(()) => Err(e),
-                        Err(rollback) => Err(rollback.into()),
-                    },
+        let work = async {
+            match atomicity {
+                // One statement commits by itself: no BEGIN, no COMMIT. Its
+                // time counts as the commit's.
+                Atomicity::Statement => {
+                    let started = Instant::now();
+                    let value = work(&mut conn, &mut fx).await;
+                    self.stats.observe_commit(started.elapsed(), 1);
+                    value
+                }
+                Atomicity::AllOrNothing | Atomicity::KeepPartial => {
+                    let mut tx = conn.begin().await?;
+                    match work(&mut tx, &mut fx).await {
+                        Ok(value) => self.commit(tx).await.map(|()| value),
+                        // Rolled back now, not when the connection is next
+                        // used: until then the transaction would hold its locks.
+                        Err(e) => match tx.rollback().await {
+                            Ok(()) => Err(e),
+                            Err(rollback) => Err(rollback.into()),
+                        },
+                    }
                 }
             }
         };
+        let done = self.connections.answered(work).await;
         let value = conn.settle(done)?;
         drop(conn);
         self.stats
@@ -235,7 +247,7 @@ impl Dialect for PostgresStore {
 
     async fn read<T: Send + 'static>(&self, work: ReadWork<PgConnection, T>) -> StoreResult<T> {
         let mut conn = self.connections.take().await?;
-        let done = work(&mut conn).await;
+        let done = self.connections.answered(work(&mut conn)).await;
         conn.settle(done)
     }
 
@@ -268,7 +280,9 @@ impl Dialect for PostgresStore {
         self.leave_replicas().await;
         self.listener.abort();
         self.connections.close().await;
-        self.pool.close().await;
+        // The pool waits for every connection it lent to come back: one lost
+        // on a silent network never does.
+        let _ = tokio::time::timeout(self.connections.bound(), self.pool.close()).await;
     }
 }
 

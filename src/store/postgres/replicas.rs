@@ -15,6 +15,8 @@
 
 use std::sync::atomic::Ordering;
 
+use sqlx::{Connection, PgConnection};
+
 use super::PostgresStore;
 use crate::domain::Millis;
 use crate::store::resume::resume;
@@ -33,7 +35,16 @@ const DB_CLOCK: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 impl PostgresStore {
     pub(super) async fn record_replica_alive(&self, now: Millis) -> StoreResult<()> {
-        let mut tx = self.begin().await?;
+        let mut conn = self.connections.take().await?;
+        let done = self
+            .connections
+            .answered(self.record_alive_on(&mut conn, now))
+            .await;
+        conn.settle(done)
+    }
+
+    async fn record_alive_on(&self, conn: &mut PgConnection, now: Millis) -> StoreResult<()> {
+        let mut tx = conn.begin().await?;
         let (offset, skew): (Millis, Option<Millis>) =
             sqlx::query_as(sqlx::AssertSqlSafe(format!(
                 "WITH me AS ( \
@@ -76,7 +87,13 @@ impl PostgresStore {
     /// when none is, starts it at the database's clock and gives the leases
     /// live at the last recorded `alive_at` a full TTL from there.
     pub(super) async fn resume_if_all_were_down(&self) -> StoreResult<Resumed> {
-        let mut tx = self.begin().await?;
+        let mut conn = self.connections.take().await?;
+        let done = self.connections.answered(self.resume_on(&mut conn)).await;
+        conn.settle(done)
+    }
+
+    async fn resume_on(&self, conn: &mut PgConnection) -> StoreResult<Resumed> {
+        let mut tx = conn.begin().await?;
         // Replicas starting together take turns here.
         sqlx::query("SELECT alive_at FROM server_state WHERE id = 1 FOR UPDATE")
             .execute(&mut *tx)
@@ -116,11 +133,21 @@ impl PostgresStore {
     /// A replica stopping gracefully says so, so that the next one to start
     /// alone knows the service was down.
     pub(super) async fn leave_replicas(&self) {
-        let left = sqlx::query("DELETE FROM replicas WHERE id = $1")
-            .bind(&self.replica)
-            .execute(&self.pool)
-            .await;
-        if let Err(e) = left {
+        let left = async {
+            let mut conn = self.connections.take().await?;
+            let done = self
+                .connections
+                .answered(async {
+                    sqlx::query("DELETE FROM replicas WHERE id = $1")
+                        .bind(&self.replica)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+                .await;
+            conn.settle(done)
+        };
+        if let Err(e) = left.await {
             tracing::warn!(error = %e, "cannot record that this replica stopped");
         }
     }

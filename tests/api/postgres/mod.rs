@@ -6,6 +6,7 @@ mod event_order;
 mod postgres_store;
 mod replicas;
 mod session_replicas;
+mod silent_network;
 
 pub fn tests() -> Vec<crate::harness::Test> {
     [
@@ -14,6 +15,7 @@ pub fn tests() -> Vec<crate::harness::Test> {
         postgres_store::tests(),
         replicas::tests(),
         session_replicas::tests(),
+        silent_network::tests(),
     ]
     .concat()
 }

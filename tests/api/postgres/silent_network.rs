@@ -1,0 +1,229 @@
+//! A replica cut off from PostgreSQL by a silent network: nothing refused,
+//! every socket left open, no byte forwarded. Every call on the database is
+//! bounded, so an acquire, a release, a waiter and the readiness probe each
+//! answer 503 instead of hanging; the reaper keeps trying; once the network
+//! heals (the cut connections stay dead) the replica serves again by itself,
+//! and a SIGTERM while cut off stops it all the same.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::helpers::{ServerProcess, wait_until_ready};
+
+/// A TCP proxy in front of the database that can go silent: while cut, it
+/// forwards nothing and closes nothing; a connection cut once stays silent
+/// for ever, as a TCP session whose peer vanished does.
+struct Partition {
+    port: u16,
+    cut: watch::Sender<bool>,
+}
+
+impl Partition {
+    async fn in_front_of(upstream: SocketAddr) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (cut, watching) = watch::channel(false);
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let mut cut = watching.clone();
+                tokio::spawn(async move {
+                    let already = *cut.borrow();
+                    if already {
+                        return silent(client).await;
+                    }
+                    let Ok(mut server) = TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    let went_silent = tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => false,
+                        _ = cut.wait_for(|cut| *cut) => true,
+                    };
+                    if went_silent {
+                        silent((client, server)).await;
+                    }
+                });
+            }
+        });
+        Self { port, cut }
+    }
+
+    fn cut(&self) {
+        self.cut.send_replace(true);
+    }
+
+    fn heal(&self) {
+        self.cut.send_replace(false);
+    }
+}
+
+/// Holds the sockets open and never touches them again.
+async fn silent<T>(sockets: T) {
+    let _held = sockets;
+    std::future::pending::<()>().await
+}
+
+/// `url` through the proxy on `port`, and the database's own address.
+fn through(url: &str, port: u16) -> (String, SocketAddr) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (user, host) = authority
+        .rsplit_once('@')
+        .map_or(("", authority), |(u, h)| (u, h));
+    let upstream: SocketAddr = host.parse().expect("the test server is named by IP:port");
+    let user = if user.is_empty() {
+        String::new()
+    } else {
+        format!("{user}@")
+    };
+    (format!("{scheme}://{user}127.0.0.1:{port}{path}"), upstream)
+}
+
+async fn storage_unavailable(answer: reqwest::Result<reqwest::Response>, what: &str) {
+    let answer = answer.unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
+    assert_eq!(
+        answer.status(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{what}: {:?}",
+        answer.text().await
+    );
+    let problem: Value = answer.json().await.unwrap();
+    assert_eq!(
+        problem["type"], "/problems/storage-unavailable",
+        "{what}: {problem}"
+    );
+}
+
+async fn a_silent_network_is_answered_503_and_the_replica_recovers_when_it_heals() {
+    let dir = TempDir::new().unwrap();
+    let db = crate::backend::database(dir.path()).await;
+    let (_, upstream) = through(db.to_str().unwrap(), 0);
+    let partition = Partition::in_front_of(upstream).await;
+    let (url, _) = through(db.to_str().unwrap(), partition.port);
+    let server = ServerProcess::start(
+        std::path::Path::new(&url),
+        &["--db-timeout", "1s", "--reaper-interval", "200ms"],
+    );
+    // Far longer than any bound of the server: a hang shows as an error here.
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    wait_until_ready(&client, &server.address).await;
+    let base = server.address.clone();
+    let acquire = |key: &str, body: Value| {
+        client
+            .post(format!("{base}/v1/locks/{key}/acquire"))
+            .json(&body)
+            .send()
+    };
+    let held = acquire("held", json!({"holder": "a", "ttl_ms": 60_000}))
+        .await
+        .unwrap();
+    assert_eq!(held.status(), StatusCode::CREATED);
+    let held: Value = held.json().await.unwrap();
+    let brief = acquire("brief", json!({"holder": "a", "ttl_ms": 1_000}))
+        .await
+        .unwrap();
+    assert_eq!(brief.status(), StatusCode::CREATED);
+
+    partition.cut();
+    storage_unavailable(
+        acquire("during", json!({"holder": "b", "ttl_ms": 10_000})).await,
+        "an acquire",
+    )
+    .await;
+    storage_unavailable(
+        client
+            .post(format!("{base}/v1/locks/held/release"))
+            .json(&json!({"token": held["token"]}))
+            .send()
+            .await,
+        "a release",
+    )
+    .await;
+    storage_unavailable(
+        acquire(
+            "held",
+            json!({"holder": "b", "ttl_ms": 10_000, "wait_ms": 3_000}),
+        )
+        .await,
+        "a waiter",
+    )
+    .await;
+    storage_unavailable(
+        client.get(format!("{base}/readyz")).send().await,
+        "readiness",
+    )
+    .await;
+    // The brief lease ends meanwhile: the reaper's passes fail, bounded.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+
+    partition.heal();
+    wait_until_ready(&client, &base).await;
+    let after = acquire("after", json!({"holder": "b", "ttl_ms": 10_000}))
+        .await
+        .unwrap();
+    assert_eq!(after.status(), StatusCode::CREATED);
+    // The release refused during the cut changed nothing: it works now.
+    let released = client
+        .post(format!("{base}/v1/locks/held/release"))
+        .json(&json!({"token": held["token"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(released.status(), StatusCode::NO_CONTENT);
+    // The reaper got through: the brief lease's expiry is announced.
+    let mut announced = false;
+    for _ in 0..100 {
+        let page: Value = client
+            .get(format!("{base}/v1/events?since=0&prefix=brief"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let items = page["items"].as_array().unwrap();
+        if items
+            .iter()
+            .any(|e| e["type"] == "lock.released" && e["reason"] == "expired")
+        {
+            announced = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(announced, "the brief lease's expiry was never announced");
+
+    // Cut off again, with a request in flight: SIGTERM still stops it.
+    partition.cut();
+    let in_flight = tokio::spawn(acquire("last", json!({"holder": "c", "ttl_ms": 10_000})));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut server = server;
+    let pid = server.child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let mut stopped = None;
+    for _ in 0..200 {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            stopped = Some(status);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stopped = stopped.expect("the server did not stop within 20 s of SIGTERM");
+    assert!(stopped.success(), "{stopped}");
+    let _ = in_flight.await;
+}
+
+crate::harness::tests! {
+    a_silent_network_is_answered_503_and_the_replica_recovers_when_it_heals(2 threads),
+}
