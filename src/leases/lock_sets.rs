@@ -5,10 +5,7 @@
 //! clients asking for overlapping sets in opposite orders never deadlock,
 //! and nobody ever holds part of a set (each try is one transaction).
 
-use std::time::Duration;
-
-use futures::future::select_all;
-
+use super::waiters::{Try, take_turns};
 use super::{Acquired, LeaseError, Leases, new_token};
 use crate::domain::Millis;
 use crate::domain::lock::Refusal;
@@ -118,49 +115,29 @@ impl LockSetService<'_> {
             }
             return self.try_acquire(set).await.map_err(|t| (t.key, t.error));
         }
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms as u64);
-        let tickets = leases.waiters.enqueue_all(keys);
-        let mut stopping = leases.stopping();
-        // Taken when the request first has to wait, held until it answers.
-        let mut parked = None;
-        loop {
-            let mut wake_at = deadline;
-            match tickets.iter().position(|t| !t.is_head()) {
-                None => match self.try_acquire(set.clone()).await {
+        let waited = take_turns(
+            leases,
+            keys,
+            wait_ms,
+            || async {
+                match self.try_acquire(set.clone()).await {
                     Err(Tried {
                         key,
-                        clears_at: Some(at),
+                        clears_at: Some(clears_at),
                         error,
-                    }) => {
-                        if tokio::time::Instant::now() >= deadline {
-                            return Err((key, error));
-                        }
-                        let in_ms = (at - leases.now()).max(0) as u64;
-                        wake_at =
-                            wake_at.min(tokio::time::Instant::now() + Duration::from_millis(in_ms));
-                    }
-                    // Granted, or a refusal that waiting cannot cure. The
-                    // tickets go with the answer: the next waiters' turn.
-                    done => return done.map_err(|t| (t.key, t.error)),
-                },
-                Some(i) if tokio::time::Instant::now() >= deadline => {
-                    return Err(refused_for(keys[i].clone()).await);
+                    }) => Try::Until {
+                        clears_at,
+                        answer: Err((key, error)),
+                    },
+                    done => Try::Answer(done.map_err(|t| (t.key, t.error))),
                 }
-                Some(_) => {}
-            }
-            if parked.is_none() {
-                let slot = leases.admission.park();
-                parked = Some(slot.map_err(|e| (keys[0].clone(), LeaseError::Overloaded(e)))?);
-            }
-            let woken = select_all(tickets.iter().map(|t| Box::pin(t.woken())));
-            let stop = tokio::select! {
-                _ = woken => false,
-                () = tokio::time::sleep_until(wake_at) => false,
-                _ = stopping.wait_for(|stop| *stop) => true,
-            };
-            if stop {
-                return Err(refused_for(keys[0].clone()).await);
-            }
+            },
+            |i| async move { Err(refused_for(keys[i].clone()).await) },
+        )
+        .await;
+        match waited {
+            Ok(answer) => answer,
+            Err(shed) => Err((keys[0].clone(), LeaseError::Overloaded(shed))),
         }
     }
 

@@ -1,10 +1,9 @@
 //! Lock operations: acquire (with waiting), renew, release, inspect, list,
 //! force release.
 
-use std::time::Duration;
-
 use tokio::sync::oneshot;
 
+use super::waiters::{Try, take_turns};
 use super::{LeaseError, Leases, new_token};
 use crate::domain::fencing::Fencing;
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
@@ -77,49 +76,33 @@ impl LockService<'_> {
             }
             return self.try_acquire(new.clone(), token).await;
         }
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms as u64);
-        let ticket = leases.waiters.enqueue(&req.key);
-        let mut stopping = leases.stopping();
-        // Taken when the request first has to wait, held until it answers.
-        let mut parked = None;
-        loop {
-            let mut wake_at = deadline;
-            if ticket.is_head() {
+        let keys = [req.key.as_str().to_owned()];
+        let waited = take_turns(
+            leases,
+            &keys,
+            wait_ms,
+            || async {
                 match self.try_acquire(new.clone(), token.clone()).await {
-                    Err(LeaseError::Refused { refusal, now })
-                        if !matches!(refusal, Refusal::LimitMismatch { .. }) =>
-                    {
-                        if tokio::time::Instant::now() >= deadline {
-                            return Err(LeaseError::Refused { refusal, now });
+                    Err(LeaseError::Refused { refusal, now }) => match &refusal {
+                        Refusal::Held { available_at, .. } => Try::Until {
+                            clears_at: *available_at,
+                            answer: Err(LeaseError::Refused { refusal, now }),
+                        },
+                        Refusal::Delayed { until } => Try::Until {
+                            clears_at: *until,
+                            answer: Err(LeaseError::Refused { refusal, now }),
+                        },
+                        Refusal::LimitMismatch { .. } => {
+                            Try::Answer(Err(LeaseError::Refused { refusal, now }))
                         }
-                        let clears_at = match &refusal {
-                            Refusal::Held { available_at, .. } => *available_at,
-                            Refusal::Delayed { until } => *until,
-                            Refusal::LimitMismatch { .. } => unreachable!("returned above"),
-                        };
-                        let in_ms = (clears_at - leases.now()).max(0) as u64;
-                        wake_at =
-                            wake_at.min(tokio::time::Instant::now() + Duration::from_millis(in_ms));
-                    }
-                    // Granted, or a refusal that waiting cannot cure. Dropping
-                    // the ticket hands the turn to the next waiter.
-                    done => return done,
+                    },
+                    done => Try::Answer(done),
                 }
-            } else if tokio::time::Instant::now() >= deadline {
-                return Err(self.queue_refusal(&req.key).await);
-            }
-            if parked.is_none() {
-                parked = Some(leases.admission.park().map_err(LeaseError::Overloaded)?);
-            }
-            let stop = tokio::select! {
-                () = ticket.woken() => false,
-                () = tokio::time::sleep_until(wake_at) => false,
-                _ = stopping.wait_for(|stop| *stop) => true,
-            };
-            if stop {
-                return Err(self.queue_refusal(&req.key).await);
-            }
-        }
+            },
+            |_| async { Err(self.queue_refusal(&req.key).await) },
+        )
+        .await;
+        waited.unwrap_or_else(|shed| Err(LeaseError::Overloaded(shed)))
     }
 
     /// One attempt, run to its end even if the client goes away meanwhile; a
