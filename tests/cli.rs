@@ -24,6 +24,8 @@ mod fencing;
 mod help;
 #[path = "cli/lock_run_sets.rs"]
 mod lock_run_sets;
+#[path = "cli/lost_answers.rs"]
+mod lost_answers;
 #[path = "cli/partition.rs"]
 mod partition;
 #[path = "cli/proxy.rs"]

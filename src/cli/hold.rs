@@ -17,6 +17,7 @@ use super::{CliError, exit};
 use crate::client::{
     AcquireBody, Client, ClientError, LockJson, LockSetBody, OpenSessionBody, SessionJson, millis,
 };
+use crate::token::new_token;
 
 /// The longest single long poll: the server's default maximum wait.
 const MAX_POLL: Duration = Duration::from_secs(300);
@@ -87,8 +88,12 @@ pub async fn acquire(
     lock_delay: Duration,
     wait: Wait,
 ) -> Result<(LockJson, Instant), CliError> {
+    // Every try carries one key: a grant whose answer was lost is answered
+    // again to the retry instead of holding the key against it.
+    let idempotency_key = new_token();
     let acquired = long_poll(wait, |wait_ms| {
         let request = AcquireBody {
+            idempotency_key: Some(idempotency_key.clone()),
             holder: holder.to_owned(),
             ttl_ms: millis(budget.ttl()),
             wait_ms,
@@ -176,9 +181,13 @@ pub async fn set(
     let mut holding = Holding::start(kept, keeper);
     holding.what = format!("{} (keys {})", holding.kept, keys.join(", "));
 
-    // The session must live while the request waits for the keys.
+    // The session must live while the request waits for the keys; a set
+    // whose answer was lost is answered again to the retry (its leases are
+    // bound to this very session, and would never end while it lives).
+    let idempotency_key = new_token();
     let acquired = long_poll(wait, |wait_ms| {
         let request = LockSetBody {
+            idempotency_key: Some(idempotency_key.clone()),
             keys: keys.clone(),
             holder: holder.to_owned(),
             session: Some(bound.clone()),

@@ -31,10 +31,13 @@ impl Client {
     /// long-polling up to `wait_ms`; the leases come back in key order.
     pub async fn acquire_lock_set(&self, req: &LockSetBody) -> Result<Vec<LockJson>, ClientError> {
         let timeout = Duration::from_millis(req.wait_ms.unwrap_or(0)) + Duration::from_secs(30);
-        let request = self
+        let mut request = self
             .request(Method::POST, "/v1/lock-sets/acquire")
             .json(req)
             .timeout(timeout);
+        if let Some(key) = &req.idempotency_key {
+            request = request.header("Idempotency-Key", key);
+        }
         let granted: PageJson<LockJson> = self.call(request).await?;
         Ok(granted.items)
     }

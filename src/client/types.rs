@@ -49,6 +49,9 @@ pub struct LockSetBody {
     pub wait_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// Sent as the `Idempotency-Key` header.
+    #[serde(skip)]
+    pub idempotency_key: Option<String>,
 }
 
 fn is_zero(ms: &u64) -> bool {
