@@ -5,7 +5,7 @@
 use std::io::stdout;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use leasehold::cli::{self, EXIT_CODES_HELP};
 use leasehold::config::{ServeConfig, format_duration};
 use leasehold::startup::Application;
@@ -35,6 +35,15 @@ struct Cli {
     command: Command,
 }
 
+/// Which OpenAPI version `leasehold openapi` prints.
+#[derive(Clone, Copy, ValueEnum)]
+enum OpenapiVersion {
+    #[value(name = "3.1")]
+    V3_1,
+    #[value(name = "3.0")]
+    V3_0,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
@@ -55,7 +64,13 @@ enum Command {
     /// API tokens for the auth file: new, hash.
     Token(cli::token::TokenCommand),
     /// Print the OpenAPI document.
-    Openapi,
+    Openapi {
+        /// `3.1` (the document as served at /openapi.json) or `3.0` (its
+        /// 3.0.3 rendering, served at /openapi-3.0.json, for generators that
+        /// read only 3.0).
+        #[arg(long, value_enum, default_value_t = OpenapiVersion::V3_1)]
+        openapi_version: OpenapiVersion,
+    },
     /// Print a shell completion script: `source <(leasehold completions bash)`.
     Completions {
         #[arg(value_enum)]
@@ -149,9 +164,14 @@ async fn main() -> ExitCode {
         Command::Pool(cmd) => return cli::finish(cli::pool::execute(cmd).await),
         Command::Subnet(cmd) => return cli::finish(cli::subnet::execute(cmd).await),
         Command::Token(cmd) => cli::token::execute(cmd),
-        Command::Openapi => serde_json::to_string_pretty(&leasehold::api::openapi())
-            .map(|text| println!("{text}"))
-            .map_err(|e| e.to_string()),
+        Command::Openapi { openapi_version } => {
+            let text = match openapi_version {
+                OpenapiVersion::V3_1 => serde_json::to_string_pretty(&leasehold::api::openapi()),
+                OpenapiVersion::V3_0 => serde_json::to_string_pretty(&leasehold::api::openapi_30()),
+            };
+            text.map(|text| println!("{text}"))
+                .map_err(|e| e.to_string())
+        }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "leasehold", &mut stdout());
             Ok(())

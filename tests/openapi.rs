@@ -24,6 +24,75 @@ fn the_committed_spec_matches_the_code() {
     );
 }
 
+const REGENERATE_30: &str =
+    "regenerate it with: cargo run -- openapi --openapi-version 3.0 > openapi/openapi-3.0.json";
+
+#[test]
+fn the_committed_3_0_spec_matches_the_code() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi-3.0.json");
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {path} ({e}); {REGENERATE_30}"));
+    let committed: Value = serde_json::from_str(&text).expect("openapi-3.0.json is JSON");
+    assert!(
+        committed == leasehold::api::openapi_30(),
+        "openapi/openapi-3.0.json differs from what the code generates; {REGENERATE_30}"
+    );
+}
+
+/// Every schema keyword the 3.0 rendering holds, wherever it is.
+fn find_3_1_only(value: &Value, path: &str, found: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let here = format!("{path}/{k}");
+                let schema_context = !path.ends_with("/properties") && !path.ends_with("/schemas");
+                if schema_context
+                    && (matches!(
+                        k.as_str(),
+                        "const" | "propertyNames" | "prefixItems" | "$defs"
+                    ) || (k == "type" && !v.is_string())
+                        || (k == "exclusiveMinimum" && v.is_number())
+                        || (k == "exclusiveMaximum" && v.is_number()))
+                {
+                    found.push(here.clone());
+                }
+                if k == "$ref" && map.len() > 1 {
+                    found.push(format!("{here} has siblings"));
+                }
+                find_3_1_only(v, &here, found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                find_3_1_only(v, &format!("{path}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn the_3_0_rendering_holds_nothing_only_3_1_knows() {
+    let spec = leasehold::api::openapi_30();
+    assert_eq!(spec["openapi"], "3.0.3");
+    let mut found = vec![];
+    find_3_1_only(&spec, "", &mut found);
+    assert!(found.is_empty(), "3.1-only constructs: {found:?}");
+    // What was nullable stays nullable; the rest of the document is the same.
+    let nullable = &spec["components"]["schemas"]["AcquireRequest"]["properties"]["wait_ms"];
+    assert_eq!(nullable["type"], "integer");
+    assert_eq!(nullable["nullable"], true);
+    let original = generated();
+    assert_eq!(
+        spec["paths"].as_object().unwrap().len(),
+        original["paths"].as_object().unwrap().len()
+    );
+    assert_eq!(
+        spec["components"]["schemas"].as_object().unwrap().len(),
+        original["components"]["schemas"].as_object().unwrap().len()
+    );
+}
+
 #[test]
 fn every_operation_is_named_tagged_summarised_and_lists_its_problems() {
     let spec = generated();

@@ -24,6 +24,7 @@ pub mod load;
 pub mod lock_sets;
 pub mod locks;
 mod nullable;
+pub mod openapi30;
 pub mod ops;
 pub mod pools;
 mod problem_kinds;
@@ -126,6 +127,13 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     spec::constrain_parameters(&mut doc);
     nullable::reshape(&mut doc);
     doc
+}
+
+/// The same document rendered as OpenAPI 3.0.3, for generators that read
+/// only 3.0.
+pub fn openapi_30() -> serde_json::Value {
+    let doc = serde_json::to_value(openapi()).expect("the document serialises");
+    openapi30::render(&doc)
 }
 
 /// The complete application router; `cors`: the origins allowed to call it

@@ -27,12 +27,21 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(readyz))
         .routes(routes!(metrics))
         .routes(routes!(openapi_json))
+        .routes(routes!(openapi_30_json))
 }
 
 /// The OpenAPI document as JSON text, built once.
 fn spec_json() -> &'static str {
     static SPEC: OnceLock<String> = OnceLock::new();
     SPEC.get_or_init(|| serde_json::to_string(&super::openapi()).expect("the document serialises"))
+}
+
+/// Its 3.0.3 rendering as JSON text, built once.
+fn spec_30_json() -> &'static str {
+    static SPEC: OnceLock<String> = OnceLock::new();
+    SPEC.get_or_init(|| {
+        serde_json::to_string(&super::openapi_30()).expect("the document serialises")
+    })
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -143,7 +152,7 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 struct OpenApiDocument {
-    /// The OpenAPI version: `3.1.0`.
+    /// The OpenAPI version: `3.1.0` (`3.0.3` from `/openapi-3.0.json`).
     openapi: String,
     info: Map<String, Value>,
     paths: Map<String, Value>,
@@ -156,4 +165,14 @@ struct OpenApiDocument {
     responses((status = 200, description = "The OpenAPI 3.1 document", body = OpenApiDocument)))]
 pub async fn openapi_json() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], spec_json())
+}
+
+/// This OpenAPI document rendered as 3.0.3.
+///
+/// For generators that read only 3.0: null types as `nullable`, `const` as
+/// one-value enums, the same operations and schemas.
+#[utoipa::path(get, path = "/openapi-3.0.json", operation_id = "getOpenApi30", tag = "operations",
+    responses((status = 200, description = "The OpenAPI document as 3.0.3", body = OpenApiDocument)))]
+pub async fn openapi_30_json() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], spec_30_json())
 }

@@ -105,6 +105,7 @@ Examples:
 pub const SUBNET_RESERVE: &str = "\
 Examples:
   leasehold subnet reserve --pool docker --prefix-len 24 --exclude 172.17.0.0/16 --ttl 1m
+  leasehold subnet reserve --pool docker --prefix-len 24 --exclude-local
   leasehold subnet reserve --pool docker --subnet 10.0.3.0/24";
 
 pub const SUBNET_RENEW: &str = "\

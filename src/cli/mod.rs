@@ -9,6 +9,7 @@ pub mod examples;
 pub mod follow;
 pub mod hold;
 pub mod keepalive;
+pub mod local_networks;
 pub mod lock;
 pub mod output;
 pub mod pool;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::output::{expires_in, more, table};
-use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
+use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit, local_networks};
 use crate::client::{ReservationJson, ReserveBody, millis};
 use crate::config::parse_duration;
 
@@ -37,6 +37,10 @@ pub enum SubnetAction {
         /// A network the grant must not overlap; repeat for more.
         #[arg(long)]
         exclude: Vec<String>,
+        /// Exclude this host's own interface networks too (the subnets
+        /// taken at the system level).
+        #[arg(long)]
+        exclude_local: bool,
         /// How long the reservation lives unless renewed or confirmed (server default 60s).
         #[arg(long, value_parser = parse_duration)]
         ttl: Option<Duration>,
@@ -96,10 +100,16 @@ pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
         SubnetAction::Reserve {
             prefix_len,
             subnet,
-            exclude,
+            mut exclude,
+            exclude_local,
             ttl,
             holder,
         } => {
+            if exclude_local {
+                let local =
+                    local_networks::local_networks().map_err(|e| CliError::new(exit::OTHER, e))?;
+                exclude.extend(local);
+            }
             let request = ReserveBody {
                 holder: holder.unwrap_or_else(default_holder),
                 prefix_len,

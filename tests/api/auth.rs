@@ -119,6 +119,7 @@ async fn a_request_without_a_token_is_401_with_a_bearer_challenge() {
         "/readyz",
         "/metrics",
         "/openapi.json",
+        "/openapi-3.0.json",
         "/docs",
         "/docs/swagger-ui-bundle.js",
         "/docs/swagger-ui.css",

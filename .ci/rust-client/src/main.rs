@@ -1,5 +1,5 @@
 //! A user's scenario through the Rust client progenitor generates from
-//! openapi/openapi.json (see build.rs): the same steps as .ci/sdk_scenario.py.
+//! openapi/openapi-3.0.json (see build.rs): the same steps as .ci/sdk_scenario.py.
 //! Only the generated client talks to the server; a refusal is read as the
 //! typed problem the spec declares.
 //!

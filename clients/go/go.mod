@@ -1,0 +1,3 @@
+module github.com/leasehold/leasehold/clients/go
+
+go 1.19

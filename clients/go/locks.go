@@ -1,0 +1,239 @@
+package leasehold
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Lease is a lock lease. Token is set only in the answer to a grant.
+type Lease struct {
+	Key          string         `json:"key"`
+	Holder       string         `json:"holder"`
+	FencingToken int64          `json:"fencing_token"`
+	AcquiredAt   time.Time      `json:"acquired_at"`
+	ExpiresAt    time.Time      `json:"expires_at"`
+	ExpiresInMS  int64          `json:"expires_in_ms"`
+	Metadata     map[string]any `json:"metadata"`
+	Mode         string         `json:"mode"`
+	MaxHolders   *int           `json:"max_holders"`
+	Session      string         `json:"session,omitempty"`
+	Holders      []LockHolder   `json:"holders,omitempty"`
+	Token        string         `json:"token,omitempty"`
+
+	// Replayed is true when the grant was an idempotent replay (200).
+	Replayed bool `json:"-"`
+	// Sent is when the request that granted or renewed it was sent: the
+	// lease lasts at least ExpiresInMS from then.
+	Sent time.Time `json:"-"`
+}
+
+// LockHolder is one lease of a shared or semaphore key.
+type LockHolder struct {
+	Holder       string    `json:"holder"`
+	FencingToken int64     `json:"fencing_token"`
+	AcquiredAt   time.Time `json:"acquired_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	ExpiresInMS  int64     `json:"expires_in_ms"`
+}
+
+// ExpiresIn is the lease's remaining life as the server computed it.
+func (l *Lease) ExpiresIn() time.Duration { return time.Duration(l.ExpiresInMS) * time.Millisecond }
+
+// Deadline is the latest local time by which the lease is certainly still
+// live: when its request was sent plus the remaining life the server gave.
+func (l *Lease) Deadline() time.Time { return l.Sent.Add(l.ExpiresIn()) }
+
+type sessionRef struct {
+	ID    string `json:"id"`
+	Token string `json:"token"`
+}
+
+type acquireBody struct {
+	Holder     string         `json:"holder"`
+	TTL        *int64         `json:"ttl_ms,omitempty"`
+	Wait       *int64         `json:"wait_ms,omitempty"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
+	Session    *sessionRef    `json:"session,omitempty"`
+	Mode       string         `json:"mode,omitempty"`
+	MaxHolders *int           `json:"max_holders,omitempty"`
+	LockDelay  *int64         `json:"lock_delay_ms,omitempty"`
+}
+
+func (g *grant) acquireBody() acquireBody {
+	b := acquireBody{Holder: g.holder, Wait: optMs(g.wait), Metadata: g.metadata, Mode: g.mode,
+		LockDelay: optMs(g.lockDelay)}
+	if g.session != nil {
+		b.Session = g.session.ref()
+	} else {
+		ttl := g.ttl
+		if ttl == 0 {
+			ttl = DefaultTTL
+		}
+		b.TTL = optMs(ttl)
+	}
+	if g.maxHolders > 0 {
+		n := g.maxHolders
+		b.MaxHolders = &n
+	}
+	return b
+}
+
+func idemHeader(key string) http.Header {
+	h := http.Header{}
+	h.Set("Idempotency-Key", key)
+	return h
+}
+
+// Acquire asks for a lease on key. Held by another, it waits up to WithWait
+// (default: not at all) and then fails with a lock-held *Problem (IsHeld).
+func (c *Client) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+	g := c.grantOf(opts)
+	if g.idemKey == "" {
+		g.idemKey = newIdempotencyKey()
+	}
+	return c.acquire(ctx, key, &g)
+}
+
+func (c *Client) acquire(ctx context.Context, key string, g *grant) (*Lease, error) {
+	cl := &call{method: http.MethodPost, path: "/v1/locks/" + escape(key) + "/acquire",
+		body: g.acquireBody(), header: idemHeader(g.idemKey), grant: true}
+	var l Lease
+	status, err := c.do(ctx, cl, &l)
+	if err != nil {
+		return nil, err
+	}
+	l.Replayed = status == http.StatusOK
+	l.Sent = cl.sent
+	return &l, nil
+}
+
+// Renew extends a lease by ttl from now (zero: its own TTL).
+func (c *Client) Renew(ctx context.Context, key, token string, ttl time.Duration) (*Lease, error) {
+	body := struct {
+		Token string `json:"token"`
+		TTL   *int64 `json:"ttl_ms,omitempty"`
+	}{token, optMs(ttl)}
+	cl := &call{method: http.MethodPost, path: "/v1/locks/" + escape(key) + "/renew", body: body}
+	var l Lease
+	if _, err := c.do(ctx, cl, &l); err != nil {
+		return nil, err
+	}
+	l.Sent = cl.sent
+	l.Token = token
+	return &l, nil
+}
+
+// Release ends a lease. A release that was retried after a lost answer and
+// then finds the lease gone counts as done.
+func (c *Client) Release(ctx context.Context, key, token string) error {
+	cl := &call{method: http.MethodPost, path: "/v1/locks/" + escape(key) + "/release",
+		body: struct {
+			Token string `json:"token"`
+		}{token}}
+	_, err := c.do(ctx, cl, nil)
+	if err != nil && cl.retried && IsLeaseLost(err) {
+		return nil
+	}
+	return err
+}
+
+// Inspect returns the live lease on key (without its token); a key nobody
+// holds is a lock-not-found *Problem (IsNotFound).
+func (c *Client) Inspect(ctx context.Context, key string) (*Lease, error) {
+	var l Lease
+	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/locks/" + escape(key)}, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// ForceRelease ends whatever lease is on key (an admin call).
+func (c *Client) ForceRelease(ctx context.Context, key string) error {
+	_, err := c.do(ctx, &call{method: http.MethodDelete, path: "/v1/locks/" + escape(key)}, nil)
+	return err
+}
+
+// LockPage is one page of live leases.
+type LockPage struct {
+	Items      []Lease `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+	// Revision is the event revision the page reflects: a Watch with
+	// Since set to it continues exactly after the listing.
+	Revision int64 `json:"revision"`
+}
+
+// ListLocks returns one page of the live leases whose keys start with
+// prefix; pass the page's NextCursor for the next (limit 0: the server's).
+func (c *Client) ListLocks(ctx context.Context, prefix string, limit int, cursor string) (*LockPage, error) {
+	q := url.Values{}
+	if prefix != "" {
+		q.Set("prefix", prefix)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var p LockPage
+	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/locks", query: q}, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// FencingCheck says whether a fencing token is still the current one of key.
+type FencingCheck struct {
+	Key          string     `json:"key"`
+	FencingToken int64      `json:"fencing_token"`
+	Current      bool       `json:"current"`
+	Reason       *string    `json:"reason"`
+	Holder       *string    `json:"holder"`
+	ExpiresAt    *time.Time `json:"expires_at"`
+	ExpiresInMS  *int64     `json:"expires_in_ms"`
+}
+
+// CheckFencing asks whether fencingToken is the live lease of key, as a
+// storage system guarding writes with fencing tokens does.
+func (c *Client) CheckFencing(ctx context.Context, key string, fencingToken int64) (*FencingCheck, error) {
+	var f FencingCheck
+	path := "/v1/locks/" + escape(key) + "/fencing/" + strconv.FormatInt(fencingToken, 10)
+	if _, err := c.do(ctx, &call{method: http.MethodGet, path: path}, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// AcquireSet asks for an exclusive lease on every key of keys, or on none.
+func (c *Client) AcquireSet(ctx context.Context, keys []string, opts ...Option) ([]Lease, error) {
+	g := c.grantOf(opts)
+	if g.idemKey == "" {
+		g.idemKey = newIdempotencyKey()
+	}
+	ab := g.acquireBody()
+	body := struct {
+		Keys     []string       `json:"keys"`
+		Holder   string         `json:"holder"`
+		TTL      *int64         `json:"ttl_ms,omitempty"`
+		Wait     *int64         `json:"wait_ms,omitempty"`
+		Metadata map[string]any `json:"metadata,omitempty"`
+		Session  *sessionRef    `json:"session,omitempty"`
+	}{keys, ab.Holder, ab.TTL, ab.Wait, ab.Metadata, ab.Session}
+	cl := &call{method: http.MethodPost, path: "/v1/lock-sets/acquire", body: body,
+		header: idemHeader(g.idemKey), grant: true}
+	var out struct {
+		Items []Lease `json:"items"`
+	}
+	status, err := c.do(ctx, cl, &out)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out.Items {
+		out.Items[i].Sent = cl.sent
+		out.Items[i].Replayed = status == http.StatusOK
+	}
+	return out.Items, nil
+}

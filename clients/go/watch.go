@@ -1,0 +1,180 @@
+package leasehold
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Event is one change: a lease granted or ended, a reservation confirmed, a
+// session opened or ended.
+type Event struct {
+	Revision     int64     `json:"revision"`
+	Type         string    `json:"type"`
+	At           time.Time `json:"at"`
+	Key          string    `json:"key,omitempty"`
+	Pool         string    `json:"pool,omitempty"`
+	ID           string    `json:"id,omitempty"`
+	Subnet       string    `json:"subnet,omitempty"`
+	Holder       string    `json:"holder"`
+	FencingToken int64     `json:"fencing_token,omitempty"`
+	Session      string    `json:"session,omitempty"`
+	// Reason says why a lease or session ended: released, expired,
+	// force_released, session_closed or session_expired.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Event types.
+const (
+	EventLockAcquired         = "lock.acquired"
+	EventLockReleased         = "lock.released"
+	EventReservationReserved  = "reservation.reserved"
+	EventReservationConfirmed = "reservation.confirmed"
+	EventReservationReleased  = "reservation.released"
+	EventSessionOpened        = "session.opened"
+	EventSessionEnded         = "session.ended"
+)
+
+// WatchOptions selects the events of a Watch.
+type WatchOptions struct {
+	// Prefix: only lock events of keys that start with it.
+	Prefix string
+	// Pool: only reservation events of this pool.
+	Pool string
+	// Since: every event after this revision (a LockPage's Revision, or the
+	// last event seen). Zero: from now on, unless FromStart.
+	Since int64
+	// FromStart: every event the server still keeps.
+	FromStart bool
+	// PollWait bounds one long poll (default 25 s).
+	PollWait time.Duration
+}
+
+// Watcher delivers events in revision order, across reconnects: after a
+// dropped connection or a server restart it resumes after the last revision
+// it delivered, so no event is lost or repeated.
+type Watcher struct {
+	events chan Event
+	mu     sync.Mutex
+	err    error
+	last   int64
+}
+
+// Events is closed when the watch ends; Err then says why.
+func (w *Watcher) Events() <-chan Event { return w.events }
+
+// Err is why the watch ended: ctx's error, or a refusal such as a
+// history-compacted *Problem (IsHistoryCompacted) when Since is older than
+// the server keeps.
+func (w *Watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Revision is the last revision delivered (or the starting point).
+func (w *Watcher) Revision() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// Watch follows the changes opts selects until ctx ends. The server is asked
+// in long polls of JSON pages, each naming the last revision seen.
+func (c *Client) Watch(ctx context.Context, opts WatchOptions) *Watcher {
+	w := &Watcher{events: make(chan Event, 64), last: opts.Since}
+	go w.run(ctx, c, opts)
+	return w
+}
+
+func (w *Watcher) run(ctx context.Context, c *Client, opts WatchOptions) {
+	defer close(w.events)
+	wait := opts.PollWait
+	if wait <= 0 {
+		wait = 25 * time.Second
+	}
+	started := opts.Since > 0 || opts.FromStart
+	since := opts.Since
+	failures := 0
+	for {
+		q := url.Values{}
+		if opts.Prefix != "" {
+			q.Set("prefix", opts.Prefix)
+		}
+		if opts.Pool != "" {
+			q.Set("pool", opts.Pool)
+		}
+		if started {
+			q.Set("since", strconv.FormatInt(since, 10))
+		}
+		q.Set("wait_ms", strconv.FormatInt(ms(wait), 10))
+		var page struct {
+			Items        []Event `json:"items"`
+			NextRevision int64   `json:"next_revision"`
+		}
+		_, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/events", query: q}, &page)
+		if err != nil {
+			if ctx.Err() != nil {
+				w.finish(ctx.Err())
+				return
+			}
+			if p := AsProblem(err); p != nil && p.Status != 503 && p.Status != 429 {
+				w.finish(err)
+				return
+			}
+			// Unreachable or unavailable past the client's retries: keep
+			// trying, the revision kept, until ctx ends.
+			failures++
+			if !sleepCtx(ctx, c.backoff(failures)) {
+				w.finish(ctx.Err())
+				return
+			}
+			continue
+		}
+		failures = 0
+		for _, e := range page.Items {
+			if started && e.Revision <= since {
+				continue
+			}
+			select {
+			case w.events <- e:
+			case <-ctx.Done():
+				w.finish(ctx.Err())
+				return
+			}
+			since = e.Revision
+			w.setLast(since)
+		}
+		if !started || page.NextRevision > since {
+			since = page.NextRevision
+			started = true
+			w.setLast(since)
+		}
+	}
+}
+
+func (w *Watcher) setLast(r int64) {
+	w.mu.Lock()
+	w.last = r
+	w.mu.Unlock()
+}
+
+func (w *Watcher) finish(err error) {
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
