@@ -27,6 +27,11 @@ use crate::store::{StoreError, StoreResult};
 /// A connection idle for longer is pinged before it is lent again.
 const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
+/// How many times the wait for a connection a call on one may take: a call
+/// may wait for row and key locks behind other replicas' transactions, which
+/// under contention takes longer than opening a connection should.
+pub(super) const ANSWER_WITHIN_WAITS: u32 = 5;
+
 pub(super) struct Connections {
     pool: PgPool,
     idle: Mutex<Vec<(PgConnection, Instant)>>,
@@ -46,10 +51,14 @@ impl Connections {
         }
     }
 
-    /// How long a request waits for a connection, and then for the
-    /// database to answer its work.
-    pub(super) fn bound(&self) -> Duration {
+    /// How long a request waits for a connection.
+    pub(super) fn wait(&self) -> Duration {
         self.timeout
+    }
+
+    /// How long a call on a connection may wait for the database's answer.
+    pub(super) fn bound(&self) -> Duration {
+        self.timeout * ANSWER_WITHIN_WAITS
     }
 
     /// `work`'s result, or `Unavailable` when the database did not answer it
@@ -59,12 +68,12 @@ impl Connections {
         &self,
         work: impl Future<Output = StoreResult<T>>,
     ) -> StoreResult<T> {
-        tokio::time::timeout(self.timeout, work)
+        tokio::time::timeout(self.bound(), work)
             .await
             .unwrap_or_else(|_| {
                 Err(StoreError::Unavailable(format!(
                     "the database did not answer within {} ms",
-                    self.timeout.as_millis()
+                    self.bound().as_millis()
                 )))
             })
     }
@@ -111,10 +120,14 @@ impl Connections {
     pub(super) async fn close(&self) {
         self.lent.close();
         let idle = std::mem::take(&mut *self.idle.lock().expect("idle connections"));
-        for (conn, _) in idle {
-            // A polite goodbye, unless the network swallows it.
-            let _ = tokio::time::timeout(self.timeout, conn.close()).await;
-        }
+        // A polite goodbye, unless the network swallows it: what is left
+        // then is dropped.
+        let _ = tokio::time::timeout(self.timeout, async {
+            for (conn, _) in idle {
+                let _ = conn.close().await;
+            }
+        })
+        .await;
     }
 }
 

@@ -80,7 +80,10 @@ impl PostgresStore {
         // network went silent, its call was abandoned) must not keep its
         // locks: the database ends it once it has waited on the client for
         // twice the bound every call of a replica has.
-        let abandoned_after = format!("{}ms", timeout.as_millis() * 2);
+        let abandoned_after = format!(
+            "{}ms",
+            (timeout * connections::ANSWER_WITHIN_WAITS).as_millis() * 2
+        );
         let options = options.application_name("leasehold").options([(
             "idle_in_transaction_session_timeout",
             abandoned_after.as_str(),
@@ -282,7 +285,7 @@ impl Dialect for PostgresStore {
         self.connections.close().await;
         // The pool waits for every connection it lent to come back: one lost
         // on a silent network never does.
-        let _ = tokio::time::timeout(self.connections.bound(), self.pool.close()).await;
+        let _ = tokio::time::timeout(self.connections.wait(), self.pool.close()).await;
     }
 }
 
