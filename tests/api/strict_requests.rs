@@ -152,7 +152,7 @@ async fn event_filters_are_bounded_and_a_future_revision_tells_nothing() {
 
 /// Lines the real binary logs while it serves `requests` plain requests and
 /// an admin force release, with an auth file, with `extra` flags.
-async fn logged(extra: &[&str]) -> Vec<String> {
+async fn logged(extra: &[&str], done: impl Fn(&[String]) -> bool) -> Vec<String> {
     let dir = tempfile::TempDir::new().unwrap();
     let auth = dir.path().join("auth.json");
     let admin = entry(
@@ -184,15 +184,9 @@ async fn logged(extra: &[&str]) -> Vec<String> {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
-    // The audit line is written as the answer goes: wait for it.
+    // The lines are written as the answers go: wait for the last one.
     for _ in 0..200 {
-        if server
-            .logs
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains("force_release_lock"))
-        {
+        if done(&server.logs.lock().unwrap()) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -201,7 +195,8 @@ async fn logged(extra: &[&str]) -> Vec<String> {
 }
 
 async fn admin_actions_log_who_ended_what_and_requests_log_only_when_asked() {
-    let quiet = logged(&[]).await;
+    let audited = |logs: &[String]| logs.iter().any(|l| l.contains("force_release_lock"));
+    let quiet = logged(&[], audited).await;
     let audit = quiet
         .iter()
         .find(|l| l.contains("force_release_lock"))
@@ -212,7 +207,11 @@ async fn admin_actions_log_who_ended_what_and_requests_log_only_when_asked() {
         .filter(|l| l.contains("request served"))
         .count();
     assert_eq!(served, 0, "no line per request unless asked: {quiet:?}");
-    let every = logged(&["--log-requests"]).await;
+    let every = logged(&["--log-requests"], |logs: &[String]| {
+        logs.iter()
+            .any(|l| l.contains("request served") && l.contains("DELETE"))
+    })
+    .await;
     let served = every
         .iter()
         .filter(|l| l.contains("request served"))
