@@ -92,12 +92,14 @@ func TestWatchResumesAcrossRestart(t *testing.T) {
 	srv := startServer(t)
 	c := srv.client(t)
 	ctx := ctxT(t, 60*time.Second)
-	page, err := c.ListLocks(ctx, "w/", 0, "")
-	if err != nil {
+	if _, err := c.Acquire(ctx, "w/before"); err != nil {
 		t.Fatal(err)
 	}
-	w := c.Watch(ctx, leasehold.WatchOptions{Prefix: "w/", Since: page.Revision, FromStart: true,
-		PollWait: 2 * time.Second})
+	rev, err := c.Revision(ctx)
+	if err != nil || rev == 0 {
+		t.Fatalf("revision %d: %v", rev, err)
+	}
+	w := c.Watch(ctx, leasehold.WatchOptions{Prefix: "w/", Since: rev, PollWait: 2 * time.Second})
 	next := func() leasehold.Event {
 		t.Helper()
 		select {

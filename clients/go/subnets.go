@@ -2,6 +2,7 @@ package leasehold
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"time"
@@ -144,6 +145,9 @@ func (c *Client) reserve(ctx context.Context, pool string, body reserveBody, opt
 	return &r, nil
 }
 
+// ErrNoReservation is returned for a nil *Reservation.
+var ErrNoReservation = errors.New("leasehold: no reservation given")
+
 type tokenBody struct {
 	Token string `json:"token"`
 	TTL   *int64 `json:"ttl_ms,omitempty"`
@@ -151,6 +155,9 @@ type tokenBody struct {
 
 // RenewReservation extends a reservation by ttl from now (zero: its own).
 func (c *Client) RenewReservation(ctx context.Context, r *Reservation, ttl time.Duration) (*Reservation, error) {
+	if r == nil {
+		return nil, ErrNoReservation
+	}
 	cl := &call{method: http.MethodPost, path: reservationPath(r.Pool, r.ID) + "/renew",
 		body: tokenBody{r.Token, optMs(ttl)}}
 	var out Reservation
@@ -163,6 +170,9 @@ func (c *Client) RenewReservation(ctx context.Context, r *Reservation, ttl time.
 
 // Confirm makes a reservation allocated: it no longer expires.
 func (c *Client) Confirm(ctx context.Context, r *Reservation) (*Reservation, error) {
+	if r == nil {
+		return nil, ErrNoReservation
+	}
 	cl := &call{method: http.MethodPost, path: reservationPath(r.Pool, r.ID) + "/confirm",
 		body: tokenBody{Token: r.Token}}
 	var out Reservation
@@ -183,6 +193,9 @@ func (c *Client) Confirm(ctx context.Context, r *Reservation) (*Reservation, err
 
 // ReleaseReservation gives a reservation back (confirmed or not).
 func (c *Client) ReleaseReservation(ctx context.Context, r *Reservation) error {
+	if r == nil {
+		return ErrNoReservation
+	}
 	cl := &call{method: http.MethodPost, path: reservationPath(r.Pool, r.ID) + "/release",
 		body: tokenBody{Token: r.Token}}
 	_, err := c.do(ctx, cl, nil)
@@ -205,7 +218,6 @@ func (c *Client) GetReservation(ctx context.Context, pool, id string) (*Reservat
 type ReservationPage struct {
 	Items      []Reservation `json:"items"`
 	NextCursor *string       `json:"next_cursor"`
-	Revision   int64         `json:"revision"`
 }
 
 // ListReservations returns a page of pool's live reservations.

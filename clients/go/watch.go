@@ -44,8 +44,9 @@ type WatchOptions struct {
 	Prefix string
 	// Pool: only reservation events of this pool.
 	Pool string
-	// Since: every event after this revision (a LockPage's Revision, or the
-	// last event seen). Zero: from now on, unless FromStart.
+	// Since: every event after this revision (from Client.Revision taken
+	// before a listing, or the last event seen). Zero: from now on, unless
+	// FromStart.
 	Since int64
 	// FromStart: every event the server still keeps.
 	FromStart bool
@@ -80,6 +81,20 @@ func (w *Watcher) Revision() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.last
+}
+
+// Revision is the newest event revision the server has: a Watch with Since
+// set to a revision taken before a listing misses no change after it.
+func (c *Client) Revision(ctx context.Context) (int64, error) {
+	q := url.Values{}
+	q.Set("limit", "1")
+	var page struct {
+		NextRevision int64 `json:"next_revision"`
+	}
+	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/events", query: q}, &page); err != nil {
+		return 0, err
+	}
+	return page.NextRevision, nil
 }
 
 // Watch follows the changes opts selects until ctx ends. The server is asked
