@@ -352,3 +352,49 @@ func TestBadInputIsATypedError(t *testing.T) {
 		t.Fatalf("an unreachable server: %v", err)
 	}
 }
+
+func TestAn503IsRetriedAfterItsRetryAfter(t *testing.T) {
+	// One waiting acquire at a time: a second one is refused with 503
+	// overloaded and Retry-After until the first is served.
+	srv := startServer(t, "--max-waiters", "1")
+	c := srv.client(t)
+	ctx := ctxT(t, 30*time.Second)
+	first, err := c.Acquire(ctx, "busy/1", leasehold.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Acquire(ctx, "busy/2", leasehold.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(ctx, "busy/1", leasehold.WithWait(10*time.Second))
+		waiting <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the one waiter slot is taken
+	// Without retries the refusal is a typed 503.
+	once := srv.client(t, leasehold.WithRetry(leasehold.RetryPolicy{Attempts: 1}))
+	_, err = once.Acquire(ctx, "busy/2", leasehold.WithWait(10*time.Second))
+	p := leasehold.AsProblem(err)
+	if p == nil || p.Status != 503 || p.RetryAfter <= 0 {
+		t.Fatalf("a second waiter without retries: %v", err)
+	}
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = c.Release(ctx, "busy/1", first.Token)
+		time.Sleep(300 * time.Millisecond)
+		_ = c.Release(ctx, "busy/2", second.Token)
+	}()
+	start := time.Now()
+	l, err := c.Acquire(ctx, "busy/2", leasehold.WithWait(10*time.Second))
+	if err != nil {
+		t.Fatalf("the retried waiter: %v", err)
+	}
+	if time.Since(start) < 500*time.Millisecond || l.Key != "busy/2" {
+		t.Fatalf("granted %+v after %v", l, time.Since(start))
+	}
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
+}
