@@ -240,6 +240,10 @@ func TestExcludeLocalSkipsThisHostsNetworks(t *testing.T) {
 	if _, err := c.PutPool(ctx, "local", pool.String(), nil); err != nil {
 		t.Fatal(err)
 	}
+	pools, err := c.ListPools(ctx, "")
+	if err != nil || len(pools.Items) != 1 || pools.Items[0].Family != "ipv4" || pools.Items[0].CIDR != pool.String() {
+		t.Fatalf("pools: %+v %v", pools, err)
+	}
 	var got []*leasehold.Reservation
 	for {
 		r, err := c.Reserve(ctx, "local", ones, leasehold.ExcludeLocal(), leasehold.WithTTL(10*time.Second))

@@ -47,7 +47,9 @@ func (r *Reservation) Network() (*net.IPNet, error) {
 type Pool struct {
 	Name           string            `json:"name"`
 	CIDR           string            `json:"cidr"`
+	Family         string            `json:"family"` // ipv4 or ipv6
 	Labels         map[string]string `json:"labels"`
+	CreatedAt      time.Time         `json:"created_at"`
 	ReservedCount  int64             `json:"reserved_count"`
 	AllocatedCount int64             `json:"allocated_count"`
 	FreeAddresses  string            `json:"free_addresses"`
@@ -79,6 +81,25 @@ func (c *Client) PutPool(ctx context.Context, pool, cidr string, labels map[stri
 func (c *Client) GetPool(ctx context.Context, pool string) (*Pool, error) {
 	var p Pool
 	if _, err := c.do(ctx, &call{method: http.MethodGet, path: poolPath(pool)}, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// PoolPage is one page of pools (without usage).
+type PoolPage struct {
+	Items      []Pool  `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ListPools returns a page of the pools the caller may see.
+func (c *Client) ListPools(ctx context.Context, cursor string) (*PoolPage, error) {
+	cl := &call{method: http.MethodGet, path: "/v1/pools"}
+	if cursor != "" {
+		cl.query = map[string][]string{"cursor": {cursor}}
+	}
+	var p PoolPage
+	if _, err := c.do(ctx, cl, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
