@@ -89,6 +89,11 @@ func TestSessionLostClosesDone(t *testing.T) {
 }
 
 func TestWatchResumesAcrossRestart(t *testing.T) {
+	t.Run("long polls", func(t *testing.T) { watchAcrossRestart(t, false) })
+	t.Run("event stream", func(t *testing.T) { watchAcrossRestart(t, true) })
+}
+
+func watchAcrossRestart(t *testing.T, stream bool) {
 	srv := startServer(t)
 	c := srv.client(t)
 	ctx := ctxT(t, 60*time.Second)
@@ -99,7 +104,7 @@ func TestWatchResumesAcrossRestart(t *testing.T) {
 	if err != nil || rev == 0 {
 		t.Fatalf("revision %d: %v", rev, err)
 	}
-	w := c.Watch(ctx, leasehold.WatchOptions{Prefix: "w/", Since: rev, PollWait: 2 * time.Second})
+	w := c.Watch(ctx, leasehold.WatchOptions{Prefix: "w/", Since: rev, PollWait: 2 * time.Second, Stream: stream})
 	next := func() leasehold.Event {
 		t.Helper()
 		select {
@@ -164,6 +169,14 @@ func TestWatchOfCompactedHistoryIsTyped410(t *testing.T) {
 		if err := w.Err(); leasehold.IsHistoryCompacted(err) {
 			if p := leasehold.AsProblem(err); p.Status != 410 || p.OldestRevision <= 1 {
 				t.Fatalf("410 problem %+v", p)
+			}
+			// The event stream says the same.
+			sw := c.Watch(ctx, leasehold.WatchOptions{FromStart: true, Stream: true})
+			for range sw.Events() {
+				t.Fatal("an event from a compacted history")
+			}
+			if !leasehold.IsHistoryCompacted(sw.Err()) {
+				t.Fatalf("the stream of a compacted history: %v", sw.Err())
 			}
 			return
 		}

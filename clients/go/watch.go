@@ -52,6 +52,10 @@ type WatchOptions struct {
 	FromStart bool
 	// PollWait bounds one long poll (default 25 s).
 	PollWait time.Duration
+	// Stream receives the events as one server-sent-event stream
+	// (text/event-stream) instead of long polls; a dropped stream is
+	// reopened with Last-Event-ID naming the last revision delivered.
+	Stream bool
 }
 
 // Watcher delivers events in revision order, across reconnects: after a
@@ -107,6 +111,10 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions) *Watcher {
 
 func (w *Watcher) run(ctx context.Context, c *Client, opts WatchOptions) {
 	defer close(w.events)
+	if opts.Stream {
+		w.stream(ctx, c, opts)
+		return
+	}
 	wait := opts.PollWait
 	if wait <= 0 {
 		wait = 25 * time.Second
@@ -154,20 +162,28 @@ func (w *Watcher) run(ctx context.Context, c *Client, opts WatchOptions) {
 			if started && e.Revision <= since {
 				continue
 			}
-			select {
-			case w.events <- e:
-			case <-ctx.Done():
-				w.finish(ctx.Err())
+			if !w.deliver(ctx, e) {
 				return
 			}
 			since = e.Revision
-			w.setLast(since)
 		}
 		if !started || page.NextRevision > since {
 			since = page.NextRevision
 			started = true
 			w.setLast(since)
 		}
+	}
+}
+
+// deliver sends e, or ends the watch when ctx ends first.
+func (w *Watcher) deliver(ctx context.Context, e Event) bool {
+	select {
+	case w.events <- e:
+		w.setLast(e.Revision)
+		return true
+	case <-ctx.Done():
+		w.finish(ctx.Err())
+		return false
 	}
 }
 
