@@ -227,6 +227,16 @@ func TestElection(t *testing.T) {
 
 func overlaps(a, b *net.IPNet) bool { return a.Contains(b.IP) || b.Contains(a.IP) }
 
+// contains says whether one of the networks overlaps n.
+func contains(networks []string, n *net.IPNet) bool {
+	for _, s := range networks {
+		if _, m, err := net.ParseCIDR(s); err == nil && overlaps(m, n) {
+			return true
+		}
+	}
+	return false
+}
+
 func TestExcludeLocalSkipsThisHostsNetworks(t *testing.T) {
 	srv := startServer(t)
 	c := srv.client(t)
@@ -275,13 +285,35 @@ func TestExcludeLocalSkipsThisHostsNetworks(t *testing.T) {
 		}
 		got = append(got, r)
 	}
-	if len(got) != 3 {
-		t.Fatalf("%d blocks of %s reserved beside %s, want 3", len(got), pool.String(), local)
+	// Every block of the pool that none of this host's networks overlaps.
+	free := 0
+	for i := 0; i < 4; i++ {
+		ip := make(net.IP, 4)
+		copy(ip, pool.IP.To4())
+		v := uint32(ip[0])<<24 | uint32(ip[1])<<16 | uint32(ip[2])<<8 | uint32(ip[3])
+		v += uint32(i) << (32 - ones)
+		block := &net.IPNet{IP: net.IPv4(byte(v>>24), byte(v>>16), byte(v>>8), byte(v)).To4(), Mask: net.CIDRMask(ones, 32)}
+		taken := false
+		for _, s := range locals {
+			_, n, _ := net.ParseCIDR(s)
+			if n.IP.To4() != nil && overlaps(n, block) {
+				taken = true
+			}
+		}
+		if !taken {
+			free++
+		}
 	}
-	// Without the exclusion, this host's network is what is left.
+	if len(got) != free || free > 3 {
+		t.Fatalf("%d blocks of %s reserved beside this host's %v, want %d", len(got), pool.String(), locals, free)
+	}
+	// Without the exclusion, this host's networks are what is left.
 	r, err := c.Reserve(ctx, "local", ones)
-	if err != nil || r.Subnet != local.String() {
-		t.Fatalf("without ExcludeLocal: %+v %v", r, err)
+	if err != nil {
+		t.Fatalf("without ExcludeLocal: %v", err)
+	}
+	if n, _ := r.Network(); !overlaps(n, local) && !contains(locals, n) {
+		t.Fatalf("without ExcludeLocal: %s, none of this host's %v", r.Subnet, locals)
 	}
 	confirmed, err := c.Confirm(ctx, got[0])
 	if err != nil || confirmed.State != leasehold.StateAllocated || confirmed.ExpiresAt != nil {
