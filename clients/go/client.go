@@ -215,31 +215,9 @@ func (c *Client) backoff(attempt int) time.Duration {
 // once sends one attempt. wait is -1 when the error is final, 0 when it may
 // be retried after a backoff, or the server's Retry-After.
 func (c *Client) once(ctx context.Context, cl *call, payload []byte, out any) (int, time.Duration, error) {
-	u := *c.base
-	u.RawPath = c.base.Path + cl.path
-	u.Path, _ = url.PathUnescape(u.RawPath)
-	if len(cl.query) > 0 {
-		u.RawQuery = cl.query.Encode()
-	}
-	var body io.Reader
-	if payload != nil {
-		body = bytes.NewReader(payload)
-	}
-	req, err := http.NewRequestWithContext(ctx, cl.method, u.String(), body)
+	req, err := c.request(ctx, cl, payload)
 	if err != nil {
-		return 0, -1, fmt.Errorf("leasehold: %w", err)
-	}
-	for k, vs := range cl.header {
-		req.Header[k] = vs
-	}
-	if payload != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if req.Header.Get("Accept") == "" {
-		req.Header.Set("Accept", "application/json, application/problem+json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		return 0, -1, err
 	}
 	cl.sent = time.Now()
 	resp, err := c.hc.Do(req)
@@ -271,6 +249,37 @@ func (c *Client) once(ctx context.Context, cl *call, payload []byte, out any) (i
 		return resp.StatusCode, p.RetryAfter, p
 	}
 	return resp.StatusCode, -1, p
+}
+
+// request builds the HTTP request of cl.
+func (c *Client) request(ctx context.Context, cl *call, payload []byte) (*http.Request, error) {
+	u := *c.base
+	u.RawPath = c.base.Path + cl.path
+	u.Path, _ = url.PathUnescape(u.RawPath)
+	if len(cl.query) > 0 {
+		u.RawQuery = cl.query.Encode()
+	}
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, u.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("leasehold: %w", err)
+	}
+	for k, vs := range cl.header {
+		req.Header[k] = vs
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json, application/problem+json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
 }
 
 // TransportError is a request that got no answer from the server (connection

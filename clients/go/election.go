@@ -49,11 +49,9 @@ func (e *Election) Observe(ctx context.Context) <-chan *Lease {
 	out := make(chan *Lease, 1)
 	go func() {
 		defer close(out)
-		page, err := e.c.ListLocks(ctx, e.name, 1, "")
-		var since int64
-		if err == nil {
-			since = page.Revision
-		}
+		// Changes after this revision are watched, so none made after the
+		// first look at the leader is missed.
+		since, err := e.c.Revision(ctx)
 		w := e.c.Watch(ctx, WatchOptions{Prefix: e.name, Since: since, FromStart: err == nil})
 		var last int64 = -1
 		send := func() bool {

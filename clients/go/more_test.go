@@ -89,15 +89,22 @@ func TestSessionLostClosesDone(t *testing.T) {
 }
 
 func TestWatchResumesAcrossRestart(t *testing.T) {
+	t.Run("long polls", func(t *testing.T) { watchAcrossRestart(t, false) })
+	t.Run("event stream", func(t *testing.T) { watchAcrossRestart(t, true) })
+}
+
+func watchAcrossRestart(t *testing.T, stream bool) {
 	srv := startServer(t)
 	c := srv.client(t)
 	ctx := ctxT(t, 60*time.Second)
-	page, err := c.ListLocks(ctx, "w/", 0, "")
-	if err != nil {
+	if _, err := c.Acquire(ctx, "w/before"); err != nil {
 		t.Fatal(err)
 	}
-	w := c.Watch(ctx, leasehold.WatchOptions{Prefix: "w/", Since: page.Revision, FromStart: true,
-		PollWait: 2 * time.Second})
+	rev, err := c.Revision(ctx)
+	if err != nil || rev == 0 {
+		t.Fatalf("revision %d: %v", rev, err)
+	}
+	w := c.Watch(ctx, leasehold.WatchOptions{Prefix: "w/", Since: rev, PollWait: 2 * time.Second, Stream: stream})
 	next := func() leasehold.Event {
 		t.Helper()
 		select {
@@ -163,6 +170,14 @@ func TestWatchOfCompactedHistoryIsTyped410(t *testing.T) {
 			if p := leasehold.AsProblem(err); p.Status != 410 || p.OldestRevision <= 1 {
 				t.Fatalf("410 problem %+v", p)
 			}
+			// The event stream says the same.
+			sw := c.Watch(ctx, leasehold.WatchOptions{FromStart: true, Stream: true})
+			for range sw.Events() {
+				t.Fatal("an event from a compacted history")
+			}
+			if !leasehold.IsHistoryCompacted(sw.Err()) {
+				t.Fatalf("the stream of a compacted history: %v", sw.Err())
+			}
 			return
 		}
 		if time.Now().After(deadline) {
@@ -212,6 +227,16 @@ func TestElection(t *testing.T) {
 
 func overlaps(a, b *net.IPNet) bool { return a.Contains(b.IP) || b.Contains(a.IP) }
 
+// contains says whether one of the networks overlaps n.
+func contains(networks []string, n *net.IPNet) bool {
+	for _, s := range networks {
+		if _, m, err := net.ParseCIDR(s); err == nil && overlaps(m, n) {
+			return true
+		}
+	}
+	return false
+}
+
 func TestExcludeLocalSkipsThisHostsNetworks(t *testing.T) {
 	srv := startServer(t)
 	c := srv.client(t)
@@ -238,6 +263,10 @@ func TestExcludeLocalSkipsThisHostsNetworks(t *testing.T) {
 	if _, err := c.PutPool(ctx, "local", pool.String(), nil); err != nil {
 		t.Fatal(err)
 	}
+	pools, err := c.ListPools(ctx, "")
+	if err != nil || len(pools.Items) != 1 || pools.Items[0].Family != "ipv4" || pools.Items[0].CIDR != pool.String() {
+		t.Fatalf("pools: %+v %v", pools, err)
+	}
 	var got []*leasehold.Reservation
 	for {
 		r, err := c.Reserve(ctx, "local", ones, leasehold.ExcludeLocal(), leasehold.WithTTL(10*time.Second))
@@ -256,13 +285,35 @@ func TestExcludeLocalSkipsThisHostsNetworks(t *testing.T) {
 		}
 		got = append(got, r)
 	}
-	if len(got) != 3 {
-		t.Fatalf("%d blocks of %s reserved beside %s, want 3", len(got), pool.String(), local)
+	// Every block of the pool that none of this host's networks overlaps.
+	free := 0
+	for i := 0; i < 4; i++ {
+		ip := make(net.IP, 4)
+		copy(ip, pool.IP.To4())
+		v := uint32(ip[0])<<24 | uint32(ip[1])<<16 | uint32(ip[2])<<8 | uint32(ip[3])
+		v += uint32(i) << (32 - ones)
+		block := &net.IPNet{IP: net.IPv4(byte(v>>24), byte(v>>16), byte(v>>8), byte(v)).To4(), Mask: net.CIDRMask(ones, 32)}
+		taken := false
+		for _, s := range locals {
+			_, n, _ := net.ParseCIDR(s)
+			if n.IP.To4() != nil && overlaps(n, block) {
+				taken = true
+			}
+		}
+		if !taken {
+			free++
+		}
 	}
-	// Without the exclusion, this host's network is what is left.
+	if len(got) != free || free > 3 {
+		t.Fatalf("%d blocks of %s reserved beside this host's %v, want %d", len(got), pool.String(), locals, free)
+	}
+	// Without the exclusion, this host's networks are what is left.
 	r, err := c.Reserve(ctx, "local", ones)
-	if err != nil || r.Subnet != local.String() {
-		t.Fatalf("without ExcludeLocal: %+v %v", r, err)
+	if err != nil {
+		t.Fatalf("without ExcludeLocal: %v", err)
+	}
+	if n, _ := r.Network(); !overlaps(n, local) && !contains(locals, n) {
+		t.Fatalf("without ExcludeLocal: %s, none of this host's %v", r.Subnet, locals)
 	}
 	confirmed, err := c.Confirm(ctx, got[0])
 	if err != nil || confirmed.State != leasehold.StateAllocated || confirmed.ExpiresAt != nil {
@@ -348,5 +399,51 @@ func TestBadInputIsATypedError(t *testing.T) {
 	dead, _ := leasehold.New(freePort(t), leasehold.WithRetry(leasehold.RetryPolicy{Attempts: 2, First: time.Millisecond, Max: time.Millisecond}))
 	if _, err := dead.Acquire(ctx, "k"); !leasehold.IsUnreachable(err) {
 		t.Fatalf("an unreachable server: %v", err)
+	}
+}
+
+func TestAn503IsRetriedAfterItsRetryAfter(t *testing.T) {
+	// One waiting acquire at a time: a second one is refused with 503
+	// overloaded and Retry-After until the first is served.
+	srv := startServer(t, "--max-waiters", "1")
+	c := srv.client(t)
+	ctx := ctxT(t, 30*time.Second)
+	first, err := c.Acquire(ctx, "busy/1", leasehold.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Acquire(ctx, "busy/2", leasehold.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(ctx, "busy/1", leasehold.WithWait(10*time.Second))
+		waiting <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the one waiter slot is taken
+	// Without retries the refusal is a typed 503.
+	once := srv.client(t, leasehold.WithRetry(leasehold.RetryPolicy{Attempts: 1}))
+	_, err = once.Acquire(ctx, "busy/2", leasehold.WithWait(10*time.Second))
+	p := leasehold.AsProblem(err)
+	if p == nil || p.Status != 503 || p.RetryAfter <= 0 {
+		t.Fatalf("a second waiter without retries: %v", err)
+	}
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = c.Release(ctx, "busy/1", first.Token)
+		time.Sleep(300 * time.Millisecond)
+		_ = c.Release(ctx, "busy/2", second.Token)
+	}()
+	start := time.Now()
+	l, err := c.Acquire(ctx, "busy/2", leasehold.WithWait(10*time.Second))
+	if err != nil {
+		t.Fatalf("the retried waiter: %v", err)
+	}
+	if time.Since(start) < 500*time.Millisecond || l.Key != "busy/2" {
+		t.Fatalf("granted %+v after %v", l, time.Since(start))
+	}
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
 	}
 }

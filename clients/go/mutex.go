@@ -10,6 +10,9 @@ import (
 // ErrNotLocked is returned by Unlock of a Mutex that holds no lease.
 var ErrNotLocked = errors.New("leasehold: mutex is not locked")
 
+// ErrNoClient is returned by a Mutex that was not made by Client.NewMutex.
+var ErrNoClient = errors.New("leasehold: mutex made without a client (use Client.NewMutex)")
+
 // longestPoll bounds one long-poll of a waiting Lock; a longer wait is
 // several polls with the same Idempotency-Key.
 const longestPoll = 30 * time.Second
@@ -53,6 +56,9 @@ func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
 func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
 
 func (m *Mutex) lock(ctx context.Context, wait bool) error {
+	if m.c == nil {
+		return ErrNoClient
+	}
 	g := m.c.grantOf(m.opts)
 	g.idemKey = newIdempotencyKey()
 	for {

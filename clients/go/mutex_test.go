@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -351,5 +352,82 @@ func TestKeyedMutexAndIdempotentReplay(t *testing.T) {
 	}
 	if _, err := c.Renew(ctx, key, l1.Token, 0); !leasehold.IsLeaseLost(err) {
 		t.Fatalf("renew after release: %v", err)
+	}
+}
+
+func TestAGrantWhoseAnswerIsLostIsRetriedWithItsIdempotencyKey(t *testing.T) {
+	srv := startServer(t)
+	px := startProxy(t, srv.addr)
+	// No idle connection to reuse: each attempt dials anew through the proxy.
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	c, err := leasehold.New(px.url(), leasehold.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 20*time.Second)
+	key := uniqueKey(t)
+	px.loseAnswers(1)
+	l, err := c.Acquire(ctx, key, leasehold.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Replayed {
+		t.Fatal("the retry was granted a second lease instead of the first one's replay")
+	}
+	held, err := srv.client(t).Inspect(ctx, key)
+	if err != nil || held.FencingToken != l.FencingToken {
+		t.Fatalf("the key holds %+v (%v), the client has fencing token %d", held, err, l.FencingToken)
+	}
+	// The same for a reservation.
+	if _, err := c.PutPool(ctx, "lost", "10.0.0.0/16", nil); err != nil {
+		t.Fatal(err)
+	}
+	px.loseAnswers(1)
+	r, err := c.Reserve(ctx, "lost", 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.ListReservations(ctx, "lost", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Replayed || len(page.Items) != 1 || page.Items[0].ID != r.ID {
+		t.Fatalf("after a lost answer: replayed %v, %d reservations", r.Replayed, len(page.Items))
+	}
+	// And a Mutex's Lock: one lease, the one it holds.
+	px.loseAnswers(1)
+	m := c.NewMutex(key+"/m", leasehold.WithTTL(10*time.Second))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Lease().Replayed {
+		t.Fatal("Lock after a lost answer took a second lease")
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAZeroMutexOrReservationIsAnErrorNotAPanic(t *testing.T) {
+	ctx := ctxT(t, 5*time.Second)
+	var m leasehold.Mutex
+	if err := m.Lock(ctx); err == nil {
+		t.Fatal("Lock of a Mutex made without a client")
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, leasehold.ErrNotLocked) {
+		t.Fatalf("Unlock of a zero Mutex: %v", err)
+	}
+	c, err := leasehold.New("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Confirm(ctx, nil); err == nil {
+		t.Fatal("Confirm(nil)")
+	}
+	if err := c.ReleaseReservation(ctx, nil); err == nil {
+		t.Fatal("ReleaseReservation(nil)")
+	}
+	if _, err := c.RenewReservation(ctx, nil, 0); err == nil {
+		t.Fatal("RenewReservation(nil)")
 	}
 }

@@ -125,6 +125,10 @@ type proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]bool
 	closed bool
+	// lose is how many of the next connections lose their answer: the
+	// request reaches the server, the connection is cut as the answer
+	// starts back.
+	lose int
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -154,7 +158,22 @@ func (p *proxy) serve() {
 		if !p.track(in, out) {
 			return
 		}
+		p.mu.Lock()
+		lose := p.lose > 0
+		if lose {
+			p.lose--
+		}
+		p.mu.Unlock()
 		go func() { _, _ = io.Copy(out, in); out.Close() }()
+		if lose {
+			go func() {
+				var b [1]byte
+				_, _ = out.Read(b[:])
+				in.Close()
+				out.Close()
+			}()
+			continue
+		}
 		go func() { _, _ = io.Copy(in, out); in.Close() }()
 	}
 }
@@ -172,6 +191,13 @@ func (p *proxy) track(cs ...net.Conn) bool {
 		p.conns[c] = true
 	}
 	return true
+}
+
+// loseAnswers makes the next n connections lose their answers.
+func (p *proxy) loseAnswers(n int) {
+	p.mu.Lock()
+	p.lose = n
+	p.mu.Unlock()
 }
 
 func (p *proxy) cut() {

@@ -2,6 +2,7 @@ package leasehold
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"time"
@@ -46,7 +47,9 @@ func (r *Reservation) Network() (*net.IPNet, error) {
 type Pool struct {
 	Name           string            `json:"name"`
 	CIDR           string            `json:"cidr"`
+	Family         string            `json:"family"` // ipv4 or ipv6
 	Labels         map[string]string `json:"labels"`
+	CreatedAt      time.Time         `json:"created_at"`
 	ReservedCount  int64             `json:"reserved_count"`
 	AllocatedCount int64             `json:"allocated_count"`
 	FreeAddresses  string            `json:"free_addresses"`
@@ -78,6 +81,25 @@ func (c *Client) PutPool(ctx context.Context, pool, cidr string, labels map[stri
 func (c *Client) GetPool(ctx context.Context, pool string) (*Pool, error) {
 	var p Pool
 	if _, err := c.do(ctx, &call{method: http.MethodGet, path: poolPath(pool)}, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// PoolPage is one page of pools (without usage).
+type PoolPage struct {
+	Items      []Pool  `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ListPools returns a page of the pools the caller may see.
+func (c *Client) ListPools(ctx context.Context, cursor string) (*PoolPage, error) {
+	cl := &call{method: http.MethodGet, path: "/v1/pools"}
+	if cursor != "" {
+		cl.query = map[string][]string{"cursor": {cursor}}
+	}
+	var p PoolPage
+	if _, err := c.do(ctx, cl, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -144,6 +166,9 @@ func (c *Client) reserve(ctx context.Context, pool string, body reserveBody, opt
 	return &r, nil
 }
 
+// ErrNoReservation is returned for a nil *Reservation.
+var ErrNoReservation = errors.New("leasehold: no reservation given")
+
 type tokenBody struct {
 	Token string `json:"token"`
 	TTL   *int64 `json:"ttl_ms,omitempty"`
@@ -151,6 +176,9 @@ type tokenBody struct {
 
 // RenewReservation extends a reservation by ttl from now (zero: its own).
 func (c *Client) RenewReservation(ctx context.Context, r *Reservation, ttl time.Duration) (*Reservation, error) {
+	if r == nil {
+		return nil, ErrNoReservation
+	}
 	cl := &call{method: http.MethodPost, path: reservationPath(r.Pool, r.ID) + "/renew",
 		body: tokenBody{r.Token, optMs(ttl)}}
 	var out Reservation
@@ -163,6 +191,9 @@ func (c *Client) RenewReservation(ctx context.Context, r *Reservation, ttl time.
 
 // Confirm makes a reservation allocated: it no longer expires.
 func (c *Client) Confirm(ctx context.Context, r *Reservation) (*Reservation, error) {
+	if r == nil {
+		return nil, ErrNoReservation
+	}
 	cl := &call{method: http.MethodPost, path: reservationPath(r.Pool, r.ID) + "/confirm",
 		body: tokenBody{Token: r.Token}}
 	var out Reservation
@@ -183,6 +214,9 @@ func (c *Client) Confirm(ctx context.Context, r *Reservation) (*Reservation, err
 
 // ReleaseReservation gives a reservation back (confirmed or not).
 func (c *Client) ReleaseReservation(ctx context.Context, r *Reservation) error {
+	if r == nil {
+		return ErrNoReservation
+	}
 	cl := &call{method: http.MethodPost, path: reservationPath(r.Pool, r.ID) + "/release",
 		body: tokenBody{Token: r.Token}}
 	_, err := c.do(ctx, cl, nil)
@@ -205,7 +239,6 @@ func (c *Client) GetReservation(ctx context.Context, pool, id string) (*Reservat
 type ReservationPage struct {
 	Items      []Reservation `json:"items"`
 	NextCursor *string       `json:"next_cursor"`
-	Revision   int64         `json:"revision"`
 }
 
 // ListReservations returns a page of pool's live reservations.

@@ -44,13 +44,18 @@ type WatchOptions struct {
 	Prefix string
 	// Pool: only reservation events of this pool.
 	Pool string
-	// Since: every event after this revision (a LockPage's Revision, or the
-	// last event seen). Zero: from now on, unless FromStart.
+	// Since: every event after this revision (from Client.Revision taken
+	// before a listing, or the last event seen). Zero: from now on, unless
+	// FromStart.
 	Since int64
 	// FromStart: every event the server still keeps.
 	FromStart bool
 	// PollWait bounds one long poll (default 25 s).
 	PollWait time.Duration
+	// Stream receives the events as one server-sent-event stream
+	// (text/event-stream) instead of long polls; a dropped stream is
+	// reopened with Last-Event-ID naming the last revision delivered.
+	Stream bool
 }
 
 // Watcher delivers events in revision order, across reconnects: after a
@@ -82,6 +87,20 @@ func (w *Watcher) Revision() int64 {
 	return w.last
 }
 
+// Revision is the newest event revision the server has: a Watch with Since
+// set to a revision taken before a listing misses no change after it.
+func (c *Client) Revision(ctx context.Context) (int64, error) {
+	q := url.Values{}
+	q.Set("limit", "1")
+	var page struct {
+		NextRevision int64 `json:"next_revision"`
+	}
+	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/events", query: q}, &page); err != nil {
+		return 0, err
+	}
+	return page.NextRevision, nil
+}
+
 // Watch follows the changes opts selects until ctx ends. The server is asked
 // in long polls of JSON pages, each naming the last revision seen.
 func (c *Client) Watch(ctx context.Context, opts WatchOptions) *Watcher {
@@ -92,6 +111,10 @@ func (c *Client) Watch(ctx context.Context, opts WatchOptions) *Watcher {
 
 func (w *Watcher) run(ctx context.Context, c *Client, opts WatchOptions) {
 	defer close(w.events)
+	if opts.Stream {
+		w.stream(ctx, c, opts)
+		return
+	}
 	wait := opts.PollWait
 	if wait <= 0 {
 		wait = 25 * time.Second
@@ -139,20 +162,28 @@ func (w *Watcher) run(ctx context.Context, c *Client, opts WatchOptions) {
 			if started && e.Revision <= since {
 				continue
 			}
-			select {
-			case w.events <- e:
-			case <-ctx.Done():
-				w.finish(ctx.Err())
+			if !w.deliver(ctx, e) {
 				return
 			}
 			since = e.Revision
-			w.setLast(since)
 		}
 		if !started || page.NextRevision > since {
 			since = page.NextRevision
 			started = true
 			w.setLast(since)
 		}
+	}
+}
+
+// deliver sends e, or ends the watch when ctx ends first.
+func (w *Watcher) deliver(ctx context.Context, e Event) bool {
+	select {
+	case w.events <- e:
+		w.setLast(e.Revision)
+		return true
+	case <-ctx.Done():
+		w.finish(ctx.Err())
+		return false
 	}
 }
 

@@ -1,0 +1,106 @@
+package leasehold
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// stream follows the events as server-sent events, reopening the stream
+// after the last revision delivered whenever it drops.
+func (w *Watcher) stream(ctx context.Context, c *Client, opts WatchOptions) {
+	since, started := opts.Since, opts.Since > 0 || opts.FromStart
+	failures := 0
+	for {
+		if !started {
+			// From now on: pin "now" to a revision, so that a reconnect
+			// misses nothing that happened in between.
+			rev, err := c.Revision(ctx)
+			if err == nil {
+				since, started = rev, true
+			}
+		}
+		var err error
+		if started {
+			var delivered bool
+			delivered, err = w.streamOnce(ctx, c, opts, &since)
+			if delivered {
+				failures = 0
+			}
+		}
+		if ctx.Err() != nil {
+			w.finish(ctx.Err())
+			return
+		}
+		if p := AsProblem(err); p != nil && p.Status != 503 && p.Status != 429 {
+			w.finish(err)
+			return
+		}
+		failures++
+		if !sleepCtx(ctx, c.backoff(failures)) {
+			w.finish(ctx.Err())
+			return
+		}
+	}
+}
+
+// streamOnce reads one stream until it ends. It reports whether it got an
+// answer of 200, and a refusal as a *Problem.
+func (w *Watcher) streamOnce(ctx context.Context, c *Client, opts WatchOptions, since *int64) (bool, error) {
+	q := url.Values{}
+	if opts.Prefix != "" {
+		q.Set("prefix", opts.Prefix)
+	}
+	if opts.Pool != "" {
+		q.Set("pool", opts.Pool)
+	}
+	h := http.Header{}
+	h.Set("Accept", "text/event-stream")
+	h.Set("Last-Event-ID", strconv.FormatInt(*since, 10))
+	req, err := c.request(ctx, &call{method: http.MethodGet, path: "/v1/events", query: q, header: h}, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return false, &TransportError{Op: "GET /v1/events", Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return false, parseProblem(resp, data)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var data strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data.Len() == 0 {
+				continue
+			}
+			var e Event
+			err := json.Unmarshal([]byte(data.String()), &e)
+			data.Reset()
+			if err != nil || e.Revision <= *since {
+				continue
+			}
+			if !w.deliver(ctx, e) {
+				return true, ctx.Err()
+			}
+			*since = e.Revision
+		case strings.HasPrefix(line, "data:"):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+	return true, &TransportError{Op: "GET /v1/events", Err: io.ErrUnexpectedEOF}
+}
