@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tokio::sync::{Notify, broadcast};
 
-use super::dialect::{Atomicity, Dialect, WriteWork};
+use super::dialect::{Atomicity, Dialect, ReadWork, WriteWork};
 use super::events::{EventBounds, Horizon};
 use super::reservations::Update;
 use super::{
@@ -17,15 +17,18 @@ use super::{
     ReserveSubnet, Resumed, SessionEnd, Settled, Settling, Store, StoreError, StoreResult,
 };
 use super::{
-    events, expiry, lock_sets, locks, owners, pools, reservations, resume, sessions, sql, subnets,
+    GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, expiry, groups,
+    lock_sets, locks, owners, pools, reservations, resume, sessions, sql, subnets,
 };
 use crate::domain::Millis;
 use crate::domain::events::Event;
 use crate::domain::fencing::Fencing;
+use crate::domain::group::{Group, Member};
 use crate::domain::lock::LockLease;
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
+use serde_json::{Map, Value};
 
 #[async_trait]
 impl<D: Dialect> Store for D {
@@ -63,14 +66,22 @@ impl<D: Dialect> Store for D {
         key: &str,
         token: &str,
         ttl_ms: Option<Millis>,
+        metadata: Option<Map<String, Value>>,
         now: Millis,
     ) -> StoreResult<LockLease> {
         let (key, token) = (key.to_owned(), token.to_owned());
+        // A plain renewal is one statement; new metadata and its event are more.
+        let atomicity = match metadata {
+            None => Atomicity::Statement,
+            Some(_) => Atomicity::AllOrNothing,
+        };
         self.counted(
-            Atomicity::Statement,
-            Box::new(move |c, _| {
-                let (token, key) = (token.clone(), key.clone());
-                Box::pin(async move { locks::renew(c, &key, &token, ttl_ms, now).await })
+            atomicity,
+            Box::new(move |c, fx| {
+                let (token, key, metadata) = (token.clone(), key.clone(), metadata.clone());
+                Box::pin(async move {
+                    locks::renew::<D>(c, fx, &key, &token, ttl_ms, metadata, now).await
+                })
             }),
         )
         .await
@@ -110,10 +121,24 @@ impl<D: Dialect> Store for D {
         .await
     }
 
-    async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>> {
-        let query = query.clone();
-        self.read(Box::new(move |c| {
-            Box::pin(async move { locks::list(c, &query, now).await })
+    async fn list_locks(
+        &self,
+        queries: Vec<LockQuery>,
+        now: Millis,
+    ) -> StoreResult<(Vec<LockLease>, i64)> {
+        self.snapshot(Box::new(move |c| {
+            Box::pin(async move {
+                let mut items = Vec::new();
+                for mut query in queries {
+                    let left = query.limit as usize - items.len().min(query.limit as usize);
+                    if left == 0 {
+                        break;
+                    }
+                    query.limit = left as u32;
+                    items.extend(locks::list(c, &query, now).await?);
+                }
+                Ok(items)
+            })
         }))
         .await
     }
@@ -170,9 +195,9 @@ impl<D: Dialect> Store for D {
         .await
     }
 
-    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
+    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<(Vec<Pool>, i64)> {
         let after = after.map(str::to_owned);
-        self.read(Box::new(move |c| {
+        self.snapshot(Box::new(move |c| {
             Box::pin(async move { pools::list(c, after.as_deref(), limit).await })
         }))
         .await
@@ -217,10 +242,11 @@ impl<D: Dialect> Store for D {
         id: &str,
         token: &str,
         ttl_ms: Option<Millis>,
+        metadata: Option<Map<String, Value>>,
         now: Millis,
     ) -> StoreResult<Reservation> {
-        self.update_reservation(pool, id, token, Update::Renew { ttl_ms }, now)
-            .await
+        let update = Update::Renew { ttl_ms, metadata };
+        self.update_reservation(pool, id, token, update, now).await
     }
 
     async fn confirm_reservation(
@@ -259,9 +285,9 @@ impl<D: Dialect> Store for D {
         &self,
         query: &ReservationQuery,
         now: Millis,
-    ) -> StoreResult<Vec<Reservation>> {
+    ) -> StoreResult<(Vec<Reservation>, i64)> {
         let query = query.clone();
-        self.read(Box::new(move |c| {
+        self.snapshot(Box::new(move |c| {
             Box::pin(async move { reservations::list(c, &query, now).await })
         }))
         .await
@@ -417,6 +443,145 @@ impl<D: Dialect> Store for D {
         .await
     }
 
+    async fn put_group(
+        &self,
+        name: &str,
+        metadata: Option<Map<String, Value>>,
+        owner: Option<String>,
+        now: Millis,
+    ) -> StoreResult<(bool, Group)> {
+        let name = name.to_owned();
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                let (name, metadata, owner) = (name.clone(), metadata.clone(), owner.clone());
+                Box::pin(async move {
+                    groups::put::<D>(c, fx, &name, &metadata, owner.as_deref(), now).await
+                })
+            }),
+        )
+        .await
+    }
+
+    async fn get_group(&self, name: &str, now: Millis) -> StoreResult<Group> {
+        let name = name.to_owned();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { groups::get(c, &name, now).await })
+        }))
+        .await
+    }
+
+    async fn list_groups(&self, query: &GroupQuery, now: Millis) -> StoreResult<(Vec<Group>, i64)> {
+        let query = query.clone();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { groups::list::<D>(c, &query, now).await })
+        }))
+        .await
+    }
+
+    async fn delete_group(&self, name: &str, now: Millis) -> StoreResult<()> {
+        let name = name.to_owned();
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                let name = name.clone();
+                Box::pin(async move { groups::delete::<D>(c, fx, &name, now).await })
+            }),
+        )
+        .await
+    }
+
+    async fn join_group(
+        &self,
+        join: JoinMember,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<JoinOutcome> {
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                Box::pin(groups::join::<D>(c, fx, join.clone(), token.clone(), now))
+            }),
+        )
+        .await
+    }
+
+    async fn renew_member(
+        &self,
+        group: &str,
+        member: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        capabilities: Option<Value>,
+        now: Millis,
+    ) -> StoreResult<Member> {
+        let (group, member, token) = (group.to_owned(), member.to_owned(), token.to_owned());
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                let (group, member, token, caps) = (
+                    group.clone(),
+                    member.clone(),
+                    token.clone(),
+                    capabilities.clone(),
+                );
+                Box::pin(async move {
+                    groups::renew::<D>(c, fx, &group, &member, &token, ttl_ms, caps, now).await
+                })
+            }),
+        )
+        .await
+    }
+
+    async fn leave_group(
+        &self,
+        group: &str,
+        member: &str,
+        proof: Option<LeaveProof>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let (group, member) = (group.to_owned(), member.to_owned());
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                let (group, member, proof) = (group.clone(), member.clone(), proof.clone());
+                Box::pin(
+                    async move { groups::leave::<D>(c, fx, &group, &member, proof, now).await },
+                )
+            }),
+        )
+        .await
+    }
+
+    async fn get_member(&self, group: &str, member: &str, now: Millis) -> StoreResult<Member> {
+        let (group, member) = (group.to_owned(), member.to_owned());
+        self.read(Box::new(move |c| {
+            Box::pin(async move { groups::get_member(c, &group, &member, now).await })
+        }))
+        .await
+    }
+
+    async fn list_members(
+        &self,
+        query: &MemberQuery,
+        now: Millis,
+    ) -> StoreResult<(Vec<Member>, i64)> {
+        let query = query.clone();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { groups::members::<D>(c, &query, now).await })
+        }))
+        .await
+    }
+
+    async fn reap_members(&self, now: Millis, batch: u32) -> StoreResult<u64> {
+        self.counted_as(
+            true,
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| Box::pin(groups::reap::<D>(c, fx, now, batch))),
+        )
+        .await
+    }
+
     async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {
         let owner = owner.to_owned();
         self.read(Box::new(move |c| {
@@ -516,13 +681,14 @@ impl<D: Dialect> ReservationWrites for D {
         let (pool, id, token) = (pool.to_owned(), id.to_owned(), token.to_owned());
         // A renewal is one statement; a confirmation and its event are two.
         let atomicity = match update {
-            Update::Renew { .. } => Atomicity::Statement,
-            Update::Confirm => Atomicity::AllOrNothing,
+            Update::Renew { metadata: None, .. } => Atomicity::Statement,
+            Update::Renew { .. } | Update::Confirm => Atomicity::AllOrNothing,
         };
         self.counted(
             atomicity,
             Box::new(move |c, fx| {
                 let (token, pool, id) = (token.clone(), pool.clone(), id.clone());
+                let update = update.clone();
                 Box::pin(async move {
                     reservations::update::<D>(c, fx, &pool, &id, &token, update, now).await
                 })
@@ -552,6 +718,26 @@ impl<D: Dialect> ReservationWrites for D {
         .await
     }
 }
+
+/// Reads in one snapshot with the revision they reflect.
+#[async_trait]
+trait Snapshot: Dialect + Sized {
+    async fn snapshot<T: Send + 'static>(
+        &self,
+        work: ReadWork<Self::Conn, T>,
+    ) -> StoreResult<(T, i64)> {
+        self.read(Box::new(move |c| {
+            Box::pin(async move {
+                let revision = events::begin_snapshot::<Self>(c).await?;
+                let read = work(c).await;
+                events::end_snapshot::<Self, _>(c, read.map(|t| (t, revision))).await
+            })
+        }))
+        .await
+    }
+}
+
+impl<D: Dialect> Snapshot for D {}
 
 /// Every write of the engine goes through here: it is counted, once
 /// committed, as a client's or the server's own.

@@ -10,10 +10,12 @@ mod clock_steps;
 mod cors;
 mod events;
 mod fencing;
+mod groups;
 mod harness;
 mod helpers;
 mod hostile_clients;
 mod idempotency;
+mod list_then_watch;
 mod locations;
 mod lock_rules;
 mod lock_sets;
@@ -48,8 +50,10 @@ fn main() {
         cors::tests(),
         events::tests(),
         fencing::tests(),
+        groups::tests(),
         hostile_clients::tests(),
         idempotency::tests(),
+        list_then_watch::tests(),
         locations::tests(),
         lock_rules::tests(),
         lock_sets::tests(),
