@@ -34,7 +34,7 @@ class Lock:
     within the TTL counted from when the last grant or renewal was sent),
     :attr:`lost` is set and ``on_lost`` is called. Bound to a ``session``,
     nothing is renewed here: the lease lives as long as the session, and is
-    lost with it.
+    lost when the session ends (closed or expired) while the lock is held.
 
     Args:
         wait: seconds :meth:`acquire` waits for the key (``None``: forever).
@@ -139,7 +139,7 @@ class Lock:
     def _follow_session(self, session: "Session") -> None:
         def follow() -> None:
             while self.lease is not None and not self.lost.is_set():
-                if session.lost.wait(0.5):
+                if session.ended.wait(0.5):
                     if self.lease is not None:
                         self.lost.set()
                         self._lost()

@@ -41,7 +41,10 @@ class Session:
         self.metadata = metadata
         self.keepalive = keepalive
         self.on_lost = on_lost
+        #: Set when the session ended without :meth:`close` (it expired).
         self.lost = threading.Event()
+        #: Set when the session ended for any reason, closed or lost.
+        self.ended = threading.Event()
         self._info: SessionInfo | None = None
         self._keepalive: KeepAlive | None = None
 
@@ -62,6 +65,7 @@ class Session:
         sent = time.monotonic()
         self._info = self.client.open_session(self.ttl, self.holder, self.metadata)
         self.lost.clear()
+        self.ended.clear()
         if self.keepalive:
             self._keepalive = KeepAlive(
                 f"leasehold-session-{self._info.id}",
@@ -69,9 +73,14 @@ class Session:
                 self.ttl,
                 sent,
                 self.lost,
-                self.on_lost or (lambda: None),
+                self._lost,
             )
         return self
+
+    def _lost(self) -> None:
+        self.ended.set()
+        if self.on_lost is not None:
+            self.on_lost()
 
     def renew(self) -> SessionInfo:
         """Renew the session now; :class:`~leasehold.LeaseLost` if it ended."""
@@ -79,6 +88,7 @@ class Session:
             return self.client.renew_session(self.info.id, self.info.token or "")
         except (LeaseLost, NotFound):
             self.lost.set()
+            self.ended.set()
             raise
 
     def close(self) -> None:
@@ -89,6 +99,7 @@ class Session:
         if self._info is None:
             return
         info, self._info = self._info, None
+        self.ended.set()
         try:
             self.client.close_session(info.id, info.token or "")
         except (LeaseLost, NotFound):

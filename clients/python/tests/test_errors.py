@@ -1,0 +1,100 @@
+"""Refusals arrive as exception classes keyed by the problem's type."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Server, free_port
+from leasehold import (
+    PROBLEM_TYPES,
+    Client,
+    Conflict,
+    ConnectionFailed,
+    HistoryCompacted,
+    InvalidRequest,
+    LeaseLost,
+    LockHeld,
+    LockNotFound,
+    NotFound,
+    Problem,
+    SessionNotFound,
+    Watch,
+)
+
+
+def test_every_problem_type_has_its_own_class() -> None:
+    for name in ("lock-held", "lease-lost", "lock-not-found", "quota-exceeded",
+                 "rate-limited", "history-compacted", "group-not-found",
+                 "member-exists", "group-not-empty", "session-lost", "overloaded"):
+        assert PROBLEM_TYPES[name].types.count(name) == 1
+
+
+def test_a_conflict_carries_holder_expiry_and_retry_after(client: Client, key: str) -> None:
+    client.acquire(key, ttl=30, holder="node-7/pid-4121")
+    with pytest.raises(LockHeld) as refused:
+        client.acquire(key, ttl=30)
+    problem = refused.value
+    assert isinstance(problem, Conflict) and isinstance(problem, Problem)
+    assert problem.type == "lock-held" and problem.status == 409
+    assert problem.holder == "node-7/pid-4121"
+    assert problem.expires_at and problem.expires_at.endswith("Z")
+    assert problem.retry_after is not None and 0 < problem.retry_after <= 30
+    assert problem.get("key") == key
+
+
+def test_a_stale_token_is_lease_lost(client: Client, key: str) -> None:
+    lease = client.acquire(key, ttl=5)
+    client.release(key, lease.token or "")
+    with pytest.raises(LeaseLost):
+        client.renew(key, lease.token or "")
+    with pytest.raises(LeaseLost):
+        client.release(key, lease.token or "")
+
+
+def test_a_bad_field_is_named(client: Client, key: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        client.acquire(key, ttl=0.001)
+    assert refused.value.field == "ttl_ms"
+
+
+def test_what_does_not_exist_is_not_found(client: Client, key: str) -> None:
+    with pytest.raises(LockNotFound):
+        client.get_lock(key)
+    with pytest.raises(SessionNotFound) as refused:
+        client.get_session("0" * 32)
+    assert isinstance(refused.value, NotFound)
+
+
+def test_a_server_that_is_not_there_is_a_connection_failure() -> None:
+    client = Client(f"http://127.0.0.1:{free_port()}", retries=1, timeout=1)
+    started = time.monotonic()
+    with pytest.raises(ConnectionFailed):
+        client.get_lock("k")
+    assert time.monotonic() - started < 5
+
+
+def test_a_pruned_history_is_history_compacted(tmp_path: Path) -> None:
+    server = Server(tmp_path, "--event-retention", "0s", "--event-retention-count", "1",
+                    "--event-retention-max", "5").start()
+    try:
+        client = server.client()
+        for n in range(12):
+            client.acquire(f"k{n}", ttl=60)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.events_page(1)
+            except HistoryCompacted as gone:
+                assert gone.status == 410
+                assert gone.oldest_revision is not None and gone.oldest_revision > 2
+                break
+            assert time.monotonic() < deadline, "the history was never pruned"
+            time.sleep(0.2)
+        for mode in ("sse", "poll"):
+            with pytest.raises(HistoryCompacted):
+                next(iter(Watch(client, 1, mode=mode)))
+    finally:
+        server.stop()

@@ -1,0 +1,95 @@
+"""Groups and members, over the routes of the API contract."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from leasehold import (
+    Client,
+    GroupNotEmpty,
+    GroupNotFound,
+    MemberExists,
+    MemberNotFound,
+    Session,
+    list_then_watch,
+)
+
+
+@pytest.fixture
+def group(key: str) -> str:
+    return key.replace("/", "-")
+
+
+def test_a_group_is_created_once_and_then_found(client: Client, group: str) -> None:
+    assert client.create_group(group, metadata={"purpose": "test"}) is True
+    assert client.create_group(group) is False
+    assert client.get_group(group).name == group
+    names = [g.name for p in client.pages(lambda c: client.list_groups(group, cursor=c)) for g in p]
+    assert names == [group]
+
+
+def test_joining_a_group_that_does_not_exist_is_group_not_found(client: Client, group: str) -> None:
+    with Session(client, ttl=5) as session:
+        with pytest.raises(GroupNotFound):
+            client.join(group, "m1", session=session)
+
+
+def test_members_carry_their_capabilities_and_end_with_their_session(
+    client: Client, group: str
+) -> None:
+    client.create_group(group)
+    one, two = Session(client, ttl=5).open(), Session(client, ttl=5).open()
+    client.join(group, "m1", session=one, capabilities={"weight": 1})
+    client.join(group, "m2", session=two, capabilities={"weight": 2})
+    members = {m.member: m.capabilities for m in client.members(group)}
+    assert members == {"m1": {"weight": 1}, "m2": {"weight": 2}}
+    with pytest.raises(MemberExists):
+        client.join(group, "m1", session=two)
+    client.join(group, "m1", session=one, capabilities={"weight": 3})
+    assert client.member(group, "m1").capabilities == {"weight": 3}
+    with pytest.raises(GroupNotEmpty):
+        client.delete_group(group)
+    one.close()
+    with pytest.raises(MemberNotFound):
+        client.member(group, "m1")
+    client.leave(group, "m2", session=two)
+    assert list(client.members(group)) == []
+    client.delete_group(group)
+    with pytest.raises(GroupNotFound):
+        client.get_group(group)
+    two.close()
+
+
+def test_a_group_watch_sees_joins_updates_and_leaves(client: Client, group: str) -> None:
+    client.create_group(group)
+    items, watch = list_then_watch(
+        client, lambda c: client.members(group, cursor=c), group=group, mode="poll", poll_wait=1
+    )
+    assert items == []
+    with Session(client, ttl=5) as session:
+        client.join(group, "m1", session=session, capabilities={"v": 1})
+        client.join(group, "m1", session=session, capabilities={"v": 2})
+    kinds = []
+    deadline = time.monotonic() + 10
+    for event in watch:
+        if event.get("group") == group:
+            kinds.append((event.type, event.get("member")))
+        if len(kinds) == 3 or time.monotonic() > deadline:
+            break
+    watch.close()
+    assert kinds == [
+        ("group.member_joined", "m1"),
+        ("group.member_updated", "m1"),
+        ("group.member_left", "m1"),
+    ]
+
+
+def test_a_member_with_its_own_ttl_leaves_with_its_token(client: Client, group: str) -> None:
+    client.create_group(group)
+    member = client.join(group, "solo", ttl=5, capabilities={"a": 1})
+    assert member.token
+    client.leave(group, "solo", token=member.token)
+    with pytest.raises(MemberNotFound):
+        client.member(group, "solo")
