@@ -93,3 +93,11 @@ def test_a_member_with_its_own_ttl_leaves_with_its_token(client: Client, group: 
     client.leave(group, "solo", token=member.token)
     with pytest.raises(MemberNotFound):
         client.member(group, "solo")
+
+
+def test_renewing_a_member_may_replace_its_capabilities(client: Client, group: str) -> None:
+    client.create_group(group)
+    member = client.join(group, "solo", ttl=5, capabilities={"v": 1})
+    client.renew_member(group, "solo", member.token or "", ttl=5, capabilities={"v": 2})
+    assert client.member(group, "solo").capabilities == {"v": 2}
+    client.leave(group, "solo", token=member.token)

@@ -49,12 +49,14 @@ class GroupsMixin:
         *,
         session: Any = None,
         ttl: float | None = None,
+        token: str | None = None,
         capabilities: Any = None,
     ) -> Member:
         """Join ``group`` as ``member``, or replace the member's capabilities.
 
         Bound to ``session`` the membership ends with it; otherwise it lives
-        ``ttl`` seconds unless renewed with its ``token``. Raises
+        ``ttl`` seconds unless renewed with its ``token`` (:meth:`renew_member`);
+        joining again with that ``token`` replaces its capabilities. Raises
         :class:`~leasehold.GroupNotFound` or :class:`~leasehold.MemberExists`.
         """
         body: dict[str, Any] = {}
@@ -62,10 +64,32 @@ class GroupsMixin:
             body["session"] = bound(session)
         else:
             body["ttl_ms"] = ms(ttl if ttl is not None else 15.0)
+            if token is not None:
+                body["token"] = token
         if capabilities is not None:
             body["capabilities"] = capabilities
         resp = self.transport.request(
             "PUT", self._member_path(group, member), body=body
+        )
+        return Member.from_json(resp.body or {"member": member}, group)
+
+    def renew_member(
+        self,
+        group: str,
+        member: str,
+        token: str,
+        ttl: float | None = None,
+        capabilities: Any = None,
+    ) -> Member:
+        """Renew a member that lives by its own TTL, optionally replacing its
+        capabilities in the same transaction (one ``group.member_updated``)."""
+        body: dict[str, Any] = {"token": token}
+        if ttl is not None:
+            body["ttl_ms"] = ms(ttl)
+        if capabilities is not None:
+            body["capabilities"] = capabilities
+        resp = self.transport.request(
+            "POST", self._member_path(group, member) + "/renew", body=body
         )
         return Member.from_json(resp.body or {"member": member}, group)
 
