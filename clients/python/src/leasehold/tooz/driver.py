@@ -55,6 +55,8 @@ class LeaseholdDriver(coordination.CoordinationDriverWithExecutor):
         self.options = parse_options(parsed_url, options)
         self.namespace = self.options.namespace
         self.member_name = encode_id(member_id)
+        # tooz may be given a str id; events compare against its bytes.
+        self._member_bytes = decode_id(self.member_name)
         self.client = Client(
             self.options.url,
             token=self.options.token,
@@ -302,7 +304,7 @@ class LeaseholdDriver(coordination.CoordinationDriverWithExecutor):
                         coordination.MemberJoinedGroup(group_id, member)))
                 elif event.type == "group.member_left" and member in watch.members:
                     watch.members.discard(member)
-                    if member == self._member_id:
+                    if member == self._member_bytes:
                         self._joined_groups.discard(group_id)
                     result.extend(self._hooks_leave_group[group_id].run(
                         coordination.MemberLeftGroup(group_id, member)))
