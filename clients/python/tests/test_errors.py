@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from leasehold import (
     LockHeld,
     LockNotFound,
     NotFound,
+    Overloaded,
     Problem,
     SessionNotFound,
     Watch,
@@ -96,5 +98,30 @@ def test_a_pruned_history_is_history_compacted(tmp_path: Path) -> None:
         for mode in ("sse", "poll"):
             with pytest.raises(HistoryCompacted):
                 next(iter(Watch(client, 1, mode=mode)))
+    finally:
+        server.stop()
+
+
+def test_an_overloaded_server_is_retried_after_the_time_it_asks(tmp_path: Path) -> None:
+    """With room for one waiting acquire, a second one is refused 503 with
+    Retry-After; the client waits that long and tries again."""
+    server = Server(tmp_path, "--max-waiters", "1").start()
+    try:
+        client = server.client()
+        client.acquire("k", ttl=60, holder="a")
+        parked = threading.Thread(
+            target=lambda: pytest.raises(LockHeld, client.acquire, "k", ttl=60, wait=1.0)
+        )
+        parked.start()
+        time.sleep(0.3)
+        with pytest.raises(Overloaded) as refused:
+            server.client(retries=0).acquire("k", ttl=60, wait=0.5)
+        assert refused.value.retry_after is not None and refused.value.retry_after >= 1
+        assert refused.value.get("reason") == "waiters"
+        started = time.monotonic()
+        with pytest.raises(LockHeld):
+            client.acquire("k", ttl=60, wait=0.5)
+        assert time.monotonic() - started >= 1.0
+        parked.join(5)
     finally:
         server.stop()
