@@ -123,3 +123,12 @@ def test_a_session_keeps_its_locks_alive_and_ends_them_when_it_expires(
     with pytest.raises(LeaseLost):
         session.renew()
     assert lock.lost.wait(3)
+
+
+def test_a_held_lock_changes_its_metadata_in_one_event(client: Client, key: str) -> None:
+    with Lock(client, key, ttl=5, metadata={"phase": "creating"}) as lock:
+        _, since = client.events_page(None, prefix=key)
+        lock.update({"phase": "created"})
+        assert client.get_lock(key).metadata == {"phase": "created"}
+        events, _ = client.events_page(since, prefix=key)
+        assert [e.type for e in events] == ["lock.updated"]

@@ -148,6 +148,16 @@ class Lock:
         self._watcher = threading.Thread(target=follow, daemon=True)
         self._watcher.start()
 
+    def update(self, metadata: dict[str, Any]) -> LockLease:
+        """Replace the lease's metadata (one ``lock.updated`` event), renewing it."""
+        lease = self.lease
+        if lease is None or not lease.token:
+            raise RuntimeError(f"lock {self.key!r} is not held")
+        renewed = self.client.renew(self.key, lease.token, self.ttl if self.session is None else None,
+                                    metadata=metadata)
+        self.metadata = metadata
+        return renewed
+
     def release(self) -> bool:
         """Release the lease; ``False`` if it had already been lost."""
         lease, self.lease = self.lease, None
