@@ -188,14 +188,16 @@ class Client(GroupsMixin):
         *,
         wait: float = 0.0,
         limit: int | None = None,
-        **filters: str | None,
+        prefix: str | None = None,
+        pool: str | None = None,
+        group: str | None = None,
     ) -> tuple[list[Event], int]:
         """One JSON page of the change log after ``since``.
 
         Returns the events and the revision to pass as ``since`` next.
-        ``filters`` are ``prefix``, ``pool`` or ``group``.
+        ``prefix`` (lock keys), ``pool`` and ``group`` filter the events.
         """
-        q: dict[str, Any] = dict(filters)
+        q: dict[str, Any] = {"prefix": prefix, "pool": pool, "group": group}
         q.update(since=since, limit=limit, wait_ms=_ms(wait) if wait else None)
         resp = self.transport.request("GET", "/v1/events", query=q, timeout=wait)
         doc = resp.body or {}

@@ -77,133 +77,133 @@ class Problem(LeaseholdError):
 class InvalidRequest(Problem):
     """400: the request breaks a rule (``field`` names it; ``hint`` may help)."""
 
-    types = ("invalid-request", "malformed-json")
+    types: tuple[str, ...] = ("invalid-request", "malformed-json")
 
 
 class Unauthorized(Problem):
     """401: no API token, or one the server does not know."""
 
-    types = ("unauthorized",)
+    types: tuple[str, ...] = ("unauthorized",)
 
 
 class Forbidden(Problem):
     """403: outside the token's scope, read-only token, or admin needed."""
 
-    types = ("forbidden",)
+    types: tuple[str, ...] = ("forbidden",)
 
 
 class NotFound(Problem):
     """404: the resource does not exist (or is not held)."""
 
-    types = ("not-found",)
+    types: tuple[str, ...] = ("not-found",)
 
 
 class LockNotFound(NotFound):
     """404: the lock key is not held."""
 
-    types = ("lock-not-found",)
+    types: tuple[str, ...] = ("lock-not-found",)
 
 
 class PoolNotFound(NotFound):
     """404: no such subnet pool."""
 
-    types = ("pool-not-found",)
+    types: tuple[str, ...] = ("pool-not-found",)
 
 
 class ReservationNotFound(NotFound):
     """404: no such reservation."""
 
-    types = ("reservation-not-found",)
+    types: tuple[str, ...] = ("reservation-not-found",)
 
 
 class SessionNotFound(NotFound):
     """404: no such session (closed or expired)."""
 
-    types = ("session-not-found",)
+    types: tuple[str, ...] = ("session-not-found",)
 
 
 class GroupNotFound(NotFound):
     """404: no such group."""
 
-    types = ("group-not-found",)
+    types: tuple[str, ...] = ("group-not-found",)
 
 
 class MemberNotFound(NotFound):
     """404: the member has not joined the group."""
 
-    types = ("member-not-found",)
+    types: tuple[str, ...] = ("member-not-found",)
 
 
 class Conflict(Problem):
     """409: the request conflicts with the current state."""
 
-    types = ("method-not-allowed",)
+    types: tuple[str, ...] = ("method-not-allowed",)
 
 
 class LockHeld(Conflict):
     """409: the key is held by someone else (``holder``, ``expires_at``)."""
 
-    types = ("lock-held",)
+    types: tuple[str, ...] = ("lock-held",)
 
 
 class LeaseLost(Conflict):
     """409: the token names no live lease (expired, released or taken over)."""
 
-    types = ("lease-lost",)
+    types: tuple[str, ...] = ("lease-lost",)
 
 
 class SessionLost(Conflict):
     """409: the session named by the request is no longer live."""
 
-    types = ("session-lost",)
+    types: tuple[str, ...] = ("session-lost",)
 
 
 class SessionFull(Conflict):
     """409: the session holds as many leases as it may."""
 
-    types = ("session-full",)
+    types: tuple[str, ...] = ("session-full",)
 
 
 class LimitMismatch(Conflict):
     """409: another ``max_holders`` than the key's current one."""
 
-    types = ("limit-mismatch",)
+    types: tuple[str, ...] = ("limit-mismatch",)
 
 
 class PoolExhausted(Conflict):
     """409: no free block of the size asked for."""
 
-    types = ("pool-exhausted",)
+    types: tuple[str, ...] = ("pool-exhausted",)
 
 
 class SubnetUnavailable(Conflict):
     """409: the subnet asked for overlaps live reservations."""
 
-    types = ("subnet-unavailable",)
+    types: tuple[str, ...] = ("subnet-unavailable",)
 
 
 class PoolConflict(Conflict):
     """409: the pool exists with another CIDR."""
 
-    types = ("pool-conflict",)
+    types: tuple[str, ...] = ("pool-conflict",)
 
 
 class PoolInUse(Conflict):
     """409: the pool still has live reservations."""
 
-    types = ("pool-in-use",)
+    types: tuple[str, ...] = ("pool-in-use",)
 
 
 class GroupNotEmpty(Conflict):
     """409: the group still has members."""
 
-    types = ("group-not-empty",)
+    types: tuple[str, ...] = ("group-not-empty",)
 
 
 class MemberExists(Conflict):
     """409: another session already holds this member id in the group."""
 
-    types = ("member-exists",)
+    types: tuple[str, ...] = ("member-exists",)
 
 
 class HistoryCompacted(Problem):
@@ -213,7 +213,7 @@ class HistoryCompacted(Problem):
     again and watch from the listing's revision.
     """
 
-    types = ("history-compacted",)
+    types: tuple[str, ...] = ("history-compacted",)
 
     @property
     def oldest_revision(self) -> int | None:
@@ -225,55 +225,55 @@ class HistoryCompacted(Problem):
 class PayloadTooLarge(Problem):
     """413: the body is over the server's limit."""
 
-    types = ("payload-too-large",)
+    types: tuple[str, ...] = ("payload-too-large",)
 
 
 class IdempotencyKeyReused(Problem):
     """422: the idempotency key was used for another request."""
 
-    types = ("idempotency-key-reused",)
+    types: tuple[str, ...] = ("idempotency-key-reused",)
 
 
 class TooManyRequests(Problem):
     """429: a quota or rate limit refuses the request for now."""
 
-    types = ()
+    types: tuple[str, ...] = ()
 
 
 class QuotaExceeded(TooManyRequests):
     """429: the token's quota of live leases is used up."""
 
-    types = ("quota-exceeded",)
+    types: tuple[str, ...] = ("quota-exceeded",)
 
 
 class RateLimited(TooManyRequests):
     """429: too many requests; retry after ``retry_after`` seconds."""
 
-    types = ("rate-limited",)
+    types: tuple[str, ...] = ("rate-limited",)
 
 
 class ServerError(Problem):
     """5xx: the server failed to answer the request."""
 
-    types = ("internal", "request-timeout")
+    types: tuple[str, ...] = ("internal", "request-timeout")
 
 
 class Unavailable(ServerError):
     """503: the server cannot serve the request now."""
 
-    types = ()
+    types: tuple[str, ...] = ()
 
 
 class StorageUnavailable(Unavailable):
     """503: the database cannot be used now."""
 
-    types = ("storage-unavailable",)
+    types: tuple[str, ...] = ("storage-unavailable",)
 
 
 class Overloaded(Unavailable):
     """503: the server is at one of its load bounds (``reason``)."""
 
-    types = ("overloaded",)
+    types: tuple[str, ...] = ("overloaded",)
 
 
 def _subclasses(cls: type[Problem]) -> list[type[Problem]]:

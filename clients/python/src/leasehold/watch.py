@@ -55,6 +55,7 @@ class Watch:
         if mode not in ("sse", "poll"):
             raise ValueError("mode is 'sse' or 'poll'")
         self.client = client
+        self.prefix, self.pool, self.group = prefix, pool, group
         self.filters = {"prefix": prefix, "pool": pool, "group": group}
         self.mode = mode
         self.reconnect_delay = reconnect_delay
@@ -62,7 +63,7 @@ class Watch:
         self._closed = threading.Event()
         self._conn: http.client.HTTPConnection | None = None
         if since is None:
-            _, since = client.events_page(None, limit=1, **self.filters)
+            _, since = client.events_page(None, limit=1, prefix=prefix, pool=pool, group=group)
         #: The revision of the last event delivered (or the starting point).
         self.revision: int = since
         self._events: Iterator[Event] = self._run()
@@ -111,7 +112,8 @@ class Watch:
     def _poll(self) -> Iterator[Event]:
         while not self._closed.is_set():
             events, _ = self.client.events_page(
-                self.revision, wait=self.poll_wait, **self.filters
+                self.revision, wait=self.poll_wait,
+                prefix=self.prefix, pool=self.pool, group=self.group,
             )
             yield from events
 

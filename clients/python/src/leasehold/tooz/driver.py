@@ -286,7 +286,7 @@ class LeaseholdDriver(coordination.CoordinationDriverWithExecutor):
         result: list[Any] = []
         for group_id, watch in list(self._watches.items()):
             result.extend(self._catch_up(group_id, watch))
-        result.extend(self.run_elect_coordinator())
+        result.extend(self._elect())
         return result
 
     def _catch_up(self, group_id: bytes, watch: _GroupWatch) -> list[Any]:
@@ -317,9 +317,13 @@ class LeaseholdDriver(coordination.CoordinationDriverWithExecutor):
     def _leader_key(self, group_id: bytes) -> str:
         return f"{self.namespace}/leaders/{encode_id(group_id)}"
 
-    @translated
-    def run_elect_coordinator(self) -> list[Any]:
+    def run_elect_coordinator(self) -> None:
         """Run for leader of every group with an election callback."""
+        self._elect()
+
+    @translated
+    def _elect(self) -> list[Any]:
+        """Run for leader where not yet leader; the callbacks' results."""
         result: list[Any] = []
         for group_id, hooks in list(self._hooks_elected_leader.items()):
             if group_id in self._leaderships or not hooks:
@@ -334,14 +338,16 @@ class LeaseholdDriver(coordination.CoordinationDriverWithExecutor):
             result.extend(hooks.run(coordination.LeaderElected(group_id, self._member_id)))
         return result
 
-    def get_leader(self, group_id: bytes) -> coordination.CoordinatorResult[bytes | None]:
+    def get_leader(  # type: ignore[override]  # None while there is no leader
+        self, group_id: bytes
+    ) -> coordination.CoordinatorResult[bytes | None]:
         def leader() -> bytes | None:
             try:
                 return decode_id(self.client.get_lock(self._leader_key(group_id)).holder)
             except LockNotFound:
                 return None
 
-        return self._submit(leader)  # type: ignore[return-value]
+        return self._submit(leader)
 
     @translated
     def stand_down_group_leader(self, group_id: bytes) -> bool:
