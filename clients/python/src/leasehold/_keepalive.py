@@ -38,20 +38,36 @@ class KeepAlive:
         self._on_lost = on_lost
         self._interval = interval if interval is not None else ttl / 3.0
         self._stop = threading.Event()
+        self._timer_lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._arm()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
+
+    def _arm(self) -> None:
+        """Say the lease is lost at its deadline, unless a renewal moves it:
+        a renewal blocked on a slow or absent server does not delay that."""
+        with self._timer_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            delay = max(0.0, self.deadline - time.monotonic())
+            self._timer = threading.Timer(
+                delay, self._lose, args=("no renewal succeeded within the TTL",)
+            )
+            self._timer.daemon = True
+            self._timer.start()
 
     def stop(self) -> None:
         """Stop renewing (the lease itself is left as it is)."""
         self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        with self._timer_lock:
+            if self._timer is not None:
+                self._timer.cancel()
 
     def _run(self) -> None:
         while not self._stop.is_set():
             remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                self._lose("no renewal succeeded within the TTL")
+            if remaining <= 0 or self._lost.is_set():
                 return
             # Retry faster as the deadline nears.
             if self._stop.wait(min(self._interval, max(remaining / 3.0, 0.05))):
@@ -65,7 +81,9 @@ class KeepAlive:
             except LeaseholdError as exc:
                 LOG.warning("renewal failed, retrying: %s", exc)
                 continue
-            self.deadline = sent + self._ttl
+            if time.monotonic() < self.deadline:
+                self.deadline = sent + self._ttl
+                self._arm()
 
     def _lose(self, why: str) -> None:
         if self._stop.is_set() or self._lost.is_set():
