@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -101,3 +102,63 @@ def test_renewing_a_member_may_replace_its_capabilities(client: Client, group: s
     client.renew_member(group, "solo", member.token or "", ttl=5, capabilities={"v": 2})
     assert client.member(group, "solo").capabilities == {"v": 2}
     client.leave(group, "solo", token=member.token)
+
+
+def test_list_then_watch_of_members_misses_nothing_and_repeats_nothing(
+    client: Client, group: str
+) -> None:
+    """Members join and leave while a reader lists, then watches from the
+    listing's revision: replaying the events onto the listing gives exactly
+    the members the server has at the end."""
+    client.create_group(group)
+    stop = threading.Event()
+
+    def churn(n: int) -> None:
+        with Session(client, ttl=10) as session:
+            i = 0
+            while not stop.is_set():
+                name = f"w{n}-{i % 4}"
+                try:
+                    client.join(group, name, session=session, capabilities={"i": i})
+                    if i % 3 == 0:
+                        client.leave(group, name, session=session)
+                except Exception:
+                    pass
+                i += 1
+            # Members of this session stay: the session is closed after the
+            # final listing below, by the test's end.
+            done.wait(10)
+
+    done = threading.Event()
+    workers = [threading.Thread(target=churn, args=(n,), daemon=True) for n in range(3)]
+    for w in workers:
+        w.start()
+    time.sleep(0.3)
+    items, watch = list_then_watch(
+        client, lambda c: client.members(group, limit=1000, cursor=c),
+        group=group, mode="poll", poll_wait=0.5,
+    )
+    members = {m.member: m.capabilities for m in items}
+    time.sleep(0.5)
+    stop.set()
+    time.sleep(0.3)
+    # The last change of the run: the watch has seen everything once it sees this.
+    client.join(group, "sentinel", ttl=10)
+    final = {m.member for m in client.members(group, limit=1000).items}
+    seen: set[int] = set()
+    for event in watch:
+        assert event.revision not in seen
+        seen.add(event.revision)
+        name = event.get("member")
+        if event.type == "group.member_joined":
+            assert name not in members, f"joined twice: {event}"
+            members[name] = None
+        elif event.type == "group.member_updated":
+            assert name in members
+        elif event.type == "group.member_left":
+            members.pop(name)
+        if name == "sentinel":
+            break
+    watch.close()
+    done.set()
+    assert set(members) == final
