@@ -144,6 +144,10 @@ pub struct ServeConfig {
     /// past it answers 409 `session-full`.
     #[arg(long, env = "LEASEHOLD_MAX_SESSION_LEASES", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_session_leases: u32,
+    /// The largest `capabilities` a group member may carry, in bytes of JSON;
+    /// past it a join or renew answers 400 naming the limit.
+    #[arg(long, env = "LEASEHOLD_MAX_CAPABILITIES_BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_capabilities_bytes: u32,
     /// Client connections open at once; past it a new connection is answered
     /// 503 and closed at once (lowered, with a warning, to what the open files
     /// limit allows). Above `--max-watchers`, so that a full set of event
@@ -348,6 +352,7 @@ impl ServeConfig {
             max_waiters: 4096,
             max_waiters_per_client: None,
             max_session_leases: 100_000,
+            max_capabilities_bytes: 8192,
             max_connections: 16_384,
             max_watchers: 10_000,
             max_watchers_per_client: None,

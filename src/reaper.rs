@@ -31,6 +31,8 @@ pub struct ReapReport {
     pub reservations_removed: u64,
     /// Expired sessions removed (their bound locks count in `locks_removed`).
     pub sessions_removed: u64,
+    /// Group members removed: past their TTL, or their session's.
+    pub members_removed: u64,
     pub batches: u32,
 }
 
@@ -88,20 +90,35 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreE
         }
         rest(started).await;
     }
+    // Group members past their own TTL (and those of expired sessions).
+    loop {
+        let started = Instant::now();
+        let removed = leases.store.reap_members(leases.now(), batch).await?;
+        if removed == 0 {
+            break;
+        }
+        report.batches += 1;
+        report.members_removed += removed;
+        if removed < u64::from(batch) {
+            break;
+        }
+        rest(started).await;
+    }
     // Leases bound to expired sessions (absent to every grant already),
     // then the sessions themselves.
     loop {
         let started = Instant::now();
         let reaped = leases.store.reap_sessions(leases.now(), batch).await?;
-        if reaped.keys.is_empty() && reaped.sessions == 0 {
+        if reaped.keys.is_empty() && reaped.sessions == 0 && reaped.members == 0 {
             break;
         }
         report.batches += 1;
         report.locks_removed += reaped.keys.len() as u64;
         report.sessions_removed += reaped.sessions;
+        report.members_removed += reaped.members;
         Metrics::add(&leases.metrics.reaped_locks, reaped.keys.len() as u64);
         Metrics::add(&leases.metrics.sessions.expiries, reaped.sessions);
-        let full = reaped.keys.len() as u64 + reaped.sessions >= u64::from(batch);
+        let full = reaped.keys.len() as u64 + reaped.sessions + reaped.members >= u64::from(batch);
         wake(leases, reaped.keys);
         if !full {
             break;

@@ -84,6 +84,7 @@ impl Application {
             max_waiters_per_client: config.waiters_per_client() as usize,
             body_timeout: config.body_timeout,
             max_session_leases: config.max_session_leases,
+            max_capabilities_bytes: config.max_capabilities_bytes as usize,
             max_watchers: config.max_watchers as usize,
             max_watchers_per_client: config.watchers_per_client() as usize,
             event_buffer: config.event_buffer as usize,

@@ -23,7 +23,7 @@ use super::problems::lease_problem;
 use super::refusals::EventRefusals;
 use crate::auth::Need;
 use crate::domain::events::{Event, EventFilter, Resource};
-use crate::domain::names::PoolName;
+use crate::domain::names::{GroupName, PoolName};
 use crate::domain::time::Now;
 use crate::domain::validate;
 use crate::leases::events::{Ended, Visible};
@@ -44,9 +44,11 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct EventsQuery {
     /// Only lock events of keys that start with this text.
     pub prefix: Option<String>,
-    /// Only reservation events of this pool. With neither `prefix` nor
-    /// `pool`, every event in the caller's scope.
+    /// Only reservation events of this pool. With none of `prefix`, `pool`
+    /// and `group`, every event in the caller's scope.
     pub pool: Option<String>,
+    /// Only events of this group and its members.
+    pub group: Option<String>,
     /// Every event after this revision (`Last-Event-ID` wins over it); none:
     /// from now on.
     #[param(minimum = 0)]
@@ -78,6 +80,20 @@ pub enum EventKind {
     SessionOpened,
     #[serde(rename = "session.ended")]
     SessionEnded,
+    #[serde(rename = "lock.updated")]
+    LockUpdated,
+    #[serde(rename = "reservation.updated")]
+    ReservationUpdated,
+    #[serde(rename = "group.created")]
+    GroupCreated,
+    #[serde(rename = "group.deleted")]
+    GroupDeleted,
+    #[serde(rename = "group.member_joined")]
+    GroupMemberJoined,
+    #[serde(rename = "group.member_updated")]
+    GroupMemberUpdated,
+    #[serde(rename = "group.member_left")]
+    GroupMemberLeft,
 }
 
 /// Why a lease or a session ended.
@@ -89,6 +105,8 @@ pub enum EndReason {
     ForceReleased,
     SessionClosed,
     SessionExpired,
+    Left,
+    Removed,
 }
 
 /// One change: the `data` of an SSE event, an item of a JSON page.
@@ -118,6 +136,14 @@ pub struct EventBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub subnet: Option<String>,
+    /// The group (group events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub group: Option<String>,
+    /// The member (`group.member_*` events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub member: Option<String>,
     pub holder: String,
     /// The lease's fencing token (lock and reservation events).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -152,6 +178,13 @@ impl EventBody {
             T::ReservationReleased => EventKind::ReservationReleased,
             T::SessionOpened => EventKind::SessionOpened,
             T::SessionEnded => EventKind::SessionEnded,
+            T::LockUpdated => EventKind::LockUpdated,
+            T::ReservationUpdated => EventKind::ReservationUpdated,
+            T::GroupCreated => EventKind::GroupCreated,
+            T::GroupDeleted => EventKind::GroupDeleted,
+            T::GroupMemberJoined => EventKind::GroupMemberJoined,
+            T::GroupMemberUpdated => EventKind::GroupMemberUpdated,
+            T::GroupMemberLeft => EventKind::GroupMemberLeft,
         };
         let reason = event.reason.map(|r| match r {
             R::Released => EndReason::Released,
@@ -159,8 +192,11 @@ impl EventBody {
             R::ForceReleased => EndReason::ForceReleased,
             R::SessionClosed => EndReason::SessionClosed,
             R::SessionExpired => EndReason::SessionExpired,
+            R::Left => EndReason::Left,
+            R::Removed => EndReason::Removed,
         });
         let (mut key, mut pool, mut id, mut subnet) = (None, None, None, None);
+        let (mut group, mut member) = (None, None);
         match &event.resource {
             Resource::Lock { key: k } => key = Some(k.clone()),
             Resource::Reservation {
@@ -173,6 +209,10 @@ impl EventBody {
                 subnet = Some(s.clone());
             }
             Resource::Session => {}
+            Resource::Group { name, member: m } => {
+                group = Some(name.clone());
+                member = m.clone();
+            }
         }
         Self {
             revision: event.revision,
@@ -182,6 +222,8 @@ impl EventBody {
             pool,
             id,
             subnet,
+            group,
+            member,
             holder: event.holder.clone(),
             fencing_token: event.fencing_token,
             session: event.session.clone(),
@@ -210,6 +252,7 @@ fn parse_query(pairs: Vec<(String, String)>) -> Result<EventsQuery, Problem> {
                 query.prefix = Some(value);
             }
             "pool" => query.pool = Some(PoolName::parse(value)?.into_string()),
+            "group" => query.group = Some(GroupName::parse(value)?.into_string()),
             "since" => query.since = Some(revision("since", &value)?),
             "limit" => {
                 let limit = value.parse::<u32>().ok().filter(|n| *n >= 1);
@@ -222,7 +265,7 @@ fn parse_query(pairs: Vec<(String, String)>) -> Result<EventsQuery, Problem> {
             _ => {
                 return Err(Problem::invalid(
                     &name,
-                    "is not a parameter of this route (prefix, pool, since, limit, wait_ms)",
+                    "is not a parameter of this route (prefix, pool, group, since, limit, wait_ms)",
                 ));
             }
         }
@@ -243,6 +286,8 @@ fn visible(caller: &Caller) -> Visible {
                 Resource::Lock { key } => grant.sees_key(key),
                 Resource::Reservation { pool, .. } => grant.sees_pool(pool),
                 Resource::Session => grant.sessions.allows(event.owner.as_deref()),
+                // Group names are scoped as lock keys are.
+                Resource::Group { name, .. } => grant.sees_key(name),
             })
         }
     }
@@ -328,6 +373,9 @@ pub async fn watch_events(
     if let Some(pool) = &query.pool {
         caller.pool(pool, Need::Read)?;
     }
+    if let Some(group) = &query.group {
+        caller.lock(group, Need::Read)?;
+    }
     let stream = wants_stream(&headers);
     let limits = state.leases.limits;
     let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
@@ -352,6 +400,7 @@ pub async fn watch_events(
     let filter = EventFilter {
         prefix: query.prefix,
         pool: query.pool,
+        group: query.group,
     };
     let watch = state
         .leases

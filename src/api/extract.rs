@@ -156,6 +156,33 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for AppQuery<T> {
     }
 }
 
+/// A JSON body that may be left out: no body at all reads as `T::default()`.
+pub struct AppJsonOrEmpty<T>(pub T);
+
+impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for AppJsonOrEmpty<T> {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Problem> {
+        if req.headers().contains_key(header::CONTENT_TYPE) {
+            return AppJson::from_request(req, state)
+                .await
+                .map(|AppJson(t)| Self(t));
+        }
+        let body = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| Problem::invalid("body", e.body_text()))?;
+        if !body.is_empty() {
+            return Err(Problem::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "The body must be JSON",
+                "expected Content-Type: application/json, got none",
+            ));
+        }
+        Ok(Self(T::default()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

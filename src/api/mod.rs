@@ -20,6 +20,8 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod fencing;
+pub mod group_bodies;
+pub mod groups;
 pub mod load;
 pub mod lock_sets;
 pub mod locks;
@@ -97,6 +99,7 @@ impl utoipa::Modify for BearerScheme {
     tags(
         (name = "locks", description = "Keyed locks: one holder (or N, or shared) per key, with fencing tokens"),
         (name = "sessions", description = "Sessions: one heartbeat for many leases, which end together with it"),
+        (name = "groups", description = "Groups: who is alive and what each can do; members end with their session or their TTL"),
         (name = "events", description = "The change log: every grant, release, expiry and session change, as a stream or a long-poll page"),
         (name = "pools", description = "Subnet pools and reservations: free blocks handed out best fit, then lowest address"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
@@ -112,6 +115,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(pools::router())
         .merge(reservations::router())
         .merge(sessions::router())
+        .merge(groups::router())
         .merge(events::router())
         .merge(ops::router())
         .merge(docs::router())

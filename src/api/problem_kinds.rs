@@ -135,6 +135,8 @@ pub const KINDS: &[Kind] = &[
         POOL,
         null("id", Ty::Text, "The reservation id."),
     ]),
+    kind("group-not-found", 404, "no such group", &[]),
+    kind("member-not-found", 404, "the group has no such live member", &[]),
     kind("session-not-found", 404, "no live session with this id", &[req(
         "id",
         Ty::Text,
@@ -144,6 +146,9 @@ pub const KINDS: &[Kind] = &[
     kind("request-timeout", 408, "the body did not arrive within the body timeout", &[]),
     kind("lease-lost", 409, "the token names no live lease: it expired, was released, or was \
         taken over", &[]),
+    kind("group-not-empty", 409, "members are live in the group; they leave (or are removed) \
+        first", &[req("members", Ty::Int, "How many members are live in it.")]),
+    kind("member-exists", 409, "another session or holder has the member id in the group", &[]),
     kind("session-lost", 409, "the session a grant names is not live, or its token is wrong; \
         nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]),
     kind("session-full", 409, "the session holds its limit of bound leases", &[

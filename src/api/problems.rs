@@ -252,6 +252,25 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
         LeaseError::Internal(m) | LeaseError::Store(StoreError::Internal(m)) => {
             Problem::internal(m)
         }
+        LeaseError::Store(StoreError::GroupNotFound) => Problem::not_found(
+            "group-not-found",
+            "No such group",
+            format!("no such group: {resource}"),
+        ),
+        LeaseError::Store(StoreError::GroupNotEmpty { members }) => Problem::new(
+            StatusCode::CONFLICT,
+            "group-not-empty",
+            "The group has members",
+            format!("{resource} has {members} live members; they leave first"),
+        )
+        .with("members", members),
+        LeaseError::Store(StoreError::MemberExists) => Problem::new(
+            StatusCode::CONFLICT,
+            "member-exists",
+            "The member id is taken",
+            format!("{resource} is a live member of another session or holder"),
+        ),
+        LeaseError::Store(StoreError::Duplicate(m)) => Problem::internal(m),
         // The set's service answers it with the time of the refusal.
         LeaseError::Store(e @ StoreError::SetRefused { .. }) => Problem::internal(e),
         e @ (LeaseError::Store(StoreError::SessionLost { .. })

@@ -162,6 +162,17 @@ refusals! {
     /// A watch that cannot start: a bad filter or revision, a filter outside
     /// the token's scope, a revision whose history is pruned.
     EventRefusals = ["invalid-request", "forbidden", "history-compacted"];
+    /// A group that does not exist.
+    GroupUnknown = ["group-not-found"];
+    /// A group that cannot be deleted.
+    GroupDeleteRefusals = ["group-not-found", "group-not-empty"];
+    /// A member that cannot join now.
+    JoinRefusals = ["group-not-found", "member-exists", "quota-exceeded", "session-lost",
+        "session-full"];
+    /// A member's token or session that names no live member.
+    LeaveRefusals = ["lease-lost"];
+    /// A member that is not live.
+    MemberUnknown = ["group-not-found", "member-not-found"];
     /// A database that cannot be used now.
     StorageRefusals = ["storage-unavailable"];
 }

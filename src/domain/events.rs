@@ -15,6 +15,16 @@ pub enum EventType {
     ReservationReleased,
     SessionOpened,
     SessionEnded,
+    /// A renew replaced a lock's metadata.
+    LockUpdated,
+    /// A renew replaced a reservation's metadata.
+    ReservationUpdated,
+    GroupCreated,
+    GroupDeleted,
+    GroupMemberJoined,
+    /// A member's capabilities were replaced.
+    GroupMemberUpdated,
+    GroupMemberLeft,
 }
 
 /// Why a lease or a session ended.
@@ -30,9 +40,13 @@ pub enum Reason {
     SessionClosed,
     /// Its session expired.
     SessionExpired,
+    /// A member left its group.
+    Left,
+    /// An admin removed a member from its group.
+    Removed,
 }
 
-pub const EVENT_TYPES: [EventType; 7] = [
+pub const EVENT_TYPES: [EventType; 14] = [
     EventType::LockAcquired,
     EventType::LockReleased,
     EventType::ReservationReserved,
@@ -40,14 +54,23 @@ pub const EVENT_TYPES: [EventType; 7] = [
     EventType::ReservationReleased,
     EventType::SessionOpened,
     EventType::SessionEnded,
+    EventType::LockUpdated,
+    EventType::ReservationUpdated,
+    EventType::GroupCreated,
+    EventType::GroupDeleted,
+    EventType::GroupMemberJoined,
+    EventType::GroupMemberUpdated,
+    EventType::GroupMemberLeft,
 ];
 
-pub const REASONS: [Reason; 5] = [
+pub const REASONS: [Reason; 7] = [
     Reason::Released,
     Reason::Expired,
     Reason::ForceReleased,
     Reason::SessionClosed,
     Reason::SessionExpired,
+    Reason::Left,
+    Reason::Removed,
 ];
 
 impl EventType {
@@ -60,6 +83,13 @@ impl EventType {
             EventType::ReservationReleased => "reservation.released",
             EventType::SessionOpened => "session.opened",
             EventType::SessionEnded => "session.ended",
+            EventType::LockUpdated => "lock.updated",
+            EventType::ReservationUpdated => "reservation.updated",
+            EventType::GroupCreated => "group.created",
+            EventType::GroupDeleted => "group.deleted",
+            EventType::GroupMemberJoined => "group.member_joined",
+            EventType::GroupMemberUpdated => "group.member_updated",
+            EventType::GroupMemberLeft => "group.member_left",
         }
     }
 
@@ -76,6 +106,8 @@ impl Reason {
             Reason::ForceReleased => "force_released",
             Reason::SessionClosed => "session_closed",
             Reason::SessionExpired => "session_expired",
+            Reason::Left => "left",
+            Reason::Removed => "removed",
         }
     }
 
@@ -106,6 +138,11 @@ pub enum Resource {
     },
     /// The session is the event's `session`.
     Session,
+    /// A group, or one of its members.
+    Group {
+        name: String,
+        member: Option<String>,
+    },
 }
 
 /// One change, as recorded (its revision is given by the store).
@@ -136,6 +173,14 @@ impl Event {
         }
     }
 
+    /// The group, if the event is about a group or a member.
+    pub fn group(&self) -> Option<&str> {
+        match &self.resource {
+            Resource::Group { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
     /// The pool, if the event is about a reservation.
     pub fn pool(&self) -> Option<&str> {
         match &self.resource {
@@ -146,16 +191,27 @@ impl Event {
 }
 
 /// What a watcher asked to see: lock keys under `prefix`, reservations of
-/// `pool`; with neither, everything.
+/// `pool`, the group `group` and its members; with none, everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventFilter {
     pub prefix: Option<String>,
     pub pool: Option<String>,
+    pub group: Option<String>,
 }
 
 impl EventFilter {
+    /// Whether it selects everything.
+    pub fn is_all(&self) -> bool {
+        self.prefix.is_none() && self.pool.is_none() && self.group.is_none()
+    }
+
     pub fn matches(&self, event: &Event) -> bool {
-        if self.prefix.is_none() && self.pool.is_none() {
+        if self.is_all() {
+            return true;
+        }
+        if let (Some(group), Some(of)) = (&self.group, event.group())
+            && group == of
+        {
             return true;
         }
         let by_prefix = match (&self.prefix, event.key()) {
@@ -210,7 +266,7 @@ mod tests {
         assert!(all.matches(&lock("a/1")));
         let under_a = EventFilter {
             prefix: Some("a/".into()),
-            pool: None,
+            ..EventFilter::default()
         };
         assert!(under_a.matches(&lock("a/1")));
         assert!(!under_a.matches(&lock("b/1")));
@@ -222,8 +278,8 @@ mod tests {
         };
         assert!(!under_a.matches(&reservation));
         let pool = EventFilter {
-            prefix: None,
             pool: Some("p".into()),
+            ..EventFilter::default()
         };
         assert!(pool.matches(&reservation));
         assert!(!pool.matches(&lock("a/1")));

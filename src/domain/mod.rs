@@ -6,6 +6,7 @@ pub mod cidr;
 pub mod events;
 pub mod fencing;
 pub mod grant;
+pub mod group;
 pub mod lease;
 pub mod lock;
 pub mod names;

@@ -51,6 +51,16 @@ checked_text!(
     validate::key
 );
 checked_text!(
+    /// A group name: the syntax of a lock key.
+    GroupName,
+    validate::group
+);
+checked_text!(
+    /// A member id within a group: the syntax of a lock key.
+    MemberName,
+    validate::member
+);
+checked_text!(
     /// Who holds a lease, as a label: 1 to `MAX_HOLDER_BYTES` bytes of text.
     Holder,
     validate::holder

@@ -21,6 +21,20 @@ pub fn pool(pool: &str) -> String {
     format!("/v1/pools/{}", utf8_percent_encode(pool, PATH_SEGMENT))
 }
 
+/// `/v1/groups/{group}`.
+pub fn group(name: &str) -> String {
+    format!("/v1/groups/{}", utf8_percent_encode(name, PATH_SEGMENT))
+}
+
+/// `/v1/groups/{group}/members/{member}`.
+pub fn member(group_name: &str, member: &str) -> String {
+    format!(
+        "{}/members/{}",
+        group(group_name),
+        utf8_percent_encode(member, PATH_SEGMENT)
+    )
+}
+
 /// `/v1/sessions/{id}`.
 pub fn session(id: &str) -> String {
     format!("/v1/sessions/{}", utf8_percent_encode(id, PATH_SEGMENT))

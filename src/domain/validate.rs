@@ -65,6 +65,28 @@ pub fn key(key: &str) -> Result<(), InvalidInput> {
     printable("key", key, MAX_KEY_BYTES)
 }
 
+/// A group name: the syntax of a lock key.
+pub fn group(name: &str) -> Result<(), InvalidInput> {
+    printable("group", name, MAX_KEY_BYTES)
+}
+
+/// A member id within a group: the syntax of a lock key.
+pub fn member(name: &str) -> Result<(), InvalidInput> {
+    printable("member", name, MAX_KEY_BYTES)
+}
+
+/// A member's capabilities: any JSON value of at most `max` bytes as JSON.
+pub fn capabilities(capabilities: &Value, max: usize) -> Result<(), InvalidInput> {
+    let size = capabilities.to_string().len();
+    if size > max {
+        return Err(InvalidInput::new(
+            "capabilities",
+            format!("is {size} bytes as JSON; the limit is {max} (--max-capabilities-bytes)"),
+        ));
+    }
+    Ok(())
+}
+
 pub fn holder(holder: &str) -> Result<(), InvalidInput> {
     printable("holder", holder, MAX_HOLDER_BYTES)
 }

@@ -33,6 +33,7 @@ pub(super) struct Index {
     /// The byte length of each watched prefix, with how many prefixes have it.
     prefix_lens: BTreeMap<usize, usize>,
     by_pool: HashMap<String, Watchers>,
+    by_group: HashMap<String, Watchers>,
     all: Watchers,
 }
 
@@ -41,8 +42,14 @@ impl Index {
     pub fn add(&mut self, filter: &EventFilter, sub: impl Fn() -> Subscriber) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        if filter.prefix.is_none() && filter.pool.is_none() {
+        if filter.is_all() {
             self.all.insert(id, sub());
+        }
+        if let Some(group) = &filter.group {
+            self.by_group
+                .entry(group.clone())
+                .or_default()
+                .insert(id, sub());
         }
         if let Some(prefix) = &filter.prefix {
             let watchers = self.by_prefix.entry(prefix.clone()).or_default();
@@ -62,8 +69,16 @@ impl Index {
 
     /// Forgets watcher `id` of `filter`, and any entry left with no watcher.
     pub fn remove(&mut self, id: u64, filter: &EventFilter) {
-        if filter.prefix.is_none() && filter.pool.is_none() {
+        if filter.is_all() {
             self.all.remove(&id);
+        }
+        if let Some(group) = &filter.group
+            && let Some(watchers) = self.by_group.get_mut(group)
+        {
+            watchers.remove(&id);
+            if watchers.is_empty() {
+                self.by_group.remove(group);
+            }
         }
         if let Some(prefix) = &filter.prefix {
             self.remove_prefix(prefix, id);
@@ -121,7 +136,7 @@ impl Index {
                 if let Some(watchers) = self.by_prefix.get(prefix) {
                     offer(watchers, &|| EventFilter {
                         prefix: Some(prefix.to_owned()),
-                        pool: None,
+                        ..EventFilter::default()
                     });
                 }
             }
@@ -130,8 +145,16 @@ impl Index {
             && let Some(watchers) = self.by_pool.get(pool)
         {
             offer(watchers, &|| EventFilter {
-                prefix: None,
                 pool: Some(pool.to_owned()),
+                ..EventFilter::default()
+            });
+        }
+        if let Some(group) = event.group()
+            && let Some(watchers) = self.by_group.get(group)
+        {
+            offer(watchers, &|| EventFilter {
+                group: Some(group.to_owned()),
+                ..EventFilter::default()
             });
         }
         for (id, filter) in slow {
@@ -171,7 +194,7 @@ mod tests {
     fn prefix(p: &str) -> EventFilter {
         EventFilter {
             prefix: Some(p.into()),
-            pool: None,
+            ..EventFilter::default()
         }
     }
 

@@ -16,6 +16,7 @@ use crate::telemetry::Metrics;
 pub mod admission;
 pub mod events;
 mod fanout;
+pub mod groups;
 pub mod lock_sets;
 pub mod locks;
 pub mod sessions;
@@ -56,6 +57,8 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// Leases bound to one session at most.
     pub max_session_leases: u32,
+    /// The largest `capabilities` of a group member, in bytes of JSON.
+    pub max_capabilities_bytes: usize,
     /// Event streams open at once; past it, 503.
     pub max_watchers: usize,
     /// Of those, streams of any one client.
@@ -77,6 +80,7 @@ impl Default for Limits {
             max_waiters_per_client: 2_048,
             body_timeout: Duration::from_secs(30),
             max_session_leases: 100_000,
+            max_capabilities_bytes: crate::domain::group::DEFAULT_MAX_CAPABILITIES_BYTES,
             max_watchers: 10_000,
             max_watchers_per_client: 5_000,
             event_buffer: 1_024,
@@ -197,6 +201,10 @@ impl Leases {
 
     pub fn lock_sets(&self) -> lock_sets::LockSetService<'_> {
         lock_sets::LockSetService { leases: self }
+    }
+
+    pub fn groups(&self) -> groups::GroupService<'_> {
+        groups::GroupService { leases: self }
     }
 
     pub fn sessions(&self) -> SessionService<'_> {

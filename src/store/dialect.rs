@@ -65,6 +65,9 @@ pub struct Texts {
     pub lock_owner: Option<&'static str>,
     /// The suffix of a pool's `SELECT` that locks its row for the transaction.
     pub lock_pool_row: &'static str,
+    /// The suffix of a `SELECT` that shares a row's lock for the transaction
+    /// (a group's, by its joins: a delete waits for them).
+    pub share_row: &'static str,
     /// Takes the next fencing token, answered as `fencing_token`.
     pub next_fencing: &'static str,
     /// The largest fencing token granted so far, answered as `fencing_token`
@@ -91,6 +94,13 @@ pub struct Texts {
     /// `pool`, `reservation`, `subnet`, `holder`, `fencing_token`,
     /// `session_id`, `owner`, `reason`).
     pub insert_events: &'static str,
+    /// Begins a read whose statements share one snapshot in which every
+    /// revision up to the highest visible one is committed (no write that
+    /// took a lower revision is still in progress), so a listing read in it
+    /// reflects exactly the change log up to that revision. Run in turn.
+    pub snapshot_begin: &'static [&'static str],
+    /// Undoes whatever of `snapshot_begin` ran, when it failed part-way.
+    pub snapshot_abandon: &'static [&'static str],
     /// The highest revision ever handed out, answered as `head`.
     pub event_head: &'static str,
     /// Whether a statement answers the rows it deletes with `RETURNING`;

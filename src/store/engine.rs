@@ -17,15 +17,18 @@ use super::{
     ReserveSubnet, Resumed, SessionEnd, Settled, Settling, Store, StoreError, StoreResult,
 };
 use super::{
-    events, expiry, lock_sets, locks, owners, pools, reservations, resume, sessions, sql, subnets,
+    GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, expiry, groups,
+    lock_sets, locks, owners, pools, reservations, resume, sessions, sql, subnets,
 };
 use crate::domain::Millis;
 use crate::domain::events::Event;
 use crate::domain::fencing::Fencing;
+use crate::domain::group::{Group, Member};
 use crate::domain::lock::LockLease;
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
+use serde_json::{Map, Value};
 
 #[async_trait]
 impl<D: Dialect> Store for D {
@@ -413,6 +416,145 @@ impl<D: Dialect> Store for D {
             true,
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| Box::pin(sessions::reap::<D>(c, fx, now, batch))),
+        )
+        .await
+    }
+
+    async fn put_group(
+        &self,
+        name: &str,
+        metadata: Option<Map<String, Value>>,
+        owner: Option<String>,
+        now: Millis,
+    ) -> StoreResult<(bool, Group)> {
+        let name = name.to_owned();
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                let (name, metadata, owner) = (name.clone(), metadata.clone(), owner.clone());
+                Box::pin(async move {
+                    groups::put::<D>(c, fx, &name, &metadata, owner.as_deref(), now).await
+                })
+            }),
+        )
+        .await
+    }
+
+    async fn get_group(&self, name: &str, now: Millis) -> StoreResult<Group> {
+        let name = name.to_owned();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { groups::get(c, &name, now).await })
+        }))
+        .await
+    }
+
+    async fn list_groups(&self, query: &GroupQuery, now: Millis) -> StoreResult<(Vec<Group>, i64)> {
+        let query = query.clone();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { groups::list::<D>(c, &query, now).await })
+        }))
+        .await
+    }
+
+    async fn delete_group(&self, name: &str, now: Millis) -> StoreResult<()> {
+        let name = name.to_owned();
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                let name = name.clone();
+                Box::pin(async move { groups::delete::<D>(c, fx, &name, now).await })
+            }),
+        )
+        .await
+    }
+
+    async fn join_group(
+        &self,
+        join: JoinMember,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<JoinOutcome> {
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                Box::pin(groups::join::<D>(c, fx, join.clone(), token.clone(), now))
+            }),
+        )
+        .await
+    }
+
+    async fn renew_member(
+        &self,
+        group: &str,
+        member: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        capabilities: Option<Value>,
+        now: Millis,
+    ) -> StoreResult<Member> {
+        let (group, member, token) = (group.to_owned(), member.to_owned(), token.to_owned());
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                let (group, member, token, caps) = (
+                    group.clone(),
+                    member.clone(),
+                    token.clone(),
+                    capabilities.clone(),
+                );
+                Box::pin(async move {
+                    groups::renew::<D>(c, fx, &group, &member, &token, ttl_ms, caps, now).await
+                })
+            }),
+        )
+        .await
+    }
+
+    async fn leave_group(
+        &self,
+        group: &str,
+        member: &str,
+        proof: Option<LeaveProof>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let (group, member) = (group.to_owned(), member.to_owned());
+        self.counted(
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| {
+                let (group, member, proof) = (group.clone(), member.clone(), proof.clone());
+                Box::pin(
+                    async move { groups::leave::<D>(c, fx, &group, &member, proof, now).await },
+                )
+            }),
+        )
+        .await
+    }
+
+    async fn get_member(&self, group: &str, member: &str, now: Millis) -> StoreResult<Member> {
+        let (group, member) = (group.to_owned(), member.to_owned());
+        self.read(Box::new(move |c| {
+            Box::pin(async move { groups::get_member(c, &group, &member, now).await })
+        }))
+        .await
+    }
+
+    async fn list_members(
+        &self,
+        query: &MemberQuery,
+        now: Millis,
+    ) -> StoreResult<(Vec<Member>, i64)> {
+        let query = query.clone();
+        self.read(Box::new(move |c| {
+            Box::pin(async move { groups::members::<D>(c, &query, now).await })
+        }))
+        .await
+    }
+
+    async fn reap_members(&self, now: Millis, batch: u32) -> StoreResult<u64> {
+        self.counted_as(
+            true,
+            Atomicity::AllOrNothing,
+            Box::new(move |c, fx| Box::pin(groups::reap::<D>(c, fx, now, batch))),
         )
         .await
     }

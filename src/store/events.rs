@@ -21,7 +21,7 @@ pub const ENDED_RESERVATION: &str =
     "fencing_token, first_addr, prefix_len, holder, session_id, owner";
 
 const EVENT_COLUMNS: &str = "revision, type, at, key, pool, reservation, subnet, holder, \
-     fencing_token, session_id, owner, reason";
+     fencing_token, session_id, owner, reason, group_name, member";
 
 /// Where the log stands: every revision up to `pruned_through` is gone, and
 /// no revision above `head` was ever handed out.
@@ -54,6 +54,7 @@ pub async fn record<D: Dialect>(
     event: &Event,
 ) -> StoreResult<()> {
     let (key, pool, id, subnet) = columns_of(&event.resource);
+    let (group, member) = group_of(&event.resource);
     let row = one(
         conn,
         D::SQL.insert_event,
@@ -69,6 +70,8 @@ pub async fn record<D: Dialect>(
             event.session.as_deref(),
             event.owner.as_deref(),
             event.reason.map(Reason::as_str),
+            group,
+            member,
         ],
     )
     .await?;
@@ -131,11 +134,14 @@ struct Fields<'a> {
     session_id: Option<&'a str>,
     owner: Option<&'a str>,
     reason: Option<&'static str>,
+    group_name: Option<&'a str>,
+    member: Option<&'a str>,
 }
 
 impl<'a> Fields<'a> {
     fn of(event: &'a Event) -> Self {
         let (key, pool, reservation, subnet) = columns_of(&event.resource);
+        let (group_name, member) = group_of(&event.resource);
         Self {
             kind: event.kind.as_str(),
             at: event.at,
@@ -148,7 +154,17 @@ impl<'a> Fields<'a> {
             session_id: event.session.as_deref(),
             owner: event.owner.as_deref(),
             reason: event.reason.map(Reason::as_str),
+            group_name,
+            member,
         }
+    }
+}
+
+/// The `group_name` and `member` columns of a resource.
+fn group_of(resource: &Resource) -> (Option<&str>, Option<&str>) {
+    match resource {
+        Resource::Group { name, member } => (Some(name.as_str()), member.as_deref()),
+        _ => (None, None),
     }
 }
 
@@ -162,7 +178,7 @@ fn columns_of(resource: &Resource) -> (Option<&str>, Option<&str>, Option<&str>,
             Some(id.as_str()),
             Some(subnet.as_str()),
         ),
-        Resource::Session => (None, None, None, None),
+        Resource::Session | Resource::Group { .. } => (None, None, None, None),
     }
 }
 
@@ -307,14 +323,22 @@ pub fn session_event(
 
 fn event(row: &impl Columns) -> StoreResult<Event> {
     let kind = EventType::parse(&row.text("type")?).ok_or_else(|| corrupt("event type"))?;
-    let resource = match (row.opt_text("key")?, row.opt_text("pool")?) {
-        (Some(key), _) => Resource::Lock { key },
-        (None, Some(pool)) => Resource::Reservation {
+    let resource = match (
+        row.opt_text("key")?,
+        row.opt_text("pool")?,
+        row.opt_text("group_name")?,
+    ) {
+        (Some(key), _, _) => Resource::Lock { key },
+        (None, Some(pool), _) => Resource::Reservation {
             pool,
             id: row.opt_text("reservation")?.unwrap_or_default(),
             subnet: row.opt_text("subnet")?.unwrap_or_default(),
         },
-        (None, None) => Resource::Session,
+        (None, None, Some(name)) => Resource::Group {
+            name,
+            member: row.opt_text("member")?,
+        },
+        (None, None, None) => Resource::Session,
     };
     let reason = row
         .opt_text("reason")?
@@ -364,6 +388,40 @@ pub async fn bounds<D: Dialect>(conn: &mut D::Conn) -> StoreResult<EventBounds> 
         pruned_through,
         head: head.max(pruned_through),
     })
+}
+
+/// Begins a read in one snapshot (`Texts::snapshot_begin`) and answers the
+/// revision its reads reflect; `end_snapshot` ends it, whatever they answered.
+pub async fn begin_snapshot<D: Dialect>(conn: &mut D::Conn) -> StoreResult<i64> {
+    let mut begun = Ok(());
+    for statement in D::SQL.snapshot_begin {
+        begun = conn.execute(*statement, args![]).await.map(drop);
+        if begun.is_err() {
+            break;
+        }
+    }
+    let revision = match begun {
+        Ok(()) => last_visible(conn).await,
+        Err(e) => Err(e),
+    };
+    if revision.is_err() {
+        // Nothing of it may outlive the failure on a connection used again.
+        for statement in D::SQL.snapshot_abandon {
+            let _ = conn.execute(*statement, args![]).await;
+        }
+    }
+    revision
+}
+
+/// Ends the read `begin_snapshot` began, and answers `result`.
+pub async fn end_snapshot<D: Dialect, T>(
+    conn: &mut D::Conn,
+    result: StoreResult<T>,
+) -> StoreResult<T> {
+    let ended = conn.execute("COMMIT", args![]).await;
+    let value = result?;
+    ended?;
+    Ok(value)
 }
 
 /// The highest revision committed now (or the pruned boundary of an empty log).

@@ -8,8 +8,9 @@ use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
 use crate::domain::fencing::Fencing;
 use crate::domain::grant::{self, Quota, Refused};
+use crate::domain::group::{Group, Member};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
-use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
+use crate::domain::names::{GroupName, Holder, IdempotencyKey, LockKey, MemberName, PoolName, Ttl};
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
@@ -20,6 +21,7 @@ mod errors;
 mod events;
 mod expiry;
 mod free_blocks;
+mod groups;
 mod lock_sets;
 mod lock_texts;
 mod locks;
@@ -281,6 +283,62 @@ pub struct ReservationQuery {
     pub limit: u32,
 }
 
+/// A member to join: its group and id, its capabilities, and how it lives.
+#[derive(Debug, Clone)]
+pub struct JoinMember {
+    pub group: GroupName,
+    pub member: MemberName,
+    pub capabilities: Option<Value>,
+    pub tenure: JoinTenure,
+    /// `None` when the server runs without an auth file.
+    pub owner: Option<LeaseOwner>,
+}
+
+/// How a joining member lives.
+#[derive(Debug, Clone)]
+pub enum JoinTenure {
+    /// Bound to a session.
+    Session(SessionClaim),
+    /// By a TTL of its own; `token` is the member's token when its holder
+    /// joins again to replace its capabilities.
+    Ttl {
+        ttl_ms: Millis,
+        token: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum JoinOutcome {
+    /// Joined; the token renews and leaves a member with a TTL of its own.
+    Joined(Member, Option<String>),
+    /// The same holder's live member, its capabilities replaced.
+    Updated(Member),
+}
+
+/// What proves a member's holder asks it to leave.
+#[derive(Debug, Clone)]
+pub enum LeaveProof {
+    Session(SessionClaim),
+    Token(String),
+}
+
+/// One page of groups, in name order: those under each prefix in turn
+/// (disjoint, in name order) until the page is full.
+#[derive(Debug, Clone, Default)]
+pub struct GroupQuery {
+    pub prefixes: Vec<String>,
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+/// One page of a group's live members, in member order.
+#[derive(Debug, Clone, Default)]
+pub struct MemberQuery {
+    pub group: String,
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The token names no live lease: expired, released, or taken over.
@@ -328,6 +386,19 @@ pub enum StoreError {
     SessionFull { limit: u32 },
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// No group of that name.
+    #[error("no such group")]
+    GroupNotFound,
+    /// Members are live in the group.
+    #[error("the group has {members} live members")]
+    GroupNotEmpty { members: u64 },
+    /// Another session or holder has the member id in the group.
+    #[error("the member id is taken")]
+    MemberExists,
+    /// A unique key refused a second row (mapped to what it means by the
+    /// transaction that wrote it).
+    #[error("a unique key refused the row: {0}")]
+    Duplicate(String),
     /// The database file is damaged (SQLite: corrupt, or not a database):
     /// unavailable until it is restored from a backup.
     #[error("the database file is damaged: {0}")]
@@ -469,6 +540,57 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes at most `batch` leases bound to expired sessions, then the
     /// expired sessions left with none (compare-and-delete).
     async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions>;
+    /// Creates a group (`true`), or answers the existing one (`false`).
+    async fn put_group(
+        &self,
+        name: &str,
+        metadata: Option<Map<String, Value>>,
+        owner: Option<String>,
+        now: Millis,
+    ) -> StoreResult<(bool, Group)>;
+    /// A group with its count of live members; `GroupNotFound`.
+    async fn get_group(&self, name: &str, now: Millis) -> StoreResult<Group>;
+    /// A page of groups and the change-log revision it reflects (one snapshot).
+    async fn list_groups(&self, query: &GroupQuery, now: Millis) -> StoreResult<(Vec<Group>, i64)>;
+    /// Deletes a group in which no member is live (`GroupNotEmpty`).
+    async fn delete_group(&self, name: &str, now: Millis) -> StoreResult<()>;
+    /// Joins a member (with `token` when it lives by its own TTL), checking
+    /// its group in the same transaction.
+    async fn join_group(
+        &self,
+        join: JoinMember,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<JoinOutcome>;
+    /// Renews a member with a TTL of its own; replaces its capabilities when given.
+    async fn renew_member(
+        &self,
+        group: &str,
+        member: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        capabilities: Option<Value>,
+        now: Millis,
+    ) -> StoreResult<Member>;
+    /// Ends a live member by its holder's proof (`LeaseLost`), or by an
+    /// admin with `None` (`NotFound`).
+    async fn leave_group(
+        &self,
+        group: &str,
+        member: &str,
+        proof: Option<LeaveProof>,
+        now: Millis,
+    ) -> StoreResult<()>;
+    /// A live member; `NotFound`, or `GroupNotFound`.
+    async fn get_member(&self, group: &str, member: &str, now: Millis) -> StoreResult<Member>;
+    /// A page of live members and the revision it reflects (one snapshot).
+    async fn list_members(
+        &self,
+        query: &MemberQuery,
+        now: Millis,
+    ) -> StoreResult<(Vec<Member>, i64)>;
+    /// Deletes at most `batch` members past their TTL or their session's.
+    async fn reap_members(&self, now: Millis, batch: u32) -> StoreResult<u64>;
     /// Counts the live leases at `now`.
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases>;
     /// Counts the live leases (locks and reservations, allocated ones

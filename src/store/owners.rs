@@ -17,11 +17,12 @@ static COUNT_LIVE: Text = Text::new(|| {
     format!(
         "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND {} AND {}) \
          + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
-            AND (expires_at IS NULL OR {}) AND {}) AS n",
+            AND (expires_at IS NULL OR {}) AND {}) + {} AS n",
         expiry::live("lock_leases", "$2"),
         live_by_session("lock_leases", 2),
         expiry::live("subnet_reservations", "$2"),
-        live_by_session("subnet_reservations", 2)
+        live_by_session("subnet_reservations", 2),
+        super::groups::count_owned()
     )
 });
 

@@ -66,4 +66,6 @@ pub struct ReapedSessions {
     pub sessions: u64,
     /// Keys of the bound locks deleted, for their waiters.
     pub keys: Vec<String>,
+    /// Members of groups deleted: bound to expired sessions, or past their TTL.
+    pub members: u64,
 }

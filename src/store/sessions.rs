@@ -318,6 +318,7 @@ pub async fn end<D: Dialect>(
         events::record_all::<D>(conn, fx, ended_lock(row, bound, now)?.as_slice()).await?;
     }
     super::reservations::remove_bound::<D>(conn, fx, id, bound, now).await?;
+    super::groups::end_bound::<D>(conn, fx, id, bound, now).await?;
     Ok(keys)
 }
 
@@ -342,6 +343,31 @@ pub async fn bind<D: Dialect>(
     claim: &SessionClaim,
     now: Millis,
 ) -> StoreResult<Session> {
+    let held = check::<D>(conn, claim, now).await?;
+    let bound = one(
+        conn,
+        "SELECT (SELECT count(*) FROM lock_leases WHERE session_id = $1) \
+         + (SELECT count(*) FROM subnet_reservations WHERE session_id = $1) \
+         + (SELECT count(*) FROM group_members WHERE session_id = $1) AS n",
+        args![&claim.id],
+    )
+    .await?
+    .int("n")?;
+    if bound >= i64::from(claim.max_leases) {
+        return Err(StoreError::SessionFull {
+            limit: claim.max_leases,
+        });
+    }
+    Ok(held)
+}
+
+/// Checks a claim on a session (live, the caller's, its token) and holds
+/// the session's row until the transaction ends, where writes run side by side.
+pub async fn check<D: Dialect>(
+    conn: &mut D::Conn,
+    claim: &SessionClaim,
+    now: Millis,
+) -> StoreResult<Session> {
     let sql = format!(
         "SELECT {SESSION_COLUMNS} {LIVE_SESSION}{}",
         D::SQL.lock_pool_row
@@ -362,19 +388,6 @@ pub async fn bind<D: Dialect>(
     if !token_matches(&held, &claim.token) {
         return Err(StoreError::SessionLost {
             field: "session.token",
-        });
-    }
-    let bound = one(
-        conn,
-        "SELECT (SELECT count(*) FROM lock_leases WHERE session_id = $1) \
-         + (SELECT count(*) FROM subnet_reservations WHERE session_id = $1) AS n",
-        args![&claim.id],
-    )
-    .await?
-    .int("n")?;
-    if bound >= i64::from(claim.max_leases) {
-        return Err(StoreError::SessionFull {
-            limit: claim.max_leases,
         });
     }
     Ok(held)
@@ -429,7 +442,12 @@ pub async fn reap<D: Dialect>(
     }
     fx.expired_locks += keys.len() as u64;
     fx.freed_keys.extend(keys.iter().cloned());
-    let left = batch - keys.len() as i64;
+    let mut left = batch - keys.len() as i64;
+    let mut members = 0;
+    if left > 0 {
+        members = super::groups::reap::<D>(conn, fx, now, left as u32).await?;
+        left -= members as i64;
+    }
     let mut sessions = 0;
     if left > 0 {
         let sql = format!(
@@ -438,6 +456,8 @@ pub async fn reap<D: Dialect>(
               AND NOT EXISTS (SELECT 1 FROM lock_leases l WHERE l.session_id = sessions.id) \
               AND NOT EXISTS (SELECT 1 FROM subnet_reservations r \
                               WHERE r.session_id = sessions.id) \
+              AND NOT EXISTS (SELECT 1 FROM group_members g \
+                              WHERE g.session_id = sessions.id) \
               ORDER BY expires_at LIMIT $2{}) AND {expired} RETURNING id, holder, owner",
             D::SQL.reap_rows,
             expired = expiry::expired("sessions", "$1")
@@ -458,7 +478,11 @@ pub async fn reap<D: Dialect>(
         }
         sessions = ended.len() as u64;
     }
-    Ok(ReapedSessions { sessions, keys })
+    Ok(ReapedSessions {
+        sessions,
+        keys,
+        members,
+    })
 }
 
 /// Live sessions, and live leases bound to them, at `$1`.

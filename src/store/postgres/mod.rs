@@ -140,6 +140,7 @@ impl Dialect for PostgresStore {
         // The two-key form: a key space apart from the per-key locks' bigint one.
         lock_owner: Some("SELECT pg_advisory_xact_lock(1, hashtext($1))"),
         lock_pool_row: " FOR UPDATE",
+        share_row: " FOR SHARE",
         next_fencing: "SELECT nextval('fencing_tokens') AS fencing_token",
         // Before its first nextval a sequence shows its start, not yet given.
         last_fencing: "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END \
@@ -161,23 +162,37 @@ impl Dialect for PostgresStore {
         // evaluated first), so a reader that sees a later revision before
         // this one finds this transaction in progress, or ended.
         insert_event: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
-             subnet, holder, fencing_token, session_id, owner, reason) \
+             subnet, holder, fencing_token, session_id, owner, reason, group_name, member) \
              SELECT nextval('event_revisions'), x.xid, $1, $2, $3, $4, $5, $6, $7, $8, $9, \
-             $10, $11 FROM (SELECT pg_current_xact_id()::text::bigint AS xid OFFSET 0) x \
+             $10, $11, $12, $13 FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
+             pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x \
              RETURNING revision",
         insert_events: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
-             subnet, holder, fencing_token, session_id, owner, reason) \
+             subnet, holder, fencing_token, session_id, owner, reason, group_name, member) \
              SELECT nextval('event_revisions'), x.xid, e.type, e.at, e.key, e.pool, \
              e.reservation, e.subnet, e.holder, e.fencing_token, e.session_id, e.owner, \
-             e.reason FROM (SELECT pg_current_xact_id()::text::bigint AS xid OFFSET 0) x, \
+             e.reason, e.group_name, e.member \
+             FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
+             pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x, \
              (SELECT * FROM ROWS FROM (jsonb_to_recordset($1::text::jsonb) AS (type text, \
              at bigint, key text, pool text, reservation text, subnet text, holder text, \
-             fencing_token bigint, session_id text, owner text, reason text)) \
+             fencing_token bigint, session_id text, owner text, reason text, group_name text, \
+             member text)) \
              WITH ORDINALITY AS j(type, at, key, pool, reservation, subnet, holder, \
-             fencing_token, session_id, owner, reason, n) \
+             fencing_token, session_id, owner, reason, group_name, member, n) \
              ORDER BY n) e \
              RETURNING revision, type, at, key, pool, reservation, subnet, holder, \
-             fencing_token, session_id, owner, reason",
+             fencing_token, session_id, owner, reason, group_name, member",
+        // Every event insert shares lock (2, 0) until its commit; taken
+        // exclusively, it waits until no write holds a revision it has not
+        // committed, and the snapshot is taken (by the first statement of
+        // the transaction) before it is let go.
+        snapshot_begin: &[
+            "SELECT pg_advisory_lock(2, 0)",
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            "SELECT pg_advisory_unlock(2, 0)",
+        ],
+        snapshot_abandon: &["ROLLBACK", "SELECT pg_advisory_unlock_all()"],
         event_head: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS head \
              FROM event_revisions",
         delete_returning: true,
@@ -283,6 +298,7 @@ pub(in crate::store) fn classify(error: &sqlx::Error) -> Option<StoreError> {
     let code = pg.code();
     Some(match code {
         "23P01" => StoreError::SubnetOverlap,
+        "23505" => StoreError::Duplicate(pg.message().to_owned()),
         // Connection exceptions, insufficient resources, operator intervention,
         // read-only transaction, serialization failure and deadlock.
         c if c.starts_with("08")

@@ -26,6 +26,10 @@ pub(super) fn by_code(code: Option<i32>, message: &str) -> StoreError {
     if message.contains(OVERLAP_ABORT) {
         return StoreError::SubnetOverlap;
     }
+    // A primary key or unique index refused a second row.
+    if matches!(code, Some(1555 | 2067)) {
+        return StoreError::Duplicate(message.to_owned());
+    }
     match code.map(|c| c & 0xff) {
         Some(SQLITE_BUSY | SQLITE_READONLY | SQLITE_IOERR | SQLITE_FULL | SQLITE_CANTOPEN) => {
             StoreError::Unavailable(message.to_owned())

@@ -150,6 +150,7 @@ impl Dialect for SqliteStore {
         lock_key: None,
         lock_owner: None,
         lock_pool_row: "",
+        share_row: "",
         // Here and below, a statement reads back what the one before it
         // wrote: a `RETURNING` costs SQLite a table of its own each time.
         next_fencing: "UPDATE fencing_counter SET value = value + 1 WHERE id = 1; \
@@ -171,19 +172,24 @@ impl Dialect for SqliteStore {
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)",
         reap_rows: "",
         insert_event: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
-             fencing_token, session_id, owner, reason) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11); \
+             fencing_token, session_id, owner, reason, group_name, member) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13); \
              SELECT last_insert_rowid() AS revision",
         insert_events: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
-             fencing_token, session_id, owner, reason) \
+             fencing_token, session_id, owner, reason, group_name, member) \
              SELECT value ->> 'type', value ->> 'at', value ->> 'key', value ->> 'pool', \
              value ->> 'reservation', value ->> 'subnet', value ->> 'holder', \
              value ->> 'fencing_token', value ->> 'session_id', value ->> 'owner', \
-             value ->> 'reason' FROM json_each($1) ORDER BY json_each.key; \
+             value ->> 'reason', value ->> 'group_name', value ->> 'member' \
+             FROM json_each($1) ORDER BY json_each.key; \
              SELECT revision, type, at, key, pool, reservation, subnet, holder, \
-             fencing_token, session_id, owner, reason FROM events \
+             fencing_token, session_id, owner, reason, group_name, member FROM events \
              WHERE revision > last_insert_rowid() - changes() AND changes() > 0 \
              ORDER BY revision",
+        // One writer commits whole batches: a read transaction's snapshot
+        // holds every revision up to its highest.
+        snapshot_begin: &["BEGIN"],
+        snapshot_abandon: &["ROLLBACK"],
         event_head: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) \
              AS head",
         delete_returning: false,

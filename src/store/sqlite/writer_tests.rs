@@ -93,7 +93,7 @@ async fn concurrent_writes_share_commits_and_a_failure_stays_its_own() {
         match task.await.unwrap() {
             Ok(true) => won += 1,
             Ok(false) => {}
-            Err(StoreError::Internal(_)) => {}
+            Err(StoreError::Internal(_) | StoreError::Duplicate(_)) => {}
             Err(e) => panic!("unexpected {e}"),
         }
     }
@@ -162,7 +162,7 @@ async fn only_a_failure_that_must_be_undone_runs_its_batch_again() {
     for task in tasks {
         match task.await.unwrap() {
             Ok(true) => won += 1,
-            Err(StoreError::Internal(_)) => {}
+            Err(StoreError::Internal(_) | StoreError::Duplicate(_)) => {}
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -246,7 +246,7 @@ async fn a_failed_write_without_savepoint_leaves_the_batch_whole() {
     for task in tasks {
         match task.await.unwrap() {
             Ok(_) => won += 1,
-            Err(StoreError::Internal(_)) => {}
+            Err(StoreError::Internal(_) | StoreError::Duplicate(_)) => {}
             Err(e) => panic!("unexpected {e}"),
         }
     }

@@ -1,0 +1,427 @@
+//! The group routes: create, inspect, list, delete a group; join, renew,
+//! leave, inspect, list and remove its members. Group names are scoped as
+//! lock keys are.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::auth::Caller;
+use super::commands::renewal_ttl;
+use super::created::created_or_ok;
+use super::error::Problem;
+use super::extract::{AppJson, AppJsonOrEmpty, AppPath, AppQuery};
+pub use super::group_bodies::*;
+use super::problems::lease_problem;
+use super::refusals::{
+    GroupDeleteRefusals, GroupUnknown, JoinRefusals, LeaveRefusals, MemberUnknown, QueryRefusals,
+};
+use super::sessions::lifetime;
+use crate::auth::Need;
+use crate::domain::names::{GroupName, MemberName, Ttl};
+use crate::domain::paths;
+use crate::leases::LeaseError;
+use crate::store::{JoinMember, JoinOutcome, JoinTenure, LeaveProof, StoreError};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(put_group, get_group, delete_group))
+        .routes(routes!(list_groups))
+        .routes(routes!(join_group, get_member, remove_member))
+        .routes(routes!(list_members))
+        .routes(routes!(renew_member))
+        .routes(routes!(leave_group))
+}
+
+fn group_problem(name: &str, e: LeaseError) -> Problem {
+    lease_problem(&format!("group {name}"), e)
+}
+
+/// A member's refusals: a missing member is `member-not-found`.
+fn member_problem(group: &str, member: &str, e: LeaseError) -> Problem {
+    match e {
+        LeaseError::Store(StoreError::NotFound) => Problem::not_found(
+            "member-not-found",
+            "No such member",
+            format!("group {group} has no live member {member}"),
+        ),
+        LeaseError::Store(StoreError::GroupNotFound) => group_problem(group, e),
+        e => lease_problem(&format!("member {member} of group {group}"), e),
+    }
+}
+
+/// Create a group, or check that it exists.
+#[utoipa::path(
+    put, path = "/v1/groups/{group}", operation_id = "putGroup", tag = "groups",
+    params(("group" = String, Path, description = "The group name: the syntax of a lock key; `/` is sent as `%2F`.")),
+    request_body = PutGroupRequest,
+    responses(
+        (status = 201, description = "Created", body = GroupBody,
+            headers(("Location" = String, description = "The group: `/v1/groups/{group}`"))),
+        (status = 200, description = "It exists (its metadata is kept)", body = GroupBody),
+    )
+)]
+pub async fn put_group(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath(name): AppPath<String>,
+    AppJsonOrEmpty(body): AppJsonOrEmpty<PutGroupRequest>,
+) -> Result<Response, Problem> {
+    caller.lock(&name, Need::Write)?;
+    let name = GroupName::parse(name)?;
+    let owner = caller.owner().map(|o| o.name);
+    let (created, group) = state
+        .leases
+        .groups()
+        .put(&name, body.metadata, owner)
+        .await
+        .map_err(|e| group_problem(&name, e))?;
+    let body = GroupBody::new(group, state.leases.moment());
+    Ok(created_or_ok(created, &paths::group(&name), body))
+}
+
+/// Inspect a group.
+#[utoipa::path(
+    get, path = "/v1/groups/{group}", operation_id = "getGroup", tag = "groups",
+    params(("group" = String, Path, description = "The group name")),
+    responses(
+        (status = 200, description = "The group and how many members are live in it", body = GroupBody),
+        GroupUnknown,
+    )
+)]
+pub async fn get_group(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath(name): AppPath<String>,
+) -> Result<Json<GroupBody>, Problem> {
+    caller.lock(&name, Need::Read)?;
+    let name = GroupName::parse(name)?;
+    let group = state
+        .leases
+        .groups()
+        .get(&name)
+        .await
+        .map_err(|e| group_problem(&name, e))?;
+    Ok(Json(GroupBody::new(group, state.leases.moment())))
+}
+
+/// List groups by name, optionally under a prefix (with a token: only the
+/// names it may read).
+#[utoipa::path(
+    get, path = "/v1/groups", operation_id = "listGroups", tag = "groups",
+    params(GroupListQuery),
+    responses(
+        (status = 200, description = "A page of groups, with the revision it reflects", body = GroupPageBody),
+        QueryRefusals,
+    )
+)]
+pub async fn list_groups(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppQuery(query): AppQuery<GroupListQuery>,
+) -> Result<Json<GroupPageBody>, Problem> {
+    let page = state
+        .leases
+        .groups()
+        .list_under(
+            caller.lock_prefixes(query.prefix.unwrap_or_default()),
+            query.limit,
+            query.cursor.as_deref(),
+        )
+        .await
+        .map_err(|e| lease_problem("the group list", e))?;
+    let now = state.leases.moment();
+    Ok(Json(GroupPageBody {
+        items: page
+            .items
+            .into_iter()
+            .map(|g| GroupBody::new(g, now))
+            .collect(),
+        next_cursor: page.next,
+        revision: page.revision,
+    }))
+}
+
+/// Delete a group in which no member is live.
+#[utoipa::path(
+    delete, path = "/v1/groups/{group}", operation_id = "deleteGroup", tag = "groups",
+    params(("group" = String, Path, description = "The group name")),
+    responses(
+        (status = 204, description = "Deleted"),
+        GroupDeleteRefusals,
+    )
+)]
+pub async fn delete_group(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath(name): AppPath<String>,
+) -> Result<StatusCode, Problem> {
+    caller.lock(&name, Need::Admin)?;
+    let name = GroupName::parse(name)?;
+    state
+        .leases
+        .groups()
+        .delete(&name)
+        .await
+        .map_err(|e| group_problem(&name, e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Join a group, or replace the capabilities of the same holder's member.
+#[utoipa::path(
+    put, path = "/v1/groups/{group}/members/{member}", operation_id = "joinGroup", tag = "groups",
+    params(
+        ("group" = String, Path, description = "The group name"),
+        ("member" = String, Path, description = "The member id: the syntax of a lock key"),
+    ),
+    request_body = JoinRequest,
+    responses(
+        (status = 201, description = "Joined; with a TTL of its own, the answer carries the member's token", body = JoinBody,
+            headers(("Location" = String, description = "The member"))),
+        (status = 200, description = "The same holder's member, its capabilities replaced", body = JoinBody),
+        JoinRefusals,
+    )
+)]
+pub async fn join_group(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath((group, member)): AppPath<(String, String)>,
+    AppJson(body): AppJson<JoinRequest>,
+) -> Result<Response, Problem> {
+    caller.lock(&group, Need::Write)?;
+    let group = GroupName::parse(group)?;
+    let member = MemberName::parse(member)?;
+    let (ttl_ms, session) = lifetime(&state, &caller, body.ttl_ms, body.session)?;
+    let tenure = match (ttl_ms, session) {
+        (_, Some(claim)) => JoinTenure::Session(claim),
+        (Some(ms), None) => JoinTenure::Ttl {
+            ttl_ms: Ttl::parse("ttl_ms", ms, state.leases.limits.max_ttl_ms)?.ms(),
+            token: body.token,
+        },
+        (None, None) => {
+            return Err(Problem::invalid(
+                "ttl_ms",
+                "required, unless the member is bound to a session",
+            ));
+        }
+    };
+    let join = JoinMember {
+        group: group.clone(),
+        member: member.clone(),
+        capabilities: body.capabilities,
+        tenure,
+        owner: caller.owner(),
+    };
+    let outcome = state
+        .leases
+        .groups()
+        .join(join)
+        .await
+        .map_err(|e| member_problem(&group, &member, e))?;
+    let now = state.leases.moment();
+    let (created, body) = match outcome {
+        JoinOutcome::Joined(m, token) => (
+            true,
+            JoinBody {
+                member: MemberBody::new(m, now),
+                token,
+            },
+        ),
+        JoinOutcome::Updated(m) => (
+            false,
+            JoinBody {
+                member: MemberBody::new(m, now),
+                token: None,
+            },
+        ),
+    };
+    Ok(created_or_ok(
+        created,
+        &paths::member(&group, &member),
+        body,
+    ))
+}
+
+/// Renew a member that lives by its own TTL; may replace its capabilities.
+#[utoipa::path(
+    post, path = "/v1/groups/{group}/members/{member}/renew", operation_id = "renewMember", tag = "groups",
+    params(
+        ("group" = String, Path, description = "The group name"),
+        ("member" = String, Path, description = "The member id"),
+    ),
+    request_body = RenewMemberRequest,
+    responses(
+        (status = 200, description = "Renewed", body = MemberBody),
+        LeaveRefusals,
+    )
+)]
+pub async fn renew_member(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath((group, member)): AppPath<(String, String)>,
+    AppJson(body): AppJson<RenewMemberRequest>,
+) -> Result<Json<MemberBody>, Problem> {
+    caller.lock(&group, Need::Write)?;
+    let group = GroupName::parse(group)?;
+    let member = MemberName::parse(member)?;
+    let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
+    let renewed = state
+        .leases
+        .groups()
+        .renew(&group, &member, &body.token, ttl, body.capabilities)
+        .await
+        .map_err(|e| member_problem(&group, &member, e))?;
+    Ok(Json(MemberBody::new(renewed, state.leases.moment())))
+}
+
+/// Leave a group, by the member's session or its token.
+#[utoipa::path(
+    post, path = "/v1/groups/{group}/members/{member}/leave", operation_id = "leaveGroup", tag = "groups",
+    params(
+        ("group" = String, Path, description = "The group name"),
+        ("member" = String, Path, description = "The member id"),
+    ),
+    request_body = LeaveRequest,
+    responses(
+        (status = 204, description = "Left"),
+        LeaveRefusals,
+    )
+)]
+pub async fn leave_group(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath((group, member)): AppPath<(String, String)>,
+    AppJson(body): AppJson<LeaveRequest>,
+) -> Result<StatusCode, Problem> {
+    caller.lock(&group, Need::Write)?;
+    let group = GroupName::parse(group)?;
+    let member = MemberName::parse(member)?;
+    let proof = match (body.session, body.token) {
+        (Some(s), None) => {
+            let claim = state
+                .leases
+                .sessions()
+                .claim(s.id, s.token, caller.binds_as())
+                .map_err(|e| lease_problem("the session", e))?;
+            LeaveProof::Session(claim)
+        }
+        (None, Some(token)) => LeaveProof::Token(token),
+        _ => {
+            return Err(Problem::invalid(
+                "token",
+                "send the member's token, or its session: one of them",
+            ));
+        }
+    };
+    state
+        .leases
+        .groups()
+        .leave(&group, &member, Some(proof))
+        .await
+        .map_err(|e| member_problem(&group, &member, e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Inspect a live member.
+#[utoipa::path(
+    get, path = "/v1/groups/{group}/members/{member}", operation_id = "getMember", tag = "groups",
+    params(
+        ("group" = String, Path, description = "The group name"),
+        ("member" = String, Path, description = "The member id"),
+    ),
+    responses(
+        (status = 200, description = "The member (no token)", body = MemberBody),
+        MemberUnknown,
+    )
+)]
+pub async fn get_member(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath((group, member)): AppPath<(String, String)>,
+) -> Result<Json<MemberBody>, Problem> {
+    caller.lock(&group, Need::Read)?;
+    let group = GroupName::parse(group)?;
+    let member = MemberName::parse(member)?;
+    let found = state
+        .leases
+        .groups()
+        .member(&group, &member)
+        .await
+        .map_err(|e| member_problem(&group, &member, e))?;
+    Ok(Json(MemberBody::new(found, state.leases.moment())))
+}
+
+/// List a group's live members by id.
+#[utoipa::path(
+    get, path = "/v1/groups/{group}/members", operation_id = "listMembers", tag = "groups",
+    params(("group" = String, Path, description = "The group name"), MemberListQuery),
+    responses(
+        (status = 200, description = "A page of live members, with the revision it reflects", body = MemberPageBody),
+        GroupUnknown,
+    )
+)]
+pub async fn list_members(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath(group): AppPath<String>,
+    AppQuery(query): AppQuery<MemberListQuery>,
+) -> Result<Json<MemberPageBody>, Problem> {
+    caller.lock(&group, Need::Read)?;
+    let group = GroupName::parse(group)?;
+    let page = state
+        .leases
+        .groups()
+        .members(&group, query.limit, query.cursor.as_deref())
+        .await
+        .map_err(|e| group_problem(&group, e))?;
+    let now = state.leases.moment();
+    Ok(Json(MemberPageBody {
+        items: page
+            .items
+            .into_iter()
+            .map(|m| MemberBody::new(m, now))
+            .collect(),
+        next_cursor: page.next,
+        revision: page.revision,
+    }))
+}
+
+/// Remove a member whatever its holder (admin).
+#[utoipa::path(
+    delete, path = "/v1/groups/{group}/members/{member}", operation_id = "removeMember", tag = "groups",
+    params(
+        ("group" = String, Path, description = "The group name"),
+        ("member" = String, Path, description = "The member id"),
+    ),
+    responses(
+        (status = 204, description = "Removed"),
+        MemberUnknown,
+    )
+)]
+pub async fn remove_member(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath((group, member)): AppPath<(String, String)>,
+) -> Result<StatusCode, Problem> {
+    caller.lock(&group, Need::Admin)?;
+    let group = GroupName::parse(group)?;
+    let member = MemberName::parse(member)?;
+    state
+        .leases
+        .groups()
+        .leave(&group, &member, None)
+        .await
+        .map_err(|e| member_problem(&group, &member, e))?;
+    tracing::info!(
+        audit.token = caller.name(),
+        audit.action = "remove_member",
+        group.name = %group,
+        group.member = %member,
+        "admin removed a member from a group"
+    );
+    Ok(StatusCode::NO_CONTENT)
+}

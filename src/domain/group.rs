@@ -1,0 +1,75 @@
+//! Groups and their members: who is alive, and what each can do. A group is
+//! a durable record until deleted; a member is a lease on a member id within
+//! its group, bound to a session or living by a TTL of its own.
+
+use serde_json::{Map, Value};
+
+use super::Millis;
+
+/// The largest `capabilities` a member may carry unless configured otherwise.
+pub const DEFAULT_MAX_CAPABILITIES_BYTES: usize = 8192;
+
+/// A group as stored, with how many members are live in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub name: String,
+    pub metadata: Option<Map<String, Value>>,
+    pub created_at: Millis,
+    pub members: u64,
+}
+
+/// A live member of a group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub group: String,
+    pub member: String,
+    pub capabilities: Option<Value>,
+    /// The session it is bound to; `None` when it lives by its own TTL.
+    pub session: Option<String>,
+    pub joined_at: Millis,
+    /// Its own expiry, or its session's.
+    pub expires_at: Millis,
+    pub ttl_ms: Millis,
+}
+
+impl Member {
+    /// What is left of its life at `now`, never below zero.
+    pub fn expires_in_ms(&self, now: Millis) -> Millis {
+        (self.expires_at - now).max(0)
+    }
+}
+
+/// How a member lives: by its session, or by a TTL and the secret token that
+/// renews it and makes it leave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tenure {
+    Session { id: String, token: String },
+    Ttl { ttl_ms: Millis, token: String },
+}
+
+/// Where a page of groups or members resumes: after this name, sent as hex
+/// so that any name travels in a query string.
+pub fn encode_cursor(after: &str) -> String {
+    hex::encode(after.as_bytes())
+}
+
+/// The name a cursor of `encode_cursor` resumes after.
+pub fn decode_cursor(cursor: &str) -> Result<String, super::InvalidInput> {
+    hex::decode(cursor)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| super::InvalidInput::new("cursor", "is not a cursor this server gave"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_read_back() {
+        for name in ["", "a/b c", "ünï"] {
+            assert_eq!(decode_cursor(&encode_cursor(name)).unwrap(), name);
+        }
+        assert_eq!(decode_cursor("zz").unwrap_err().field, "cursor");
+    }
+}

@@ -1,0 +1,182 @@
+//! Group operations: create, inspect, list, delete; join, renew, leave,
+//! inspect and list members, remove.
+
+use serde_json::{Map, Value};
+
+use super::{LeaseError, Leases, new_token};
+use crate::domain::group::{self, Group, Member};
+use crate::domain::names::{GroupName, MemberName, Ttl};
+use crate::domain::validate;
+use crate::store::{GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery};
+
+/// One page and the cursor of the next, if any.
+#[derive(Debug, Clone)]
+pub struct NamePage<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+    /// The change-log revision the page reflects.
+    pub revision: i64,
+}
+
+pub struct GroupService<'a> {
+    pub(super) leases: &'a Leases,
+}
+
+impl GroupService<'_> {
+    /// Creates the group, or answers the existing one (`false`).
+    pub async fn put(
+        &self,
+        name: &GroupName,
+        metadata: Option<Map<String, Value>>,
+        owner: Option<String>,
+    ) -> Result<(bool, Group), LeaseError> {
+        if let Some(m) = &metadata {
+            validate::metadata(m)?;
+        }
+        let now = self.leases.now();
+        Ok(self
+            .leases
+            .store
+            .put_group(name, metadata, owner, now)
+            .await?)
+    }
+
+    pub async fn get(&self, name: &GroupName) -> Result<Group, LeaseError> {
+        Ok(self.leases.store.get_group(name, self.leases.now()).await?)
+    }
+
+    pub async fn delete(&self, name: &GroupName) -> Result<(), LeaseError> {
+        Ok(self
+            .leases
+            .store
+            .delete_group(name, self.leases.now())
+            .await?)
+    }
+
+    /// Checks the page size and decodes the cursor.
+    fn page(
+        &self,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<(u32, Option<String>), LeaseError> {
+        let max = self.leases.limits.max_page;
+        let limit = limit.unwrap_or(100.min(max));
+        validate::page_limit(limit, max)?;
+        let after = cursor.map(group::decode_cursor).transpose()?;
+        Ok((limit, after))
+    }
+
+    /// One page of the groups under any of `prefixes` (disjoint, in order,
+    /// as a token's scope gives them).
+    pub async fn list_under(
+        &self,
+        prefixes: Vec<String>,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<NamePage<Group>, LeaseError> {
+        let (limit, after) = self.page(limit, cursor)?;
+        for prefix in &prefixes {
+            validate::key_prefix(prefix)?;
+        }
+        let query = GroupQuery {
+            prefixes,
+            after,
+            limit: limit + 1,
+        };
+        let now = self.leases.now();
+        let (items, revision) = self.leases.store.list_groups(&query, now).await?;
+        Ok(paged(items, limit, revision, |g: &Group| &g.name))
+    }
+
+    /// Joins, or replaces the capabilities of the same holder's member.
+    pub async fn join(&self, join: JoinMember) -> Result<JoinOutcome, LeaseError> {
+        if let Some(c) = &join.capabilities {
+            validate::capabilities(c, self.leases.limits.max_capabilities_bytes)?;
+        }
+        let now = self.leases.now();
+        Ok(self.leases.store.join_group(join, new_token(), now).await?)
+    }
+
+    pub async fn renew(
+        &self,
+        group: &GroupName,
+        member: &MemberName,
+        token: &str,
+        ttl: Option<Ttl>,
+        capabilities: Option<Value>,
+    ) -> Result<Member, LeaseError> {
+        if let Some(c) = &capabilities {
+            validate::capabilities(c, self.leases.limits.max_capabilities_bytes)?;
+        }
+        let now = self.leases.now();
+        Ok(self
+            .leases
+            .store
+            .renew_member(group, member, token, ttl.map(Ttl::ms), capabilities, now)
+            .await?)
+    }
+
+    /// Ends a member by its holder's proof, or by an admin (`None`).
+    pub async fn leave(
+        &self,
+        group: &GroupName,
+        member: &MemberName,
+        proof: Option<LeaveProof>,
+    ) -> Result<(), LeaseError> {
+        let now = self.leases.now();
+        Ok(self
+            .leases
+            .store
+            .leave_group(group, member, proof, now)
+            .await?)
+    }
+
+    pub async fn member(
+        &self,
+        group: &GroupName,
+        member: &MemberName,
+    ) -> Result<Member, LeaseError> {
+        let now = self.leases.now();
+        Ok(self.leases.store.get_member(group, member, now).await?)
+    }
+
+    pub async fn members(
+        &self,
+        group: &GroupName,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<NamePage<Member>, LeaseError> {
+        let (limit, after) = self.page(limit, cursor)?;
+        let query = MemberQuery {
+            group: group.to_string(),
+            after,
+            limit: limit + 1,
+        };
+        let (items, revision) = self
+            .leases
+            .store
+            .list_members(&query, self.leases.now())
+            .await?;
+        Ok(paged(items, limit, revision, |m: &Member| &m.member))
+    }
+}
+
+/// `items` (one more than `limit` when there is a next page) as a page.
+fn paged<T>(
+    mut items: Vec<T>,
+    limit: u32,
+    revision: i64,
+    name: impl Fn(&T) -> &String,
+) -> NamePage<T> {
+    let next = if items.len() > limit as usize {
+        items.truncate(limit as usize);
+        items.last().map(|i| group::encode_cursor(name(i)))
+    } else {
+        None
+    };
+    NamePage {
+        items,
+        next,
+        revision,
+    }
+}
