@@ -51,7 +51,7 @@ fn live(n: u8) -> String {
 /// The member `$2` of the group `$1`, whether live at `$3` or not.
 static MEMBER_ROW: Text = Text::new(|| {
     format!(
-        "SELECT {MEMBER_COLUMNS}, CASE WHEN {} THEN 1 ELSE 0 END AS live \
+        "SELECT {MEMBER_COLUMNS}, CAST(CASE WHEN {} THEN 1 ELSE 0 END AS bigint) AS live \
          FROM group_members m WHERE m.group_name = $1 AND m.member = $2",
         live(3)
     )
@@ -271,16 +271,19 @@ pub async fn delete<D: Dialect>(
     name: &str,
     now: Millis,
 ) -> StoreResult<()> {
+    // The row's lock first: the count after it reads every join committed
+    // meanwhile (one statement would count in the snapshot it began with).
     let sql = format!(
-        "SELECT g.name, g.owner, {} FROM groups g WHERE g.name = $1{}",
-        live_count(2),
+        "SELECT name, owner FROM groups WHERE name = $1{}",
         D::SQL.lock_pool_row
     );
     let row = conn
-        .row(sql, args![name, now])
+        .row(sql, args![name])
         .await?
         .ok_or(StoreError::GroupNotFound)?;
-    let members = u64::try_from(row.int("members")?).unwrap_or(0);
+    let sql = format!("SELECT {} FROM groups g WHERE g.name = $1", live_count(2));
+    let members =
+        u64::try_from(one(conn, sql, args![name, now]).await?.int("members")?).unwrap_or(0);
     if members > 0 {
         return Err(StoreError::GroupNotEmpty { members });
     }

@@ -10,6 +10,7 @@ mod clock_steps;
 mod cors;
 mod events;
 mod fencing;
+mod groups;
 mod harness;
 mod helpers;
 mod hostile_clients;
@@ -48,6 +49,7 @@ fn main() {
         cors::tests(),
         events::tests(),
         fencing::tests(),
+        groups::tests(),
         hostile_clients::tests(),
         idempotency::tests(),
         locations::tests(),
