@@ -3,6 +3,7 @@ on a free port, with a fresh database in a temporary folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -67,6 +68,23 @@ class Server:
 
     def client(self, **options: object) -> Client:
         return Client(self.url, **options)  # type: ignore[arg-type]
+
+
+def new_token(name: str, *flags: str) -> tuple[str, dict[str, object]]:
+    """A new API token and its auth-file entry, made by the binary."""
+    out = subprocess.run(
+        [os.environ["LEASEHOLD_BIN"], "token", "new", "--name", name, *flags],
+        check=True, capture_output=True, text=True,
+    ).stdout.splitlines()
+    return out[0], json.loads(out[1])
+
+
+def server_with_tokens(folder: Path, *entries: dict[str, object]) -> Server:
+    """A server that requires API tokens: these."""
+    auth = folder / "auth.json"
+    auth.write_text(json.dumps({"tokens": list(entries)}))
+    auth.chmod(0o600)
+    return Server(folder, "--auth-file", str(auth)).start()
 
 
 @pytest.fixture(scope="session")

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Server, free_port
+from conftest import Server, free_port, new_token, server_with_tokens
 from leasehold import (
     PROBLEM_TYPES,
     Client,
     Conflict,
+    Forbidden,
     ConnectionFailed,
     HistoryCompacted,
     InvalidRequest,
@@ -23,6 +24,7 @@ from leasehold import (
     Overloaded,
     Problem,
     SessionNotFound,
+    Unauthorized,
     Watch,
 )
 
@@ -123,5 +125,19 @@ def test_an_overloaded_server_is_retried_after_the_time_it_asks(tmp_path: Path) 
             client.acquire("k", ttl=60, wait=0.5)
         assert time.monotonic() - started >= 1.0
         parked.join(5)
+    finally:
+        server.stop()
+
+
+def test_tokens_are_sent_and_their_scope_is_enforced(tmp_path: Path) -> None:
+    team_token, team = new_token("team-a", "--lock-prefix", "team-a/")
+    server = server_with_tokens(tmp_path, team)
+    try:
+        with pytest.raises(Unauthorized):
+            server.client().acquire("team-a/x", ttl=5)
+        client = server.client(token=team_token)
+        client.release("team-a/x", client.acquire("team-a/x", ttl=5).token or "")
+        with pytest.raises(Forbidden):
+            client.acquire("team-b/x", ttl=5)
     finally:
         server.stop()

@@ -4,12 +4,13 @@ and watchers that fire each change once."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 import tooz.coordination
 
-from conftest import Server
+from conftest import Server, new_token, server_with_tokens
 from leasehold import Client
 from leasehold.tooz import decode_id, encode_id
 
@@ -95,3 +96,22 @@ def test_a_coordinator_that_stops_heartbeating_leaves_its_groups(
         assert time.monotonic() < deadline, "the member outlived its session"
         time.sleep(0.2)
     assert watcher.get_lock(b"held-by-quiet").acquire(blocking=False)
+
+
+def test_the_url_carries_the_api_token(tmp_path: Path) -> None:
+    admin_token, admin = new_token("tooz", "--lock-prefix", "", "--admin")
+    server = server_with_tokens(tmp_path, admin)
+    try:
+        url = server.url.replace("http://", "leasehold://")
+        refused = tooz.coordination.get_coordinator(url, b"anonymous")
+        with pytest.raises(tooz.ToozError):
+            refused.start()
+        c = tooz.coordination.get_coordinator(f"{url}?token={admin_token}&timeout=5", b"n1")
+        c.start()
+        c.join_group_create(b"with-token")
+        assert c.get_members(b"with-token").get() == {b"n1"}
+        with c.get_lock(b"with-token"):
+            pass
+        c.stop()
+    finally:
+        server.stop()
