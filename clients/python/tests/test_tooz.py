@@ -11,7 +11,7 @@ import pytest
 import tooz.coordination
 
 from conftest import Server, new_token, server_with_tokens
-from leasehold import Client
+from leasehold import Client, HistoryCompacted
 from leasehold.tooz import decode_id, encode_id
 
 
@@ -114,4 +114,38 @@ def test_the_url_carries_the_api_token(tmp_path: Path) -> None:
             pass
         c.stop()
     finally:
+        server.stop()
+
+
+def test_a_watcher_behind_the_kept_history_lists_again_and_fires_the_difference(
+    tmp_path: Path,
+) -> None:
+    server = Server(tmp_path, "--event-retention", "0s", "--event-retention-count", "1",
+                    "--event-retention-max", "5").start()
+    started: list[Any] = []
+    try:
+        watcher = coordinator(server, started, b"watcher")
+        joiner = coordinator(server, started, b"joiner")
+        watcher.create_group(b"g").get()
+        seen: list[Any] = []
+        watcher.watch_join_group(b"g", seen.append)
+        joiner.join_group(b"g").get()
+        client = server.client()
+        for n in range(12):
+            client.acquire(f"churn/{n}", ttl=60)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.events_page(1)
+            except HistoryCompacted:
+                break
+            assert time.monotonic() < deadline, "the history was never pruned"
+            time.sleep(0.2)
+        watcher.run_watchers()
+        assert [(type(e).__name__, e.member_id) for e in seen] == [
+            ("MemberJoinedGroup", b"joiner")
+        ]
+    finally:
+        for c in started:
+            c.stop()
         server.stop()

@@ -9,7 +9,7 @@ import tooz
 from tooz import coordination
 
 from ..client import Client
-from ..errors import LeaseLost, LockHeld, LockNotFound
+from ..errors import HistoryCompacted, LeaseLost, LockHeld, LockNotFound
 from ..models import Member, SessionInfo
 from .common import decode_id, encode_id, translated
 
@@ -85,24 +85,42 @@ class WatchingMixin(coordination.CoordinationDriver):
         group = encode_id(group_id)
         result: list[Any] = []
         while True:
-            events, nxt = self.client.events_page(watch.revision, group=group, limit=1000)
+            try:
+                events, nxt = self.client.events_page(watch.revision, group=group, limit=1000)
+            except HistoryCompacted:
+                # Fallen behind what the server keeps: list again, and tell
+                # the difference from what was known as joins and leaves.
+                members, revision = self._all_members(group_id)
+                now = {decode_id(m.member) for m in members}
+                for member in sorted(now - watch.members):
+                    result.extend(self._joined(group_id, watch, member))
+                for member in sorted(watch.members - now):
+                    result.extend(self._left(group_id, watch, member))
+                watch.revision = revision if revision is not None else watch.revision
+                continue
             for event in events:
                 if event.get("group") != group or "member" not in event.data:
                     continue
                 member = decode_id(event.get("member"))
                 if event.type == "group.member_joined" and member not in watch.members:
-                    watch.members.add(member)
-                    result.extend(self._hooks_join_group[group_id].run(
-                        coordination.MemberJoinedGroup(group_id, member)))
+                    result.extend(self._joined(group_id, watch, member))
                 elif event.type == "group.member_left" and member in watch.members:
-                    watch.members.discard(member)
-                    if member == self._member_bytes:
-                        self._joined_groups.discard(group_id)
-                    result.extend(self._hooks_leave_group[group_id].run(
-                        coordination.MemberLeftGroup(group_id, member)))
+                    result.extend(self._left(group_id, watch, member))
             watch.revision = max(watch.revision, nxt)
             if not events:
                 return result
+
+    def _joined(self, group_id: bytes, watch: GroupWatch, member: bytes) -> list[Any]:
+        watch.members.add(member)
+        return self._hooks_join_group[group_id].run(
+            coordination.MemberJoinedGroup(group_id, member))
+
+    def _left(self, group_id: bytes, watch: GroupWatch, member: bytes) -> list[Any]:
+        watch.members.discard(member)
+        if member == self._member_bytes:
+            self._joined_groups.discard(group_id)
+        return self._hooks_leave_group[group_id].run(
+            coordination.MemberLeftGroup(group_id, member))
 
     # -- leader election -------------------------------------------------------
 
