@@ -99,6 +99,9 @@ pub struct RenewRequest {
     /// The new TTL from now; the lease's own TTL when omitted.
     #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
+    /// Replaces the lease's metadata, in the renew's own transaction
+    /// (announced as one `*.updated` event); kept when omitted.
+    pub metadata: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -188,6 +191,9 @@ pub struct LockPageBody {
     /// Pass as `cursor` for the next page; null on the last page.
     #[schema(required = true)]
     pub next_cursor: Option<String>,
+    /// The change-log revision the page reflects: `GET /v1/events?since=`
+    /// it continues exactly after the listing.
+    pub revision: i64,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -285,7 +291,7 @@ pub async fn renew_lock(
     let lease = state
         .leases
         .locks()
-        .renew(&key, &body.token, ttl)
+        .renew(&key, &body.token, ttl, body.metadata)
         .await
         .map_err(|e| lease_problem(&key, e))?;
     Ok(Json(LockLeaseBody::new(lease, state.leases.moment())))
@@ -393,6 +399,7 @@ pub async fn list_locks(
             .map(|l| LockLeaseBody::new(l, now))
             .collect(),
         next_cursor: page.next.map(|c| c.encode()),
+        revision: page.revision,
     }))
 }
 

@@ -118,6 +118,9 @@ pub struct PoolPageBody {
     /// Pass as `cursor` for the next page; null on the last page.
     #[schema(required = true)]
     pub next_cursor: Option<String>,
+    /// The change-log revision the page reflects: `GET /v1/events?since=`
+    /// it continues exactly after the listing.
+    pub revision: i64,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -214,6 +217,7 @@ pub async fn list_pools(
     Ok(Json(PoolPageBody {
         items: page.items.into_iter().map(Into::into).collect(),
         next_cursor: page.next,
+        revision: page.revision,
     }))
 }
 

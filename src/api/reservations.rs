@@ -159,6 +159,9 @@ pub struct ReservationPageBody {
     /// Pass as `cursor` for the next page; null on the last page.
     #[schema(required = true)]
     pub next_cursor: Option<String>,
+    /// The change-log revision the page reflects: `GET /v1/events?since=`
+    /// it continues exactly after the listing.
+    pub revision: i64,
 }
 
 /// Reserve a subnet of a pool.
@@ -246,6 +249,7 @@ pub async fn list_reservations(
             .map(|r| ReservationBody::new(r, now))
             .collect(),
         next_cursor: page.next,
+        revision: page.revision,
     }))
 }
 
@@ -296,7 +300,7 @@ pub async fn renew_reservation(
     let r = state
         .leases
         .subnets()
-        .renew(&pool, &id, &body.token, body.ttl_ms)
+        .renew(&pool, &id, &body.token, body.ttl_ms, body.metadata)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))

@@ -25,6 +25,8 @@ pub enum Acquired {
 pub struct LockPage {
     pub items: Vec<LockLease>,
     pub next: Option<ListCursor>,
+    /// The change-log revision the page reflects.
+    pub revision: i64,
 }
 
 pub struct LockService<'a> {
@@ -210,12 +212,16 @@ impl LockService<'_> {
         key: &LockKey,
         token: &str,
         ttl: Option<Ttl>,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<LockLease, LeaseError> {
+        if let Some(m) = &metadata {
+            validate::metadata(m)?;
+        }
         let now = self.leases.now();
         let lease = self
             .leases
             .store
-            .renew_lock(key, token, ttl.map(Ttl::ms), now)
+            .renew_lock(key, token, ttl.map(Ttl::ms), metadata, now)
             .await?;
         Metrics::inc(&self.leases.metrics.lock_renewals);
         Ok(lease)
@@ -281,19 +287,15 @@ impl LockService<'_> {
         }
         let after = cursor.map(ListCursor::decode).transpose()?;
         let now = self.leases.now();
-        let wanted = limit as usize + 1;
-        let mut items = Vec::new();
-        for prefix in prefixes {
-            if items.len() >= wanted {
-                break;
-            }
-            let query = LockQuery {
+        let queries = prefixes
+            .into_iter()
+            .map(|prefix| LockQuery {
                 prefix,
                 after: after.clone(),
-                limit: (wanted - items.len()) as u32,
-            };
-            items.extend(self.leases.store.list_locks(&query, now).await?);
-        }
+                limit: limit + 1,
+            })
+            .collect();
+        let (mut items, revision) = self.leases.store.list_locks(queries, now).await?;
         let next = if items.len() > limit as usize {
             items.truncate(limit as usize);
             items.last().map(|l| ListCursor {
@@ -303,7 +305,11 @@ impl LockService<'_> {
         } else {
             None
         };
-        Ok(LockPage { items, next })
+        Ok(LockPage {
+            items,
+            next,
+            revision,
+        })
     }
 
     pub async fn force_release(&self, key: &LockKey) -> Result<u64, LeaseError> {

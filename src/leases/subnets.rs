@@ -29,6 +29,8 @@ pub enum PutPool {
 pub struct Page<T> {
     pub items: Vec<T>,
     pub next: Option<String>,
+    /// The change-log revision the page reflects.
+    pub revision: i64,
 }
 
 pub struct SubnetService<'a> {
@@ -65,7 +67,12 @@ impl SubnetService<'_> {
         Ok(limit)
     }
 
-    fn page<T>(mut items: Vec<T>, limit: u32, cursor: impl Fn(&T) -> String) -> Page<T> {
+    fn page<T>(
+        mut items: Vec<T>,
+        limit: u32,
+        revision: i64,
+        cursor: impl Fn(&T) -> String,
+    ) -> Page<T> {
         let next = (items.len() > limit as usize).then(|| {
             items.truncate(limit as usize);
             items.last().map(&cursor)
@@ -73,6 +80,7 @@ impl SubnetService<'_> {
         Page {
             items,
             next: next.flatten(),
+            revision,
         }
     }
 
@@ -121,12 +129,16 @@ impl SubnetService<'_> {
             .transpose()?;
         let wanted = limit as usize + 1;
         let mut items = Vec::new();
+        // Pools change with no event: the first read's revision holds for
+        // every chunk.
+        let mut revision = None;
         loop {
-            let chunk = self
+            let (chunk, at) = self
                 .leases
                 .store
                 .list_pools(after.as_deref(), limit + 1)
                 .await?;
+            revision.get_or_insert(at);
             let exhausted = chunk.len() <= limit as usize;
             after = chunk.last().map(|p| p.name.clone());
             items.extend(chunk.into_iter().filter(|p| visible(&p.name)));
@@ -135,7 +147,8 @@ impl SubnetService<'_> {
             }
         }
         items.truncate(wanted);
-        Ok(Self::page(items, limit, |p| {
+        let revision = revision.unwrap_or_default();
+        Ok(Self::page(items, limit, revision, |p| {
             subnet::encode_cursor(p.name.as_bytes())
         }))
     }
@@ -194,12 +207,12 @@ impl SubnetService<'_> {
             after,
             limit: limit + 1,
         };
-        let items = self
+        let (items, revision) = self
             .leases
             .store
             .list_reservations(&query, self.now())
             .await?;
-        Ok(Self::page(items, limit, |r| {
+        Ok(Self::page(items, limit, revision, |r| {
             subnet::encode_cursor(&r.subnet.start_bytes())
         }))
     }
@@ -217,14 +230,21 @@ impl SubnetService<'_> {
         id: &str,
         token: &str,
         ttl_ms: Option<Millis>,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<Reservation, LeaseError> {
         issued_id(id)?;
         if let Some(ttl) = ttl_ms {
             validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
         }
+        if let Some(m) = &metadata {
+            validate::metadata(m)?;
+        }
         let now = self.now();
         let store = &self.leases.store;
-        (store.renew_reservation(pool, id, token, ttl_ms, now).await).map_err(reservation_error)
+        (store
+            .renew_reservation(pool, id, token, ttl_ms, metadata, now)
+            .await)
+            .map_err(reservation_error)
     }
 
     pub async fn confirm(

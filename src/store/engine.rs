@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tokio::sync::{Notify, broadcast};
 
-use super::dialect::{Atomicity, Dialect, WriteWork};
+use super::dialect::{Atomicity, Dialect, ReadWork, WriteWork};
 use super::events::{EventBounds, Horizon};
 use super::reservations::Update;
 use super::{
@@ -66,14 +66,22 @@ impl<D: Dialect> Store for D {
         key: &str,
         token: &str,
         ttl_ms: Option<Millis>,
+        metadata: Option<Map<String, Value>>,
         now: Millis,
     ) -> StoreResult<LockLease> {
         let (key, token) = (key.to_owned(), token.to_owned());
+        // A plain renewal is one statement; new metadata and its event are more.
+        let atomicity = match metadata {
+            None => Atomicity::Statement,
+            Some(_) => Atomicity::AllOrNothing,
+        };
         self.counted(
-            Atomicity::Statement,
-            Box::new(move |c, _| {
-                let (token, key) = (token.clone(), key.clone());
-                Box::pin(async move { locks::renew(c, &key, &token, ttl_ms, now).await })
+            atomicity,
+            Box::new(move |c, fx| {
+                let (token, key, metadata) = (token.clone(), key.clone(), metadata.clone());
+                Box::pin(async move {
+                    locks::renew::<D>(c, fx, &key, &token, ttl_ms, metadata, now).await
+                })
             }),
         )
         .await
@@ -113,10 +121,24 @@ impl<D: Dialect> Store for D {
         .await
     }
 
-    async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>> {
-        let query = query.clone();
-        self.read(Box::new(move |c| {
-            Box::pin(async move { locks::list(c, &query, now).await })
+    async fn list_locks(
+        &self,
+        queries: Vec<LockQuery>,
+        now: Millis,
+    ) -> StoreResult<(Vec<LockLease>, i64)> {
+        self.snapshot(Box::new(move |c| {
+            Box::pin(async move {
+                let mut items = Vec::new();
+                for mut query in queries {
+                    let left = query.limit as usize - items.len().min(query.limit as usize);
+                    if left == 0 {
+                        break;
+                    }
+                    query.limit = left as u32;
+                    items.extend(locks::list(c, &query, now).await?);
+                }
+                Ok(items)
+            })
         }))
         .await
     }
@@ -173,9 +195,9 @@ impl<D: Dialect> Store for D {
         .await
     }
 
-    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
+    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<(Vec<Pool>, i64)> {
         let after = after.map(str::to_owned);
-        self.read(Box::new(move |c| {
+        self.snapshot(Box::new(move |c| {
             Box::pin(async move { pools::list(c, after.as_deref(), limit).await })
         }))
         .await
@@ -220,10 +242,11 @@ impl<D: Dialect> Store for D {
         id: &str,
         token: &str,
         ttl_ms: Option<Millis>,
+        metadata: Option<Map<String, Value>>,
         now: Millis,
     ) -> StoreResult<Reservation> {
-        self.update_reservation(pool, id, token, Update::Renew { ttl_ms }, now)
-            .await
+        let update = Update::Renew { ttl_ms, metadata };
+        self.update_reservation(pool, id, token, update, now).await
     }
 
     async fn confirm_reservation(
@@ -262,9 +285,9 @@ impl<D: Dialect> Store for D {
         &self,
         query: &ReservationQuery,
         now: Millis,
-    ) -> StoreResult<Vec<Reservation>> {
+    ) -> StoreResult<(Vec<Reservation>, i64)> {
         let query = query.clone();
-        self.read(Box::new(move |c| {
+        self.snapshot(Box::new(move |c| {
             Box::pin(async move { reservations::list(c, &query, now).await })
         }))
         .await
@@ -658,13 +681,14 @@ impl<D: Dialect> ReservationWrites for D {
         let (pool, id, token) = (pool.to_owned(), id.to_owned(), token.to_owned());
         // A renewal is one statement; a confirmation and its event are two.
         let atomicity = match update {
-            Update::Renew { .. } => Atomicity::Statement,
-            Update::Confirm => Atomicity::AllOrNothing,
+            Update::Renew { metadata: None, .. } => Atomicity::Statement,
+            Update::Renew { .. } | Update::Confirm => Atomicity::AllOrNothing,
         };
         self.counted(
             atomicity,
             Box::new(move |c, fx| {
                 let (token, pool, id) = (token.clone(), pool.clone(), id.clone());
+                let update = update.clone();
                 Box::pin(async move {
                     reservations::update::<D>(c, fx, &pool, &id, &token, update, now).await
                 })
@@ -694,6 +718,26 @@ impl<D: Dialect> ReservationWrites for D {
         .await
     }
 }
+
+/// Reads in one snapshot with the revision they reflect.
+#[async_trait]
+trait Snapshot: Dialect + Sized {
+    async fn snapshot<T: Send + 'static>(
+        &self,
+        work: ReadWork<Self::Conn, T>,
+    ) -> StoreResult<(T, i64)> {
+        self.read(Box::new(move |c| {
+            Box::pin(async move {
+                let revision = events::begin_snapshot::<Self>(c).await?;
+                let read = work(c).await;
+                events::end_snapshot::<Self, _>(c, read.map(|t| (t, revision))).await
+            })
+        }))
+        .await
+    }
+}
+
+impl<D: Dialect> Snapshot for D {}
 
 /// Every write of the engine goes through here: it is counted, once
 /// committed, as a client's or the server's own.

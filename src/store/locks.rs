@@ -226,25 +226,49 @@ async fn insert<D: Dialect>(
     row.map(|r| r.int("fencing_token")).transpose()
 }
 
-pub async fn renew(
-    conn: &mut impl Sql,
+pub async fn renew<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
     key: &str,
     token: &str,
     ttl_ms: Option<Millis>,
+    metadata: Option<serde_json::Map<String, serde_json::Value>>,
     now: Millis,
 ) -> StoreResult<LockLease> {
-    if let Some(row) = conn
+    let replace = metadata.is_some();
+    if replace {
+        // Undone with the whole write if the renewal finds no live lease.
+        conn.execute(
+            "UPDATE lock_leases SET metadata = $3 WHERE key = $1 AND token = $2",
+            args![key, token, &metadata_text(&metadata)],
+        )
+        .await?;
+    }
+    let renewed = match conn
         .row(RENEW.as_str(), args![key, token, now, ttl_ms])
         .await?
     {
-        return rows::lock(&row);
+        Some(row) => rows::lock(&row)?,
+        // A bound lease lives as long as its session: renewing it changes
+        // nothing, and answers it while its session is live.
+        None => {
+            let row = conn
+                .row(BOUND_LEASE.as_str(), args![key, token, now])
+                .await?;
+            rows::lock(&row.ok_or(StoreError::LeaseLost)?)?
+        }
+    };
+    if replace {
+        let holding = Holding {
+            holder: &renewed.lease.holder,
+            fencing_token: renewed.lease.fencing_token,
+            session: renewed.session.as_deref(),
+            owner: renewed.owner.as_deref(),
+        };
+        let event = holding.lock(EventType::LockUpdated, key, None, now);
+        events::record::<D>(conn, fx, &event).await?;
     }
-    // A bound lease lives as long as its session: renewing it changes
-    // nothing, and answers it while its session is live.
-    let row = conn
-        .row(BOUND_LEASE.as_str(), args![key, token, now])
-        .await?;
-    rows::lock(&row.ok_or(StoreError::LeaseLost)?)
+    Ok(renewed)
 }
 
 pub async fn release<D: Dialect>(

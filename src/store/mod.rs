@@ -429,11 +429,14 @@ pub trait Store: Send + Sync + 'static {
         now: Millis,
     ) -> StoreResult<GrantedSet>;
     /// Extends a live lease; `ttl_ms` of `None` reuses the lease's own TTL.
+    /// `metadata` replaces the lease's in the same transaction, recorded as
+    /// one `lock.updated`.
     async fn renew_lock(
         &self,
         key: &str,
         token: &str,
         ttl_ms: Option<Millis>,
+        metadata: Option<Map<String, Value>>,
         now: Millis,
     ) -> StoreResult<LockLease>;
     async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()>;
@@ -447,7 +450,13 @@ pub trait Store: Send + Sync + 'static {
         fencing_token: i64,
         now: Millis,
     ) -> StoreResult<Fencing>;
-    async fn list_locks(&self, query: &LockQuery, now: Millis) -> StoreResult<Vec<LockLease>>;
+    /// The leases of each query in turn until the first one's `limit`, in
+    /// one snapshot with the change-log revision they reflect.
+    async fn list_locks(
+        &self,
+        queries: Vec<LockQuery>,
+        now: Millis,
+    ) -> StoreResult<(Vec<LockLease>, i64)>;
     /// Removes every lease on the key; `NotFound` when none was live.
     async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64>;
     /// Deletes at most `batch` lock rows past their expiry and lock delay, as a
@@ -462,7 +471,8 @@ pub trait Store: Send + Sync + 'static {
     /// The pool and its usage over live reservations; `PoolNotFound`.
     async fn get_pool_usage(&self, name: &str, now: Millis) -> StoreResult<PoolUsage>;
     /// Pools in name order, after `after`.
-    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>>;
+    /// With the change-log revision the page reflects (one snapshot).
+    async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<(Vec<Pool>, i64)>;
     /// Deletes a pool without live reservations (expired ones go with it).
     async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome>;
     /// Compare-and-insert in one write transaction: the pool's expired
@@ -474,13 +484,15 @@ pub trait Store: Send + Sync + 'static {
         token: String,
         now: Millis,
     ) -> StoreResult<ReserveOutcome>;
-    /// Extends a live reservation; an allocated one is returned unchanged.
+    /// Extends a live reservation; an allocated one is returned unchanged
+    /// but for `metadata`, which replaces its own (one `reservation.updated`).
     async fn renew_reservation(
         &self,
         pool: &str,
         id: &str,
         token: &str,
         ttl_ms: Option<Millis>,
+        metadata: Option<Map<String, Value>>,
         now: Millis,
     ) -> StoreResult<Reservation>;
     /// Makes a live reservation allocated (no expiry); idempotent.
@@ -500,11 +512,12 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<()>;
     /// A live reservation; `NotFound` (or `PoolNotFound`).
     async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation>;
+    /// With the change-log revision the page reflects (one snapshot).
     async fn list_reservations(
         &self,
         query: &ReservationQuery,
         now: Millis,
-    ) -> StoreResult<Vec<Reservation>>;
+    ) -> StoreResult<(Vec<Reservation>, i64)>;
     /// Removes a live reservation whatever its token; `NotFound` when none.
     async fn force_release_reservation(&self, pool: &str, id: &str, now: Millis)
     -> StoreResult<()>;

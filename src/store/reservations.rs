@@ -7,13 +7,14 @@ use super::events::{self, ENDED_RESERVATION, Holding, ended_reservation};
 use super::expiry;
 use super::free_blocks::give_back;
 use super::pools::{self, purge_expired};
-use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of};
+use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of, metadata_text};
 use super::sessions::{ended_by_session, live_by_session};
 use super::sql::{Columns, Sql, args};
 use super::{ReservationQuery, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::subnet::Reservation;
+use serde_json::{Map, Value};
 
 /// Live: allocated (no expiry) or not yet expired at `$3`, and bound to no
 /// session or to one live at `$3`.
@@ -26,12 +27,17 @@ fn live() -> String {
 }
 
 /// What an update of one live reservation does to it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Update {
     /// A new expiry, `ttl_ms` from now (the reservation's own TTL when
     /// `None`); an allocated reservation has nothing to renew and comes back
     /// unchanged.
-    Renew { ttl_ms: Option<Millis> },
+    Renew {
+        ttl_ms: Option<Millis>,
+        /// Replaces the reservation's metadata, recorded as one
+        /// `reservation.updated`.
+        metadata: Option<Map<String, Value>>,
+    },
     /// No expiry any more; idempotent.
     Confirm,
 }
@@ -53,8 +59,24 @@ pub async fn update<D: Dialect>(
     {
         return Ok(confirmed);
     }
+    let mut replaced = None;
+    if let Update::Renew {
+        metadata: Some(m), ..
+    } = &update
+    {
+        let text = metadata_text(&Some(m.clone()));
+        let sql = format!(
+            "UPDATE subnet_reservations SET metadata = $5 \
+             WHERE pool = $1 AND fencing_token = $2 AND token = $4 AND {} RETURNING owner",
+            live()
+        );
+        let row = conn
+            .row(sql, args![pool, fencing_of(id), now, token, &text])
+            .await?;
+        replaced = Some(row.ok_or(StoreError::LeaseLost)?.opt_text("owner")?);
+    }
     let (set, ttl_ms) = match update {
-        Update::Renew { ttl_ms } => (
+        Update::Renew { ttl_ms, .. } => (
             // A bound reservation lives by its session: nothing to renew.
             "ttl_ms = CASE WHEN expires_at IS NULL OR session_id IS NOT NULL THEN ttl_ms \
              ELSE coalesce($5, ttl_ms) END, \
@@ -79,7 +101,24 @@ pub async fn update<D: Dialect>(
         .row(sql, args![pool, fencing_of(id), now, token, ttl_ms])
         .await?;
     let pool = pools::load(conn, pool).await?;
-    rows::reservation(pool.cidr.family(), &row.ok_or(StoreError::LeaseLost)?)
+    let renewed = rows::reservation(pool.cidr.family(), &row.ok_or(StoreError::LeaseLost)?)?;
+    if let Some(owner) = replaced {
+        let holding = Holding {
+            holder: &renewed.lease.holder,
+            fencing_token: renewed.lease.fencing_token,
+            session: renewed.session.as_deref(),
+            owner: owner.as_deref(),
+        };
+        let event = holding.reservation(
+            EventType::ReservationUpdated,
+            &pool.name,
+            renewed.subnet.to_string(),
+            None,
+            now,
+        );
+        events::record::<D>(conn, fx, &event).await?;
+    }
+    Ok(renewed)
 }
 
 /// Confirms a live reservation of the token that is not confirmed yet, and

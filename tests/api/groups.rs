@@ -620,7 +620,71 @@ async fn list_then_watch_misses_nothing_and_sees_nothing_twice() {
     assert_eq!(members, live);
 }
 
+/// A renew that carries metadata replaces it in its own transaction and is
+/// one `*.updated` event; a plain renew is none.
+async fn a_renew_with_metadata_is_announced_as_one_update() {
+    let app = spawn_app().await;
+    let held = app.must_acquire("meta", "h", 30_000).await;
+    let token = held["token"].as_str().unwrap();
+    let r = put(&app, "/v1/pools/p", Some(json!({"cidr": "10.0.0.0/16"}))).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let reserved: Value = app
+        .post(
+            "/v1/pools/p/reservations",
+            json!({"holder": "h", "prefix_len": 24, "ttl_ms": 30_000}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let listed: Value = app.get("/v1/locks").await.json().await.unwrap();
+    let start = listed["revision"].as_i64().unwrap();
+    assert_eq!(app.renew("meta", token).await.status(), StatusCode::OK);
+    let r = app
+        .post(
+            "/v1/locks/meta/renew",
+            json!({"token": token, "metadata": {"v": 2}}),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["metadata"], json!({"v": 2}));
+    let shown: Value = app.get("/v1/locks/meta").await.json().await.unwrap();
+    assert_eq!(shown["metadata"], json!({"v": 2}));
+    let path = format!(
+        "/v1/pools/p/reservations/{}/renew",
+        reserved["id"].as_str().unwrap()
+    );
+    let r = app
+        .post(
+            &path,
+            json!({"token": reserved["token"], "metadata": {"r": 1}}),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["metadata"], json!({"r": 1}));
+    // A lost token changes nothing.
+    let lost = json!({"token": "0".repeat(32), "metadata": {"v": 3}});
+    problem(
+        app.post("/v1/locks/meta/renew", lost).await,
+        StatusCode::CONFLICT,
+        "lease-lost",
+    )
+    .await;
+    let p = page(&app, &format!("?since={start}&wait_ms=1000")).await;
+    let types: Vec<_> = p["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].clone())
+        .collect();
+    assert_eq!(types, [json!("lock.updated"), json!("reservation.updated")]);
+    assert_eq!(p["items"][0]["key"], "meta");
+}
+
 crate::harness::tests! {
+    a_renew_with_metadata_is_announced_as_one_update,
     a_group_is_created_once_inspected_and_listed,
     a_member_joins_updates_renews_and_leaves,
     joining_a_missing_group_is_404_and_bad_input_names_the_field,

@@ -15,6 +15,7 @@ mod harness;
 mod helpers;
 mod hostile_clients;
 mod idempotency;
+mod list_then_watch;
 mod locations;
 mod lock_rules;
 mod lock_sets;
@@ -52,6 +53,7 @@ fn main() {
         groups::tests(),
         hostile_clients::tests(),
         idempotency::tests(),
+        list_then_watch::tests(),
         locations::tests(),
         lock_rules::tests(),
         lock_sets::tests(),
