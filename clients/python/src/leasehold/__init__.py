@@ -1,0 +1,68 @@
+"""leasehold: a client of the leasehold lease/lock service, and a tooz driver.
+
+::
+
+    from leasehold import Client, Lock
+
+    client = Client("http://127.0.0.1:8474", token=None)
+    with Lock(client, "lb/3f2a", ttl=10) as lock:
+        reconcile(fencing_token=lock.fencing_token)
+"""
+
+from .client import Client
+from .errors import (
+    PROBLEM_TYPES,
+    Conflict,
+    ConnectionFailed,
+    Forbidden,
+    GroupNotEmpty,
+    GroupNotFound,
+    HistoryCompacted,
+    IdempotencyKeyReused,
+    InvalidRequest,
+    LeaseholdError,
+    LeaseLost,
+    LimitMismatch,
+    LockHeld,
+    LockNotFound,
+    MemberExists,
+    MemberNotFound,
+    NotFound,
+    Overloaded,
+    PayloadTooLarge,
+    PoolConflict,
+    PoolExhausted,
+    PoolInUse,
+    PoolNotFound,
+    Problem,
+    QuotaExceeded,
+    RateLimited,
+    ReservationNotFound,
+    ServerError,
+    SessionFull,
+    SessionLost,
+    SessionNotFound,
+    StorageUnavailable,
+    SubnetUnavailable,
+    TooManyRequests,
+    Unauthorized,
+    Unavailable,
+)
+from .lock import Lock
+from .models import Event, Group, LockLease, Member, Page, SessionInfo
+from .session import Session
+from .watch import Watch, list_then_watch
+
+__all__ = [
+    "Client", "Lock", "Session", "Watch", "list_then_watch",
+    "Event", "Group", "LockLease", "Member", "Page", "SessionInfo",
+    "PROBLEM_TYPES", "LeaseholdError", "ConnectionFailed", "Problem",
+    "InvalidRequest", "Unauthorized", "Forbidden", "NotFound", "LockNotFound",
+    "PoolNotFound", "ReservationNotFound", "SessionNotFound", "GroupNotFound",
+    "MemberNotFound", "Conflict", "LockHeld", "LeaseLost", "SessionLost",
+    "SessionFull", "LimitMismatch", "PoolExhausted", "SubnetUnavailable",
+    "PoolConflict", "PoolInUse", "GroupNotEmpty", "MemberExists",
+    "HistoryCompacted", "PayloadTooLarge", "IdempotencyKeyReused",
+    "TooManyRequests", "QuotaExceeded", "RateLimited", "ServerError",
+    "Unavailable", "StorageUnavailable", "Overloaded",
+]

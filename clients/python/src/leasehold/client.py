@@ -1,0 +1,219 @@
+"""The client of leasehold's HTTP API: one method per operation.
+
+Higher-level helpers build on it: :class:`~leasehold.Lock` (a context manager
+that keeps its lease alive), :class:`~leasehold.Session`,
+:class:`~leasehold.Watch` and :func:`~leasehold.list_then_watch`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Callable, Iterator, TypeVar
+
+from ._transport import Transport, quote, ms as _ms, page as _page, bound as _bound
+from .groups import GroupsMixin
+from .models import Event, LockLease, Page, SessionInfo
+
+T = TypeVar("T")
+
+
+
+
+class Client(GroupsMixin):
+    """A client of one leasehold server.
+
+    Args:
+        url: the server, e.g. ``http://127.0.0.1:8474``.
+        token: an API token, sent as ``Authorization: Bearer``.
+        timeout: seconds a request may take (long polls add their wait).
+        retries: how often a connection failure or a 503 is retried.
+        holder: the default ``holder`` text of grants.
+    """
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:8474",
+        token: str | None = None,
+        timeout: float = 10.0,
+        retries: int = 3,
+        holder: str | None = None,
+    ) -> None:
+        self.transport = Transport(url, token, timeout, retries)
+        self.holder = holder or f"python/{uuid.uuid4().hex[:12]}"
+
+    def close(self) -> None:
+        """Close idle connections."""
+        self.transport.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- locks -------------------------------------------------------------
+
+    def acquire(
+        self,
+        key: str,
+        *,
+        ttl: float | None = 15.0,
+        wait: float = 0.0,
+        holder: str | None = None,
+        session: Any = None,
+        metadata: dict[str, Any] | None = None,
+        shared: bool = False,
+        max_holders: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> LockLease:
+        """Acquire ``key``; raise :class:`~leasehold.LockHeld` after ``wait`` s.
+
+        Bound to ``session`` (a :class:`~leasehold.Session`) the lease lives as
+        long as the session, and ``ttl`` is ignored. Every grant carries an
+        ``Idempotency-Key`` (a fresh one unless given), so a retry after a lost
+        answer returns the same lease instead of conflicting with it.
+        """
+        body: dict[str, Any] = {"holder": holder or self.holder}
+        if session is not None:
+            body["session"] = _bound(session)
+        else:
+            body["ttl_ms"] = _ms(ttl)
+        if wait:
+            body["wait_ms"] = _ms(wait)
+        if metadata is not None:
+            body["metadata"] = metadata
+        if shared:
+            body["mode"] = "shared"
+        if max_holders is not None:
+            body["max_holders"] = max_holders
+        resp = self.transport.request(
+            "POST",
+            f"/v1/locks/{quote(key)}/acquire",
+            body=body,
+            headers={"Idempotency-Key": idempotency_key or uuid.uuid4().hex},
+            timeout=wait,
+        )
+        return LockLease.from_json(resp.body)
+
+    def renew(
+        self,
+        key: str,
+        token: str,
+        ttl: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> LockLease:
+        """Renew a lease (optionally replacing its metadata); raise
+        :class:`~leasehold.LeaseLost` if it is gone."""
+        body: dict[str, Any] = {"token": token}
+        if ttl is not None:
+            body["ttl_ms"] = _ms(ttl)
+        if metadata is not None:
+            body["metadata"] = metadata
+        resp = self.transport.request(
+            "POST", f"/v1/locks/{quote(key)}/renew", body=body
+        )
+        return LockLease.from_json(resp.body)
+
+    def release(self, key: str, token: str) -> None:
+        """Release a lease; raise :class:`~leasehold.LeaseLost` if it is gone."""
+        self.transport.request(
+            "POST", f"/v1/locks/{quote(key)}/release", body={"token": token}
+        )
+
+    def get_lock(self, key: str) -> LockLease:
+        """The live lease on ``key``; :class:`~leasehold.LockNotFound` if free."""
+        return LockLease.from_json(
+            self.transport.request("GET", f"/v1/locks/{quote(key)}").body
+        )
+
+    def force_release(self, key: str) -> None:
+        """Release every lease on ``key`` (admin)."""
+        self.transport.request("DELETE", f"/v1/locks/{quote(key)}")
+
+    def list_locks(
+        self, prefix: str = "", limit: int | None = None, cursor: str | None = None
+    ) -> Page[LockLease]:
+        """One page of the live leases whose key starts with ``prefix``."""
+        q = {"prefix": prefix or None, "limit": limit, "cursor": cursor}
+        return _page(self.transport.request("GET", "/v1/locks", query=q),
+                     LockLease.from_json)
+
+    # -- sessions ----------------------------------------------------------
+
+    def open_session(
+        self,
+        ttl: float = 15.0,
+        holder: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionInfo:
+        """Open a session (see :class:`~leasehold.Session` for keep-alive)."""
+        body: dict[str, Any] = {"holder": holder or self.holder, "ttl_ms": _ms(ttl)}
+        if metadata is not None:
+            body["metadata"] = metadata
+        resp = self.transport.request(
+            "POST", "/v1/sessions", body=body,
+            headers={"Idempotency-Key": uuid.uuid4().hex},
+        )
+        return SessionInfo.from_json(resp.body)
+
+    def renew_session(
+        self, session_id: str, token: str, ttl: float | None = None
+    ) -> SessionInfo:
+        """Keep a session alive; :class:`~leasehold.LeaseLost` if it ended."""
+        body: dict[str, Any] = {"token": token}
+        if ttl is not None:
+            body["ttl_ms"] = _ms(ttl)
+        resp = self.transport.request(
+            "POST", f"/v1/sessions/{quote(session_id)}/renew", body=body
+        )
+        return SessionInfo.from_json(resp.body)
+
+    def close_session(self, session_id: str, token: str) -> None:
+        """Close a session, releasing every lease and membership bound to it."""
+        self.transport.request(
+            "POST", f"/v1/sessions/{quote(session_id)}/close", body={"token": token}
+        )
+
+    def get_session(self, session_id: str) -> SessionInfo:
+        """A session, with how much it holds."""
+        return SessionInfo.from_json(
+            self.transport.request("GET", f"/v1/sessions/{quote(session_id)}").body
+        )
+
+    # -- events ------------------------------------------------------------
+
+    def events_page(
+        self,
+        since: int | None = None,
+        *,
+        wait: float = 0.0,
+        limit: int | None = None,
+        prefix: str | None = None,
+        pool: str | None = None,
+        group: str | None = None,
+    ) -> tuple[list[Event], int]:
+        """One JSON page of the change log after ``since``.
+
+        Returns the events and the revision to pass as ``since`` next.
+        ``prefix`` (lock keys), ``pool`` and ``group`` filter the events.
+        """
+        q: dict[str, Any] = {"prefix": prefix, "pool": pool, "group": group}
+        q.update(since=since, limit=limit, wait_ms=_ms(wait) if wait else None)
+        resp = self.transport.request("GET", "/v1/events", query=q, timeout=wait)
+        doc = resp.body or {}
+        items = [Event.from_json(x) for x in doc.get("items", [])]
+        nxt = doc.get("next_revision")
+        if nxt is None:
+            nxt = items[-1].revision if items else (since or 0)
+        return items, int(nxt)
+
+    def pages(self, fetch: Callable[[str | None], Page[T]]) -> Iterator[Page[T]]:
+        """Every page of a listing: ``fetch(cursor)`` until the last one."""
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield page
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
