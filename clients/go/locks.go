@@ -160,6 +160,9 @@ func (c *Client) ForceRelease(ctx context.Context, key string) error {
 type LockPage struct {
 	Items      []Lease `json:"items"`
 	NextCursor *string `json:"next_cursor"`
+	// Revision is the change-log revision the page reflects: a Watch with
+	// Since set to it continues exactly after the listing.
+	Revision int64 `json:"revision"`
 }
 
 // ListLocks returns one page of the live leases whose keys start with

@@ -90,6 +90,8 @@ func (c *Client) GetPool(ctx context.Context, pool string) (*Pool, error) {
 type PoolPage struct {
 	Items      []Pool  `json:"items"`
 	NextCursor *string `json:"next_cursor"`
+	// Revision is the change-log revision the page reflects (Watch Since).
+	Revision int64 `json:"revision"`
 }
 
 // ListPools returns a page of the pools the caller may see.
@@ -239,6 +241,8 @@ func (c *Client) GetReservation(ctx context.Context, pool, id string) (*Reservat
 type ReservationPage struct {
 	Items      []Reservation `json:"items"`
 	NextCursor *string       `json:"next_cursor"`
+	// Revision is the change-log revision the page reflects (Watch Since).
+	Revision int64 `json:"revision"`
 }
 
 // ListReservations returns a page of pool's live reservations.

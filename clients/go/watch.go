@@ -9,21 +9,27 @@ import (
 	"time"
 )
 
-// Event is one change: a lease granted or ended, a reservation confirmed, a
-// session opened or ended.
+// Event is one change: a lease granted, updated or ended, a reservation
+// confirmed, a session opened or ended, a group created or deleted, a member
+// joined, updated or left.
 type Event struct {
-	Revision     int64     `json:"revision"`
-	Type         string    `json:"type"`
-	At           time.Time `json:"at"`
-	Key          string    `json:"key,omitempty"`
-	Pool         string    `json:"pool,omitempty"`
-	ID           string    `json:"id,omitempty"`
-	Subnet       string    `json:"subnet,omitempty"`
-	Holder       string    `json:"holder"`
-	FencingToken int64     `json:"fencing_token,omitempty"`
-	Session      string    `json:"session,omitempty"`
-	// Reason says why a lease or session ended: released, expired,
-	// force_released, session_closed or session_expired.
+	Revision int64     `json:"revision"`
+	Type     string    `json:"type"`
+	At       time.Time `json:"at"`
+	Key      string    `json:"key,omitempty"`
+	Pool     string    `json:"pool,omitempty"`
+	ID       string    `json:"id,omitempty"`
+	Subnet   string    `json:"subnet,omitempty"`
+	// Group is the group of a group.* event.
+	Group string `json:"group,omitempty"`
+	// Member is the member of a group.member_* event.
+	Member       string `json:"member,omitempty"`
+	Holder       string `json:"holder"`
+	FencingToken int64  `json:"fencing_token,omitempty"`
+	Session      string `json:"session,omitempty"`
+	// Reason says why a lease, session or membership ended: released,
+	// expired, force_released, session_closed, session_expired, and for a
+	// member left or removed.
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -36,6 +42,20 @@ const (
 	EventReservationReleased  = "reservation.released"
 	EventSessionOpened        = "session.opened"
 	EventSessionEnded         = "session.ended"
+	EventLockUpdated          = "lock.updated"
+	EventReservationUpdated   = "reservation.updated"
+	EventGroupCreated         = "group.created"
+	EventGroupDeleted         = "group.deleted"
+	EventMemberJoined         = "group.member_joined"
+	EventMemberUpdated        = "group.member_updated"
+	EventMemberLeft           = "group.member_left"
+)
+
+// Reasons a member left (Event.Reason of group.member_left), besides
+// expired, session_closed and session_expired.
+const (
+	ReasonLeft    = "left"
+	ReasonRemoved = "removed"
 )
 
 // WatchOptions selects the events of a Watch.
@@ -44,9 +64,11 @@ type WatchOptions struct {
 	Prefix string
 	// Pool: only reservation events of this pool.
 	Pool string
-	// Since: every event after this revision (from Client.Revision taken
-	// before a listing, or the last event seen). Zero: from now on, unless
-	// FromStart.
+	// Group: only the events of this group and its members.
+	Group string
+	// Since: every event after this revision: the Revision of a list page
+	// (list, then watch: nothing missed, nothing twice), or the last event
+	// seen. Zero: from now on, unless FromStart.
 	Since int64
 	// FromStart: every event the server still keeps.
 	FromStart bool
@@ -87,8 +109,12 @@ func (w *Watcher) Revision() int64 {
 	return w.last
 }
 
-// Revision is the newest event revision the server has: a Watch with Since
-// set to a revision taken before a listing misses no change after it.
+// Revision is the newest event revision the server has: "now", for a Watch
+// that is to start from this moment. To watch after a listing, use the
+// Revision of the list page instead: it is read in the same snapshot as the
+// items, so a Watch from it sees each later change exactly once, while a
+// revision taken before the listing sees again the changes the listing
+// already shows.
 func (c *Client) Revision(ctx context.Context) (int64, error) {
 	q := url.Values{}
 	q.Set("limit", "1")
@@ -129,6 +155,9 @@ func (w *Watcher) run(ctx context.Context, c *Client, opts WatchOptions) {
 		}
 		if opts.Pool != "" {
 			q.Set("pool", opts.Pool)
+		}
+		if opts.Group != "" {
+			q.Set("group", opts.Group)
 		}
 		if started {
 			q.Set("since", strconv.FormatInt(since, 10))

@@ -59,6 +59,9 @@ func (w *Watcher) streamOnce(ctx context.Context, c *Client, opts WatchOptions, 
 	if opts.Pool != "" {
 		q.Set("pool", opts.Pool)
 	}
+	if opts.Group != "" {
+		q.Set("group", opts.Group)
+	}
 	h := http.Header{}
 	h.Set("Accept", "text/event-stream")
 	h.Set("Last-Event-ID", strconv.FormatInt(*since, 10))
