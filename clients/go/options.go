@@ -21,6 +21,8 @@ type grant struct {
 	lockDelay  time.Duration
 	exclude    []string
 	local      bool
+	// capabilities of a group member (Join).
+	capabilities any
 }
 
 func (c *Client) grantOf(opts []Option) grant {

@@ -31,6 +31,10 @@ const (
 	TypeHistoryCompacted   = "/problems/history-compacted"
 	TypeQuotaExceeded      = "/problems/quota-exceeded"
 	TypeRateLimited        = "/problems/rate-limited"
+	TypeGroupNotFound      = "/problems/group-not-found"
+	TypeGroupNotEmpty      = "/problems/group-not-empty"
+	TypeMemberExists       = "/problems/member-exists"
+	TypeMemberNotFound     = "/problems/member-not-found"
 )
 
 // Problem is a refusal from the server: an RFC 9457 problem document with its
@@ -227,3 +231,17 @@ func IsUnauthorized(err error) bool {
 	p := AsProblem(err)
 	return p != nil && (p.Status == http.StatusUnauthorized || p.Status == http.StatusForbidden)
 }
+
+// IsGroupNotFound reports whether err is a 404 group-not-found.
+func IsGroupNotFound(err error) bool { return isType(err, TypeGroupNotFound) }
+
+// IsGroupNotEmpty reports whether a group could not be deleted because
+// members are live in it (409); Problem.Extensions["members"] says how many.
+func IsGroupNotEmpty(err error) bool { return isType(err, TypeGroupNotEmpty) }
+
+// IsMemberExists reports whether the member id is live in the group under
+// another session or holder (409).
+func IsMemberExists(err error) bool { return isType(err, TypeMemberExists) }
+
+// IsMemberNotFound reports whether the group has no such live member (404).
+func IsMemberNotFound(err error) bool { return isType(err, TypeMemberNotFound) }
