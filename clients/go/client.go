@@ -1,6 +1,6 @@
 // Package leasehold is a client of the leasehold lease service: keyed locks
-// with fencing tokens, sessions, elections, a watch of every change, and
-// subnet reservations.
+// with fencing tokens, sessions, elections, groups of members, a watch of
+// every change, and subnet reservations.
 //
 // The patterns follow etcd's clientv3/concurrency and Consul's api: a Mutex
 // whose lease is kept alive in the background and whose Lost channel closes

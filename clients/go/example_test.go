@@ -2,6 +2,7 @@ package leasehold_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -70,5 +71,48 @@ func ExampleProblem() {
 	var p *leasehold.Problem
 	if errors.As(err, &p) && p.Type == leasehold.TypeLockHeld {
 		fmt.Printf("held by %s; retry in %v\n", p.Holder, p.RetryAfter)
+	}
+}
+
+// A worker joins a group with what it can do, kept alive in the background;
+// a scheduler lists the group, then watches it from the page's revision:
+// every later join, update and leave arrives once, none the listing shows.
+func ExampleClient_Join() {
+	c, err := leasehold.New("127.0.0.1:8474")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.CreateGroup(ctx, "workers", nil); err != nil {
+		log.Fatal(err)
+	}
+	m, err := c.Join(ctx, "workers", "node-7", leasehold.WithTTL(30*time.Second),
+		leasehold.WithCapabilities(map[string]int{"gpus": 2}))
+	if err != nil {
+		log.Fatal(err) // IsMemberExists: another holder is node-7
+	}
+	defer m.Leave(context.Background())
+
+	page, err := c.Members(ctx, "workers", 1000, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	live := map[string]json.RawMessage{}
+	for _, it := range page.Items {
+		live[it.Member] = it.Capabilities
+	}
+	w := c.Watch(ctx, leasehold.WatchOptions{Group: "workers", Since: page.Revision})
+	for ev := range w.Events() {
+		switch ev.Type {
+		case leasehold.EventMemberJoined, leasehold.EventMemberUpdated:
+			info, err := c.Member(ctx, "workers", ev.Member)
+			if err == nil {
+				live[ev.Member] = info.Capabilities
+			}
+		case leasehold.EventMemberLeft:
+			delete(live, ev.Member)
+		}
+		fmt.Println(ev.Revision, ev.Type, ev.Member, ev.Reason, len(live))
 	}
 }
