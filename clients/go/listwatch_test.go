@@ -213,3 +213,83 @@ func listThenWatchUnderChurn(t *testing.T, stream bool) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+func TestEveryListPageCarriesItsRevisionAndUpdatesAreEvents(t *testing.T) {
+	srv := startServer(t)
+	c := srv.client(t)
+	ctx := ctxT(t, 30*time.Second)
+	l, err := c.Acquire(ctx, "svc/a", leasehold.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutPool(ctx, "docker", "10.9.0.0/16", nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Reserve(ctx, "docker", 24, leasehold.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateGroup(ctx, "workers", nil); err != nil {
+		t.Fatal(err)
+	}
+	now, err := c.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks, err := c.ListLocks(ctx, "svc/", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools, err := c.ListPools(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reservations, err := c.ListReservations(ctx, "docker", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := c.ListGroups(ctx, "", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	members, err := c.Members(ctx, "workers", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing changed in between: every page reflects the same revision.
+	for name, rev := range map[string]int64{"locks": locks.Revision, "pools": pools.Revision,
+		"reservations": reservations.Revision, "groups": groups.Revision, "members": members.Revision} {
+		if rev != now {
+			t.Errorf("%s page at revision %d, the server at %d", name, rev, now)
+		}
+	}
+
+	lw := c.Watch(ctx, leasehold.WatchOptions{Prefix: "svc/", Since: locks.Revision})
+	rw := c.Watch(ctx, leasehold.WatchOptions{Pool: "docker", Since: reservations.Revision, Stream: true})
+	if _, err := c.RenewWithMetadata(ctx, "svc/a", l.Token, 0, map[string]any{"owner": "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Renew(ctx, "svc/a", l.Token, 0); err != nil { // no event
+		t.Fatal(err)
+	}
+	if err := c.Release(ctx, "svc/a", l.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RenewReservationWithMetadata(ctx, r, 0, map[string]any{"network": "br-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, lw, 5*time.Second); e.Type != leasehold.EventLockUpdated || e.Key != "svc/a" ||
+		e.FencingToken != l.FencingToken || e.Revision != now+1 {
+		t.Fatalf("first lock event: %+v", e)
+	}
+	if e := next(t, lw, 5*time.Second); e.Type != leasehold.EventLockReleased || e.Reason != "released" {
+		t.Fatalf("second lock event: %+v", e)
+	}
+	if e := next(t, rw, 5*time.Second); e.Type != leasehold.EventReservationUpdated || e.Pool != "docker" ||
+		e.ID != r.ID || e.Subnet != r.Subnet {
+		t.Fatalf("reservation event: %+v", e)
+	}
+	if got, err := c.GetReservation(ctx, "docker", r.ID); err != nil || got.Metadata["network"] != "br-1" {
+		t.Fatalf("reservation after the update: %+v, %v", got, err)
+	}
+}

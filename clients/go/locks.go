@@ -112,10 +112,18 @@ func (c *Client) acquire(ctx context.Context, key string, g *grant) (*Lease, err
 
 // Renew extends a lease by ttl from now (zero: its own TTL).
 func (c *Client) Renew(ctx context.Context, key, token string, ttl time.Duration) (*Lease, error) {
+	return c.RenewWithMetadata(ctx, key, token, ttl, nil)
+}
+
+// RenewWithMetadata renews a lease as Renew does and, when metadata is not
+// nil, replaces its metadata in the same transaction (one lock.updated
+// event; a plain renewal is no event).
+func (c *Client) RenewWithMetadata(ctx context.Context, key, token string, ttl time.Duration, metadata map[string]any) (*Lease, error) {
 	body := struct {
-		Token string `json:"token"`
-		TTL   *int64 `json:"ttl_ms,omitempty"`
-	}{token, optMs(ttl)}
+		Token    string         `json:"token"`
+		TTL      *int64         `json:"ttl_ms,omitempty"`
+		Metadata map[string]any `json:"metadata,omitempty"`
+	}{token, optMs(ttl), metadata}
 	cl := &call{method: http.MethodPost, path: "/v1/locks/" + escape(key) + "/renew", body: body}
 	var l Lease
 	if _, err := c.do(ctx, cl, &l); err != nil {

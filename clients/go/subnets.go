@@ -178,11 +178,21 @@ type tokenBody struct {
 
 // RenewReservation extends a reservation by ttl from now (zero: its own).
 func (c *Client) RenewReservation(ctx context.Context, r *Reservation, ttl time.Duration) (*Reservation, error) {
+	return c.RenewReservationWithMetadata(ctx, r, ttl, nil)
+}
+
+// RenewReservationWithMetadata renews as RenewReservation does and, when
+// metadata is not nil, replaces the reservation's metadata in the same
+// transaction (one reservation.updated event).
+func (c *Client) RenewReservationWithMetadata(ctx context.Context, r *Reservation, ttl time.Duration, metadata map[string]any) (*Reservation, error) {
 	if r == nil {
 		return nil, ErrNoReservation
 	}
-	cl := &call{method: http.MethodPost, path: reservationPath(r.Pool, r.ID) + "/renew",
-		body: tokenBody{r.Token, optMs(ttl)}}
+	body := struct {
+		tokenBody
+		Metadata map[string]any `json:"metadata,omitempty"`
+	}{tokenBody{r.Token, optMs(ttl)}, metadata}
+	cl := &call{method: http.MethodPost, path: reservationPath(r.Pool, r.ID) + "/renew", body: body}
 	var out Reservation
 	if _, err := c.do(ctx, cl, &out); err != nil {
 		return nil, err
