@@ -150,6 +150,20 @@ func TestSessionBoundMemberLeavesWhenItsSessionCloses(t *testing.T) {
 			if err != nil || info.Session != s.ID() || string(info.Capabilities) != `["read","write"]` {
 				t.Fatalf("member: %+v, %v", info, err)
 			}
+			// Another member of the same session leaves on its own; the
+			// session and its first member stay.
+			m2, err := c.Join(ctx, "svc", "api-2", leasehold.WithSession(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m2.Leave(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-m.Lost():
+				t.Fatal("the first member lost when the second left")
+			default:
+			}
 			if err := s.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -158,14 +172,16 @@ func TestSessionBoundMemberLeavesWhenItsSessionCloses(t *testing.T) {
 			case <-time.After(3 * time.Second):
 				t.Fatal("Lost still open after the session closed")
 			}
-			want := []struct{ typ, reason string }{
-				{leasehold.EventMemberJoined, ""},
-				{leasehold.EventMemberUpdated, ""},
-				{leasehold.EventMemberLeft, "session_closed"},
+			want := []struct{ typ, member, reason string }{
+				{leasehold.EventMemberJoined, "api-1", ""},
+				{leasehold.EventMemberUpdated, "api-1", ""},
+				{leasehold.EventMemberJoined, "api-2", ""},
+				{leasehold.EventMemberLeft, "api-2", leasehold.ReasonLeft},
+				{leasehold.EventMemberLeft, "api-1", "session_closed"},
 			}
 			for _, wnt := range want {
 				e := next(t, w, 5*time.Second)
-				if e.Type != wnt.typ || e.Reason != wnt.reason || e.Group != "svc" || e.Member != "api-1" ||
+				if e.Type != wnt.typ || e.Reason != wnt.reason || e.Group != "svc" || e.Member != wnt.member ||
 					e.Session != s.ID() {
 					t.Fatalf("event %+v, want %s %q", e, wnt.typ, wnt.reason)
 				}
@@ -214,5 +230,42 @@ func TestTTLMemberIsKeptAlivePastItsTTLThenLeaves(t *testing.T) {
 	}
 	if err := m.Leave(ctx); err != nil {
 		t.Fatalf("leaving twice: %v", err)
+	}
+}
+
+func TestUnreachableTTLMemberIsLostBeforeTheServerSaysItExpired(t *testing.T) {
+	srv := startServer(t)
+	direct := srv.client(t)
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := direct.CreateGroup(ctx, "svc", nil); err != nil {
+		t.Fatal(err)
+	}
+	px := startProxy(t, srv.addr)
+	c, err := leasehold.New(px.url(), leasehold.WithRetry(leasehold.RetryPolicy{Attempts: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Join(ctx, "svc", "worker", leasehold.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := direct.Members(ctx, "svc", 0, "")
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("members: %+v, %v", page, err)
+	}
+	w := direct.Watch(ctx, leasehold.WatchOptions{Group: "svc", Since: page.Revision})
+	px.cut()
+	select {
+	case <-m.Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("Lost still open with the server unreachable past the TTL")
+	}
+	lostAt := time.Now()
+	if end := m.Info().ExpiresAt; !lostAt.Before(end) {
+		t.Fatalf("the member ended at %v on the server, the client noticed only at %v", end, lostAt)
+	}
+	e := next(t, w, 5*time.Second)
+	if e.Type != leasehold.EventMemberLeft || e.Member != "worker" || e.Reason != "expired" {
+		t.Fatalf("event: %+v", e)
 	}
 }
