@@ -3,9 +3,7 @@
 //! first bad field is the one a 400 names), and what reaches the service is
 //! the parsed value, never checked again.
 
-use super::lock_sets::LockSetRequest;
-use super::locks::AcquireRequest;
-use super::reservations::ReserveRequest;
+use super::lease_requests::{AcquireRequest, LockSetRequest, ReserveRequest};
 use crate::domain::LockMode;
 use crate::domain::allocator::Want;
 use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};

@@ -3,8 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -13,38 +12,16 @@ use super::AppState;
 use super::auth::Caller;
 use super::error::Problem;
 use super::extract::AppJson;
-use super::locks::{LockGrantBody, LockLeaseBody, idempotency_key};
+use super::lease_requests::{LockSetRequest, idempotency_key};
+use super::locks::{LockGrantBody, LockLeaseBody};
 use super::problems::lease_problem;
 use super::refusals::LockSetRefusals;
-use super::sessions::{SessionRef, lifetime};
+use super::sessions::lifetime;
 use crate::auth::Need;
 use crate::leases::LeaseError;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(acquire_lock_set))
-}
-
-/// Asks for an exclusive lease on every key of a set, or on none.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"keys": ["svc/a", "svc/b"], "holder": "controller-1", "ttl_ms": 30000, "wait_ms": 5000}))]
-pub struct LockSetRequest {
-    /// 1 to 64 distinct keys, in any order.
-    pub keys: Vec<String>,
-    /// Free text naming the client; informational only.
-    pub holder: String,
-    /// How long each lease lives unless renewed; required unless `session` is given.
-    #[schema(minimum = 100)]
-    pub ttl_ms: Option<i64>,
-    /// Binds every lease of the set to a session instead of a TTL.
-    pub session: Option<SessionRef>,
-    /// How long to wait for the whole set (default 0). A waiting request holds
-    /// none of the keys meanwhile, and requests for overlapping sets are served
-    /// in the order they arrived, so none waits for another in a cycle.
-    #[schema(minimum = 0)]
-    pub wait_ms: Option<i64>,
-    /// A small JSON object stored with each lease.
-    pub metadata: Option<Map<String, Value>>,
 }
 
 /// The leases of a granted set, in key order, each with its own token.

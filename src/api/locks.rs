@@ -16,11 +16,11 @@ use super::commands::renewal_ttl;
 use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
+use super::lease_requests::{AcquireRequest, Mode, ReleaseRequest, RenewRequest, idempotency_key};
 use super::problems::lease_problem;
 use super::refusals::{LockGrantRefusals, LockNotHeld, LockTokenRefusals, QueryRefusals};
-use super::sessions::{SessionRef, lifetime};
+use super::sessions::lifetime;
 use crate::auth::Need;
-use crate::domain::LockMode;
 use crate::domain::lock::LockLease;
 use crate::domain::names::LockKey;
 use crate::domain::paths;
@@ -34,81 +34,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(release_lock))
         .routes(routes!(get_lock, force_release_lock))
         .routes(routes!(list_locks))
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    #[default]
-    Exclusive,
-    Shared,
-}
-
-impl From<Mode> for LockMode {
-    fn from(m: Mode) -> Self {
-        match m {
-            Mode::Exclusive => LockMode::Exclusive,
-            Mode::Shared => LockMode::Shared,
-        }
-    }
-}
-
-impl From<LockMode> for Mode {
-    fn from(m: LockMode) -> Self {
-        match m {
-            LockMode::Exclusive => Mode::Exclusive,
-            LockMode::Shared => Mode::Shared,
-        }
-    }
-}
-
-/// Asks for a lease on a key.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"holder": "node-7/pid-4121", "ttl_ms": 30000}))]
-pub struct AcquireRequest {
-    /// Free text naming the client; informational only.
-    pub holder: String,
-    /// How long the lease lives unless renewed, 100 ms to the server's maximum.
-    /// Required unless `session` is given.
-    #[schema(minimum = 100)]
-    pub ttl_ms: Option<i64>,
-    /// Binds the lease to a session instead: it lives exactly as long as the session.
-    pub session: Option<SessionRef>,
-    /// How long to wait for the key if it is held (default 0: answer at once).
-    #[schema(minimum = 0)]
-    pub wait_ms: Option<i64>,
-    /// `exclusive` (default) or `shared`.
-    pub mode: Option<Mode>,
-    /// Makes the key a semaphore of this many leases; every acquirer must name the same.
-    #[schema(minimum = 1)]
-    pub max_holders: Option<u32>,
-    /// After a lease on the key expires (not after a release), keep the key unavailable this long.
-    #[schema(minimum = 0)]
-    pub lock_delay_ms: Option<i64>,
-    /// A small JSON object stored with the lease.
-    pub metadata: Option<Map<String, Value>>,
-}
-
-/// Proves the caller holds the lease.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"token": "9f86d081884c7d659a2feaa0c55ad015", "ttl_ms": 30000}))]
-pub struct RenewRequest {
-    pub token: String,
-    /// The new TTL from now; the lease's own TTL when omitted.
-    #[schema(minimum = 100)]
-    pub ttl_ms: Option<i64>,
-    /// Replaces the lease's metadata, in the renew's own transaction
-    /// (announced as one `*.updated` event); kept when omitted.
-    pub metadata: Option<Map<String, Value>>,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"token": "9f86d081884c7d659a2feaa0c55ad015"}))]
-pub struct ReleaseRequest {
-    pub token: String,
 }
 
 /// One holder of a key, as `GET /v1/locks/{key}` lists them.
@@ -206,17 +131,6 @@ pub struct ListQuery {
     pub limit: Option<u32>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
-}
-
-pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
-    headers
-        .get("idempotency-key")
-        .map(|v| {
-            v.to_str()
-                .map(str::to_owned)
-                .map_err(|_| Problem::invalid("Idempotency-Key", "must be visible ASCII"))
-        })
-        .transpose()
 }
 
 /// Acquire a lease on a key.

@@ -22,6 +22,7 @@ pub mod extract;
 pub mod fencing;
 pub mod group_bodies;
 pub mod groups;
+pub mod lease_requests;
 pub mod load;
 pub mod lock_sets;
 pub mod locks;

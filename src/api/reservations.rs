@@ -16,13 +16,13 @@ use super::auth::Caller;
 use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
-use super::locks::{ReleaseRequest, RenewRequest, idempotency_key};
+use super::lease_requests::{ReleaseRequest, RenewRequest, ReserveRequest, idempotency_key};
 use super::pools::PageQuery;
 use super::problems::subnet_problem;
 use super::refusals::{
     PoolUnknown, ReservationTokenRefusals, ReservationUnknown, SubnetGrantRefusals,
 };
-use super::sessions::{SessionRef, lifetime};
+use super::sessions::lifetime;
 use crate::auth::Need;
 use crate::domain::names::PoolName;
 use crate::domain::paths;
@@ -37,30 +37,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(renew_reservation))
         .routes(routes!(confirm_reservation))
         .routes(routes!(release_reservation))
-}
-
-/// Asks for a free block of `prefix_len`, or for the named `subnet`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"holder": "node-7/pid-4121", "prefix_len": 24, "exclude": ["172.17.0.0/16"]}))]
-pub struct ReserveRequest {
-    /// Free text naming the client; informational only.
-    pub holder: String,
-    /// Any free block of this length (exactly one of `prefix_len` and `subnet`).
-    pub prefix_len: Option<u8>,
-    /// This aligned block of the pool (exactly one of `prefix_len` and `subnet`).
-    pub subnet: Option<String>,
-    /// How long the reservation lives unless renewed or confirmed (default 60 s).
-    #[schema(minimum = 100)]
-    pub ttl_ms: Option<i64>,
-    /// Binds the reservation to a session instead of a TTL: until confirmed,
-    /// it lives exactly as long as the session.
-    pub session: Option<SessionRef>,
-    /// Networks the grant must not overlap (the caller's own). Host bits are
-    /// cleared; networks of the other family are ignored.
-    pub exclude: Option<Vec<String>>,
-    /// A small JSON object stored with the reservation.
-    pub metadata: Option<Map<String, Value>>,
 }
 
 /// Proves the caller holds the reservation.

@@ -13,7 +13,7 @@ use super::auth::Caller;
 use super::created::created_or_ok;
 use super::error::Problem;
 use super::extract::{AppJson, AppPath};
-use super::locks::idempotency_key;
+use super::lease_requests::idempotency_key;
 use super::problems::lease_problem;
 use super::refusals::{SessionOpenRefusals, SessionTokenRefusals, SessionUnknown};
 pub use super::session_bodies::{
