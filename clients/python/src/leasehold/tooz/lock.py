@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from tooz import locking, utils
 
 from ..errors import LeaseLost, LockHeld, LockNotFound
+from ..client import Client
+from ..models import SessionInfo
 from .common import encode_id, translated
 
-if TYPE_CHECKING:
-    from .driver import LeaseholdDriver
+
+class Coordinator(Protocol):
+    """What a lock needs of the coordinator that made it."""
+
+    namespace: str
+    member_name: str
+    client: Client
+    _acquired_locks: set[Any]
+
+    def _client_and_session(self) -> tuple[Client, SessionInfo]: ...
 
 
 class LeaseholdLock(locking.Lock):
@@ -22,7 +32,7 @@ class LeaseholdLock(locking.Lock):
     each :meth:`release` ends one.
     """
 
-    def __init__(self, driver: "LeaseholdDriver", name: bytes) -> None:
+    def __init__(self, driver: Coordinator, name: bytes) -> None:
         super().__init__(name)
         self._driver = driver
         self.key = f"{driver.namespace}/locks/{encode_id(name)}"
