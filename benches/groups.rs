@@ -50,8 +50,14 @@ async fn fill(client: &reqwest::Client, base: &str, group: &str, count: u64, bod
         .await;
 }
 
-async fn list(client: &reqwest::Client, base: &str, group: &str, times: u64) -> Vec<Duration> {
-    let url = format!("{base}/v1/groups/{group}/members");
+async fn list(
+    client: &reqwest::Client,
+    base: &str,
+    group: &str,
+    query: &str,
+    times: u64,
+) -> Vec<Duration> {
+    let url = format!("{base}/v1/groups/{group}/members{query}");
     let mut latencies = Vec::new();
     for _ in 0..times {
         let t = Instant::now();
@@ -115,26 +121,30 @@ async fn main() {
     fill(&client, &base, "large", members, ttl.clone()).await;
     println!("joined {members} members in {:?}", t.elapsed());
     fill(&client, &base, "small", 10, ttl).await;
-    let (mut small, mut large) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        small.extend(list(&client, &base, "small", lists / 5).await);
-        large.extend(list(&client, &base, "large", lists / 5).await);
+    // The default page (100 members, or all 10), then pages of 10 from both:
+    // the group's size alone.
+    for query in ["", "?limit=10"] {
+        let (mut small, mut large) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            small.extend(list(&client, &base, "small", query, lists / 5).await);
+            large.extend(list(&client, &base, "large", query, lists / 5).await);
+        }
+        small.sort_unstable();
+        large.sort_unstable();
+        let (p50_small, p50_large) = (percentile(&small, 0.5), percentile(&large, 0.5));
+        println!(
+            "list members{query}, 10 in the group:     p50 {p50_small:?}  p99 {:?}",
+            percentile(&small, 0.99)
+        );
+        println!(
+            "list members{query}, {members} in the group: p50 {p50_large:?}  p99 {:?}",
+            percentile(&large, 0.99)
+        );
+        println!(
+            "p50 ratio{query} (large / small): {:.2} (target <= 2)",
+            p50_large.as_secs_f64() / p50_small.as_secs_f64()
+        );
     }
-    small.sort_unstable();
-    large.sort_unstable();
-    let (p50_small, p50_large) = (percentile(&small, 0.5), percentile(&large, 0.5));
-    println!(
-        "list members, 10 in the group:        p50 {p50_small:?}  p99 {:?}",
-        percentile(&small, 0.99)
-    );
-    println!(
-        "list members, {members} in the group:  p50 {p50_large:?}  p99 {:?}",
-        percentile(&large, 0.99)
-    );
-    println!(
-        "p50 ratio (large / small): {:.2} (target <= 2)",
-        p50_large.as_secs_f64() / p50_small.as_secs_f64()
-    );
 
     // 2. A session holding 1,000 memberships expires.
     let r = client

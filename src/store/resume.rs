@@ -28,10 +28,11 @@ struct ResumeStatement {
 /// are left alone), and which of their rows expire by their own time: a
 /// lease bound to a session lives by its session, whose row is refreshed, so
 /// a bound lease gets its full TTL with it.
-const TABLES: [(&str, &str); 3] = [
+const TABLES: [(&str, &str); 4] = [
     ("lock_leases", "session_id IS NULL"),
     ("subnet_reservations", "session_id IS NULL"),
     ("sessions", "id IS NOT NULL"),
+    ("group_members", "session_id IS NULL"),
 ];
 
 /// In order: leases that had expired by the stop stay expired, even when the
@@ -60,11 +61,14 @@ fn resume_statements() -> Vec<ResumeStatement> {
     statements
 }
 
-/// The tables the settling pass walks, each by its primary key.
-const KEYED: [(&str, &str); 3] = [
+/// The tables the settling pass walks, each by its primary key (a group
+/// member's: its group and id as one text; two members that read the same
+/// are rewritten in the same step).
+const KEYED: [(&str, &str); 4] = [
     ("lock_leases", "fencing_token"),
     ("subnet_reservations", "fencing_token"),
     ("sessions", "id"),
+    ("group_members", "group_name || '/' || member"),
 ];
 
 /// Where the pass that writes fresh TTLs into the rows stands: a table of
@@ -137,14 +141,15 @@ pub(crate) async fn settle(conn: &mut impl Sql, at: Settling, batch: u32) -> Sto
             next: None,
         });
     };
-    let after = at.after.clone().unwrap_or(if pk == "id" {
-        Key::Text(String::new())
-    } else {
+    let after = at.after.clone().unwrap_or(if pk == "fencing_token" {
         Key::Int(i64::MIN)
+    } else {
+        Key::Text(String::new())
     });
-    let chunk = format!("(SELECT {pk} FROM {table} WHERE {pk} > $1 ORDER BY {pk} LIMIT $2) chunk");
+    let chunk =
+        format!("(SELECT {pk} AS k FROM {table} WHERE {pk} > $1 ORDER BY {pk} LIMIT $2) chunk");
     let limit = i64::from(batch.max(1));
-    let range = format!("SELECT max({pk}) AS last, count(*) AS n FROM {chunk}");
+    let range = format!("SELECT max(k) AS last, count(*) AS n FROM {chunk}");
     let update = format!(
         "UPDATE {table} SET expires_at = {} WHERE {pk} > $1 AND {pk} <= $2 AND {}",
         expiry::fresh(table),

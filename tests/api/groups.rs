@@ -314,6 +314,14 @@ async fn members_end_with_their_session_closed_or_expired() {
         "session-lost",
     )
     .await;
+    // A member of `other` leaves by its session; a wrong one is lease-lost.
+    let r = join(&app, "g", "d", json!({"session": session_ref(&other)})).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let leave = |body: Value| app.post("/v1/groups/g/members/d/leave", body);
+    let wrong = json!({"session": session_ref(&closed)});
+    problem(leave(wrong).await, StatusCode::CONFLICT, "lease-lost").await;
+    let right = json!({"session": session_ref(&other)});
+    assert_eq!(leave(right).await.status(), StatusCode::NO_CONTENT);
     assert_eq!(close(&app, &closed).await.status(), StatusCode::NO_CONTENT);
     let lapsing = open(&app, 300).await;
     let r = join(&app, "g", "c", json!({"session": session_ref(&lapsing)})).await;
@@ -329,7 +337,7 @@ async fn members_end_with_their_session_closed_or_expired() {
     leasehold::reaper::reap_once(&app.leases, 100)
         .await
         .unwrap();
-    let events = group_events(&app, "g", start, 5).await;
+    let events = group_events(&app, "g", start, 7).await;
     let left: Vec<_> = kinds(&events)
         .into_iter()
         .filter(|(t, _)| t == "group.member_left")
@@ -337,6 +345,7 @@ async fn members_end_with_their_session_closed_or_expired() {
     assert_eq!(
         left,
         [
+            ("group.member_left".to_owned(), "left".to_owned()),
             ("group.member_left".to_owned(), "session_closed".to_owned()),
             ("group.member_left".to_owned(), "session_expired".to_owned()),
         ]

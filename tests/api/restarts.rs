@@ -112,6 +112,41 @@ async fn downtime_does_not_steal_a_lease() {
     assert_eq!(gone.status(), StatusCode::NOT_FOUND, "{expired}");
 }
 
+/// Rule 7 for a group member with a TTL of its own: live at the stop, it
+/// gets a full TTL from the start, also once the reaper has written it.
+async fn downtime_does_not_end_a_group_member() {
+    let dir = TempDir::new().unwrap();
+    let db = crate::backend::database(dir.path()).await;
+    let client = reqwest::Client::new();
+    let server = ServerProcess::start(&db, &[]);
+    let base = server.address.clone();
+    let put = |path: &str, body: Value| client.put(format!("{base}{path}")).json(&body).send();
+    assert_eq!(
+        put("/v1/groups/g", json!({})).await.unwrap().status(),
+        StatusCode::CREATED
+    );
+    let joined = put("/v1/groups/g/members/m", json!({"ttl_ms": 2_000}))
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), StatusCode::CREATED);
+    server.terminate();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let server = ServerProcess::start(&db, &[]);
+    wait_until_ready(&client, &server.address).await;
+    // Past the reaper's first passes, which write the fresh expiry.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let shown = client
+        .get(format!("{}/v1/groups/g/members/m", server.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        shown.status(),
+        StatusCode::OK,
+        "still a member after 3 s of downtime"
+    );
+}
+
 async fn a_full_ttl_after_downtime_is_full_however_many_leases_resume() {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
@@ -243,6 +278,7 @@ async fn a_server_that_cannot_listen_changes_no_lease() {
 crate::harness::tests! {
     a_grant_survives_sigkill_with_its_token_and_fencing_token,
     downtime_does_not_steal_a_lease,
+    downtime_does_not_end_a_group_member,
     a_full_ttl_after_downtime_is_full_however_many_leases_resume,
     fencing_tokens_keep_growing_across_restarts,
     start_up_failures_are_one_line_and_exit_non_zero,
