@@ -18,7 +18,7 @@ use super::{
 };
 use super::{
     GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, expiry, groups,
-    lock_sets, locks, owners, pools, reservations, resume, sessions, sql, subnets,
+    lock_sets, locks, owners, pools, reservations, resume, session_ends, sessions, sql, subnets,
 };
 use crate::domain::Millis;
 use crate::domain::events::Event;
@@ -359,9 +359,9 @@ impl<D: Dialect> Store for D {
                      WHERE (expires_at IS NULL OR {}) AND {}) AS reservations, {}",
                     expiry::present("lock_leases", "$1"),
                     expiry::live("lock_leases", "$1"),
-                    sessions::live_by_session("lock_leases", 1),
+                    expiry::live_by_session("lock_leases", 1),
                     expiry::live("subnet_reservations", "$1"),
-                    sessions::live_by_session("subnet_reservations", 1),
+                    expiry::live_by_session("subnet_reservations", 1),
                     sessions::COUNT_LIVE
                 );
                 let row = sql::one(c, text, sql::args![now]).await?;
@@ -420,7 +420,7 @@ impl<D: Dialect> Store for D {
             Atomicity::AllOrNothing,
             Box::new(move |c, fx| {
                 let (id, end) = (id.clone(), end.clone());
-                Box::pin(async move { sessions::end::<D>(c, fx, &id, end, now).await })
+                Box::pin(async move { session_ends::end::<D>(c, fx, &id, end, now).await })
             }),
         )
         .await
@@ -438,7 +438,7 @@ impl<D: Dialect> Store for D {
         self.counted_as(
             true,
             Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(sessions::reap::<D>(c, fx, now, batch))),
+            Box::new(move |c, fx| Box::pin(session_ends::reap::<D>(c, fx, now, batch))),
         )
         .await
     }

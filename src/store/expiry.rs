@@ -116,3 +116,22 @@ pub fn waiting(t: &str) -> String {
 pub fn fresh(t: &str) -> String {
     format!("{ANCHOR} + {t}.ttl_ms")
 }
+
+/// A row of `table` is live as far as its session goes: unbound, or bound to
+/// a session live at `$n`.
+pub fn live_by_session(table: &str, n: u8) -> String {
+    format!(
+        "({table}.session_id IS NULL OR EXISTS (SELECT 1 FROM sessions s \
+         WHERE s.id = {table}.session_id AND {}))",
+        live("s", &format!("${n}"))
+    )
+}
+
+/// A row of `table` bound to a session that had expired by `$n` (its rows
+/// are absent, as an expired lease's are: rule 1).
+pub fn ended_by_session(table: &str, n: u8) -> String {
+    format!(
+        "{table}.session_id IN (SELECT id FROM sessions WHERE {})",
+        expired("sessions", &format!("${n}"))
+    )
+}

@@ -11,10 +11,11 @@ use serde_json::Value;
 
 use super::dialect::{Dialect, Effects};
 use super::events;
+use super::expiry::live_by_session;
 use super::expiry::{self, Text};
 use super::owners::{owner_name, quota};
 use super::rows::{corrupt, metadata, metadata_text};
-use super::sessions::{self, live_by_session};
+use super::sessions;
 use super::sql::{Columns, Sql, args, one};
 use super::{
     GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery, StoreError,
@@ -689,7 +690,7 @@ pub async fn reap<D: Dialect>(
     batch: u32,
 ) -> StoreResult<u64> {
     let own = expiry::expired("group_members", "$1");
-    let by_session = sessions::ended_by_session("group_members", 1);
+    let by_session = expiry::ended_by_session("group_members", 1);
     let sql = format!(
         "DELETE FROM group_members WHERE (group_name, member) IN \
          (SELECT group_name, member FROM group_members WHERE {own} OR {by_session} \
@@ -699,12 +700,4 @@ pub async fn reap<D: Dialect>(
     let rows = conn.rows(sql, args![now, i64::from(batch)]).await?;
     record_left::<D>(conn, fx, &rows, expiry_reason, now).await?;
     Ok(rows.len() as u64)
-}
-
-/// The owner's (`$1`) live memberships at `$2`, for its quota.
-pub fn count_owned() -> String {
-    format!(
-        "(SELECT count(*) FROM group_members WHERE owner = $1 AND {})",
-        live_plain(2)
-    )
 }

@@ -6,10 +6,10 @@ use std::sync::OnceLock;
 
 use super::dialect::Dialect;
 use super::events::ENDED_LOCK;
+use super::expiry::live_by_session;
 use super::expiry::{self, Text};
 use super::owners::SAME_OWNER;
 use super::rows::LOCK_COLUMNS;
-use super::sessions::live_by_session;
 
 /// An idempotent replay: the key's (`$1`) live lease granted under the
 /// idempotency key `$2` to the owner `$4`, live at `$3`.

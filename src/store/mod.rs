@@ -32,6 +32,7 @@ mod reservations;
 mod resume;
 mod rows;
 mod session_commands;
+mod session_ends;
 mod sessions;
 mod sql;
 pub mod sqlite;

@@ -4,8 +4,8 @@
 //! on any replica, cannot both pass.
 
 use super::dialect::Dialect;
+use super::expiry::live_by_session;
 use super::expiry::{self, Text};
-use super::sessions::live_by_session;
 use super::sql::Columns;
 use super::sql::{Sql, args, one};
 use super::{LeaseOwner, StoreResult};
@@ -17,12 +17,14 @@ static COUNT_LIVE: Text = Text::new(|| {
     format!(
         "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND {} AND {}) \
          + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
-            AND (expires_at IS NULL OR {}) AND {}) + {} AS n",
+            AND (expires_at IS NULL OR {}) AND {}) \
+         + (SELECT count(*) FROM group_members WHERE owner = $1 AND {} AND {}) AS n",
         expiry::live("lock_leases", "$2"),
         live_by_session("lock_leases", 2),
         expiry::live("subnet_reservations", "$2"),
         live_by_session("subnet_reservations", 2),
-        super::groups::count_owned()
+        expiry::live("group_members", "$2"),
+        live_by_session("group_members", 2),
     )
 });
 

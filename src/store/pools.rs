@@ -5,10 +5,10 @@
 
 use super::dialect::{Dialect, Effects};
 use super::events::{self, ENDED_RESERVATION, ended_reservation};
+use super::expiry::ended_by_session;
 use super::expiry::{self, Text};
 use super::free_blocks::{give_back, insert_free, largest_plain};
 use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
-use super::sessions::ended_by_session;
 use super::sql::{Columns, Sql, args, one};
 use super::{DeletePoolOutcome, PutPoolOutcome, StoreError, StoreResult};
 use crate::domain::Millis;

@@ -5,10 +5,10 @@
 use super::dialect::{Dialect, Effects};
 use super::events::{self, ENDED_RESERVATION, Holding, ended_reservation};
 use super::expiry;
+use super::expiry::{ended_by_session, live_by_session};
 use super::free_blocks::give_back;
 use super::pools::{self, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of, metadata_text};
-use super::sessions::{ended_by_session, live_by_session};
 use super::sql::{Columns, Sql, args};
 use super::{ReservationQuery, StoreError, StoreResult};
 use crate::domain::Millis;

@@ -8,14 +8,14 @@
 //! them in batches, then the session (rule 8).
 
 use super::dialect::{Dialect, Effects};
-use super::events::{self, ENDED_LOCK, ended_lock, session_event};
+use super::events::{self, session_event};
 use super::expiry::{self, Text};
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use super::{LeaseOwner, StoreError, StoreResult};
-use super::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
+use super::{OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::Millis;
-use crate::domain::events::{EventType, Reason};
+use crate::domain::events::EventType;
 use crate::domain::session::{Session, SessionView};
 use crate::token::digest;
 
@@ -52,7 +52,7 @@ static RENEW: Text = Text::new(|| {
 
 /// Closes the session `$1` live at `$2`, if the token `$3` (digest `$5`)
 /// is its own and the caller `$4` may.
-static CLOSE: Text = Text::new(|| {
+pub(super) static CLOSE: Text = Text::new(|| {
     format!(
         "DELETE {LIVE_SESSION} AND {} \
          AND ($4 IS NULL OR coalesce(owner, '') = $4) RETURNING holder, owner",
@@ -67,31 +67,12 @@ fn token_matches(held: &Session, token: &str) -> bool {
 }
 
 /// The session row of `$1`, live at `$2`.
-static LIVE_SESSION: Text = Text::new(|| {
+pub(super) static LIVE_SESSION: Text = Text::new(|| {
     format!(
         "FROM sessions WHERE id = $1 AND {}",
         expiry::live("sessions", "$2")
     )
 });
-
-/// A row of `table` is live as far as its session goes: unbound, or bound to
-/// a session live at `$n`.
-pub fn live_by_session(table: &str, n: u8) -> String {
-    format!(
-        "({table}.session_id IS NULL OR EXISTS (SELECT 1 FROM sessions s \
-         WHERE s.id = {table}.session_id AND {}))",
-        expiry::live("s", &format!("${n}"))
-    )
-}
-
-/// A row of `table` bound to a session that had expired by `$n` (its rows
-/// are absent, as an expired lease's are: rule 1).
-pub fn ended_by_session(table: &str, n: u8) -> String {
-    format!(
-        "{table}.session_id IN (SELECT id FROM sessions WHERE {})",
-        expiry::expired("sessions", &format!("${n}"))
-    )
-}
 
 fn session(row: &impl Columns) -> StoreResult<Session> {
     Ok(Session {
@@ -234,7 +215,7 @@ async fn sessions_quota<D: Dialect>(
 /// Why a session's holder could not renew or close it: another API token's
 /// session is not found, whatever token was sent (its owner is checked
 /// before its secret); else no live session or a wrong token (`LeaseLost`).
-async fn refusal(
+pub(super) async fn refusal(
     conn: &mut impl Sql,
     id: &str,
     caller: Option<&str>,
@@ -264,64 +245,6 @@ pub async fn renew(
     }
 }
 
-/// Ends the session and every lease bound to it (locks, and reservations
-/// not yet confirmed), in the transaction the caller runs; answers the keys
-/// freed (also in `fx`, for other replicas).
-pub async fn end<D: Dialect>(
-    conn: &mut D::Conn,
-    fx: &mut Effects,
-    id: &str,
-    end: SessionEnd,
-    now: Millis,
-) -> StoreResult<Vec<String>> {
-    let (ended, reason) = match &end {
-        SessionEnd::Close { token, caller } => {
-            let sent = digest(token);
-            let row = conn
-                .row(
-                    CLOSE.as_str(),
-                    args![id, now, token, caller.as_deref(), &sent],
-                )
-                .await?;
-            let Some(row) = row else {
-                return Err(refusal(conn, id, caller.as_deref(), now).await?);
-            };
-            (row, Reason::Released)
-        }
-        SessionEnd::Force { caller } => {
-            let sql = format!(
-                "DELETE {LIVE_SESSION} AND ($3 IS NULL OR coalesce(owner, '') = $3) \
-                 RETURNING holder, owner"
-            );
-            let row = conn.row(sql, args![id, now, caller.as_deref()]).await?;
-            (row.ok_or(StoreError::NotFound)?, Reason::ForceReleased)
-        }
-    };
-    let (holder, owner) = (ended.text("holder")?, ended.opt_text("owner")?);
-    let closed = session_event(
-        EventType::SessionEnded,
-        id,
-        &holder,
-        owner.as_deref(),
-        Some(reason),
-        now,
-    );
-    events::record::<D>(conn, fx, &closed).await?;
-    // The session row is gone first: a grant binding to it meanwhile (on
-    // PostgreSQL, waiting for its row) finds no session and binds nothing.
-    let sql = format!("DELETE FROM lock_leases WHERE session_id = $1 RETURNING {ENDED_LOCK}");
-    let rows = conn.rows(sql, args![id]).await?;
-    let keys = keys_of(&rows)?;
-    fx.freed_keys.extend(keys.iter().cloned());
-    let bound = Reason::of_bound(reason);
-    for row in &rows {
-        events::record_all::<D>(conn, fx, ended_lock(row, bound, now)?.as_slice()).await?;
-    }
-    super::reservations::remove_bound::<D>(conn, fx, id, bound, now).await?;
-    super::groups::end_bound::<D>(conn, fx, id, bound, now).await?;
-    Ok(keys)
-}
-
 /// Whom a lease bound to `session` belongs to: the API token that opened the
 /// session, with the quota it had then, whoever binds it (an admin may).
 pub fn owner_of(session: &Session) -> Option<LeaseOwner> {
@@ -331,7 +254,7 @@ pub fn owner_of(session: &Session) -> Option<LeaseOwner> {
     })
 }
 
-fn keys_of<R: Columns>(rows: &[R]) -> StoreResult<Vec<String>> {
+pub(super) fn keys_of<R: Columns>(rows: &[R]) -> StoreResult<Vec<String>> {
     rows.iter().map(|r| r.text("key")).collect()
 }
 
@@ -414,74 +337,6 @@ pub async fn get(conn: &mut impl Sql, id: &str, now: Millis) -> StoreResult<Sess
         session: session(&row)?,
         locks: count("locks")?,
         reservations: count("reservations")?,
-    })
-}
-
-/// One batch: the leases bound to expired sessions, then the expired
-/// sessions that have none left. Each statement re-checks the time.
-pub async fn reap<D: Dialect>(
-    conn: &mut D::Conn,
-    fx: &mut Effects,
-    now: Millis,
-    batch: u32,
-) -> StoreResult<ReapedSessions> {
-    let batch = i64::from(batch);
-    let sql = format!(
-        "DELETE FROM lock_leases WHERE fencing_token IN \
-         (SELECT fencing_token FROM lock_leases WHERE session_id IN \
-          (SELECT id FROM sessions WHERE {}) LIMIT $2{}) \
-         RETURNING {ENDED_LOCK}",
-        expiry::expired("sessions", "$1"),
-        D::SQL.reap_rows
-    );
-    let rows = conn.rows(sql, args![now, batch]).await?;
-    let keys = keys_of(&rows)?;
-    for row in &rows {
-        let ended = ended_lock(row, Reason::SessionExpired, now)?;
-        events::record_all::<D>(conn, fx, ended.as_slice()).await?;
-    }
-    fx.expired_locks += keys.len() as u64;
-    fx.freed_keys.extend(keys.iter().cloned());
-    let mut left = batch - keys.len() as i64;
-    let mut members = 0;
-    if left > 0 {
-        members = super::groups::reap::<D>(conn, fx, now, left as u32).await?;
-        left -= members as i64;
-    }
-    let mut sessions = 0;
-    if left > 0 {
-        let sql = format!(
-            "DELETE FROM sessions WHERE id IN \
-             (SELECT id FROM sessions WHERE {expired} \
-              AND NOT EXISTS (SELECT 1 FROM lock_leases l WHERE l.session_id = sessions.id) \
-              AND NOT EXISTS (SELECT 1 FROM subnet_reservations r \
-                              WHERE r.session_id = sessions.id) \
-              AND NOT EXISTS (SELECT 1 FROM group_members g \
-                              WHERE g.session_id = sessions.id) \
-              ORDER BY expires_at LIMIT $2{}) AND {expired} RETURNING id, holder, owner",
-            D::SQL.reap_rows,
-            expired = expiry::expired("sessions", "$1")
-        );
-        let ended = conn.rows(sql, args![now, left]).await?;
-        for row in &ended {
-            let (id, holder, owner) =
-                (row.text("id")?, row.text("holder")?, row.opt_text("owner")?);
-            let expired = session_event(
-                EventType::SessionEnded,
-                &id,
-                &holder,
-                owner.as_deref(),
-                Some(Reason::Expired),
-                now,
-            );
-            events::record::<D>(conn, fx, &expired).await?;
-        }
-        sessions = ended.len() as u64;
-    }
-    Ok(ReapedSessions {
-        sessions,
-        keys,
-        members,
     })
 }
 

@@ -7,11 +7,12 @@
 use super::dialect::{Dialect, Effects};
 use super::events::{self, Holding};
 use super::expiry;
+use super::expiry::live_by_session;
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{lock, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
-use super::sessions::{self, live_by_session};
+use super::sessions;
 use super::sql::{Columns, Sql, args, one};
 use super::{ReserveOutcome, ReserveSubnet, StoreError, StoreResult, grant_order};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};

@@ -1,0 +1,139 @@
+//! A session's end and everything bound to it: its locks, its reservations
+//! not yet confirmed and its group memberships end in the same transaction,
+//! whether the session is closed, force-closed or expired (rule 6).
+
+use super::dialect::{Dialect, Effects};
+use super::events::{self, ENDED_LOCK, ended_lock, session_event};
+use super::expiry;
+use super::sessions::{CLOSE, LIVE_SESSION, keys_of, refusal};
+use super::sql::{Columns, Sql, args};
+use super::{ReapedSessions, SessionEnd, StoreError, StoreResult, groups, reservations};
+use crate::domain::Millis;
+use crate::domain::events::{EventType, Reason};
+use crate::token::digest;
+
+/// Ends the session and every lease bound to it (locks, and reservations
+/// not yet confirmed), in the transaction the caller runs; answers the keys
+/// freed (also in `fx`, for other replicas).
+pub async fn end<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    id: &str,
+    end: SessionEnd,
+    now: Millis,
+) -> StoreResult<Vec<String>> {
+    let (ended, reason) = match &end {
+        SessionEnd::Close { token, caller } => {
+            let sent = digest(token);
+            let row = conn
+                .row(
+                    CLOSE.as_str(),
+                    args![id, now, token, caller.as_deref(), &sent],
+                )
+                .await?;
+            let Some(row) = row else {
+                return Err(refusal(conn, id, caller.as_deref(), now).await?);
+            };
+            (row, Reason::Released)
+        }
+        SessionEnd::Force { caller } => {
+            let sql = format!(
+                "DELETE {LIVE_SESSION} AND ($3 IS NULL OR coalesce(owner, '') = $3) \
+                 RETURNING holder, owner"
+            );
+            let row = conn.row(sql, args![id, now, caller.as_deref()]).await?;
+            (row.ok_or(StoreError::NotFound)?, Reason::ForceReleased)
+        }
+    };
+    let (holder, owner) = (ended.text("holder")?, ended.opt_text("owner")?);
+    let closed = session_event(
+        EventType::SessionEnded,
+        id,
+        &holder,
+        owner.as_deref(),
+        Some(reason),
+        now,
+    );
+    events::record::<D>(conn, fx, &closed).await?;
+    // The session row is gone first: a grant binding to it meanwhile (on
+    // PostgreSQL, waiting for its row) finds no session and binds nothing.
+    let sql = format!("DELETE FROM lock_leases WHERE session_id = $1 RETURNING {ENDED_LOCK}");
+    let rows = conn.rows(sql, args![id]).await?;
+    let keys = keys_of(&rows)?;
+    fx.freed_keys.extend(keys.iter().cloned());
+    let bound = Reason::of_bound(reason);
+    for row in &rows {
+        events::record_all::<D>(conn, fx, ended_lock(row, bound, now)?.as_slice()).await?;
+    }
+    reservations::remove_bound::<D>(conn, fx, id, bound, now).await?;
+    groups::end_bound::<D>(conn, fx, id, bound, now).await?;
+    Ok(keys)
+}
+
+/// One batch: the leases bound to expired sessions, then the expired
+/// sessions that have none left. Each statement re-checks the time.
+pub async fn reap<D: Dialect>(
+    conn: &mut D::Conn,
+    fx: &mut Effects,
+    now: Millis,
+    batch: u32,
+) -> StoreResult<ReapedSessions> {
+    let batch = i64::from(batch);
+    let sql = format!(
+        "DELETE FROM lock_leases WHERE fencing_token IN \
+         (SELECT fencing_token FROM lock_leases WHERE session_id IN \
+          (SELECT id FROM sessions WHERE {}) LIMIT $2{}) \
+         RETURNING {ENDED_LOCK}",
+        expiry::expired("sessions", "$1"),
+        D::SQL.reap_rows
+    );
+    let rows = conn.rows(sql, args![now, batch]).await?;
+    let keys = keys_of(&rows)?;
+    for row in &rows {
+        let ended = ended_lock(row, Reason::SessionExpired, now)?;
+        events::record_all::<D>(conn, fx, ended.as_slice()).await?;
+    }
+    fx.expired_locks += keys.len() as u64;
+    fx.freed_keys.extend(keys.iter().cloned());
+    let mut left = batch - keys.len() as i64;
+    let mut members = 0;
+    if left > 0 {
+        members = groups::reap::<D>(conn, fx, now, left as u32).await?;
+        left -= members as i64;
+    }
+    let mut sessions = 0;
+    if left > 0 {
+        let sql = format!(
+            "DELETE FROM sessions WHERE id IN \
+             (SELECT id FROM sessions WHERE {expired} \
+              AND NOT EXISTS (SELECT 1 FROM lock_leases l WHERE l.session_id = sessions.id) \
+              AND NOT EXISTS (SELECT 1 FROM subnet_reservations r \
+                              WHERE r.session_id = sessions.id) \
+              AND NOT EXISTS (SELECT 1 FROM group_members g \
+                              WHERE g.session_id = sessions.id) \
+              ORDER BY expires_at LIMIT $2{}) AND {expired} RETURNING id, holder, owner",
+            D::SQL.reap_rows,
+            expired = expiry::expired("sessions", "$1")
+        );
+        let ended = conn.rows(sql, args![now, left]).await?;
+        for row in &ended {
+            let (id, holder, owner) =
+                (row.text("id")?, row.text("holder")?, row.opt_text("owner")?);
+            let expired = session_event(
+                EventType::SessionEnded,
+                &id,
+                &holder,
+                owner.as_deref(),
+                Some(Reason::Expired),
+                now,
+            );
+            events::record::<D>(conn, fx, &expired).await?;
+        }
+        sessions = ended.len() as u64;
+    }
+    Ok(ReapedSessions {
+        sessions,
+        keys,
+        members,
+    })
+}
