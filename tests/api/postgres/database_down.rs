@@ -63,8 +63,9 @@ impl Gate {
     }
 }
 
-/// `url` with its host and port replaced by the gate's.
-fn through(url: &str, port: u16) -> (String, SocketAddr) {
+/// `url` with its host and port replaced by the gate's, and the database's
+/// own address.
+pub(super) fn through(url: &str, port: u16) -> (String, SocketAddr) {
     let (scheme, rest) = url.split_once("://").unwrap();
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let (user, host) = authority

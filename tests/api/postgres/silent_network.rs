@@ -14,6 +14,7 @@ use tempfile::TempDir;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use super::database_down::through;
 use crate::helpers::{ServerProcess, wait_until_ready};
 
 /// A TCP proxy in front of the database that can go silent: while cut, it
@@ -66,22 +67,6 @@ impl Partition {
 async fn silent<T>(sockets: T) {
     let _held = sockets;
     std::future::pending::<()>().await
-}
-
-/// `url` through the proxy on `port`, and the database's own address.
-fn through(url: &str, port: u16) -> (String, SocketAddr) {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (user, host) = authority
-        .rsplit_once('@')
-        .map_or(("", authority), |(u, h)| (u, h));
-    let upstream: SocketAddr = host.parse().expect("the test server is named by IP:port");
-    let user = if user.is_empty() {
-        String::new()
-    } else {
-        format!("{user}@")
-    };
-    (format!("{scheme}://{user}127.0.0.1:{port}{path}"), upstream)
 }
 
 async fn storage_unavailable(answer: reqwest::Result<reqwest::Response>, what: &str) {
