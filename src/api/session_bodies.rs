@@ -77,6 +77,9 @@ pub struct SessionBody {
     /// Unconfirmed reservations bound to the session (inspect only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reservations: Option<u64>,
+    /// Group memberships bound to the session (inspect only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members: Option<u64>,
 }
 
 impl SessionBody {
@@ -93,6 +96,7 @@ impl SessionBody {
             token,
             locks: None,
             reservations: None,
+            members: None,
         }
     }
 
@@ -100,6 +104,7 @@ impl SessionBody {
         Self {
             locks: Some(v.locks),
             reservations: Some(v.reservations),
+            members: Some(v.members),
             ..Self::new(v.session, now, None)
         }
     }

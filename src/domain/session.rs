@@ -71,6 +71,8 @@ pub struct SessionView {
     pub locks: u64,
     /// Unconfirmed reservations bound to it (confirmed ones are permanent).
     pub reservations: u64,
+    /// Group memberships bound to it.
+    pub members: u64,
 }
 
 #[cfg(test)]

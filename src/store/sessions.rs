@@ -321,7 +321,8 @@ static VIEW: Text = Text::new(|| {
     format!(
         "SELECT {SESSION_COLUMNS}, \
          (SELECT count(*) FROM lock_leases WHERE session_id = $1) AS locks, \
-         (SELECT count(*) FROM subnet_reservations WHERE session_id = $1) AS reservations \
+         (SELECT count(*) FROM subnet_reservations WHERE session_id = $1) AS reservations, \
+         (SELECT count(*) FROM group_members WHERE session_id = $1) AS members \
          {LIVE_SESSION}"
     )
 });
@@ -337,6 +338,7 @@ pub async fn get(conn: &mut impl Sql, id: &str, now: Millis) -> StoreResult<Sess
         session: session(&row)?,
         locks: count("locks")?,
         reservations: count("reservations")?,
+        members: count("members")?,
     })
 }
 

@@ -300,6 +300,15 @@ async fn members_end_with_their_session_closed_or_expired() {
     )
     .await;
     assert_eq!(r.status(), StatusCode::OK);
+    // Inspecting the session counts its memberships with its other leases.
+    let shown: Value = app
+        .get(&format!("/v1/sessions/{}", closed["id"].as_str().unwrap()))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["members"], 1, "{shown}");
+    assert_eq!(shown["locks"], 0, "{shown}");
     let other = open(&app, 60_000).await;
     problem(
         join(&app, "g", "a", json!({"session": session_ref(&other)})).await,
