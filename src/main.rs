@@ -130,6 +130,8 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         max_waiters_per_client = config.waiters_per_client(),
         max_watchers = config.max_watchers,
         max_watchers_per_client = config.watchers_per_client(),
+        max_session_leases = config.max_session_leases,
+        max_capabilities_bytes = config.max_capabilities_bytes,
         event_buffer = config.event_buffer,
         event_retention = %format_duration(config.event_retention),
         event_retention_count = config.event_retention_count,
