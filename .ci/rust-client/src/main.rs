@@ -62,6 +62,7 @@ async fn locks(client: &Client) {
     let renew = RenewRequest {
         token: lease.token.clone(),
         ttl_ms: Some(60_000),
+        metadata: None,
     };
     let renewed = client
         .renew_lock(&key.parse().unwrap(), &renew)
