@@ -130,6 +130,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     refusals::add_shared(&mut doc);
     spec::add_auth(&mut doc);
     spec::constrain_parameters(&mut doc);
+    spec::optional_bodies(&mut doc);
     nullable::reshape(&mut doc);
     doc
 }

@@ -92,3 +92,22 @@ pub(super) fn constrain_parameters(doc: &mut OpenApi) {
         }
     }
 }
+
+/// Operations whose body may be left out altogether (an empty body is an
+/// empty object): `PUT /v1/groups/{group}` with nothing to say but its name.
+const OPTIONAL_BODIES: &[&str] = &["putGroup"];
+
+/// Says so of the bodies of [`OPTIONAL_BODIES`], which the annotations
+/// cannot without also admitting a `null` body.
+pub(super) fn optional_bodies(doc: &mut OpenApi) {
+    for (_, op) in operations(doc) {
+        if op
+            .operation_id
+            .as_deref()
+            .is_some_and(|id| OPTIONAL_BODIES.contains(&id))
+            && let Some(RefOr::T(body)) = op.request_body.as_mut()
+        {
+            body.required = Some(utoipa::openapi::Required::False);
+        }
+    }
+}
