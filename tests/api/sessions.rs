@@ -276,11 +276,24 @@ async fn one_keep_alive_keeps_every_bound_lease_alive() {
             tokio::time::sleep(Duration::from_millis(250)).await;
             assert_eq!(renew(600).await.status(), StatusCode::OK);
         }
-        for key in &keys {
-            let shown = app.get(&format!("/v1/locks/{}", encode(key))).await;
-            assert_eq!(shown.status(), StatusCode::OK, "{key}");
-            let shown: Value = shown.json().await.unwrap();
-            assert!(shown["expires_in_ms"].as_i64().unwrap() <= 600);
+        // Every lease is still there, living by the session: read in one
+        // request, right after a renewal, so a slow machine cannot let the
+        // session lapse between reads.
+        assert_eq!(renew(600).await.status(), StatusCode::OK);
+        let prefix = encode(&format!("many{count}/"));
+        let listed = app
+            .get(&format!("/v1/locks?prefix={prefix}&limit=100"))
+            .await;
+        assert_eq!(listed.status(), StatusCode::OK);
+        let listed: Value = listed.json().await.unwrap();
+        let items = listed["items"].as_array().unwrap();
+        let mut listed_keys: Vec<&str> = items.iter().map(|l| l["key"].as_str().unwrap()).collect();
+        listed_keys.sort_unstable();
+        let mut wanted: Vec<&str> = keys.iter().map(String::as_str).collect();
+        wanted.sort_unstable();
+        assert_eq!(listed_keys, wanted);
+        for lease in items {
+            assert!(lease["expires_in_ms"].as_i64().unwrap() <= 600, "{lease}");
         }
         let shown: Value = show(&app, &s).await.json().await.unwrap();
         assert_eq!(shown["locks"], count);
