@@ -21,10 +21,6 @@ pub enum Atomicity {
     Statement,
     /// Several changes, all or none: a failure undoes what the write did.
     AllOrNothing,
-    /// Several changes, of which those made before a failure are harmless
-    /// to keep (they remove rows that are already absent): a transaction
-    /// still, but nothing is undone when it fails part-way.
-    KeepPartial,
 }
 
 /// What a committed write did that others learn of after the commit: the
@@ -52,75 +48,12 @@ pub type WriteWork<C, T> =
 pub type ReadWork<C, T> =
     Box<dyn for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, StoreResult<T>> + Send>;
 
-/// The statements whose text differs between dialects; every other
-/// statement is one text in the shared transactions. A SQLite text may be
-/// several statements separated by `;`, run in turn with the same
-/// arguments, answering the rows of those that answer any
-/// (`sqlite::conn::Conn::run`).
-pub struct Texts {
-    /// Serialises writes of one key (`$1`) until the transaction ends;
-    /// `None` where writes never run side by side.
-    pub lock_key: Option<&'static str>,
-    /// Serialises the quota counts of one owner (`$1`), likewise.
-    pub lock_owner: Option<&'static str>,
-    /// The suffix of a pool's `SELECT` that locks its row for the transaction.
-    pub lock_pool_row: &'static str,
-    /// The suffix of a `SELECT` that shares a row's lock for the transaction
-    /// (a group's, by its joins: a delete waits for them).
-    pub share_row: &'static str,
-    /// Takes the next fencing token, answered as `fencing_token`.
-    pub next_fencing: &'static str,
-    /// The largest fencing token granted so far, answered as `fencing_token`
-    /// (0 before the first grant).
-    pub last_fencing: &'static str,
-    /// Inserts a lock lease with the next fencing token and answers it
-    /// (`fencing_token`); with `$11` true, only if the key (`$1`) has no row.
-    /// `$13` is its session, `$14` its `expires_at`.
-    pub insert_lock: &'static str,
-    /// Inserts a reservation; `$14` is its subnet as text, for a dialect that
-    /// keeps it as a network type besides its addresses; `$15` its session.
-    pub insert_reservation: &'static str,
-    /// The rows a reaper may take (`… LIMIT $2` plus this suffix): every
-    /// expired one, or those no other replica's reaper holds.
-    pub reap_rows: &'static str,
-    /// Records an event (`store::events::record`) with the next revision:
-    /// `$1` type, `$2` at, `$3` key, `$4` pool, `$5` reservation id, `$6`
-    /// subnet, `$7` holder, `$8` fencing token, `$9` session, `$10` owner,
-    /// `$11` reason.
-    pub insert_event: &'static str,
-    /// Records the events of the JSON array `$1` (objects with the columns
-    /// of `insert_event`, by name), each with the next revision in the
-    /// array's order; answers their rows (`revision`, `type`, `at`, `key`,
-    /// `pool`, `reservation`, `subnet`, `holder`, `fencing_token`,
-    /// `session_id`, `owner`, `reason`).
-    pub insert_events: &'static str,
-    /// Begins a read whose statements share one snapshot in which every
-    /// revision up to the highest visible one is committed (no write that
-    /// took a lower revision is still in progress), so a listing read in it
-    /// reflects exactly the change log up to that revision. Run in turn.
-    pub snapshot_begin: &'static [&'static str],
-    /// Undoes whatever of `snapshot_begin` ran, when it failed part-way.
-    pub snapshot_abandon: &'static [&'static str],
-    /// The highest revision ever handed out, answered as `head`.
-    pub event_head: &'static str,
-    /// Whether a statement answers the rows it deletes with `RETURNING`;
-    /// else with two statements in one text, the rows read and then
-    /// deleted (SQLite makes a table of its own, and drops it, for every
-    /// statement's `RETURNING`).
-    pub delete_returning: bool,
-    /// The ids of this database's transactions in progress, one `xid` a
-    /// row, where writes commit side by side and so out of revision order;
-    /// `None` where they commit one after another.
-    pub event_horizon: Option<&'static str>,
-}
-
-/// A database leasehold runs on. `impl Store` for every dialect is written
-/// once, in `store/engine.rs`.
+/// A database leasehold runs on. `Store` is implemented once for every
+/// dialect, by `store::engine::Engine`.
 #[async_trait]
 pub trait Dialect: Send + Sync + 'static {
     /// The connection statements run on.
     type Conn: Sql + Send;
-    const SQL: Texts;
 
     /// Runs `work` in a write transaction and answers after it committed.
     async fn write<T: Send + 'static>(

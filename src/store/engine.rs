@@ -1,14 +1,16 @@
-//! `Store` for every dialect, written once: each verb is one transaction of
-//! the sibling modules (`locks`, `subnets`, `reservations`, `pools`) run by
-//! the dialect's `write` or `read`. A new transaction is written here and in
-//! the module of its resource, never per dialect.
+//! `Engine`, the store on one database, written once for every dialect: each
+//! verb is one transaction of the sibling modules (`locks`, `subnets`,
+//! `reservations`, `pools`, …) run by the dialect's `write` or `read`. A new
+//! transaction is written here and in the module of its resource, never per
+//! dialect.
 
 use async_trait::async_trait;
 use std::sync::Arc;
 
 use tokio::sync::{Notify, broadcast};
 
-use super::dialect::{Atomicity, Dialect, ReadWork, WriteWork};
+use super::dialect::Atomicity::{AllOrNothing, Statement};
+use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
 use super::events::{EventBounds, Horizon};
 use super::reservations::Update;
 use super::{
@@ -17,8 +19,8 @@ use super::{
     ReserveSubnet, Resumed, SessionEnd, Settled, Settling, Store, StoreError, StoreResult,
 };
 use super::{
-    GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, expiry, groups,
-    lock_sets, locks, owners, pools, reservations, resume, session_ends, sessions, sql, subnets,
+    GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, groups, lock_sets, locks,
+    owners, pools, reservations, resume, session_ends, sessions, subnets,
 };
 use crate::domain::Millis;
 use crate::domain::events::Event;
@@ -28,10 +30,86 @@ use crate::domain::lock::LockLease;
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
+use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+/// The store on the database `D` runs on.
+pub struct Engine<D> {
+    db: D,
+}
+
+impl<D: Dialect> Engine<D> {
+    pub fn new(db: D) -> Self {
+        Self { db }
+    }
+
+    /// Runs `work` from `args` as one write for a request. A dialect may run
+    /// a write again (`WriteWork`): each run gets a copy of `args`.
+    async fn write<A, T, F>(&self, atomicity: Atomicity, args: A, work: F) -> StoreResult<T>
+    where
+        A: Clone + Send + Sync + 'static,
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut D::Conn, &'c mut Effects, A) -> BoxFuture<'c, StoreResult<T>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let work: WriteWork<D::Conn, T> = Box::new(move |c, fx| work(c, fx, args.clone()));
+        let written = self.db.write(atomicity, work).await;
+        if written.is_ok() {
+            self.db.stats().note_request_write();
+        }
+        written
+    }
+
+    /// Runs `work` as one write of the server's own (the reaper's, a
+    /// resumption's, the log's pruning).
+    async fn background_write<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut D::Conn, &'c mut Effects) -> BoxFuture<'c, StoreResult<T>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let written = self.db.write(Atomicity::AllOrNothing, Box::new(work)).await;
+        if written.is_ok() {
+            self.db.stats().note_background_write();
+        }
+        written
+    }
+
+    /// Runs `work` from `args` on a connection that only reads.
+    async fn read<A, T, F>(&self, args: A, work: F) -> StoreResult<T>
+    where
+        A: Send + 'static,
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut D::Conn, A) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
+    {
+        let work: ReadWork<D::Conn, T> = Box::new(move |c| work(c, args));
+        self.db.read(work).await
+    }
+
+    /// Runs `work` from `args` in one snapshot, with the revision it reflects.
+    async fn snapshot<A, T, F>(&self, args: A, work: F) -> StoreResult<(T, i64)>
+    where
+        A: Send + 'static,
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut D::Conn, A) -> BoxFuture<'c, StoreResult<T>> + Send + 'static,
+    {
+        self.read(args, move |c, args| {
+            Box::pin(async move {
+                let revision = events::begin_snapshot(c).await?;
+                let read = work(c, args).await;
+                events::end_snapshot(c, read.map(|t| (t, revision))).await
+            })
+        })
+        .await
+    }
+}
+
 #[async_trait]
-impl<D: Dialect> Store for D {
+impl<D: Dialect> Store for Engine<D> {
     async fn acquire_lock(
         &self,
         lock: AcquireLock,
@@ -40,12 +118,9 @@ impl<D: Dialect> Store for D {
     ) -> StoreResult<AcquireOutcome> {
         // A grant and its event, and the expiries it records, stand or fall
         // together.
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                Box::pin(locks::acquire::<D>(c, fx, lock.clone(), token.clone(), now))
-            }),
-        )
+        self.write(AllOrNothing, (lock, token), move |c, fx, (lock, token)| {
+            Box::pin(locks::acquire(c, fx, lock, token, now))
+        })
         .await
     }
 
@@ -54,10 +129,9 @@ impl<D: Dialect> Store for D {
         set: Vec<(AcquireLock, String)>,
         now: Millis,
     ) -> StoreResult<GrantedSet> {
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(lock_sets::acquire::<D>(c, fx, set.clone(), now))),
-        )
+        self.write(AllOrNothing, set, move |c, fx, set| {
+            Box::pin(lock_sets::acquire(c, fx, set, now))
+        })
         .await
     }
 
@@ -69,42 +143,31 @@ impl<D: Dialect> Store for D {
         metadata: Option<Map<String, Value>>,
         now: Millis,
     ) -> StoreResult<LockLease> {
-        let (key, token) = (key.to_owned(), token.to_owned());
         // A plain renewal is one statement; new metadata and its event are more.
         let atomicity = match metadata {
-            None => Atomicity::Statement,
-            Some(_) => Atomicity::AllOrNothing,
+            None => Statement,
+            Some(_) => AllOrNothing,
         };
-        self.counted(
-            atomicity,
-            Box::new(move |c, fx| {
-                let (token, key, metadata) = (token.clone(), key.clone(), metadata.clone());
-                Box::pin(async move {
-                    locks::renew::<D>(c, fx, &key, &token, ttl_ms, metadata, now).await
-                })
-            }),
-        )
+        let args = (key.to_owned(), token.to_owned(), metadata);
+        self.write(atomicity, args, move |c, fx, (key, token, metadata)| {
+            Box::pin(async move { locks::renew(c, fx, &key, &token, ttl_ms, metadata, now).await })
+        })
         .await
     }
 
     async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()> {
-        let (key, token) = (key.to_owned(), token.to_owned());
         // The delete and its event.
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let (token, key) = (token.clone(), key.clone());
-                Box::pin(async move { locks::release::<D>(c, fx, &key, &token, now).await })
-            }),
-        )
+        let args = (key.to_owned(), token.to_owned());
+        self.write(AllOrNothing, args, move |c, fx, (key, token)| {
+            Box::pin(async move { locks::release(c, fx, &key, &token, now).await })
+        })
         .await
     }
 
     async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
-        let key = key.to_owned();
-        self.read(Box::new(move |c| {
+        self.read(key.to_owned(), move |c, key| {
             Box::pin(async move { locks::get(c, &key, now).await })
-        }))
+        })
         .await
     }
 
@@ -114,10 +177,9 @@ impl<D: Dialect> Store for D {
         fencing_token: i64,
         now: Millis,
     ) -> StoreResult<Fencing> {
-        let key = key.to_owned();
-        self.read(Box::new(move |c| {
-            Box::pin(async move { locks::check_fencing::<D>(c, &key, fencing_token, now).await })
-        }))
+        self.read(key.to_owned(), move |c, key| {
+            Box::pin(async move { locks::check_fencing(c, &key, fencing_token, now).await })
+        })
         .await
     }
 
@@ -126,7 +188,7 @@ impl<D: Dialect> Store for D {
         queries: Vec<LockQuery>,
         now: Millis,
     ) -> StoreResult<(Vec<LockLease>, i64)> {
-        self.snapshot(Box::new(move |c| {
+        self.snapshot(queries, move |c, queries| {
             Box::pin(async move {
                 let mut items = Vec::new();
                 for mut query in queries {
@@ -139,79 +201,54 @@ impl<D: Dialect> Store for D {
                 }
                 Ok(items)
             })
-        }))
+        })
         .await
     }
 
     async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
-        let key = key.to_owned();
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let key = key.clone();
-                Box::pin(async move { locks::force_release::<D>(c, fx, &key, now).await })
-            }),
-        )
+        self.write(AllOrNothing, key.to_owned(), move |c, fx, key| {
+            Box::pin(async move { locks::force_release(c, fx, &key, now).await })
+        })
         .await
     }
 
     async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
-        self.counted_as(
-            true,
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(locks::reap::<D>(c, fx, now, batch))),
-        )
-        .await
+        self.background_write(move |c, fx| Box::pin(locks::reap(c, fx, now, batch)))
+            .await
     }
 
     async fn settle_resumed(&self, at: Settling, batch: u32) -> StoreResult<Settled> {
-        self.counted_as(
-            true,
-            Atomicity::AllOrNothing,
-            Box::new(move |c, _| Box::pin(resume::settle(c, at.clone(), batch))),
-        )
-        .await
+        self.background_write(move |c, _| Box::pin(resume::settle(c, at.clone(), batch)))
+            .await
     }
 
     async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(pools::put::<D>(c, fx, pool.clone(), now))),
-        )
+        self.write(AllOrNothing, pool, move |c, fx, pool| {
+            Box::pin(pools::put(c, fx, pool, now))
+        })
         .await
     }
 
     async fn get_pool_usage(&self, name: &str, now: Millis) -> StoreResult<PoolUsage> {
         // A short write: purging the pool's expired reservations first makes
         // the counts and the free space exact.
-        let name = name.to_owned();
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let name = name.clone();
-                Box::pin(async move { pools::usage_now::<D>(c, fx, &name, now).await })
-            }),
-        )
+        self.write(AllOrNothing, name.to_owned(), move |c, fx, name| {
+            Box::pin(async move { pools::usage_now(c, fx, &name, now).await })
+        })
         .await
     }
 
     async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<(Vec<Pool>, i64)> {
-        let after = after.map(str::to_owned);
-        self.snapshot(Box::new(move |c| {
+        self.snapshot(after.map(str::to_owned), move |c, after| {
             Box::pin(async move { pools::list(c, after.as_deref(), limit).await })
-        }))
+        })
         .await
     }
 
     async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome> {
-        let name = name.to_owned();
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let name = name.clone();
-                Box::pin(async move { pools::delete::<D>(c, fx, &name, now).await })
-            }),
-        )
+        self.write(AllOrNothing, name.to_owned(), move |c, fx, name| {
+            Box::pin(async move { pools::delete(c, fx, &name, now).await })
+        })
         .await
     }
 
@@ -221,18 +258,9 @@ impl<D: Dialect> Store for D {
         token: String,
         now: Millis,
     ) -> StoreResult<ReserveOutcome> {
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                Box::pin(subnets::reserve::<D>(
-                    c,
-                    fx,
-                    new.clone(),
-                    token.clone(),
-                    now,
-                ))
-            }),
-        )
+        self.write(AllOrNothing, (new, token), move |c, fx, (new, token)| {
+            Box::pin(subnets::reserve(c, fx, new, token, now))
+        })
         .await
     }
 
@@ -274,10 +302,9 @@ impl<D: Dialect> Store for D {
     }
 
     async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation> {
-        let (pool, id) = (pool.to_owned(), id.to_owned());
-        self.read(Box::new(move |c| {
+        self.read((pool.to_owned(), id.to_owned()), move |c, (pool, id)| {
             Box::pin(async move { reservations::get(c, &pool, &id, now).await })
-        }))
+        })
         .await
     }
 
@@ -286,10 +313,9 @@ impl<D: Dialect> Store for D {
         query: &ReservationQuery,
         now: Millis,
     ) -> StoreResult<(Vec<Reservation>, i64)> {
-        let query = query.clone();
-        self.snapshot(Box::new(move |c| {
+        self.snapshot(query.clone(), move |c, query| {
             Box::pin(async move { reservations::list(c, &query, now).await })
-        }))
+        })
         .await
     }
 
@@ -307,9 +333,9 @@ impl<D: Dialect> Store for D {
 
     async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64> {
         let pools = self
-            .read(Box::new(move |c| {
+            .read((), move |c, ()| {
                 Box::pin(reservations::pools_to_reap(c, now, batch))
-            }))
+            })
             .await?;
         let mut left = i64::from(batch);
         let mut removed = 0;
@@ -318,16 +344,10 @@ impl<D: Dialect> Store for D {
                 break;
             }
             let freed = self
-                .counted_as(
-                    true,
-                    Atomicity::AllOrNothing,
-                    Box::new(move |c, fx| {
-                        let pool = pool.clone();
-                        Box::pin(async move {
-                            reservations::reap_pool::<D>(c, fx, &pool, now, left).await
-                        })
-                    }),
-                )
+                .background_write(move |c, fx| {
+                    let pool = pool.clone();
+                    Box::pin(async move { reservations::reap_pool(c, fx, &pool, now, left).await })
+                })
                 .await?;
             left -= freed as i64;
             removed += freed;
@@ -336,53 +356,26 @@ impl<D: Dialect> Store for D {
     }
 
     async fn record_alive(&self, now: Millis) -> StoreResult<()> {
-        Dialect::record_alive(self, now).await?;
-        Dialect::stats(self).note_write(true);
+        self.db.record_alive(now).await?;
+        self.db.stats().note_background_write();
         Ok(())
     }
 
     async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed> {
-        let resumed = Dialect::resume_after_downtime(self, proposed).await?;
-        Dialect::stats(self).note_write(true);
+        let resumed = self.db.resume_after_downtime(proposed).await?;
+        self.db.stats().note_background_write();
         Ok(resumed)
     }
 
     async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
-        self.read(Box::new(move |c| {
-            Box::pin(async move {
-                // `gone_at` is never before `expires_at`: the range on its
-                // index skips the expired rows the reaper has not deleted yet.
-                let text = format!(
-                    "SELECT (SELECT count(*) FROM lock_leases \
-                     WHERE {} AND {} AND {}) AS locks, \
-                     (SELECT count(*) FROM subnet_reservations \
-                     WHERE (expires_at IS NULL OR {}) AND {}) AS reservations, {}",
-                    expiry::present("lock_leases", "$1"),
-                    expiry::live("lock_leases", "$1"),
-                    expiry::live_by_session("lock_leases", 1),
-                    expiry::live("subnet_reservations", "$1"),
-                    expiry::live_by_session("subnet_reservations", 1),
-                    sessions::COUNT_LIVE
-                );
-                let row = sql::one(c, text, sql::args![now]).await?;
-                use sql::Columns;
-                let count = |column| row.int(column).map(|n| u64::try_from(n).unwrap_or(0));
-                Ok(LiveLeases {
-                    locks: count("locks")?,
-                    reservations: count("reservations")?,
-                    sessions: count("sessions")?,
-                    bound: count("bound")?,
-                })
-            })
-        }))
-        .await
+        self.read((), move |c, ()| Box::pin(owners::live_leases(c, now)))
+            .await
     }
 
     async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(sessions::open::<D>(c, fx, new.clone(), now))),
-        )
+        self.write(AllOrNothing, new, move |c, fx, new| {
+            Box::pin(sessions::open(c, fx, new, now))
+        })
         .await
     }
 
@@ -394,18 +387,13 @@ impl<D: Dialect> Store for D {
         ttl_ms: Option<Millis>,
         now: Millis,
     ) -> StoreResult<Session> {
-        let (id, token) = (id.to_owned(), token.to_owned());
-        let caller = caller.map(str::to_owned);
         // One row, however many leases are bound; a refusal only reads.
-        self.counted(
-            Atomicity::Statement,
-            Box::new(move |c, _| {
-                let (token, id, caller) = (token.clone(), id.clone(), caller.clone());
-                Box::pin(async move {
-                    sessions::renew(c, &id, &token, caller.as_deref(), ttl_ms, now).await
-                })
-            }),
-        )
+        let args = (id.to_owned(), token.to_owned(), caller.map(str::to_owned));
+        self.write(Statement, args, move |c, _, (id, token, caller)| {
+            Box::pin(async move {
+                sessions::renew(c, &id, &token, caller.as_deref(), ttl_ms, now).await
+            })
+        })
         .await
     }
 
@@ -415,32 +403,26 @@ impl<D: Dialect> Store for D {
         end: SessionEnd,
         now: Millis,
     ) -> StoreResult<Vec<String>> {
-        let id = id.to_owned();
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let (id, end) = (id.clone(), end.clone());
-                Box::pin(async move { session_ends::end::<D>(c, fx, &id, end, now).await })
-            }),
+        self.write(
+            AllOrNothing,
+            (id.to_owned(), end),
+            move |c, fx, (id, end)| {
+                Box::pin(async move { session_ends::end(c, fx, &id, end, now).await })
+            },
         )
         .await
     }
 
     async fn get_session(&self, id: &str, now: Millis) -> StoreResult<SessionView> {
-        let id = id.to_owned();
-        self.read(Box::new(move |c| {
+        self.read(id.to_owned(), move |c, id| {
             Box::pin(async move { sessions::get(c, &id, now).await })
-        }))
+        })
         .await
     }
 
     async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions> {
-        self.counted_as(
-            true,
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(session_ends::reap::<D>(c, fx, now, batch))),
-        )
-        .await
+        self.background_write(move |c, fx| Box::pin(session_ends::reap(c, fx, now, batch)))
+            .await
     }
 
     async fn put_group(
@@ -450,44 +432,33 @@ impl<D: Dialect> Store for D {
         owner: Option<String>,
         now: Millis,
     ) -> StoreResult<(bool, Group)> {
-        let name = name.to_owned();
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let (name, metadata, owner) = (name.clone(), metadata.clone(), owner.clone());
-                Box::pin(async move {
-                    groups::put::<D>(c, fx, &name, &metadata, owner.as_deref(), now).await
-                })
-            }),
-        )
+        let args = (name.to_owned(), metadata, owner);
+        self.write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
+            Box::pin(
+                async move { groups::put(c, fx, &name, &metadata, owner.as_deref(), now).await },
+            )
+        })
         .await
     }
 
     async fn get_group(&self, name: &str, now: Millis) -> StoreResult<Group> {
-        let name = name.to_owned();
-        self.read(Box::new(move |c| {
+        self.read(name.to_owned(), move |c, name| {
             Box::pin(async move { groups::get(c, &name, now).await })
-        }))
+        })
         .await
     }
 
     async fn list_groups(&self, query: &GroupQuery, now: Millis) -> StoreResult<(Vec<Group>, i64)> {
-        let query = query.clone();
-        self.read(Box::new(move |c| {
-            Box::pin(async move { groups::list::<D>(c, &query, now).await })
-        }))
+        self.read(query.clone(), move |c, query| {
+            Box::pin(async move { groups::list(c, &query, now).await })
+        })
         .await
     }
 
     async fn delete_group(&self, name: &str, now: Millis) -> StoreResult<()> {
-        let name = name.to_owned();
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let name = name.clone();
-                Box::pin(async move { groups::delete::<D>(c, fx, &name, now).await })
-            }),
-        )
+        self.write(AllOrNothing, name.to_owned(), move |c, fx, name| {
+            Box::pin(async move { groups::delete(c, fx, &name, now).await })
+        })
         .await
     }
 
@@ -497,12 +468,9 @@ impl<D: Dialect> Store for D {
         token: String,
         now: Millis,
     ) -> StoreResult<JoinOutcome> {
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                Box::pin(groups::join::<D>(c, fx, join.clone(), token.clone(), now))
-            }),
-        )
+        self.write(AllOrNothing, (join, token), move |c, fx, (join, token)| {
+            Box::pin(groups::join(c, fx, join, token, now))
+        })
         .await
     }
 
@@ -515,20 +483,20 @@ impl<D: Dialect> Store for D {
         capabilities: Option<Value>,
         now: Millis,
     ) -> StoreResult<Member> {
-        let (group, member, token) = (group.to_owned(), member.to_owned(), token.to_owned());
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let (group, member, token, caps) = (
-                    group.clone(),
-                    member.clone(),
-                    token.clone(),
-                    capabilities.clone(),
-                );
+        let args = (
+            group.to_owned(),
+            member.to_owned(),
+            token.to_owned(),
+            capabilities,
+        );
+        self.write(
+            AllOrNothing,
+            args,
+            move |c, fx, (group, member, token, caps)| {
                 Box::pin(async move {
-                    groups::renew::<D>(c, fx, &group, &member, &token, ttl_ms, caps, now).await
+                    groups::renew(c, fx, &group, &member, &token, ttl_ms, caps, now).await
                 })
-            }),
+            },
         )
         .await
     }
@@ -540,24 +508,20 @@ impl<D: Dialect> Store for D {
         proof: Option<LeaveProof>,
         now: Millis,
     ) -> StoreResult<()> {
-        let (group, member) = (group.to_owned(), member.to_owned());
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let (group, member, proof) = (group.clone(), member.clone(), proof.clone());
-                Box::pin(
-                    async move { groups::leave::<D>(c, fx, &group, &member, proof, now).await },
-                )
-            }),
-        )
+        let args = (group.to_owned(), member.to_owned(), proof);
+        self.write(AllOrNothing, args, move |c, fx, (group, member, proof)| {
+            Box::pin(async move { groups::leave(c, fx, &group, &member, proof, now).await })
+        })
         .await
     }
 
     async fn get_member(&self, group: &str, member: &str, now: Millis) -> StoreResult<Member> {
-        let (group, member) = (group.to_owned(), member.to_owned());
-        self.read(Box::new(move |c| {
-            Box::pin(async move { groups::get_member(c, &group, &member, now).await })
-        }))
+        self.read(
+            (group.to_owned(), member.to_owned()),
+            move |c, (group, member)| {
+                Box::pin(async move { groups::get_member(c, &group, &member, now).await })
+            },
+        )
         .await
     }
 
@@ -566,50 +530,42 @@ impl<D: Dialect> Store for D {
         query: &MemberQuery,
         now: Millis,
     ) -> StoreResult<(Vec<Member>, i64)> {
-        let query = query.clone();
-        self.read(Box::new(move |c| {
-            Box::pin(async move { groups::members::<D>(c, &query, now).await })
-        }))
+        self.read(query.clone(), move |c, query| {
+            Box::pin(async move { groups::members(c, &query, now).await })
+        })
         .await
     }
 
     async fn reap_members(&self, now: Millis, batch: u32) -> StoreResult<u64> {
-        self.counted_as(
-            true,
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| Box::pin(groups::reap::<D>(c, fx, now, batch))),
-        )
-        .await
+        self.background_write(move |c, fx| Box::pin(groups::reap(c, fx, now, batch)))
+            .await
     }
 
     async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {
-        let owner = owner.to_owned();
-        self.read(Box::new(move |c| {
+        self.read(owner.to_owned(), move |c, owner| {
             Box::pin(async move { owners::count_live(c, &owner, now).await })
-        }))
+        })
         .await
     }
 
     async fn read_events(&self, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>> {
-        self.read(Box::new(move |c| {
-            Box::pin(async move { events::read(c, after, through, limit).await })
-        }))
+        self.read((), move |c, ()| {
+            Box::pin(events::read(c, after, through, limit))
+        })
         .await
     }
 
     async fn event_bounds(&self) -> StoreResult<EventBounds> {
-        self.read(Box::new(move |c| Box::pin(events::bounds::<D>(c))))
-            .await
+        self.read((), |c, ()| Box::pin(events::bounds(c))).await
     }
 
     async fn last_visible_revision(&self) -> StoreResult<i64> {
-        self.read(Box::new(move |c| Box::pin(events::last_visible(c))))
+        self.read((), |c, ()| Box::pin(events::last_visible(c)))
             .await
     }
 
     async fn event_horizon(&self) -> StoreResult<Option<Horizon>> {
-        self.read(Box::new(move |c| Box::pin(events::horizon::<D>(c))))
-            .await
+        self.read((), |c, ()| Box::pin(events::horizon(c))).await
     }
 
     async fn prune_events(
@@ -619,57 +575,33 @@ impl<D: Dialect> Store for D {
         max: u64,
         batch: u32,
     ) -> StoreResult<u64> {
-        self.counted_as(
-            true,
-            Atomicity::AllOrNothing,
-            Box::new(move |c, _| Box::pin(events::prune(c, older_than, keep, max, batch))),
-        )
-        .await
+        self.background_write(move |c, _| Box::pin(events::prune(c, older_than, keep, max, batch)))
+            .await
     }
 
     fn event_signal(&self) -> Option<Arc<Notify>> {
-        Some(Dialect::event_signal(self).clone())
+        Some(self.db.event_signal().clone())
     }
 
     fn take_committed_events(&self) -> Option<Vec<Event>> {
-        Dialect::take_committed_events(self)
+        self.db.take_committed_events()
     }
 
     fn stats(&self) -> Option<&StoreStats> {
-        Some(Dialect::stats(self))
+        Some(self.db.stats())
     }
 
     fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {
-        Dialect::key_events(self)
+        self.db.key_events()
     }
 
     async fn close(&self) {
-        Dialect::close(self).await
+        self.db.close().await
     }
 }
 
-/// The writes two verbs share.
-#[async_trait]
-trait ReservationWrites {
-    async fn update_reservation(
-        &self,
-        pool: &str,
-        id: &str,
-        token: &str,
-        update: Update,
-        now: Millis,
-    ) -> StoreResult<Reservation>;
-    async fn remove_reservation(
-        &self,
-        pool: &str,
-        id: &str,
-        token: Option<&str>,
-        now: Millis,
-    ) -> StoreResult<bool>;
-}
-
-#[async_trait]
-impl<D: Dialect> ReservationWrites for D {
+/// The writes two verbs each share.
+impl<D: Dialect> Engine<D> {
     async fn update_reservation(
         &self,
         pool: &str,
@@ -678,22 +610,17 @@ impl<D: Dialect> ReservationWrites for D {
         update: Update,
         now: Millis,
     ) -> StoreResult<Reservation> {
-        let (pool, id, token) = (pool.to_owned(), id.to_owned(), token.to_owned());
         // A renewal is one statement; a confirmation and its event are two.
         let atomicity = match update {
-            Update::Renew { metadata: None, .. } => Atomicity::Statement,
-            Update::Renew { .. } | Update::Confirm => Atomicity::AllOrNothing,
+            Update::Renew { metadata: None, .. } => Statement,
+            Update::Renew { .. } | Update::Confirm => AllOrNothing,
         };
-        self.counted(
-            atomicity,
-            Box::new(move |c, fx| {
-                let (token, pool, id) = (token.clone(), pool.clone(), id.clone());
-                let update = update.clone();
-                Box::pin(async move {
-                    reservations::update::<D>(c, fx, &pool, &id, &token, update, now).await
-                })
-            }),
-        )
+        let args = (pool.to_owned(), id.to_owned(), token.to_owned(), update);
+        self.write(atomicity, args, move |c, fx, (pool, id, token, update)| {
+            Box::pin(
+                async move { reservations::update(c, fx, &pool, &id, &token, update, now).await },
+            )
+        })
         .await
     }
 
@@ -704,65 +631,12 @@ impl<D: Dialect> ReservationWrites for D {
         token: Option<&str>,
         now: Millis,
     ) -> StoreResult<bool> {
-        let (pool, id) = (pool.to_owned(), id.to_owned());
-        let token = token.map(str::to_owned);
-        self.counted(
-            Atomicity::AllOrNothing,
-            Box::new(move |c, fx| {
-                let (token, pool, id) = (token.clone(), pool.clone(), id.clone());
-                Box::pin(async move {
-                    reservations::remove::<D>(c, fx, &pool, &id, token.as_deref(), now).await
-                })
-            }),
-        )
+        let args = (pool.to_owned(), id.to_owned(), token.map(str::to_owned));
+        self.write(AllOrNothing, args, move |c, fx, (pool, id, token)| {
+            Box::pin(
+                async move { reservations::remove(c, fx, &pool, &id, token.as_deref(), now).await },
+            )
+        })
         .await
     }
 }
-
-/// Reads in one snapshot with the revision they reflect.
-#[async_trait]
-trait Snapshot: Dialect + Sized {
-    async fn snapshot<T: Send + 'static>(
-        &self,
-        work: ReadWork<Self::Conn, T>,
-    ) -> StoreResult<(T, i64)> {
-        self.read(Box::new(move |c| {
-            Box::pin(async move {
-                let revision = events::begin_snapshot::<Self>(c).await?;
-                let read = work(c).await;
-                events::end_snapshot::<Self, _>(c, read.map(|t| (t, revision))).await
-            })
-        }))
-        .await
-    }
-}
-
-impl<D: Dialect> Snapshot for D {}
-
-/// Every write of the engine goes through here: it is counted, once
-/// committed, as a client's or the server's own.
-#[async_trait]
-trait Counted: Dialect {
-    async fn counted<T: Send + 'static>(
-        &self,
-        atomicity: Atomicity,
-        work: WriteWork<Self::Conn, T>,
-    ) -> StoreResult<T> {
-        self.counted_as(false, atomicity, work).await
-    }
-
-    async fn counted_as<T: Send + 'static>(
-        &self,
-        background: bool,
-        atomicity: Atomicity,
-        work: WriteWork<Self::Conn, T>,
-    ) -> StoreResult<T> {
-        let written = self.write(atomicity, work).await;
-        if written.is_ok() {
-            Dialect::stats(self).note_write(background);
-        }
-        written
-    }
-}
-
-impl<D: Dialect> Counted for D {}

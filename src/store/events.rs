@@ -4,7 +4,7 @@
 //! it by revision; the reaper prunes its oldest rows in small batches.
 
 use super::StoreResult;
-use super::dialect::{Dialect, Effects};
+use super::dialect::Effects;
 use super::rows::corrupt;
 use super::sql::{Columns, Sql, args, one};
 use crate::domain::Millis;
@@ -14,6 +14,11 @@ use crate::domain::events::{Event, EventType, Reason, Resource};
 /// `ended_lock`.
 pub const ENDED_LOCK: &str = "key, holder, fencing_token, session_id, owner, \
      CAST(CASE WHEN expiry_announced THEN 1 ELSE 0 END AS bigint) AS announced";
+
+/// `ENDED_LOCK`'s columns, answered by the statement that announces the
+/// expiry of the rows it answers: none of them was announced before it.
+pub const ANNOUNCING_LOCK: &str =
+    "key, holder, fencing_token, session_id, owner, CAST(0 AS bigint) AS announced";
 
 /// The columns a statement that ends a reservation answers, for
 /// `ended_reservation` (with the pool's family to read its subnet).
@@ -48,16 +53,12 @@ impl Horizon {
 
 /// Records `event` (its revision is the store's next) in the transaction
 /// of its change.
-pub async fn record<D: Dialect>(
-    conn: &mut D::Conn,
-    fx: &mut Effects,
-    event: &Event,
-) -> StoreResult<()> {
+pub async fn record(conn: &mut impl Sql, fx: &mut Effects, event: &Event) -> StoreResult<()> {
     let (key, pool, id, subnet) = columns_of(&event.resource);
     let (group, member) = group_of(&event.resource);
     let row = one(
         conn,
-        D::SQL.insert_event,
+        conn.texts().insert_event,
         args![
             event.kind.as_str(),
             event.at,
@@ -89,20 +90,20 @@ const EVENTS_PER_STATEMENT: usize = 1_000;
 /// Records every event of `events`, in that order: one statement for
 /// each `EVENTS_PER_STATEMENT` of them (a reaper's batch, a session's
 /// bound leases) rather than one each.
-pub async fn record_all<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn record_all(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     events: &[Event],
 ) -> StoreResult<()> {
     if let [event] = events {
-        return record::<D>(conn, fx, event).await;
+        return record(conn, fx, event).await;
     }
     for chunk in events.chunks(EVENTS_PER_STATEMENT) {
         let fields: Vec<Fields<'_>> = chunk.iter().map(Fields::of).collect();
         let given = serde_json::to_string(&fields)
             .map_err(|e| super::StoreError::Internal(format!("events not written: {e}")))?;
         let rows = conn
-            .rows(D::SQL.insert_events, args![given.as_str()])
+            .rows(conn.texts().insert_events, args![given.as_str()])
             .await?;
         let mut recorded = rows.iter().map(event).collect::<StoreResult<Vec<_>>>()?;
         if recorded.len() != chunk.len() {
@@ -375,7 +376,7 @@ pub async fn read(
     rows.iter().map(event).collect()
 }
 
-pub async fn bounds<D: Dialect>(conn: &mut D::Conn) -> StoreResult<EventBounds> {
+pub async fn bounds(conn: &mut impl Sql) -> StoreResult<EventBounds> {
     let pruned_through = one(
         conn,
         "SELECT pruned_through FROM event_log WHERE id = 1",
@@ -383,7 +384,9 @@ pub async fn bounds<D: Dialect>(conn: &mut D::Conn) -> StoreResult<EventBounds> 
     )
     .await?
     .int("pruned_through")?;
-    let head = one(conn, D::SQL.event_head, args![]).await?.int("head")?;
+    let head = one(conn, conn.texts().event_head, args![])
+        .await?
+        .int("head")?;
     Ok(EventBounds {
         pruned_through,
         head: head.max(pruned_through),
@@ -392,9 +395,9 @@ pub async fn bounds<D: Dialect>(conn: &mut D::Conn) -> StoreResult<EventBounds> 
 
 /// Begins a read in one snapshot (`Texts::snapshot_begin`) and answers the
 /// revision its reads reflect; `end_snapshot` ends it, whatever they answered.
-pub async fn begin_snapshot<D: Dialect>(conn: &mut D::Conn) -> StoreResult<i64> {
+pub async fn begin_snapshot(conn: &mut impl Sql) -> StoreResult<i64> {
     let mut begun = Ok(());
-    for statement in D::SQL.snapshot_begin {
+    for statement in conn.texts().snapshot_begin {
         begun = conn.execute(*statement, args![]).await.map(drop);
         if begun.is_err() {
             break;
@@ -406,7 +409,7 @@ pub async fn begin_snapshot<D: Dialect>(conn: &mut D::Conn) -> StoreResult<i64> 
     };
     if revision.is_err() {
         // Nothing of it may outlive the failure on a connection used again.
-        for statement in D::SQL.snapshot_abandon {
+        for statement in conn.texts().snapshot_abandon {
             let _ = conn.execute(*statement, args![]).await;
         }
     }
@@ -414,10 +417,7 @@ pub async fn begin_snapshot<D: Dialect>(conn: &mut D::Conn) -> StoreResult<i64> 
 }
 
 /// Ends the read `begin_snapshot` began, and answers `result`.
-pub async fn end_snapshot<D: Dialect, T>(
-    conn: &mut D::Conn,
-    result: StoreResult<T>,
-) -> StoreResult<T> {
+pub async fn end_snapshot<T>(conn: &mut impl Sql, result: StoreResult<T>) -> StoreResult<T> {
     let ended = conn.execute("COMMIT", args![]).await;
     let value = result?;
     ended?;
@@ -436,8 +436,8 @@ pub async fn last_visible(conn: &mut impl Sql) -> StoreResult<i64> {
     .int("last")
 }
 
-pub async fn horizon<D: Dialect>(conn: &mut D::Conn) -> StoreResult<Option<Horizon>> {
-    let Some(sql) = D::SQL.event_horizon else {
+pub async fn horizon(conn: &mut impl Sql) -> StoreResult<Option<Horizon>> {
+    let Some(sql) = conn.texts().event_horizon else {
         return Ok(None);
     };
     let running = conn

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::dialect::{Dialect, Effects};
+use super::dialect::Effects;
 use super::events;
 use super::expiry::live_by_session;
 use super::expiry::{self, Text};
@@ -176,8 +176,8 @@ fn member_left(row: &impl Columns, reason: Reason, at: Millis) -> StoreResult<Ev
 }
 
 /// Records the ends of the members in `rows` for `reason`.
-async fn record_left<D: Dialect>(
-    conn: &mut D::Conn,
+async fn record_left(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     rows: &[impl Columns],
     reason: impl Fn(&dyn Fn(&str) -> StoreResult<Option<String>>) -> StoreResult<Reason>,
@@ -188,7 +188,7 @@ async fn record_left<D: Dialect>(
         let r = reason(&|c| row.opt_text(c))?;
         ended.push(member_left(row, r, now)?);
     }
-    events::record_all::<D>(conn, fx, &ended).await
+    events::record_all(conn, fx, &ended).await
 }
 
 /// Why an expired member ended: its own TTL, or its session's.
@@ -201,8 +201,8 @@ fn expiry_reason(column: &dyn Fn(&str) -> StoreResult<Option<String>>) -> StoreR
 
 const ENDED_MEMBER: &str = "group_name, member, session_id, owner";
 
-pub async fn put<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn put(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     name: &str,
     meta: &Option<serde_json::Map<String, Value>>,
@@ -219,7 +219,7 @@ pub async fn put<D: Dialect>(
         > 0;
     if created {
         let event = group_event(EventType::GroupCreated, name, None, None, owner, None, now);
-        events::record::<D>(conn, fx, &event).await?;
+        events::record(conn, fx, &event).await?;
     }
     let row = one(conn, GROUP.as_str(), args![name, now]).await?;
     Ok((created, group(&row)?))
@@ -232,14 +232,14 @@ pub async fn get(conn: &mut impl Sql, name: &str, now: Millis) -> StoreResult<Gr
 
 /// The groups under each prefix of the query in turn, until `limit`, in
 /// one snapshot with the revision it reflects.
-pub async fn list<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn list(
+    conn: &mut impl Sql,
     query: &GroupQuery,
     now: Millis,
 ) -> StoreResult<(Vec<Group>, i64)> {
-    let revision = events::begin_snapshot::<D>(conn).await?;
+    let revision = events::begin_snapshot(conn).await?;
     let listed = list_in(conn, query, now).await;
-    events::end_snapshot::<D, _>(conn, listed.map(|items| (items, revision))).await
+    events::end_snapshot::<_>(conn, listed.map(|items| (items, revision))).await
 }
 
 async fn list_in(conn: &mut impl Sql, query: &GroupQuery, now: Millis) -> StoreResult<Vec<Group>> {
@@ -266,8 +266,8 @@ async fn list_in(conn: &mut impl Sql, query: &GroupQuery, now: Millis) -> StoreR
 
 /// Deletes the group if no member is live in it; the expired members' rows
 /// go with it, their ends announced.
-pub async fn delete<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn delete(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     name: &str,
     now: Millis,
@@ -276,7 +276,7 @@ pub async fn delete<D: Dialect>(
     // meanwhile (one statement would count in the snapshot it began with).
     let sql = format!(
         "SELECT name, owner FROM groups WHERE name = $1{}",
-        D::SQL.lock_pool_row
+        conn.texts().lock_pool_row
     );
     let row = conn
         .row(sql, args![name])
@@ -295,7 +295,7 @@ pub async fn delete<D: Dialect>(
             args![name],
         )
         .await?;
-    record_left::<D>(conn, fx, &gone, expiry_reason, now).await?;
+    record_left(conn, fx, &gone, expiry_reason, now).await?;
     conn.execute("DELETE FROM groups WHERE name = $1", args![name])
         .await?;
     let event = group_event(
@@ -307,21 +307,21 @@ pub async fn delete<D: Dialect>(
         None,
         now,
     );
-    events::record::<D>(conn, fx, &event).await
+    events::record(conn, fx, &event).await
 }
 
 /// Joins `new` to its group, or replaces the capabilities of the same
 /// holder's live member; the member's own TTL and token are drawn by the
 /// caller (`token`).
-pub async fn join<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn join(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     new: JoinMember,
     token: String,
     now: Millis,
 ) -> StoreResult<JoinOutcome> {
     let (group_name, member_name) = (new.group.as_str(), new.member.as_str());
-    if let Some(lock) = D::SQL.lock_key {
+    if let Some(lock) = conn.texts().lock_key {
         let name = format!("group member {group_name}\n{member_name}");
         conn.execute(lock, args![&name]).await?;
     }
@@ -329,13 +329,13 @@ pub async fn join<D: Dialect>(
     // a delete waits for this join, or this join finds no group.
     let sql = format!(
         "SELECT name FROM groups WHERE name = $1{}",
-        D::SQL.share_row
+        conn.texts().share_row
     );
     if conn.row(sql, args![group_name]).await?.is_none() {
         return Err(StoreError::GroupNotFound);
     }
     let session = match &new.tenure {
-        JoinTenure::Session(claim) => Some(sessions::bind::<D>(conn, claim, now).await?),
+        JoinTenure::Session(claim) => Some(sessions::bind(conn, claim, now).await?),
         JoinTenure::Ttl { .. } => None,
     };
     let owner = match &session {
@@ -364,7 +364,7 @@ pub async fn join<D: Dialect>(
                 JoinTenure::Ttl { ttl_ms, .. } => Some(*ttl_ms),
                 JoinTenure::Session(_) => None,
             };
-            let updated = update::<D>(
+            let updated = update(
                 conn,
                 fx,
                 group_name,
@@ -386,9 +386,9 @@ pub async fn join<D: Dialect>(
                 args![group_name, member_name],
             )
             .await?;
-        record_left::<D>(conn, fx, &gone, expiry_reason, now).await?;
+        record_left(conn, fx, &gone, expiry_reason, now).await?;
     }
-    let quota = quota::<D>(conn, owner.as_ref(), now).await?;
+    let quota = quota(conn, owner.as_ref(), now).await?;
     grant_order(Ok::<(), ()>(()), quota)?.map_err(|()| StoreError::MemberExists)?;
     let (ttl_ms, expires_at, token_digest, session_id) = match (&new.tenure, &session) {
         (JoinTenure::Ttl { ttl_ms, .. }, _) => (*ttl_ms, now + ttl_ms, Some(digest(&token)), None),
@@ -426,7 +426,7 @@ pub async fn join<D: Dialect>(
         None,
         now,
     );
-    events::record::<D>(conn, fx, &event).await?;
+    events::record(conn, fx, &event).await?;
     let joined = Member {
         group: new.group.into_string(),
         member: new.member.into_string(),
@@ -445,8 +445,8 @@ pub async fn join<D: Dialect>(
 
 /// Replaces a live member's capabilities (and renews its own TTL, if it
 /// has one and `ttl_ms` is given), announced as one `group.member_updated`.
-async fn update<D: Dialect>(
-    conn: &mut D::Conn,
+async fn update(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     group_name: &str,
     member_name: &str,
@@ -468,12 +468,12 @@ async fn update<D: Dialect>(
         args![group_name, member_name, now],
     )
     .await?;
-    record_updated::<D>(conn, fx, &row, now).await?;
+    record_updated(conn, fx, &row, now).await?;
     member(&row)
 }
 
-async fn record_updated<D: Dialect>(
-    conn: &mut D::Conn,
+async fn record_updated(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     row: &impl Columns,
     now: Millis,
@@ -493,14 +493,14 @@ async fn record_updated<D: Dialect>(
         None,
         now,
     );
-    events::record::<D>(conn, fx, &event).await
+    events::record(conn, fx, &event).await
 }
 
 /// Renews a member that lives by its own TTL, by its token; replaces its
 /// capabilities when given (then announced as `group.member_updated`).
 #[allow(clippy::too_many_arguments)]
-pub async fn renew<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn renew(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     group_name: &str,
     member_name: &str,
@@ -542,14 +542,14 @@ pub async fn renew<D: Dialect>(
     )
     .await?;
     if replace {
-        record_updated::<D>(conn, fx, &row, now).await?;
+        record_updated(conn, fx, &row, now).await?;
     }
     member(&row)
 }
 
 /// Ends a live member by its holder's proof, or (`None`) by an admin.
-pub async fn leave<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn leave(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     group_name: &str,
     member_name: &str,
@@ -571,7 +571,7 @@ pub async fn leave<D: Dialect>(
         }
         Some(LeaveProof::Session(claim)) => {
             // The session's own token proves it; a lost session has no member.
-            sessions::check::<D>(conn, &claim, now)
+            sessions::check(conn, &claim, now)
                 .await
                 .map_err(|_| StoreError::LeaseLost)?;
             let sql = format!("{base} AND session_id = $4 RETURNING {ENDED_MEMBER}");
@@ -596,7 +596,7 @@ pub async fn leave<D: Dialect>(
     if rows.is_empty() {
         return Err(StoreError::LeaseLost);
     }
-    record_left::<D>(conn, fx, &rows, |_| Ok(reason), now).await
+    record_left(conn, fx, &rows, |_| Ok(reason), now).await
 }
 
 /// `live` for a statement on `group_members` itself (no alias).
@@ -635,14 +635,14 @@ async fn exists(conn: &mut impl Sql, group_name: &str) -> StoreResult<()> {
 
 /// One page of a group's live members, in one snapshot with the revision
 /// it reflects.
-pub async fn members<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn members(
+    conn: &mut impl Sql,
     query: &MemberQuery,
     now: Millis,
 ) -> StoreResult<(Vec<Member>, i64)> {
-    let revision = events::begin_snapshot::<D>(conn).await?;
+    let revision = events::begin_snapshot(conn).await?;
     let listed = members_in(conn, query, now).await;
-    events::end_snapshot::<D, _>(conn, listed.map(|items| (items, revision))).await
+    events::end_snapshot::<_>(conn, listed.map(|items| (items, revision))).await
 }
 
 async fn members_in(
@@ -664,8 +664,8 @@ async fn members_in(
 
 /// Ends the members bound to the session `id` (closed, or expired and
 /// reaped), for `reason`.
-pub async fn end_bound<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn end_bound(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     id: &str,
     reason: Reason,
@@ -677,14 +677,14 @@ pub async fn end_bound<D: Dialect>(
             args![id],
         )
         .await?;
-    record_left::<D>(conn, fx, &rows, |_| Ok(reason), now).await?;
+    record_left(conn, fx, &rows, |_| Ok(reason), now).await?;
     Ok(rows.len() as u64)
 }
 
 /// One batch of the reaper: at most `batch` members past their own TTL or
 /// bound to an expired session (compare-and-delete).
-pub async fn reap<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn reap(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     now: Millis,
     batch: u32,
@@ -695,9 +695,9 @@ pub async fn reap<D: Dialect>(
         "DELETE FROM group_members WHERE (group_name, member) IN \
          (SELECT group_name, member FROM group_members WHERE {own} OR {by_session} \
           LIMIT $2{}) AND ({own} OR {by_session}) RETURNING {ENDED_MEMBER}",
-        D::SQL.reap_rows
+        conn.texts().reap_rows
     );
     let rows = conn.rows(sql, args![now, i64::from(batch)]).await?;
-    record_left::<D>(conn, fx, &rows, expiry_reason, now).await?;
+    record_left(conn, fx, &rows, expiry_reason, now).await?;
     Ok(rows.len() as u64)
 }

@@ -3,7 +3,7 @@
 //! by side), then grants each key as a single acquire would; the first
 //! refusal undoes the whole write, so no one ever holds part of a set.
 
-use super::dialect::{Dialect, Effects};
+use super::dialect::Effects;
 use super::sql::{Sql, args};
 use super::{AcquireLock, AcquireOutcome, StoreError, StoreResult, locks};
 use crate::domain::Millis;
@@ -21,15 +21,15 @@ pub struct GrantedSet {
 /// Grants every lock of `set` (in key order, keys distinct) or none: a
 /// refusal is `StoreError::SetRefused`, and the write that meets it is
 /// undone by the dialect.
-pub async fn acquire<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn acquire(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     set: Vec<(AcquireLock, String)>,
     now: Millis,
 ) -> StoreResult<GrantedSet> {
     // Every key before any session row or lease row: the order a single
     // acquire takes them in, so the two never wait for each other in a cycle.
-    if let Some(lock) = D::SQL.lock_key {
+    if let Some(lock) = conn.texts().lock_key {
         for (new, _) in &set {
             conn.execute(lock, args![new.key.as_str()]).await?;
         }
@@ -43,7 +43,7 @@ pub async fn acquire<D: Dialect>(
         .collect();
     for (i, (new, token)) in set.into_iter().enumerate() {
         let key = new.key.as_str().to_owned();
-        let outcome = match locks::grant::<D>(conn, fx, new, token, now, &keys).await {
+        let outcome = match locks::grant(conn, fx, new, token, now, &keys).await {
             // The quota counted this set's own grants so far: the answer
             // gives what the caller held before the set, and what the set
             // (but for its replays so far) needs.

@@ -4,12 +4,12 @@
 
 use std::sync::OnceLock;
 
-use super::dialect::Dialect;
 use super::events::ENDED_LOCK;
 use super::expiry::live_by_session;
 use super::expiry::{self, Text};
 use super::owners::SAME_OWNER;
 use super::rows::LOCK_COLUMNS;
+use super::texts::Texts;
 
 /// An idempotent replay: the key's (`$1`) live lease granted under the
 /// idempotency key `$2` to the owner `$4`, live at `$3`.
@@ -137,9 +137,9 @@ impl Ending {
         }
     }
 
-    /// The statement's text in the dialect `D`, built on first use.
-    pub fn text<D: Dialect>(&'static self) -> &'static str {
-        if D::SQL.delete_returning {
+    /// The statement's text in the dialect of `texts`, built on first use.
+    pub fn text(&'static self, texts: &Texts) -> &'static str {
+        if texts.delete_returning {
             self.returning.get_or_init(|| {
                 format!(
                     "DELETE FROM lock_leases WHERE {} RETURNING {ENDED_LOCK}",

@@ -6,8 +6,8 @@
 //! `domain::lock::decide` and the quota in `domain::grant`'s order, the
 //! key's absent rows removed, and the insert.
 
-use super::dialect::{Dialect, Effects};
-use super::events::{self, ENDED_LOCK, Holding, ended_lock, expired_locks};
+use super::dialect::Effects;
+use super::events::{self, ANNOUNCING_LOCK, ENDED_LOCK, Holding, ended_lock, expired_locks};
 use super::expiry;
 use super::lock_texts::{
     BOUND_LEASE, DELETE_ABSENT, DELETE_ALL, DELETE_LIVE, IDEMPOTENCY_KEYS, KEY_ROWS, LIST,
@@ -16,7 +16,7 @@ use super::lock_texts::{
 use super::owners::{owner_name, quota};
 use super::rows::{self, metadata_text};
 use super::sessions;
-use super::sql::{Columns, Sql, args};
+use super::sql::{Arg, Columns, Sql, args};
 use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
 use crate::domain::events::{EventType, Reason};
@@ -26,8 +26,8 @@ use crate::domain::names::Ttl;
 use crate::domain::session::{BOUND, Session};
 
 /// Serialises the writes of one key until the transaction ends.
-async fn lock_key<D: Dialect>(conn: &mut D::Conn, key: &str) -> StoreResult<()> {
-    if let Some(lock) = D::SQL.lock_key {
+async fn lock_key(conn: &mut impl Sql, key: &str) -> StoreResult<()> {
+    if let Some(lock) = conn.texts().lock_key {
         conn.execute(lock, args![key]).await?;
     }
     Ok(())
@@ -35,31 +35,31 @@ async fn lock_key<D: Dialect>(conn: &mut D::Conn, key: &str) -> StoreResult<()> 
 
 /// A single acquire: its `Idempotency-Key` may name no live lease of its
 /// owner on another key.
-pub async fn acquire<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn acquire(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     new: AcquireLock,
     token: String,
     now: Millis,
 ) -> StoreResult<AcquireOutcome> {
-    grant::<D>(conn, fx, new, token, now, &[]).await
+    grant(conn, fx, new, token, now, &[]).await
 }
 
 /// Grants one key of a request for the keys `set` (its own key, or the
 /// keys of a lock set); the `Idempotency-Key` may name live leases of its
 /// owner on those keys alone.
-pub async fn grant<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn grant(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     mut new: AcquireLock,
     token: String,
     now: Millis,
     set: &[String],
 ) -> StoreResult<AcquireOutcome> {
-    lock_key::<D>(conn, &new.key).await?;
+    lock_key(conn, &new.key).await?;
     // Checked before anything changes; its row is held until the commit.
     let session = match &new.session {
-        Some(claim) => Some(sessions::bind::<D>(conn, claim, now).await?),
+        Some(claim) => Some(sessions::bind(conn, claim, now).await?),
         None => None,
     };
     // A bound lease is its session's opener's, and counts against its quota.
@@ -97,13 +97,13 @@ pub async fn grant<D: Dialect>(
     }
     // Counted here, answered after the key's decision: the order of answers
     // is `domain::grant`'s.
-    let quota = quota::<D>(conn, new.owner.as_ref(), now).await?;
+    let quota = quota(conn, new.owner.as_ref(), now).await?;
     // A key with no rows at all grants any claim: the insert that checks
     // this is the whole write, in one statement.
     if quota.has_room()
-        && let Some(fencing_token) = insert::<D>(conn, &new, &token, now, true, &session).await?
+        && let Some(fencing_token) = insert(conn, &new, &token, now, true, &session).await?
     {
-        record_grant::<D>(conn, fx, &new, fencing_token, now).await?;
+        record_grant(conn, fx, &new, fencing_token, now).await?;
         return Ok(AcquireOutcome::Granted(granted(
             new,
             token,
@@ -130,19 +130,22 @@ pub async fn grant<D: Dialect>(
     // reaper.
     if absent {
         let gone = conn
-            .rows(DELETE_ABSENT.text::<D>(), args![new.key.as_str(), now])
+            .rows(
+                DELETE_ABSENT.text(conn.texts()),
+                args![new.key.as_str(), now],
+            )
             .await?;
         fx.expired_locks += gone.len() as u64;
-        events::record_all::<D>(conn, fx, &expired_locks(&gone, now)?).await?;
+        events::record_all(conn, fx, &expired_locks(&gone, now)?).await?;
     }
     if let Err(refusal) = decision {
         // Nothing was changed but the removal of absent rows; keep it.
         return Ok(AcquireOutcome::Refused(refusal));
     }
-    let fencing_token = insert::<D>(conn, &new, &token, now, false, &session)
+    let fencing_token = insert(conn, &new, &token, now, false, &session)
         .await?
         .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
-    record_grant::<D>(conn, fx, &new, fencing_token, now).await?;
+    record_grant(conn, fx, &new, fencing_token, now).await?;
     Ok(AcquireOutcome::Granted(granted(
         new,
         token,
@@ -153,8 +156,8 @@ pub async fn grant<D: Dialect>(
 }
 
 /// Records the grant of `new` with `fencing_token`.
-async fn record_grant<D: Dialect>(
-    conn: &mut D::Conn,
+async fn record_grant(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     new: &AcquireLock,
     fencing_token: i64,
@@ -167,7 +170,7 @@ async fn record_grant<D: Dialect>(
         owner: new.owner.as_ref().map(|o| o.name.as_str()),
     };
     let event = holding.lock(EventType::LockAcquired, new.key.as_str(), None, now);
-    events::record::<D>(conn, fx, &event).await
+    events::record(conn, fx, &event).await
 }
 
 /// The lease a grant became; a bound one shows its session's life.
@@ -186,11 +189,52 @@ fn granted(
     lease
 }
 
+/// A lock row as `insert_lock` writes it, its fields in the order of the
+/// statement's placeholders (`$1` to `$14`).
+struct NewLockRow<'a> {
+    key: &'a str,
+    holder: &'a str,
+    token: &'a str,
+    mode: &'a str,
+    max_holders: Option<i64>,
+    acquired_at: Millis,
+    expires_at: Millis,
+    ttl_ms: i64,
+    lock_delay_ms: i64,
+    metadata: Option<&'a str>,
+    idempotency_key: Option<&'a str>,
+    owner: Option<&'a str>,
+    session_id: Option<&'a str>,
+    /// Only if the key has no row at all.
+    only_if_free: bool,
+}
+
+impl NewLockRow<'_> {
+    fn args(&self) -> [Arg<'_>; 14] {
+        [
+            self.key.into(),
+            self.holder.into(),
+            self.token.into(),
+            self.mode.into(),
+            self.max_holders.into(),
+            self.acquired_at.into(),
+            self.expires_at.into(),
+            self.ttl_ms.into(),
+            self.lock_delay_ms.into(),
+            self.metadata.into(),
+            self.idempotency_key.into(),
+            self.owner.into(),
+            self.session_id.into(),
+            self.only_if_free.into(),
+        ]
+    }
+}
+
 /// Inserts the lease `new` with its secret `token` and the next fencing
 /// token, and answers that fencing token; when `only_if_free`, only if
 /// `new.key` has no row at all (else `None`).
-async fn insert<D: Dialect>(
-    conn: &mut D::Conn,
+async fn insert(
+    conn: &mut impl Sql,
     new: &AcquireLock,
     token: &str,
     now: Millis,
@@ -206,28 +250,28 @@ async fn insert<D: Dialect>(
             (ttl_ms, now + ttl_ms)
         }
     };
-    let args = args![
-        new.key.as_str(),
-        new.holder.as_str(),
+    let row = NewLockRow {
+        key: new.key.as_str(),
+        holder: new.holder.as_str(),
         token,
-        new.mode.as_str(),
-        new.max_holders.map(i64::from),
-        now,
-        ttl_ms,
-        new.lock_delay_ms,
-        &metadata,
-        new.idempotency_key.as_deref(),
-        only_if_free,
-        owner_name(&new.owner),
-        session.as_ref().map(|s| s.id.as_str()),
+        mode: new.mode.as_str(),
+        max_holders: new.max_holders.map(i64::from),
+        acquired_at: now,
         expires_at,
-    ];
-    let row = conn.row(D::SQL.insert_lock, args).await?;
+        ttl_ms,
+        lock_delay_ms: new.lock_delay_ms,
+        metadata: metadata.as_deref(),
+        idempotency_key: new.idempotency_key.as_deref(),
+        owner: owner_name(&new.owner),
+        session_id: session.as_ref().map(|s| s.id.as_str()),
+        only_if_free,
+    };
+    let row = conn.row(conn.texts().insert_lock, &row.args()).await?;
     row.map(|r| r.int("fencing_token")).transpose()
 }
 
-pub async fn renew<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn renew(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     key: &str,
     token: &str,
@@ -266,25 +310,25 @@ pub async fn renew<D: Dialect>(
             owner: renewed.owner.as_deref(),
         };
         let event = holding.lock(EventType::LockUpdated, key, None, now);
-        events::record::<D>(conn, fx, &event).await?;
+        events::record(conn, fx, &event).await?;
     }
     Ok(renewed)
 }
 
-pub async fn release<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn release(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     key: &str,
     token: &str,
     now: Millis,
 ) -> StoreResult<()> {
     let removed = conn
-        .row(RELEASE.text::<D>(), args![key, token, now])
+        .row(RELEASE.text(conn.texts()), args![key, token, now])
         .await?;
     let Some(row) = removed else {
         return Err(StoreError::LeaseLost);
     };
-    events::record_all::<D>(
+    events::record_all(
         conn,
         fx,
         ended_lock(&row, Reason::Released, now)?.as_slice(),
@@ -294,34 +338,36 @@ pub async fn release<D: Dialect>(
     Ok(())
 }
 
-pub async fn force_release<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn force_release(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     key: &str,
     now: Millis,
 ) -> StoreResult<u64> {
-    lock_key::<D>(conn, key).await?;
+    lock_key(conn, key).await?;
     // The live leases are force-released; rows past their time go as the
     // expired leases they are.
-    let live = conn.rows(DELETE_LIVE.text::<D>(), args![key, now]).await?;
+    let live = conn
+        .rows(DELETE_LIVE.text(conn.texts()), args![key, now])
+        .await?;
     if live.is_empty() {
         return Err(StoreError::NotFound);
     }
-    let expired = conn.rows(DELETE_ALL.text::<D>(), args![key]).await?;
+    let expired = conn.rows(DELETE_ALL.text(conn.texts()), args![key]).await?;
     let mut ended = Vec::new();
     for row in &live {
         ended.extend(ended_lock(row, Reason::ForceReleased, now)?);
     }
     ended.extend(expired_locks(&expired, now)?);
-    events::record_all::<D>(conn, fx, &ended).await?;
+    events::record_all(conn, fx, &ended).await?;
     fx.freed_keys.push(key.to_owned());
     Ok(live.len() as u64)
 }
 
 /// Compare-and-delete: the DELETE itself checks the time again, and where
 /// several reapers run, each takes rows no other holds.
-pub async fn reap<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn reap(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     now: Millis,
     batch: u32,
@@ -331,7 +377,7 @@ pub async fn reap<D: Dialect>(
          (SELECT fencing_token FROM lock_leases WHERE {gone} \
           ORDER BY gone_at LIMIT $2{}) \
          AND {gone} RETURNING {ENDED_LOCK}",
-        D::SQL.reap_rows,
+        conn.texts().reap_rows,
         gone = expiry::gone("lock_leases", "$1")
     );
     let rows = conn.rows(sql, args![now, i64::from(batch)]).await?;
@@ -346,10 +392,9 @@ pub async fn reap<D: Dialect>(
         "UPDATE lock_leases SET expiry_announced = true WHERE fencing_token IN \
          (SELECT fencing_token FROM lock_leases WHERE lock_delay_ms > 0 AND {} \
           AND NOT expiry_announced ORDER BY expires_at LIMIT $2{}) \
-         AND NOT expiry_announced RETURNING {}",
+         AND NOT expiry_announced RETURNING {ANNOUNCING_LOCK}",
         expiry::expired("lock_leases", "$1"),
-        D::SQL.reap_rows,
-        ENDED_LOCK.replace("CASE WHEN expiry_announced THEN 1 ELSE 0 END", "0 + 0")
+        conn.texts().reap_rows,
     );
     let left = i64::from(batch) - rows.len() as i64;
     if left > 0 {
@@ -358,7 +403,7 @@ pub async fn reap<D: Dialect>(
             now,
         )?);
     }
-    events::record_all::<D>(conn, fx, &ended).await?;
+    events::record_all(conn, fx, &ended).await?;
     fx.expired_locks += keys.len() as u64;
     fx.freed_keys.extend(keys.iter().cloned());
     Ok(keys)
@@ -371,14 +416,14 @@ pub async fn get(conn: &mut impl Sql, key: &str, now: Millis) -> StoreResult<Vec
 
 /// What `fencing_token` is to `key` now: its live leases and the last
 /// fencing token granted, read on one connection.
-pub async fn check_fencing<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn check_fencing(
+    conn: &mut impl Sql,
     key: &str,
     fencing_token: i64,
     now: Millis,
 ) -> StoreResult<Fencing> {
     let live = get(conn, key, now).await?;
-    let last = super::sql::one(conn, D::SQL.last_fencing, args![])
+    let last = super::sql::one(conn, conn.texts().last_fencing, args![])
         .await?
         .int("fencing_token")?;
     Ok(fencing::check(fencing_token, &live, last, now))

@@ -37,7 +37,9 @@ mod sessions;
 mod sql;
 pub mod sqlite;
 mod subnets;
+mod texts;
 
+pub use engine::Engine;
 pub use events::{EventBounds, Horizon};
 pub use lock_sets::GrantedSet;
 pub use postgres::PostgresStore;
@@ -63,8 +65,12 @@ pub async fn open(
     timeout: std::time::Duration,
 ) -> Result<Arc<dyn Store>, String> {
     match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
-        Some(url) => Ok(Arc::new(PostgresStore::open(url, timeout).await?)),
-        None => Ok(Arc::new(SqliteStore::open(db, durability).await?)),
+        Some(url) => Ok(Arc::new(Engine::new(
+            PostgresStore::open(url, timeout).await?,
+        ))),
+        None => Ok(Arc::new(Engine::new(
+            SqliteStore::open(db, durability).await?,
+        ))),
     }
 }
 

@@ -1,14 +1,14 @@
-//! Who created a lease, and the quota of live leases per API token. The count
-//! runs inside the grant's own write transaction, after the owner's lock where
+//! Counts of live leases: in all (the gauges), and per API token, who created
+//! a lease, with its quota. The quota's count runs inside the grant's own write transaction, after the owner's lock where
 //! writes run side by side, so two grants racing for the last unit of a quota,
 //! on any replica, cannot both pass.
 
-use super::dialect::Dialect;
 use super::expiry::live_by_session;
 use super::expiry::{self, Text};
+use super::sessions;
 use super::sql::Columns;
 use super::sql::{Sql, args, one};
-use super::{LeaseOwner, StoreResult};
+use super::{LeaseOwner, LiveLeases, StoreResult};
 use crate::domain::Millis;
 use crate::domain::grant::Quota;
 
@@ -28,6 +28,35 @@ static COUNT_LIVE: Text = Text::new(|| {
     )
 });
 
+/// The live leases at `$1` by kind (`LiveLeases`). `gone_at` is never
+/// before `expires_at`: the range on its index skips the expired rows the
+/// reaper has not deleted yet.
+static COUNT_ALL_LIVE: Text = Text::new(|| {
+    format!(
+        "SELECT (SELECT count(*) FROM lock_leases WHERE {} AND {} AND {}) AS locks, \
+         (SELECT count(*) FROM subnet_reservations \
+         WHERE (expires_at IS NULL OR {}) AND {}) AS reservations, {}",
+        expiry::present("lock_leases", "$1"),
+        expiry::live("lock_leases", "$1"),
+        live_by_session("lock_leases", 1),
+        expiry::live("subnet_reservations", "$1"),
+        live_by_session("subnet_reservations", 1),
+        sessions::COUNT_LIVE
+    )
+});
+
+/// The live leases at `now`, by kind.
+pub async fn live_leases(conn: &mut impl Sql, now: Millis) -> StoreResult<LiveLeases> {
+    let row = one(conn, COUNT_ALL_LIVE.as_str(), args![now]).await?;
+    let count = |column| row.int(column).map(|n| u64::try_from(n).unwrap_or(0));
+    Ok(LiveLeases {
+        locks: count("locks")?,
+        reservations: count("reservations")?,
+        sessions: count("sessions")?,
+        bound: count("bound")?,
+    })
+}
+
 /// A lease row of the owner bound as `$4`: an idempotency key replays
 /// only to the token that used it (no owner, without an auth file, is one
 /// owner). The expression is the one the per-owner unique index is built on.
@@ -44,15 +73,15 @@ pub async fn count_live(conn: &mut impl Sql, owner: &str, now: Millis) -> StoreR
 /// The owner's quota and its live leases, for `store::grant_order`. Taken
 /// last in a grant's transaction (after its key or pool lock), so no lock
 /// order cycles.
-pub async fn quota<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn quota(
+    conn: &mut impl Sql,
     owner: Option<&LeaseOwner>,
     now: Millis,
 ) -> StoreResult<Quota> {
     let Some((name, limit)) = LeaseOwner::counted(owner) else {
         return Ok(Quota::Unlimited);
     };
-    if let Some(lock) = D::SQL.lock_owner {
+    if let Some(lock) = conn.texts().lock_owner {
         conn.execute(lock, args![name]).await?;
     }
     let current = count_live(conn, name, now).await?;

@@ -3,7 +3,7 @@
 //! reservations first locks the pool's row (where writes run side by side),
 //! so writes to different pools never wait for each other.
 
-use super::dialect::{Dialect, Effects};
+use super::dialect::Effects;
 use super::events::{self, ENDED_RESERVATION, ended_reservation};
 use super::expiry::ended_by_session;
 use super::expiry::{self, Text};
@@ -29,10 +29,10 @@ pub async fn load(conn: &mut impl Sql, name: &str) -> StoreResult<Pool> {
 }
 
 /// The pool, locked until the transaction ends; `PoolNotFound`.
-pub async fn lock<D: Dialect>(conn: &mut D::Conn, name: &str) -> StoreResult<Pool> {
+pub async fn lock(conn: &mut impl Sql, name: &str) -> StoreResult<Pool> {
     let sql = format!(
         "SELECT {POOL_COLUMNS} FROM subnet_pools WHERE name = $1{}",
-        D::SQL.lock_pool_row
+        conn.texts().lock_pool_row
     );
     let row = conn.row(sql, args![name]).await?;
     row.as_ref()
@@ -45,8 +45,8 @@ pub async fn lock<D: Dialect>(conn: &mut D::Conn, name: &str) -> StoreResult<Poo
 /// those of expired sessions) and frees their blocks (rule 1: an expired
 /// reservation is absent, whether or not the reaper has run). Answers how
 /// many went.
-pub async fn purge_expired<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn purge_expired(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     pool: &Pool,
     now: Millis,
@@ -89,20 +89,20 @@ pub async fn purge_expired<D: Dialect>(
     for row in &freed {
         give_back(conn, pool, block(row, pool.cidr.family(), "first_addr")?).await?;
     }
-    events::record_all::<D>(conn, fx, &ended).await?;
+    events::record_all(conn, fx, &ended).await?;
     fx.expired_reservations += freed.len() as u64;
     Ok(freed.len() as u64)
 }
 
 /// Locks a pool and purges all its expired reservations.
-async fn lock_purged<D: Dialect>(
-    conn: &mut D::Conn,
+async fn lock_purged(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     name: &str,
     now: Millis,
 ) -> StoreResult<Pool> {
-    let pool = lock::<D>(conn, name).await?;
-    purge_expired::<D>(conn, fx, &pool, now, i64::MAX).await?;
+    let pool = lock(conn, name).await?;
+    purge_expired(conn, fx, &pool, now, i64::MAX).await?;
     Ok(pool)
 }
 
@@ -146,8 +146,8 @@ async fn usage(conn: &mut impl Sql, pool: Pool) -> StoreResult<PoolUsage> {
 }
 
 /// Creates a pool, or checks that the existing one has the same definition.
-pub async fn put<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn put(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     pool: Pool,
     now: Millis,
@@ -174,23 +174,23 @@ pub async fn put<D: Dialect>(
         insert_free(conn, &pool.name, pool.cidr).await?;
         return Ok(PutPoolOutcome::Created(usage(conn, pool).await?));
     }
-    let existing = lock::<D>(conn, &pool.name).await?;
+    let existing = lock(conn, &pool.name).await?;
     let differs = pool_differences(&existing, pool.cidr, &pool.labels);
     if !differs.is_empty() {
         return Ok(PutPoolOutcome::Conflict { existing, differs });
     }
-    purge_expired::<D>(conn, fx, &existing, now, i64::MAX).await?;
+    purge_expired(conn, fx, &existing, now, i64::MAX).await?;
     Ok(PutPoolOutcome::Unchanged(usage(conn, existing).await?))
 }
 
 /// The pool's usage, exact: its expired reservations are purged first.
-pub async fn usage_now<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn usage_now(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     name: &str,
     now: Millis,
 ) -> StoreResult<PoolUsage> {
-    let pool = lock_purged::<D>(conn, fx, name, now).await?;
+    let pool = lock_purged(conn, fx, name, now).await?;
     usage(conn, pool).await
 }
 
@@ -205,13 +205,13 @@ pub async fn list(conn: &mut impl Sql, after: Option<&str>, limit: u32) -> Store
 }
 
 /// Deletes a pool without live reservations (expired ones go with it).
-pub async fn delete<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn delete(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     name: &str,
     now: Millis,
 ) -> StoreResult<DeletePoolOutcome> {
-    lock_purged::<D>(conn, fx, name, now).await?;
+    lock_purged(conn, fx, name, now).await?;
     let counts = one(conn, COUNTS.as_str(), args![name]).await?;
     let (allocated, reserved) = (counts.int("allocated")?, counts.int("reserved")?);
     if allocated + reserved > 0 {

@@ -2,7 +2,7 @@
 //! dialects: renew, confirm, release, force release, reads, and the reaper's
 //! batches.
 
-use super::dialect::{Dialect, Effects};
+use super::dialect::Effects;
 use super::events::{self, ENDED_RESERVATION, Holding, ended_reservation};
 use super::expiry;
 use super::expiry::{ended_by_session, live_by_session};
@@ -45,8 +45,8 @@ pub enum Update {
 /// Runs `update` on one live reservation of the token; no row is
 /// `LeaseLost`, or `PoolNotFound` when the pool is gone. The subnet does not
 /// change, so no pool lock is needed.
-pub async fn update<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn update(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     pool: &str,
     id: &str,
@@ -55,7 +55,7 @@ pub async fn update<D: Dialect>(
     now: Millis,
 ) -> StoreResult<Reservation> {
     if let Update::Confirm = update
-        && let Some(confirmed) = confirm_reserved::<D>(conn, fx, pool, id, token, now).await?
+        && let Some(confirmed) = confirm_reserved(conn, fx, pool, id, token, now).await?
     {
         return Ok(confirmed);
     }
@@ -116,15 +116,15 @@ pub async fn update<D: Dialect>(
             None,
             now,
         );
-        events::record::<D>(conn, fx, &event).await?;
+        events::record(conn, fx, &event).await?;
     }
     Ok(renewed)
 }
 
 /// Confirms a live reservation of the token that is not confirmed yet, and
 /// records it; `None` when there is none (confirmed already, or lost).
-async fn confirm_reserved<D: Dialect>(
-    conn: &mut D::Conn,
+async fn confirm_reserved(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     pool: &str,
     id: &str,
@@ -159,21 +159,21 @@ async fn confirm_reserved<D: Dialect>(
         None,
         now,
     );
-    events::record::<D>(conn, fx, &event).await?;
+    events::record(conn, fx, &event).await?;
     Ok(Some(confirmed))
 }
 
 /// Deletes one live reservation (of `token` when given) and frees its block,
 /// under the pool's lock; answers whether there was one.
-pub async fn remove<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn remove(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     pool: &str,
     id: &str,
     token: Option<&str>,
     now: Millis,
 ) -> StoreResult<bool> {
-    let pool = pools::lock::<D>(conn, pool).await?;
+    let pool = pools::lock(conn, pool).await?;
     let sql = format!(
         "DELETE FROM subnet_reservations WHERE pool = $1 AND fencing_token = $2 AND {} \
          AND ($4 IS NULL OR token = $4) RETURNING {ENDED_RESERVATION}",
@@ -191,15 +191,15 @@ pub async fn remove<D: Dialect>(
         None => Reason::ForceReleased,
     };
     let event = ended_reservation(&row, &pool, reason, now)?;
-    events::record::<D>(conn, fx, &event).await?;
+    events::record(conn, fx, &event).await?;
     Ok(true)
 }
 
 /// Deletes the unconfirmed reservations bound to `session` and frees their
 /// blocks, each pool under its lock (confirmed ones are bound to nothing).
 /// Each is recorded as ended for `reason`.
-pub async fn remove_bound<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn remove_bound(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     session: &str,
     reason: Reason,
@@ -213,7 +213,7 @@ pub async fn remove_bound<D: Dialect>(
         .await?;
     let mut removed = 0;
     for name in names {
-        let pool = pools::lock::<D>(conn, &name.text("pool")?).await?;
+        let pool = pools::lock(conn, &name.text("pool")?).await?;
         let freed = conn
             .rows(
                 format!(
@@ -226,7 +226,7 @@ pub async fn remove_bound<D: Dialect>(
         for row in &freed {
             give_back(conn, &pool, block(row, pool.cidr.family(), "first_addr")?).await?;
             let event = ended_reservation(row, &pool, reason, now)?;
-            events::record::<D>(conn, fx, &event).await?;
+            events::record(conn, fx, &event).await?;
         }
         removed += freed.len() as u64;
     }
@@ -306,15 +306,15 @@ pub async fn pools_to_reap(
 /// waits for the first, and its compare-and-delete finds only the rows still
 /// there, so every row is deleted, and counted, once. A pool deleted
 /// meanwhile has nothing left to reap.
-pub async fn reap_pool<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn reap_pool(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     pool: &str,
     now: Millis,
     limit: i64,
 ) -> StoreResult<u64> {
-    match pools::lock::<D>(conn, pool).await {
-        Ok(pool) => purge_expired::<D>(conn, fx, &pool, now, limit).await,
+    match pools::lock(conn, pool).await {
+        Ok(pool) => purge_expired(conn, fx, &pool, now, limit).await,
         Err(StoreError::PoolNotFound) => Ok(0),
         Err(e) => Err(e),
     }

@@ -2,7 +2,7 @@
 //! not yet confirmed and its group memberships end in the same transaction,
 //! whether the session is closed, force-closed or expired (rule 6).
 
-use super::dialect::{Dialect, Effects};
+use super::dialect::Effects;
 use super::events::{self, ENDED_LOCK, ended_lock, session_event};
 use super::expiry;
 use super::sessions::{CLOSE, LIVE_SESSION, keys_of, refusal};
@@ -15,8 +15,8 @@ use crate::token::digest;
 /// Ends the session and every lease bound to it (locks, and reservations
 /// not yet confirmed), in the transaction the caller runs; answers the keys
 /// freed (also in `fx`, for other replicas).
-pub async fn end<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn end(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     id: &str,
     end: SessionEnd,
@@ -54,7 +54,7 @@ pub async fn end<D: Dialect>(
         Some(reason),
         now,
     );
-    events::record::<D>(conn, fx, &closed).await?;
+    events::record(conn, fx, &closed).await?;
     // The session row is gone first: a grant binding to it meanwhile (on
     // PostgreSQL, waiting for its row) finds no session and binds nothing.
     let sql = format!("DELETE FROM lock_leases WHERE session_id = $1 RETURNING {ENDED_LOCK}");
@@ -63,17 +63,17 @@ pub async fn end<D: Dialect>(
     fx.freed_keys.extend(keys.iter().cloned());
     let bound = Reason::of_bound(reason);
     for row in &rows {
-        events::record_all::<D>(conn, fx, ended_lock(row, bound, now)?.as_slice()).await?;
+        events::record_all(conn, fx, ended_lock(row, bound, now)?.as_slice()).await?;
     }
-    reservations::remove_bound::<D>(conn, fx, id, bound, now).await?;
-    groups::end_bound::<D>(conn, fx, id, bound, now).await?;
+    reservations::remove_bound(conn, fx, id, bound, now).await?;
+    groups::end_bound(conn, fx, id, bound, now).await?;
     Ok(keys)
 }
 
 /// One batch: the leases bound to expired sessions, then the expired
 /// sessions that have none left. Each statement re-checks the time.
-pub async fn reap<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn reap(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     now: Millis,
     batch: u32,
@@ -85,20 +85,20 @@ pub async fn reap<D: Dialect>(
           (SELECT id FROM sessions WHERE {}) LIMIT $2{}) \
          RETURNING {ENDED_LOCK}",
         expiry::expired("sessions", "$1"),
-        D::SQL.reap_rows
+        conn.texts().reap_rows
     );
     let rows = conn.rows(sql, args![now, batch]).await?;
     let keys = keys_of(&rows)?;
     for row in &rows {
         let ended = ended_lock(row, Reason::SessionExpired, now)?;
-        events::record_all::<D>(conn, fx, ended.as_slice()).await?;
+        events::record_all(conn, fx, ended.as_slice()).await?;
     }
     fx.expired_locks += keys.len() as u64;
     fx.freed_keys.extend(keys.iter().cloned());
     let mut left = batch - keys.len() as i64;
     let mut members = 0;
     if left > 0 {
-        members = groups::reap::<D>(conn, fx, now, left as u32).await?;
+        members = groups::reap(conn, fx, now, left as u32).await?;
         left -= members as i64;
     }
     let mut sessions = 0;
@@ -112,7 +112,7 @@ pub async fn reap<D: Dialect>(
               AND NOT EXISTS (SELECT 1 FROM group_members g \
                               WHERE g.session_id = sessions.id) \
               ORDER BY expires_at LIMIT $2{}) AND {expired} RETURNING id, holder, owner",
-            D::SQL.reap_rows,
+            conn.texts().reap_rows,
             expired = expiry::expired("sessions", "$1")
         );
         let ended = conn.rows(sql, args![now, left]).await?;
@@ -127,7 +127,7 @@ pub async fn reap<D: Dialect>(
                 Some(Reason::Expired),
                 now,
             );
-            events::record::<D>(conn, fx, &expired).await?;
+            events::record(conn, fx, &expired).await?;
         }
         sessions = ended.len() as u64;
     }

@@ -7,7 +7,7 @@
 //! leases are absent to every grant at once (rule 1) and the reaper deletes
 //! them in batches, then the session (rule 8).
 
-use super::dialect::{Dialect, Effects};
+use super::dialect::Effects;
 use super::events::{self, session_event};
 use super::expiry::{self, Text};
 use super::rows::{corrupt, metadata, metadata_text};
@@ -97,8 +97,8 @@ fn owned_by(owner: &Option<String>, caller: Option<&str>) -> bool {
     caller.is_none_or(|c| owner.as_deref() == Some(c))
 }
 
-pub async fn open<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn open(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     new: OpenSession,
     now: Millis,
@@ -108,7 +108,7 @@ pub async fn open<D: Dialect>(
     if let Some(idem) = &idempotency_key {
         // Two opens racing with one key, where writes run side by side: the
         // second waits, then replays the first's session.
-        if let Some(lock) = D::SQL.lock_key {
+        if let Some(lock) = conn.texts().lock_key {
             let name = format!("session idempotency {idem}");
             conn.execute(lock, args![&name]).await?;
         }
@@ -135,7 +135,7 @@ pub async fn open<D: Dialect>(
         conn.execute(sql, args![idem, owner, now]).await?;
     }
     if let (Some(owner), Some(limit)) = (&new.owner, new.max_sessions) {
-        let current = sessions_quota::<D>(conn, &owner.name, now).await?;
+        let current = sessions_quota(conn, &owner.name, now).await?;
         if current >= u64::from(limit) {
             return Err(StoreError::SessionQuotaExceeded { limit, current });
         }
@@ -173,7 +173,7 @@ pub async fn open<D: Dialect>(
         None,
         now,
     );
-    events::record::<D>(conn, fx, &opened).await?;
+    events::record(conn, fx, &opened).await?;
     Ok(OpenOutcome::Opened(Session {
         id: new.id,
         holder: new.holder,
@@ -198,12 +198,8 @@ static COUNT_OWNED: Text = Text::new(|| {
 
 /// The live sessions `owner` opened, counted after the owner's lock (where
 /// writes run side by side) so racing opens cannot pass its quota together.
-async fn sessions_quota<D: Dialect>(
-    conn: &mut D::Conn,
-    owner: &str,
-    now: Millis,
-) -> StoreResult<u64> {
-    if let Some(lock) = D::SQL.lock_owner {
+async fn sessions_quota(conn: &mut impl Sql, owner: &str, now: Millis) -> StoreResult<u64> {
+    if let Some(lock) = conn.texts().lock_owner {
         conn.execute(lock, args![owner]).await?;
     }
     let n = one(conn, COUNT_OWNED.as_str(), args![owner, now])
@@ -261,12 +257,8 @@ pub(super) fn keys_of<R: Columns>(rows: &[R]) -> StoreResult<Vec<String>> {
 /// Checks a grant's claim on a session inside the grant's transaction, and
 /// holds the session's row until it ends (where writes run side by side), so
 /// a close cannot slip between the check and the insert.
-pub async fn bind<D: Dialect>(
-    conn: &mut D::Conn,
-    claim: &SessionClaim,
-    now: Millis,
-) -> StoreResult<Session> {
-    let held = check::<D>(conn, claim, now).await?;
+pub async fn bind(conn: &mut impl Sql, claim: &SessionClaim, now: Millis) -> StoreResult<Session> {
+    let held = check(conn, claim, now).await?;
     let bound = one(
         conn,
         "SELECT (SELECT count(*) FROM lock_leases WHERE session_id = $1) \
@@ -286,14 +278,10 @@ pub async fn bind<D: Dialect>(
 
 /// Checks a claim on a session (live, the caller's, its token) and holds
 /// the session's row until the transaction ends, where writes run side by side.
-pub async fn check<D: Dialect>(
-    conn: &mut D::Conn,
-    claim: &SessionClaim,
-    now: Millis,
-) -> StoreResult<Session> {
+pub async fn check(conn: &mut impl Sql, claim: &SessionClaim, now: Millis) -> StoreResult<Session> {
     let sql = format!(
         "SELECT {SESSION_COLUMNS} {LIVE_SESSION}{}",
-        D::SQL.lock_pool_row
+        conn.texts().lock_pool_row
     );
     let held = match conn.row(sql, args![&claim.id, now]).await? {
         Some(row) => session(&row)?,

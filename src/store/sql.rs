@@ -1,7 +1,7 @@
 //! The narrow interface every transaction runs on: SQL text, arguments and
 //! rows, the same for both dialects. sqlx's SQLite driver reads `$N`
 //! placeholders as PostgreSQL does, so one text serves both wherever the
-//! SQL itself agrees; `Dialect::SQL` holds the few texts that do not.
+//! SQL itself agrees; `Sql::texts` holds the few texts that do not.
 //!
 //! Both connections implement it through one generic impl, so binding and
 //! decoding are written once too.
@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use async_trait::async_trait;
 use sqlx::{ColumnIndex, Connection, Database, Decode, Encode, Executor, Row, Type};
 
+use super::texts::{DatabaseTexts, Texts};
 use super::{StoreError, StoreResult};
 
 /// SQL text: a constant, or one built for a request (a list of excludes).
@@ -100,6 +101,8 @@ pub trait Columns {
 #[async_trait]
 pub trait Sql: Send {
     type Row: Columns + Send + Sync;
+    /// The texts of this connection's dialect.
+    fn texts(&self) -> &'static Texts;
     /// Runs a statement; answers how many rows it changed.
     async fn execute(&mut self, sql: impl Into<Text> + Send, args: &[Arg<'_>]) -> StoreResult<u64>;
     /// Every row the statement answers.
@@ -176,6 +179,7 @@ where
 impl<C> Sql for C
 where
     C: Connection,
+    C::Database: DatabaseTexts,
     for<'c> &'c mut C: Executor<'c, Database = C::Database>,
     <C::Database as Database>::Row: Columns + Send + Sync,
     <C::Database as Database>::Arguments: Send,
@@ -189,6 +193,10 @@ where
     <C::Database as Database>::Arguments: sqlx::IntoArguments<C::Database>,
 {
     type Row = <C::Database as Database>::Row;
+
+    fn texts(&self) -> &'static Texts {
+        <C::Database as DatabaseTexts>::TEXTS
+    }
 
     async fn execute(&mut self, sql: impl Into<Text> + Send, args: &[Arg<'_>]) -> StoreResult<u64> {
         let query = bound::<C::Database>(sql.into(), args);

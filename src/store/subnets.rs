@@ -4,7 +4,7 @@
 //! handful of indexed reads, and inserts. The cost does not grow with the
 //! number of live reservations.
 
-use super::dialect::{Dialect, Effects};
+use super::dialect::Effects;
 use super::events::{self, Holding};
 use super::expiry;
 use super::expiry::live_by_session;
@@ -13,7 +13,7 @@ use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{lock, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
 use super::sessions;
-use super::sql::{Columns, Sql, args, one};
+use super::sql::{Arg, Columns, Sql, args, one};
 use super::{ReserveOutcome, ReserveSubnet, StoreError, StoreResult, grant_order};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
@@ -152,11 +152,55 @@ async fn decide(
     })
 }
 
+/// A reservation row as `insert_reservation` writes it, its fields in the
+/// order of the statement's placeholders (`$1` to `$15`).
+struct NewReservationRow<'a> {
+    fencing_token: i64,
+    pool: &'a str,
+    first_addr: &'a [u8],
+    last_addr: &'a [u8],
+    prefix_len: i64,
+    holder: &'a str,
+    token: &'a str,
+    acquired_at: Millis,
+    expires_at: Millis,
+    ttl_ms: i64,
+    metadata: Option<&'a str>,
+    idempotency_key: Option<&'a str>,
+    owner: Option<&'a str>,
+    session_id: Option<&'a str>,
+    /// The subnet as text, for a dialect that keeps it as a network type
+    /// besides its addresses.
+    subnet: &'a str,
+}
+
+impl NewReservationRow<'_> {
+    fn args(&self) -> [Arg<'_>; 15] {
+        [
+            self.fencing_token.into(),
+            self.pool.into(),
+            self.first_addr.into(),
+            self.last_addr.into(),
+            self.prefix_len.into(),
+            self.holder.into(),
+            self.token.into(),
+            self.acquired_at.into(),
+            self.expires_at.into(),
+            self.ttl_ms.into(),
+            self.metadata.into(),
+            self.idempotency_key.into(),
+            self.owner.into(),
+            self.session_id.into(),
+            self.subnet.into(),
+        ]
+    }
+}
+
 /// The reserve transaction: the pool's lock, replay, purge of the pool's
 /// expired reservations, the allocator's decision then the quota (in
 /// `domain::grant`'s order), and the insert.
-pub async fn reserve<D: Dialect>(
-    conn: &mut D::Conn,
+pub async fn reserve(
+    conn: &mut impl Sql,
     fx: &mut Effects,
     mut new: ReserveSubnet,
     token: String,
@@ -164,32 +208,32 @@ pub async fn reserve<D: Dialect>(
 ) -> StoreResult<ReserveOutcome> {
     // The session's row before the pool's, as a close takes them.
     let session = match &new.session {
-        Some(claim) => Some(sessions::bind::<D>(conn, claim, now).await?),
+        Some(claim) => Some(sessions::bind(conn, claim, now).await?),
         None => None,
     };
     // A bound lease is its session's opener's, and counts against its quota.
     if let Some(s) = &session {
         new.owner = sessions::owner_of(s);
     }
-    let pool = lock::<D>(conn, &new.pool).await?;
+    let pool = lock(conn, &new.pool).await?;
     if let Err(invalid) = check_want(pool.cidr, new.want) {
         return Ok(ReserveOutcome::Invalid(invalid));
     }
     if let Some(reservation) = replay(conn, &pool, &new, now).await? {
         return Ok(ReserveOutcome::Replayed(reservation));
     }
-    purge_expired::<D>(conn, fx, &pool, now, i64::MAX).await?;
+    purge_expired(conn, fx, &pool, now, i64::MAX).await?;
     let excludes = relevant_excludes(pool.cidr, &new.excludes);
     let decision = decide(conn, &pool, new.want, &excludes).await?;
     // The pool's decision answers before the quota: `domain::grant`'s order.
     // Over the quota the whole write is undone, purge included.
-    let quota = quota::<D>(conn, new.owner.as_ref(), now).await?;
+    let quota = quota(conn, new.owner.as_ref(), now).await?;
     let grant = match grant_order(decision, quota)? {
         Ok(grant) => grant,
         Err(refusal) => return Ok(ReserveOutcome::Refused(refusal)),
     };
     take_free(conn, &pool.name, grant).await?;
-    let fencing_token = one(conn, D::SQL.next_fencing, args![])
+    let fencing_token = one(conn, conn.texts().next_fencing, args![])
         .await?
         .int("fencing_token")?;
     let metadata = metadata_text(&new.metadata);
@@ -203,24 +247,25 @@ pub async fn reserve<D: Dialect>(
     };
     let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());
     let subnet = grant.block.to_string();
-    let args = args![
+    let row = NewReservationRow {
         fencing_token,
-        &pool.name,
-        &first[..],
-        &last[..],
-        i64::from(grant.block.prefix_len()),
-        new.holder.as_str(),
-        token.as_str(),
-        now,
+        pool: &pool.name,
+        first_addr: &first,
+        last_addr: &last,
+        prefix_len: i64::from(grant.block.prefix_len()),
+        holder: new.holder.as_str(),
+        token: token.as_str(),
+        acquired_at: now,
         expires_at,
         ttl_ms,
-        &metadata,
-        new.idempotency_key.as_deref(),
-        owner_name(&new.owner),
-        &subnet,
-        session.as_ref().map(|s| s.id.as_str()),
-    ];
-    conn.execute(D::SQL.insert_reservation, args).await?;
+        metadata: metadata.as_deref(),
+        idempotency_key: new.idempotency_key.as_deref(),
+        owner: owner_name(&new.owner),
+        session_id: session.as_ref().map(|s| s.id.as_str()),
+        subnet: &subnet,
+    };
+    conn.execute(conn.texts().insert_reservation, &row.args())
+        .await?;
     let holding = Holding {
         holder: new.holder.as_str(),
         fencing_token,
@@ -234,7 +279,7 @@ pub async fn reserve<D: Dialect>(
         None,
         now,
     );
-    events::record::<D>(conn, fx, &event).await?;
+    events::record(conn, fx, &event).await?;
     let mut lease = Lease::granted(
         new.holder.into_string(),
         token,

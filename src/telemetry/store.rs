@@ -55,13 +55,15 @@ impl Default for StoreStats {
 }
 
 impl StoreStats {
-    /// Counts expired rows (locks, reservations) a committed write deleted.
-    /// Counts a committed write, by whom it was for.
-    pub fn note_write(&self, background: bool) {
-        match background {
-            true => Metrics::inc(&self.background_writes),
-            false => Metrics::inc(&self.request_writes),
-        }
+    /// Counts a committed write made for a request.
+    pub fn note_request_write(&self) {
+        Metrics::inc(&self.request_writes);
+    }
+
+    /// Counts a committed write of the server's own (reaper, resumption,
+    /// pruning).
+    pub fn note_background_write(&self) {
+        Metrics::inc(&self.background_writes);
     }
 
     /// Counts the events a committed write recorded.

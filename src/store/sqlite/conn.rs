@@ -19,6 +19,7 @@ use rusqlite::{OpenFlags, ToSql};
 
 use super::Durability;
 use crate::store::sql::{Arg, Columns, Sql, Text};
+use crate::store::texts::Texts;
 use crate::store::{StoreError, StoreResult};
 
 /// How many statement texts a connection keeps prepared; the shared
@@ -351,6 +352,10 @@ impl Columns for SqliteRow {
 #[async_trait]
 impl Sql for Conn {
     type Row = SqliteRow;
+
+    fn texts(&self) -> &'static Texts {
+        super::texts::TEXTS
+    }
 
     async fn execute(&mut self, sql: impl Into<Text> + Send, args: &[Arg<'_>]) -> StoreResult<u64> {
         self.run(&sql.into(), args, 0)?;

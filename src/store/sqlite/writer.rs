@@ -8,8 +8,8 @@
 //! A batch first runs straight through, with no savepoint: a savepoint
 //! makes SQLite copy every page a write first touches, which is a tenth of
 //! the writer's work. A write that fails without having changed anything
-//! needs no undo, nor does one whose partial changes are harmless to keep
-//! (`Atomicity::Statement`, `KeepPartial`). Only when a write that must be
+//! needs no undo, nor does a single statement, atomic by itself
+//! (`Atomicity::Statement`). Only when a write that must be
 //! all or nothing fails after changing something is the transaction rolled
 //! back and the batch run again, every such write in a savepoint of its own,
 //! so its failure undoes only its own changes (a write's work may run more
