@@ -15,6 +15,7 @@ use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
 
+mod database;
 mod dialect;
 mod engine;
 mod errors;
@@ -39,6 +40,7 @@ pub mod sqlite;
 mod subnets;
 mod texts;
 
+pub use database::{backup, describe, integrity_check, open};
 pub use engine::Engine;
 pub use events::{EventBounds, Horizon};
 pub use lock_sets::GrantedSet;
@@ -47,7 +49,6 @@ pub use resume::{Applied, Settled, Settling};
 pub use session_commands::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
 pub use sqlite::{Durability, SqliteStore};
 
-use std::path::Path;
 use std::sync::Arc;
 
 use tokio::sync::{Notify, broadcast};
@@ -55,55 +56,6 @@ use tokio::sync::{Notify, broadcast};
 use crate::domain::events::Event;
 
 use crate::telemetry::StoreStats;
-
-/// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a
-/// PostgreSQL database, anything else a SQLite file.
-/// On PostgreSQL, a request waits at most `timeout` for a connection.
-pub async fn open(
-    db: &Path,
-    durability: Durability,
-    timeout: std::time::Duration,
-) -> Result<Arc<dyn Store>, String> {
-    match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
-        Some(url) => Ok(Arc::new(Engine::new(
-            PostgresStore::open(url, timeout).await?,
-        ))),
-        None => Ok(Arc::new(Engine::new(
-            SqliteStore::open(db, durability).await?,
-        ))),
-    }
-}
-
-/// `db` as a log line or a message may show it: a URL without its password.
-pub fn describe(db: &Path) -> String {
-    match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
-        Some(url) => postgres::redacted(url),
-        None => db.display().to_string(),
-    }
-}
-
-fn refuse_postgres(db: &Path, what: &str) -> Result<(), String> {
-    match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
-        Some(_) => Err(format!(
-            "{what} works on a SQLite file; {} is PostgreSQL: use its own tools \
-             (pg_dump or pg_basebackup for backups, amcheck for integrity)",
-            describe(db)
-        )),
-        None => Ok(()),
-    }
-}
-
-/// A consistent copy of a SQLite database (see `sqlite::maintenance::backup`).
-pub async fn backup(db: &Path, out: &Path) -> Result<u64, String> {
-    refuse_postgres(db, "backup")?;
-    sqlite::maintenance::backup(db, out).await
-}
-
-/// The integrity check of a SQLite database; a PostgreSQL URL is refused.
-pub async fn integrity_check(db: &Path) -> Result<Vec<String>, String> {
-    refuse_postgres(db, "check")?;
-    sqlite::maintenance::integrity_check(db).await
-}
 
 /// A change of a key that waiters elsewhere may be waiting for.
 #[derive(Debug, Clone, PartialEq, Eq)]
