@@ -15,9 +15,9 @@ use crate::leases::Shed;
 
 /// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus extension
 /// fields where useful (the holder on a conflict, the field on bad input).
-/// Each `type` and its fields are catalogued in `problem_kinds`.
+/// Each `type` and its fields are catalogued in `kinds`.
 // The derived schema only lets a route write `body = Problem`: the document
-// replaces it with the union of every problem type (`problem_schemas`).
+// replaces it with the union of every problem type (`openapi::problem_schemas`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Problem {
     /// A stable identifier of the kind of failure, such as `/problems/lock-held`.

@@ -1,12 +1,12 @@
 //! Which problem each service error becomes: the lease errors every route
 //! shares, and those of the pool and reservation routes (unknown pools and
 //! reservations, conflicting pool definitions, pools in use, and subnets that
-//! cannot be reserved now). It builds on `error`, which knows none of them.
+//! cannot be reserved now). It builds on `problem`, which knows none of them.
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::error::{Problem, refusal_problem as lock_refusal_problem};
+use super::problem::{Problem, refusal_problem as lock_refusal_problem};
 use crate::domain::lease::retry_after_secs;
 use crate::domain::subnet::{Reservation, ReserveRefusal};
 use crate::domain::time::Now;
@@ -276,7 +276,7 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
         e @ (LeaseError::Store(StoreError::SessionLost { .. })
         | LeaseError::Store(StoreError::NotSessionOwner)
         | LeaseError::Store(StoreError::SessionFull { .. })) => {
-            super::session_problems::binding_problem(&e).unwrap_or_else(|| Problem::internal(e))
+            super::sessions::binding_problem(&e).unwrap_or_else(|| Problem::internal(e))
         }
         e @ (LeaseError::Store(StoreError::PoolNotFound)
         | LeaseError::ReservationNotFound
