@@ -1,9 +1,9 @@
 //! The catalogue of every problem `type` the server answers: its status,
 //! what it means, whether it comes with `Retry-After`, and its extension
-//! fields. The server builds its problems in `problem`, `lease_errors` and
-//! `middleware::auth`; `openapi::problem_schemas` describes each entry here
-//! in the OpenAPI document, and the contract tests hold the server's answers
-//! to those descriptions.
+//! fields. The server builds its problems in `problem`, `lease_errors`,
+//! `refused` and `middleware::auth`; `openapi::problem_schemas` describes each
+//! entry here in the OpenAPI document, and the contract tests hold the
+//! server's answers to those descriptions.
 
 /// The type of an extension field.
 #[derive(Clone, Copy)]
