@@ -7,6 +7,10 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::broadcast;
 
+use crate::api::middleware::cors::Cors;
+use crate::api::middleware::rates::WriteRates;
+use crate::api::middleware::requests::RequestLog;
+use crate::api::middleware::screen;
 use crate::api::{self, AppState};
 use crate::auth::Tokens;
 use crate::clock::{SharedClock, SystemClock};
@@ -19,7 +23,7 @@ pub struct Application {
     listener: TcpListener,
     leases: Leases,
     tokens: Option<Arc<Tokens>>,
-    cors: Option<api::cors::Cors>,
+    cors: Option<Cors>,
     config: ServeConfig,
 }
 
@@ -37,7 +41,7 @@ impl Application {
     pub async fn build_with_clock(config: ServeConfig, clock: SharedClock) -> Result<Self, String> {
         config.check_exposure()?;
         config.check_bounds()?;
-        let cors = api::cors::Cors::parse(&config.cors_origins)?;
+        let cors = Cors::parse(&config.cors_origins)?;
         let tokens = match &config.auth_file {
             Some(path) => {
                 let tokens = crate::auth::load(path)?;
@@ -139,14 +143,14 @@ impl Application {
             leases.stopping(),
         ));
         let events = tokio::spawn(forward_key_events(leases.clone()));
-        api::screen::prepare();
-        let rates = Arc::new(api::rates::WriteRates::new(tokens.as_deref()));
+        screen::prepare();
+        let rates = Arc::new(WriteRates::new(tokens.as_deref()));
         let app = api::router(
             AppState {
                 leases: Arc::new(leases.clone()),
                 tokens,
                 rates,
-                request_log: api::requests::RequestLog {
+                request_log: RequestLog {
                     every: config.log_requests,
                     slow: config.slow_request,
                 },

@@ -2,7 +2,7 @@
 //! SHA-256 of its text (never the text itself), with its scopes: lock key
 //! prefixes, pools, read-only or read-write, admin, quotas of live leases and
 //! sessions, and a write rate. Pure rules over the loaded file; the HTTP side
-//! is `api::auth`.
+//! is `api::middleware::auth`.
 
 use std::sync::Arc;
 

@@ -13,9 +13,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::error::Problem;
-use super::refusals::StorageRefusals;
+use crate::api::AppState;
+use crate::api::openapi::refusals::StorageRefusals;
+use crate::api::problems::Problem;
 use crate::leases::Leases;
 use crate::leases::admission::SHED_REASONS;
 use crate::store::LiveLeases;
@@ -33,14 +33,16 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// The OpenAPI document as JSON text, built once.
 fn spec_json() -> &'static str {
     static SPEC: OnceLock<String> = OnceLock::new();
-    SPEC.get_or_init(|| serde_json::to_string(&super::openapi()).expect("the document serialises"))
+    SPEC.get_or_init(|| {
+        serde_json::to_string(&crate::api::openapi()).expect("the document serialises")
+    })
 }
 
 /// Its 3.0.3 rendering as JSON text, built once.
 fn spec_30_json() -> &'static str {
     static SPEC: OnceLock<String> = OnceLock::new();
     SPEC.get_or_init(|| {
-        serde_json::to_string(&super::openapi_30()).expect("the document serialises")
+        serde_json::to_string(&crate::api::openapi_30()).expect("the document serialises")
     })
 }
 

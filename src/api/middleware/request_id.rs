@@ -39,7 +39,7 @@ pub fn of(request: &Request) -> Option<&str> {
         .and_then(|id| id.to_str().ok())
 }
 
-/// Runs around the request span (see `api::stack`), which takes the id
+/// Runs around the request span (see `stack`), which takes the id
 /// from the request, so the id is on every line the request logs.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TagRequestLayer;

@@ -4,7 +4,7 @@
 
 use axum::http::StatusCode;
 
-use super::error::Problem;
+use super::problem::Problem;
 use crate::leases::LeaseError;
 use crate::store::StoreError;
 

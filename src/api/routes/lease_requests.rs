@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::error::Problem;
 use super::session_bodies::SessionRef;
+use crate::api::problems::Problem;
 use crate::domain::LockMode;
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema, Default)]

@@ -10,16 +10,18 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::auth::Caller;
 use super::commands::renewal_ttl;
 use super::created::created_or_ok;
-use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::lease_requests::{AcquireRequest, Mode, ReleaseRequest, RenewRequest, idempotency_key};
-use super::problems::lease_problem;
-use super::refusals::{LockGrantRefusals, LockNotHeld, LockTokenRefusals, QueryRefusals};
 use super::sessions::lifetime;
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::openapi::refusals::{
+    LockGrantRefusals, LockNotHeld, LockTokenRefusals, QueryRefusals,
+};
+use crate::api::problems::Problem;
+use crate::api::problems::lease_problem;
 use crate::auth::Need;
 use crate::domain::lock::LockLease;
 use crate::domain::names::LockKey;

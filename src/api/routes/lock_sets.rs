@@ -8,15 +8,15 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::auth::Caller;
-use super::error::Problem;
 use super::extract::AppJson;
 use super::lease_requests::{LockSetRequest, idempotency_key};
 use super::locks::{LockGrantBody, LockLeaseBody};
-use super::problems::lease_problem;
-use super::refusals::LockSetRefusals;
 use super::sessions::lifetime;
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::openapi::refusals::LockSetRefusals;
+use crate::api::problems::Problem;
+use crate::api::problems::lease_problem;
 use crate::auth::Need;
 use crate::leases::LeaseError;
 

@@ -13,8 +13,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::Config;
 
-use super::AppState;
-use super::error::Problem;
+use crate::api::AppState;
+use crate::api::problems::Problem;
 
 /// The Swagger UI files the page loads; any other name is 404.
 const ASSETS: [&str; 4] = [
@@ -38,7 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub async fn docs() -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        include_str!("../../assets/docs.html"),
+        include_str!("../../../assets/docs.html"),
     )
 }
 

@@ -7,11 +7,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::auth::Caller;
-use super::error::Problem;
 use super::extract::AppPath;
-use super::problems::lease_problem;
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::problems::Problem;
+use crate::api::problems::lease_problem;
 use crate::auth::Need;
 use crate::domain::InvalidInput;
 use crate::domain::fencing::Fencing;

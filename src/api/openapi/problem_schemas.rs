@@ -1,4 +1,4 @@
-//! The schemas of the problem types of `problem_kinds` in the OpenAPI
+//! The schemas of the problem types of `problems::kinds` in the OpenAPI
 //! document: one schema per type (`LockHeldProblem`, …), so that a generated
 //! client reads a 409's `holder` as a typed field, and `Problem`, the union
 //! of them all told apart by `type`.
@@ -8,7 +8,7 @@ use utoipa::openapi::schema::{
 };
 use utoipa::openapi::{OpenApi, Ref, RefOr};
 
-use super::problem_kinds::{Field, KINDS, Kind, NESTED, Ty};
+use crate::api::problems::kinds::{Field, KINDS, Kind, NESTED, Ty};
 
 impl Kind {
     fn schema(&self) -> Schema {

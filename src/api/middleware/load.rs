@@ -14,7 +14,8 @@ use axum::response::{IntoResponse, Response};
 use http_body::Body as _;
 
 use super::auth::Caller;
-use super::{AppState, MAX_BODY_BYTES, Problem};
+use crate::api::problems::Problem;
+use crate::api::{AppState, MAX_BODY_BYTES};
 
 /// Probes that must answer even when the server is saturated.
 fn is_probe(path: &str) -> bool {

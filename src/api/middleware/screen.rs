@@ -11,16 +11,16 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 
-use super::AppState;
 use super::auth::Caller;
-use super::error::Problem;
+use crate::api::AppState;
+use crate::api::problems::Problem;
 
 /// The query parameters of each operation, by route template and method,
 /// read from the document the routes are registered in.
 static QUERY_PARAMETERS: LazyLock<HashMap<(String, Method), Vec<String>>> = LazyLock::new(|| {
     use utoipa::openapi::RefOr;
     use utoipa::openapi::path::ParameterIn;
-    let mut doc = super::openapi();
+    let mut doc = crate::api::openapi();
     let mut known = HashMap::new();
     for (path, item) in doc.paths.paths.iter_mut() {
         for (method, op) in [

@@ -26,7 +26,8 @@ use tower_http::trace::TraceLayer;
 
 use super::cors::{Cors, CorsGateLayer};
 use super::request_id::{self, TagRequestLayer};
-use super::{AppState, MAX_BODY_BYTES, auth, load, requests, screen};
+use super::{auth, load, requests, screen};
+use crate::api::{AppState, MAX_BODY_BYTES};
 
 /// `router` with the middleware around each of its routes and fallbacks.
 pub fn wrap(router: Router<AppState>, state: AppState, cors: Option<Cors>) -> Router<AppState> {

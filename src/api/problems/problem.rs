@@ -4,20 +4,17 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::domain::InvalidInput;
-use crate::domain::lease::retry_after_secs;
-use crate::domain::lock::{LockLease, Refusal};
-use crate::domain::time::Now;
 use crate::leases::Shed;
 
 /// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus extension
 /// fields where useful (the holder on a conflict, the field on bad input).
-/// Each `type` and its fields are catalogued in `problem_kinds`.
+/// Each `type` and its fields are catalogued in `kinds`.
 // The derived schema only lets a route write `body = Problem`: the document
-// replaces it with the union of every problem type (`problem_schemas`).
+// replaces it with the union of every problem type (`openapi::problem_schemas`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Problem {
     /// A stable identifier of the kind of failure, such as `/problems/lock-held`.
@@ -177,79 +174,5 @@ impl From<InvalidInput> for Problem {
             Some(hint) => problem.with("hint", hint),
             None => problem,
         }
-    }
-}
-
-fn holder_json(lease: &LockLease, now: Now) -> Value {
-    json!({
-        "holder": lease.lease.holder,
-        "fencing_token": lease.lease.fencing_token,
-        "expires_at": lease.lease.expires_at.map(|t| now.show(t)),
-        "expires_in_ms": lease.lease.expires_in_ms(now.at),
-    })
-}
-
-/// The 409 for a key that cannot be granted now.
-pub fn refusal_problem(key: &str, refusal: &Refusal, now: Now) -> Problem {
-    match refusal {
-        Refusal::Held {
-            holders,
-            available_at,
-        } => {
-            let first = holders.first();
-            let detail = match first {
-                Some(l) => format!(
-                    "{key} is held by {} until {}",
-                    l.lease.holder,
-                    now.show(l.expires_at())
-                ),
-                None => format!("{key} is promised to clients already waiting for it"),
-            };
-            Problem::new(
-                StatusCode::CONFLICT,
-                "lock-held",
-                "The lock is held",
-                detail,
-            )
-            .with("key", key)
-            .with("holder", first.map(|l| l.lease.holder.clone()))
-            .with("expires_at", first.map(|l| now.show(l.expires_at())))
-            .with("available_at", now.show(*available_at))
-            .with(
-                "holders",
-                holders
-                    .iter()
-                    .map(|l| holder_json(l, now))
-                    .collect::<Vec<_>>(),
-            )
-            .retry_after(retry_after_secs(*available_at, now.at))
-        }
-        Refusal::Delayed { until } => Problem::new(
-            StatusCode::CONFLICT,
-            "lock-held",
-            "The lock is held",
-            format!(
-                "a lease on {key} expired recently; its lock delay keeps the key until {}",
-                now.show(*until)
-            ),
-        )
-        .with("key", key)
-        .with("holder", Value::Null)
-        .with("expires_at", Value::Null)
-        .with("available_at", now.show(*until))
-        .with("reason", "lock-delay")
-        .retry_after(retry_after_secs(*until, now.at)),
-        Refusal::LimitMismatch { current, clears_at } => Problem::new(
-            StatusCode::CONFLICT,
-            "limit-mismatch",
-            "The key is held with another max_holders",
-            format!(
-                "{key} is held with max_holders {}; every acquirer must name the same limit",
-                current.map_or("unset".to_owned(), |n| n.to_string())
-            ),
-        )
-        .with("key", key)
-        .with("max_holders", *current)
-        .retry_after(retry_after_secs(*clears_at, now.at)),
     }
 }

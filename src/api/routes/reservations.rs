@@ -11,18 +11,18 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::auth::Caller;
 use super::created::created_or_ok;
-use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::lease_requests::{ReleaseRequest, RenewRequest, ReserveRequest, idempotency_key};
 use super::pools::PageQuery;
-use super::problems::subnet_problem;
-use super::refusals::{
+use super::sessions::lifetime;
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::openapi::refusals::{
     PoolUnknown, ReservationTokenRefusals, ReservationUnknown, SubnetGrantRefusals,
 };
-use super::sessions::lifetime;
+use crate::api::problems::Problem;
+use crate::api::problems::subnet_problem;
 use crate::auth::Need;
 use crate::domain::names::PoolName;
 use crate::domain::paths;

@@ -9,18 +9,18 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::auth::Caller;
 use super::commands::renewal_ttl;
 use super::created::created_or_ok;
-use super::error::Problem;
 use super::extract::{AppJson, AppJsonOrEmpty, AppPath, AppQuery};
 pub use super::group_bodies::*;
-use super::problems::lease_problem;
-use super::refusals::{
+use super::sessions::lifetime;
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::openapi::refusals::{
     GroupDeleteRefusals, GroupUnknown, JoinRefusals, LeaveRefusals, MemberUnknown, QueryRefusals,
 };
-use super::sessions::lifetime;
+use crate::api::problems::Problem;
+use crate::api::problems::lease_problem;
 use crate::auth::Need;
 use crate::domain::names::{GroupName, MemberName, Ttl};
 use crate::domain::paths;

@@ -1,5 +1,5 @@
 //! The problem responses of the OpenAPI document, written once: each names
-//! the problem types it can carry (see `problem_kinds`), describes them,
+//! the problem types it can carry (see `problems::kinds`), describes them,
 //! and declares the headers they come with. Handlers list the families of
 //! refusals they answer (`responses(..., LockGrantRefusals)`); the refusals
 //! every operation of a kind shares are added to the whole document here.
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
 use utoipa::openapi::{Content, Header, OpenApi, Ref, RefOr, Response, ResponseBuilder};
 
-use super::problem_kinds::{KINDS, Kind};
+use crate::api::problems::kinds::{KINDS, Kind};
 
 /// The response of a status that carries these problem types.
 fn response(kinds: &[&'static Kind]) -> Response {

@@ -15,8 +15,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body::Body as _;
 
-use super::AppState;
-use super::error::Problem;
+use crate::api::AppState;
+use crate::api::problems::Problem;
 use crate::auth::{ANY_POOL, Access, ApiToken, Denial, Need};
 use crate::domain::session::SessionAccess;
 use crate::leases::ClientId;

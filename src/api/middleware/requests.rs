@@ -10,7 +10,7 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::AppState;
+use crate::api::AppState;
 use crate::leases::Shed;
 
 /// Which requests log a line at info.
@@ -29,7 +29,7 @@ pub struct Waited;
 
 /// Times the request that `next` serves and records it under its matched
 /// route (`unmatched` for the fallback). The outermost step of
-/// `api::stack::Guard`: it counts and logs the requests the steps under it
+/// `stack::Guard`: it counts and logs the requests the steps under it
 /// refuse.
 pub async fn track_requests<F>(
     state: &AppState,

@@ -16,11 +16,11 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::auth::Caller;
-use super::error::Problem;
-use super::problems::lease_problem;
-use super::refusals::EventRefusals;
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::openapi::refusals::EventRefusals;
+use crate::api::problems::Problem;
+use crate::api::problems::lease_problem;
 use crate::auth::Need;
 use crate::domain::events::{Event, EventFilter, Resource};
 use crate::domain::names::{GroupName, PoolName};

@@ -1,99 +1,17 @@
 //! Which problem each service error becomes: the lease errors every route
 //! shares, and those of the pool and reservation routes (unknown pools and
-//! reservations, conflicting pool definitions, pools in use, and subnets that
-//! cannot be reserved now). It builds on `error`, which knows none of them.
+//! reservations, conflicting pool definitions, pools in use); a grant refused
+//! now becomes the problem `refused` makes of it. It builds on `problem`,
+//! which knows none of them.
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::error::{Problem, refusal_problem as lock_refusal_problem};
+use super::problem::Problem;
+use super::refused::{lock_refusal_problem, reserve_refusal_problem};
 use crate::domain::lease::retry_after_secs;
-use crate::domain::subnet::{Reservation, ReserveRefusal};
-use crate::domain::time::Now;
 use crate::leases::LeaseError;
 use crate::store::StoreError;
-
-fn conflict_json(r: &Reservation, now: Now) -> Value {
-    json!({
-        "id": r.id(),
-        "subnet": r.subnet.to_string(),
-        "holder": r.lease.holder,
-        "state": r.state().as_str(),
-        "expires_at": r.lease.expires_at.map(|t| now.show(t)),
-    })
-}
-
-/// The 409 for a reservation that cannot be granted now.
-pub fn refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Now) -> Problem {
-    match refusal {
-        ReserveRefusal::Exhausted {
-            largest_free,
-            retry_at,
-        } => {
-            let detail = match largest_free {
-                Some(b) => format!(
-                    "pool {pool} has no free block that large outside the excludes; the largest is {b}"
-                ),
-                None => format!("pool {pool} has no free address outside the excludes"),
-            };
-            let problem = Problem::new(
-                StatusCode::CONFLICT,
-                "pool-exhausted",
-                "The pool is exhausted",
-                detail,
-            )
-            .with("pool", pool)
-            .with("largest_free", largest_free.map(|b| b.to_string()));
-            match retry_at {
-                Some(at) => problem.retry_after(retry_after_secs(*at, now.at)),
-                None => problem,
-            }
-        }
-        ReserveRefusal::Unavailable {
-            conflicts,
-            more_conflicts,
-            excluded,
-        } => {
-            let detail = if conflicts.is_empty() && !excluded.is_empty() {
-                format!("the subnet overlaps the excluded network {}", excluded[0])
-            } else {
-                let names: Vec<String> = conflicts.iter().map(|r| r.subnet.to_string()).collect();
-                format!(
-                    "the subnet overlaps live reservations of pool {pool}: {}{}",
-                    names.join(", "),
-                    if *more_conflicts { ", …" } else { "" }
-                )
-            };
-            let problem = Problem::new(
-                StatusCode::CONFLICT,
-                "subnet-unavailable",
-                "The subnet is unavailable",
-                detail,
-            )
-            .with("pool", pool)
-            .with(
-                "conflicts",
-                conflicts
-                    .iter()
-                    .map(|r| conflict_json(r, now))
-                    .collect::<Vec<_>>(),
-            )
-            .with("more_conflicts", *more_conflicts)
-            .with(
-                "excluded",
-                excluded.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
-            );
-            // Excludes never clear by themselves; expiring reservations do.
-            let earliest = conflicts.iter().filter_map(|r| r.lease.expires_at).min();
-            match earliest {
-                Some(at) if excluded.is_empty() => {
-                    problem.retry_after(retry_after_secs(at, now.at))
-                }
-                _ => problem,
-            }
-        }
-    }
-}
 
 /// Maps a service error on a pool (and a reservation `id` in it) to its problem.
 pub fn subnet_problem(pool: &str, id: Option<&str>, error: LeaseError) -> Problem {
@@ -150,7 +68,7 @@ pub fn subnet_problem(pool: &str, id: Option<&str>, error: LeaseError) -> Proble
                 None => problem,
             }
         }
-        LeaseError::SubnetRefused { refusal, now } => refusal_problem(pool, &refusal, now),
+        LeaseError::SubnetRefused { refusal, now } => reserve_refusal_problem(pool, &refusal, now),
         LeaseError::Store(StoreError::SubnetOverlap) => Problem::new(
             StatusCode::CONFLICT,
             "subnet-unavailable",
@@ -276,7 +194,7 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
         e @ (LeaseError::Store(StoreError::SessionLost { .. })
         | LeaseError::Store(StoreError::NotSessionOwner)
         | LeaseError::Store(StoreError::SessionFull { .. })) => {
-            super::session_problems::binding_problem(&e).unwrap_or_else(|| Problem::internal(e))
+            super::sessions::binding_problem(&e).unwrap_or_else(|| Problem::internal(e))
         }
         e @ (LeaseError::Store(StoreError::PoolNotFound)
         | LeaseError::ReservationNotFound

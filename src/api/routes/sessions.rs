@@ -8,17 +8,17 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::auth::Caller;
 use super::created::created_or_ok;
-use super::error::Problem;
 use super::extract::{AppJson, AppPath};
 use super::lease_requests::idempotency_key;
-use super::problems::lease_problem;
-use super::refusals::{SessionOpenRefusals, SessionTokenRefusals, SessionUnknown};
 pub use super::session_bodies::{
     CloseSessionRequest, OpenSessionRequest, RenewSessionRequest, SessionBody, SessionRef,
 };
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::openapi::refusals::{SessionOpenRefusals, SessionTokenRefusals, SessionUnknown};
+use crate::api::problems::Problem;
+use crate::api::problems::lease_problem;
 use crate::auth::Access;
 use crate::domain::Millis;
 use crate::domain::names::SessionId;

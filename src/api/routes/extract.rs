@@ -9,7 +9,7 @@ use axum::http::{StatusCode, header};
 use bytes::Bytes;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
-use super::error::Problem;
+use crate::api::problems::Problem;
 
 /// A JSON body, deserialised with the path of any bad field.
 pub struct AppJson<T>(pub T);
@@ -83,7 +83,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                Problem::payload_too_large(super::MAX_BODY_BYTES)
+                Problem::payload_too_large(crate::api::MAX_BODY_BYTES)
             } else {
                 Problem::invalid("body", rejection.body_text())
             }

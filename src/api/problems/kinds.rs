@@ -1,12 +1,13 @@
 //! The catalogue of every problem `type` the server answers: its status,
 //! what it means, whether it comes with `Retry-After`, and its extension
-//! fields. The server builds its problems in `error`, `problems` and `auth`;
-//! `problem_schemas` describes each entry here in the OpenAPI document, and
-//! the contract tests hold the server's answers to those descriptions.
+//! fields. The server builds its problems in `problem`, `lease_errors`,
+//! `refused` and `middleware::auth`; `openapi::problem_schemas` describes each
+//! entry here in the OpenAPI document, and the contract tests hold the
+//! server's answers to those descriptions.
 
 /// The type of an extension field.
 #[derive(Clone, Copy)]
-pub(super) enum Ty {
+pub(in crate::api) enum Ty {
     Text,
     Int,
     Bool,
@@ -21,7 +22,7 @@ pub(super) enum Ty {
     ListOf(&'static str),
 }
 
-pub(super) struct Field {
+pub(in crate::api) struct Field {
     pub name: &'static str,
     pub ty: Ty,
     /// Present in every problem of the type.
@@ -38,7 +39,7 @@ pub struct Kind {
     pub summary: &'static str,
     /// Answered with `Retry-After` (always, or when the refusal clears by itself).
     pub retry_after: bool,
-    pub(super) fields: &'static [Field],
+    pub(in crate::api) fields: &'static [Field],
 }
 
 const fn field(
@@ -229,7 +230,7 @@ pub const KINDS: &[Kind] = &[
 
 /// The objects that extension fields list, by schema name.
 #[rustfmt::skip]
-pub(super) const NESTED: &[(&str, &str, &[Field])] = &[
+pub(in crate::api) const NESTED: &[(&str, &str, &[Field])] = &[
     ("ProblemHolder", "A live lease on a key that refused a grant.", &[
         req("holder", Ty::Text, "Free text naming the client."),
         req("fencing_token", Ty::Int, "Its fencing token."),

@@ -11,13 +11,15 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
-use super::auth::Caller;
 use super::created::created_or_ok;
-use super::error::Problem;
 use super::extract::{AppJson, AppPath, AppQuery};
-use super::problems::subnet_problem;
-use super::refusals::{PoolDefinitionRefusals, PoolDeleteRefusals, PoolUnknown, QueryRefusals};
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::openapi::refusals::{
+    PoolDefinitionRefusals, PoolDeleteRefusals, PoolUnknown, QueryRefusals,
+};
+use crate::api::problems::Problem;
+use crate::api::problems::subnet_problem;
 use crate::auth::Need;
 use crate::domain::cidr::Family;
 use crate::domain::names::PoolName;

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use axum::http::StatusCode;
 
-use super::error::Problem;
+use crate::api::problems::Problem;
 use crate::auth::Tokens;
 
 struct Bucket {

@@ -1,0 +1,40 @@
+//! The routes, one module per resource, each a `router()` of its handlers
+//! registered with `routes!` (so each is in the OpenAPI document), and the
+//! bodies they take and answer: parsed at the edge (`extract`,
+//! `lease_requests`, `commands`), shown as the API documents them.
+
+use utoipa_axum::router::OpenApiRouter;
+
+use super::AppState;
+
+mod commands;
+pub mod created;
+pub mod docs;
+pub mod events;
+pub mod extract;
+pub mod fencing;
+pub mod group_bodies;
+pub mod groups;
+pub mod lease_requests;
+pub mod lock_sets;
+pub mod locks;
+pub mod ops;
+pub mod pools;
+pub mod reservations;
+pub mod session_bodies;
+pub mod sessions;
+
+/// Every route, under the document's `header`.
+pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(header)
+        .merge(locks::router())
+        .merge(fencing::router())
+        .merge(lock_sets::router())
+        .merge(pools::router())
+        .merge(reservations::router())
+        .merge(sessions::router())
+        .merge(groups::router())
+        .merge(events::router())
+        .merge(ops::router())
+        .merge(docs::router())
+}
