@@ -15,15 +15,13 @@ use super::lock_texts::{
 };
 use super::owners::{owner_name, quota};
 use super::rows::{self, metadata_text};
-use super::sessions;
+use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args};
 use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::fencing::{self, Fencing};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
-use crate::domain::names::Ttl;
-use crate::domain::session::{BOUND, Session};
 
 /// Serialises the writes of one key until the transaction ends.
 async fn lock_key(conn: &mut impl Sql, key: &str) -> StoreResult<()> {
@@ -58,12 +56,9 @@ pub async fn grant(
 ) -> StoreResult<AcquireOutcome> {
     lock_key(conn, &new.key).await?;
     // Checked before anything changes; its row is held until the commit.
-    let session = match &new.session {
-        Some(claim) => Some(sessions::bind(conn, claim, now).await?),
-        None => None,
-    };
+    let held = Held::take(conn, &new.lifetime, now).await?;
     // A bound lease is its session's opener's, and counts against its quota.
-    if let Some(s) = &session {
+    if let Some(s) = held.session() {
         new.owner = sessions::owner_of(s);
     }
     if let Some(idem) = &new.idempotency_key {
@@ -101,15 +96,14 @@ pub async fn grant(
     // A key with no rows at all grants any claim: the insert that checks
     // this is the whole write, in one statement.
     if quota.has_room()
-        && let Some(fencing_token) = insert(conn, &new, &token, now, true, &session).await?
+        && let Some(fencing_token) = insert(conn, &new, &token, now, true, &held).await?
     {
         record_grant(conn, fx, &new, fencing_token, now).await?;
-        return Ok(AcquireOutcome::Granted(granted(
-            new,
+        return Ok(AcquireOutcome::Granted(new.granted(
             token,
             now,
             fencing_token,
-            session,
+            &held,
         )));
     }
     let mut rows = rows::locks(
@@ -142,16 +136,15 @@ pub async fn grant(
         // Nothing was changed but the removal of absent rows; keep it.
         return Ok(AcquireOutcome::Refused(refusal));
     }
-    let fencing_token = insert(conn, &new, &token, now, false, &session)
+    let fencing_token = insert(conn, &new, &token, now, false, &held)
         .await?
         .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
     record_grant(conn, fx, &new, fencing_token, now).await?;
-    Ok(AcquireOutcome::Granted(granted(
-        new,
+    Ok(AcquireOutcome::Granted(new.granted(
         token,
         now,
         fencing_token,
-        session,
+        &held,
     )))
 }
 
@@ -166,27 +159,11 @@ async fn record_grant(
     let holding = Holding {
         holder: new.holder.as_str(),
         fencing_token,
-        session: new.session.as_ref().map(|s| s.id.as_str()),
+        session: new.session().map(|s| s.id.as_str()),
         owner: new.owner.as_ref().map(|o| o.name.as_str()),
     };
     let event = holding.lock(EventType::LockAcquired, new.key.as_str(), None, now);
     events::record(conn, fx, &event).await
-}
-
-/// The lease a grant became; a bound one shows its session's life.
-fn granted(
-    new: AcquireLock,
-    token: String,
-    now: Millis,
-    fencing_token: i64,
-    session: Option<Session>,
-) -> LockLease {
-    let mut lease = new.granted(token, now, fencing_token);
-    if let Some(s) = session {
-        lease.lease.expires_at = Some(s.expires_at);
-        lease.lease.ttl_ms = s.ttl_ms;
-    }
-    lease
 }
 
 /// A lock row as `insert_lock` writes it, its fields in the order of the
@@ -239,17 +216,10 @@ async fn insert(
     token: &str,
     now: Millis,
     only_if_free: bool,
-    session: &Option<Session>,
+    held: &Held,
 ) -> StoreResult<Option<i64>> {
     let metadata = metadata_text(&new.metadata);
-    // A bound row lives by its session's row, never by its own expiry.
-    let (ttl_ms, expires_at) = match session {
-        Some(s) => (s.ttl_ms, BOUND),
-        None => {
-            let ttl_ms = new.ttl.map_or(0, Ttl::ms);
-            (ttl_ms, now + ttl_ms)
-        }
-    };
+    let (ttl_ms, expires_at) = held.columns(now);
     let row = NewLockRow {
         key: new.key.as_str(),
         holder: new.holder.as_str(),
@@ -263,7 +233,7 @@ async fn insert(
         metadata: metadata.as_deref(),
         idempotency_key: new.idempotency_key.as_deref(),
         owner: owner_name(&new.owner),
-        session_id: session.as_ref().map(|s| s.id.as_str()),
+        session_id: held.session().map(|s| s.id.as_str()),
         only_if_free,
     };
     let row = conn.row(conn.texts().insert_lock, &row.args()).await?;

@@ -10,7 +10,7 @@ use crate::domain::fencing::Fencing;
 use crate::domain::grant::{self, Quota, Refused};
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
-use crate::domain::names::{GroupName, Holder, IdempotencyKey, LockKey, MemberName, PoolName, Ttl};
+use crate::domain::names::{GroupName, Holder, IdempotencyKey, LockKey, MemberName, PoolName};
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
@@ -46,7 +46,9 @@ pub use events::{EventBounds, Horizon};
 pub use lock_sets::GrantedSet;
 pub use postgres::PostgresStore;
 pub use resume::{Applied, Settled, Settling};
-pub use session_commands::{OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd};
+pub use session_commands::{
+    Lifetime, OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd,
+};
 pub use sqlite::{Durability, SqliteStore};
 
 use std::sync::Arc;
@@ -104,8 +106,7 @@ pub struct LeaseOwner {
 pub struct AcquireLock {
     pub key: LockKey,
     pub holder: Holder,
-    /// `None` when bound to a session.
-    pub ttl: Option<Ttl>,
+    pub lifetime: Lifetime,
     pub mode: LockMode,
     /// At least 1.
     pub max_holders: Option<u32>,
@@ -114,30 +115,43 @@ pub struct AcquireLock {
     pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
-    /// The session the lease is bound to, instead of a TTL of its own.
-    pub session: Option<SessionClaim>,
 }
 
 impl AcquireLock {
+    /// The session the lease is to be bound to, if any.
+    pub fn session(&self) -> Option<&SessionClaim> {
+        self.lifetime.session()
+    }
+
     /// The lease this grant became, once stored with `token` and
-    /// `fencing_token` at `now`.
-    pub fn granted(self, token: String, now: Millis, fencing_token: i64) -> LockLease {
+    /// `fencing_token` at `now`, living as `held`.
+    pub fn granted(
+        self,
+        token: String,
+        now: Millis,
+        fencing_token: i64,
+        held: &sessions::Held,
+    ) -> LockLease {
+        let session = held.session().map(|s| s.id.clone());
+        let (ttl_ms, expires_at) = held.answered(now);
+        let mut lease = Lease::granted(
+            self.holder.into_string(),
+            token,
+            fencing_token,
+            now,
+            ttl_ms,
+            self.metadata,
+        );
+        lease.expires_at = Some(expires_at);
         LockLease {
             key: self.key.into_string(),
-            lease: Lease::granted(
-                self.holder.into_string(),
-                token,
-                fencing_token,
-                now,
-                self.ttl.map_or(0, Ttl::ms),
-                self.metadata,
-            ),
+            lease,
             mode: self.mode,
             max_holders: self.max_holders,
             lock_delay_ms: self.lock_delay_ms,
             idempotency_key: self.idempotency_key.map(IdempotencyKey::into_string),
             owner: self.owner.map(|o| o.name),
-            session: self.session.map(|s| s.id),
+            session,
         }
     }
 }
@@ -189,14 +203,12 @@ pub struct ReserveSubnet {
     /// The caller's networks, in any family; the grant overlaps none of them.
     pub excludes: Vec<Block>,
     pub holder: Holder,
-    /// `None` when bound to a session.
-    pub ttl: Option<Ttl>,
+    /// Bound to a session, until confirmed.
+    pub lifetime: Lifetime,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
-    /// The session the reservation is bound to until confirmed.
-    pub session: Option<SessionClaim>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

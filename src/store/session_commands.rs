@@ -6,7 +6,27 @@ use serde_json::{Map, Value};
 
 use super::LeaseOwner;
 use crate::domain::Millis;
+use crate::domain::names::Ttl;
 use crate::domain::session::Session;
+
+/// How long a grant lives: by a TTL of its own, or exactly as long as a
+/// session (the database column keeps its own representation, converted
+/// in one place: `sessions::Held`).
+#[derive(Debug, Clone)]
+pub enum Lifetime {
+    Ttl(Ttl),
+    Session(SessionClaim),
+}
+
+impl Lifetime {
+    /// The session of a bound lifetime.
+    pub fn session(&self) -> Option<&SessionClaim> {
+        match self {
+            Lifetime::Session(claim) => Some(claim),
+            Lifetime::Ttl(_) => None,
+        }
+    }
+}
 
 /// A session a grant binds its lease to: the lease lives exactly as long as
 /// the session, and the session's token proves the caller holds it.

@@ -13,10 +13,11 @@ use super::expiry::{self, Text};
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use super::{LeaseOwner, StoreError, StoreResult};
-use super::{OpenOutcome, OpenSession, SessionClaim};
+use super::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::Millis;
 use crate::domain::events::EventType;
-use crate::domain::session::{Session, SessionView};
+use crate::domain::names::Ttl;
+use crate::domain::session::{BOUND, Session, SessionView};
 use crate::token::digest;
 
 static SESSION_COLUMNS: Text = Text::new(|| {
@@ -274,6 +275,50 @@ pub async fn bind(conn: &mut impl Sql, claim: &SessionClaim, now: Millis) -> Sto
         });
     }
     Ok(held)
+}
+
+/// A grant's lifetime as its transaction holds it: a TTL of its own, or
+/// the live session it is bound to (whose row is held until the commit).
+/// The one place a lifetime becomes the row's columns and the answer's.
+pub enum Held {
+    Ttl(Ttl),
+    Bound(Session),
+}
+
+impl Held {
+    /// Takes `lifetime` in the grant's transaction: a session is checked and
+    /// bound (`bind`) before anything changes.
+    pub async fn take(conn: &mut impl Sql, lifetime: &Lifetime, now: Millis) -> StoreResult<Held> {
+        Ok(match lifetime {
+            Lifetime::Ttl(ttl) => Held::Ttl(*ttl),
+            Lifetime::Session(claim) => Held::Bound(bind(conn, claim, now).await?),
+        })
+    }
+
+    /// The session it is bound to, if any.
+    pub fn session(&self) -> Option<&Session> {
+        match self {
+            Held::Bound(s) => Some(s),
+            Held::Ttl(_) => None,
+        }
+    }
+
+    /// The row's `ttl_ms` and `expires_at`: a bound row lives by its
+    /// session's row, never by its own expiry.
+    pub fn columns(&self, now: Millis) -> (Millis, Millis) {
+        match self {
+            Held::Ttl(ttl) => (ttl.ms(), now + ttl.ms()),
+            Held::Bound(s) => (s.ttl_ms, BOUND),
+        }
+    }
+
+    /// The TTL and expiry a grant answers: a bound one shows its session's.
+    pub fn answered(&self, now: Millis) -> (Millis, Millis) {
+        match self {
+            Held::Ttl(ttl) => (ttl.ms(), now + ttl.ms()),
+            Held::Bound(s) => (s.ttl_ms, s.expires_at),
+        }
+    }
 }
 
 /// Checks a claim on a session (live, the caller's, its token) and holds

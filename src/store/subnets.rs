@@ -12,14 +12,13 @@ use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{lock, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
-use super::sessions;
+use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args, one};
 use super::{ReserveOutcome, ReserveSubnet, StoreError, StoreResult, grant_order};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::events::EventType;
-use crate::domain::names::{IdempotencyKey, Ttl};
-use crate::domain::session::BOUND;
+use crate::domain::names::IdempotencyKey;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
 use crate::domain::{Lease, Millis};
 
@@ -207,12 +206,9 @@ pub async fn reserve(
     now: Millis,
 ) -> StoreResult<ReserveOutcome> {
     // The session's row before the pool's, as a close takes them.
-    let session = match &new.session {
-        Some(claim) => Some(sessions::bind(conn, claim, now).await?),
-        None => None,
-    };
+    let held = Held::take(conn, &new.lifetime, now).await?;
     // A bound lease is its session's opener's, and counts against its quota.
-    if let Some(s) = &session {
+    if let Some(s) = held.session() {
         new.owner = sessions::owner_of(s);
     }
     let pool = lock(conn, &new.pool).await?;
@@ -237,14 +233,7 @@ pub async fn reserve(
         .await?
         .int("fencing_token")?;
     let metadata = metadata_text(&new.metadata);
-    // A bound reservation lives by its session's row, never by its own expiry.
-    let (ttl_ms, expires_at) = match &session {
-        Some(s) => (s.ttl_ms, BOUND),
-        None => {
-            let ttl_ms = new.ttl.map_or(0, Ttl::ms);
-            (ttl_ms, now + ttl_ms)
-        }
-    };
+    let (ttl_ms, expires_at) = held.columns(now);
     let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());
     let subnet = grant.block.to_string();
     let row = NewReservationRow {
@@ -261,7 +250,7 @@ pub async fn reserve(
         metadata: metadata.as_deref(),
         idempotency_key: new.idempotency_key.as_deref(),
         owner: owner_name(&new.owner),
-        session_id: session.as_ref().map(|s| s.id.as_str()),
+        session_id: held.session().map(|s| s.id.as_str()),
         subnet: &subnet,
     };
     conn.execute(conn.texts().insert_reservation, &row.args())
@@ -269,7 +258,7 @@ pub async fn reserve(
     let holding = Holding {
         holder: new.holder.as_str(),
         fencing_token,
-        session: session.as_ref().map(|s| s.id.as_str()),
+        session: held.session().map(|s| s.id.as_str()),
         owner: owner_name(&new.owner),
     };
     let event = holding.reservation(
@@ -280,6 +269,7 @@ pub async fn reserve(
         now,
     );
     events::record(conn, fx, &event).await?;
+    let (ttl_ms, expires_at) = held.answered(now);
     let mut lease = Lease::granted(
         new.holder.into_string(),
         token,
@@ -288,14 +278,12 @@ pub async fn reserve(
         ttl_ms,
         new.metadata,
     );
-    if let Some(s) = &session {
-        lease.expires_at = Some(s.expires_at);
-    }
+    lease.expires_at = Some(expires_at);
     Ok(ReserveOutcome::Granted(Reservation {
         pool: pool.name,
         subnet: grant.block,
         lease,
         idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
-        session: session.map(|s| s.id),
+        session: held.session().map(|s| s.id.clone()),
     }))
 }

@@ -1,7 +1,7 @@
 //! Request latency by matched route, method and status class, and responses by
 //! exact status code. The route is the template (`/v1/locks/{key}/acquire`),
 //! never the concrete path, so the set of series is bounded by the router,
-//! whatever keys clients send. The middleware that feeds it is `api::requests`.
+//! whatever keys clients send. The middleware that feeds it is `api::middleware::requests`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -10,11 +10,33 @@ use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
 use crate::domain::{InvalidInput, Millis, subnet, validate};
 use crate::leases::lock_sets::MAX_SET_KEYS;
 use crate::leases::{AcquireLock, Limits, ReserveSubnet};
-use crate::store::{LeaseOwner, SessionClaim};
+use crate::store::{LeaseOwner, Lifetime, SessionClaim};
 
-/// How long a lease lives: its own TTL, or its session's (never both; the
-/// caller has checked that much).
-type Lifetime = (Option<Millis>, Option<SessionClaim>);
+/// What a grant's body says of its lifetime: its `ttl_ms` as sent (perhaps
+/// none), or a claim on a session; never both (`sessions::lifetime`).
+pub enum AskedLifetime {
+    Ttl(Option<Millis>),
+    Session(SessionClaim),
+}
+
+impl AskedLifetime {
+    /// The lifetime: the session's, or a TTL of its own, `default` when none
+    /// was sent; without a default `ttl_ms` is required, `missing` says so.
+    fn parse(
+        self,
+        default: Option<Millis>,
+        missing: &'static str,
+        limits: &Limits,
+    ) -> Result<Lifetime, InvalidInput> {
+        match self {
+            AskedLifetime::Session(claim) => Ok(Lifetime::Session(claim)),
+            AskedLifetime::Ttl(ms) => match ms.or(default) {
+                Some(ms) => Ok(Lifetime::Ttl(Ttl::parse("ttl_ms", ms, limits.max_ttl_ms)?)),
+                None => Err(InvalidInput::new("ttl_ms", missing)),
+            },
+        }
+    }
+}
 
 impl AcquireRequest {
     /// The acquire this body asks for on `key`, and how long it may wait.
@@ -23,22 +45,16 @@ impl AcquireRequest {
         key: String,
         idempotency_key: Option<String>,
         owner: Option<LeaseOwner>,
-        (ttl_ms, session): Lifetime,
+        lifetime: AskedLifetime,
         limits: &Limits,
     ) -> Result<(AcquireLock, Millis), InvalidInput> {
         let key = LockKey::parse(key)?;
         let holder = Holder::parse(self.holder)?;
-        let ttl = match (ttl_ms, &session) {
-            // A bound lease lives by its session's TTL.
-            (_, Some(_)) => None,
-            (Some(ms), None) => Some(Ttl::parse("ttl_ms", ms, limits.max_ttl_ms)?),
-            (None, None) => {
-                return Err(InvalidInput::new(
-                    "ttl_ms",
-                    "required, unless the lease is bound to a session",
-                ));
-            }
-        };
+        let lifetime = lifetime.parse(
+            None,
+            "required, unless the lease is bound to a session",
+            limits,
+        )?;
         let wait_ms = self.wait_ms.unwrap_or(0);
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         let lock_delay_ms = self.lock_delay_ms.unwrap_or(0);
@@ -53,14 +69,13 @@ impl AcquireRequest {
         let lock = AcquireLock {
             key,
             holder,
-            ttl,
+            lifetime,
             mode: self.mode.unwrap_or_default().into(),
             max_holders: self.max_holders,
             lock_delay_ms,
             metadata: self.metadata,
             idempotency_key,
             owner,
-            session,
         };
         Ok((lock, wait_ms))
     }
@@ -83,7 +98,7 @@ impl ReserveRequest {
         pool: String,
         idempotency_key: Option<String>,
         owner: Option<LeaseOwner>,
-        (ttl_ms, session): Lifetime,
+        lifetime: AskedLifetime,
         limits: &Limits,
     ) -> Result<ReserveSubnet, InvalidInput> {
         let pool = PoolName::parse(pool)?;
@@ -104,14 +119,8 @@ impl ReserveRequest {
                 ));
             }
         };
-        // A bound reservation lives by its session's TTL.
-        let ttl = match session {
-            Some(_) => None,
-            None => {
-                let ms = ttl_ms.unwrap_or(limits.default_ttl_ms);
-                Some(Ttl::parse("ttl_ms", ms, limits.max_ttl_ms)?)
-            }
-        };
+        // Without a TTL or a session, the server's default TTL.
+        let lifetime = lifetime.parse(Some(limits.default_ttl_ms), "", limits)?;
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
         if let Some(m) = &self.metadata {
             validate::metadata(m)?;
@@ -122,11 +131,10 @@ impl ReserveRequest {
             want,
             excludes,
             holder,
-            ttl,
+            lifetime,
             metadata: self.metadata,
             idempotency_key,
             owner,
-            session,
         })
     }
 }
@@ -138,7 +146,7 @@ impl LockSetRequest {
         self,
         idempotency_key: Option<String>,
         owner: Option<LeaseOwner>,
-        (ttl_ms, session): Lifetime,
+        lifetime: AskedLifetime,
         limits: &Limits,
     ) -> Result<(Vec<LockKey>, AcquireLock, Millis), InvalidInput> {
         if self.keys.is_empty() || self.keys.len() > MAX_SET_KEYS {
@@ -153,16 +161,11 @@ impl LockSetRequest {
             .map(LockKey::parse)
             .collect::<Result<Vec<_>, _>>()?;
         let holder = Holder::parse(self.holder)?;
-        let ttl = match (ttl_ms, &session) {
-            (_, Some(_)) => None,
-            (Some(ms), None) => Some(Ttl::parse("ttl_ms", ms, limits.max_ttl_ms)?),
-            (None, None) => {
-                return Err(InvalidInput::new(
-                    "ttl_ms",
-                    "required, unless the leases are bound to a session",
-                ));
-            }
-        };
+        let lifetime = lifetime.parse(
+            None,
+            "required, unless the leases are bound to a session",
+            limits,
+        )?;
         let wait_ms = self.wait_ms.unwrap_or(0);
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         if let Some(m) = &self.metadata {
@@ -172,14 +175,13 @@ impl LockSetRequest {
         let template = AcquireLock {
             key: keys[0].clone(),
             holder,
-            ttl,
+            lifetime,
             mode: LockMode::Exclusive,
             max_holders: None,
             lock_delay_ms: 0,
             metadata: self.metadata,
             idempotency_key,
             owner,
-            session,
         };
         Ok((keys, template, wait_ms))
     }

@@ -9,6 +9,7 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::commands::AskedLifetime;
 use super::commands::renewal_ttl;
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppJsonOrEmpty, AppPath, AppQuery};
@@ -195,14 +196,13 @@ pub async fn join_group(
     caller.lock(&group, Need::Write)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
-    let (ttl_ms, session) = lifetime(&state, &caller, body.ttl_ms, body.session)?;
-    let tenure = match (ttl_ms, session) {
-        (_, Some(claim)) => JoinTenure::Session(claim),
-        (Some(ms), None) => JoinTenure::Ttl {
+    let tenure = match lifetime(&state, &caller, body.ttl_ms, body.session)? {
+        AskedLifetime::Session(claim) => JoinTenure::Session(claim),
+        AskedLifetime::Ttl(Some(ms)) => JoinTenure::Ttl {
             ttl_ms: Ttl::parse("ttl_ms", ms, state.leases.limits.max_ttl_ms)?.ms(),
             token: body.token,
         },
-        (None, None) => {
+        AskedLifetime::Ttl(None) => {
             return Err(Problem::invalid(
                 "ttl_ms",
                 "required, unless the member is bound to a session",

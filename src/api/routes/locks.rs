@@ -158,13 +158,13 @@ pub async fn acquire_lock(
     AppJson(body): AppJson<AcquireRequest>,
 ) -> Result<Response, Problem> {
     caller.lock(&key, Need::Write)?;
-    let (ttl_ms, session) = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
+    let lifetime = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
     let idempotency_key = idempotency_key(&headers)?;
     let (request, wait_ms) = body.parse(
         key.clone(),
         idempotency_key,
         caller.owner(),
-        (ttl_ms, session),
+        lifetime,
         &state.leases.limits,
     )?;
     let acquired = state

@@ -163,13 +163,13 @@ pub async fn reserve_subnet(
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let (ttl_ms, session) = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
+    let lifetime = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
     let idempotency_key = idempotency_key(&headers)?;
     let request = body.parse(
         pool.clone(),
         idempotency_key,
         caller.owner(),
-        (ttl_ms, session),
+        lifetime,
         &state.leases.limits,
     )?;
     let reserved = state

@@ -8,6 +8,7 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::commands::AskedLifetime;
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppPath};
 use super::lease_requests::idempotency_key;
@@ -24,7 +25,6 @@ use crate::domain::Millis;
 use crate::domain::names::SessionId;
 use crate::leases::Opened;
 use crate::leases::sessions::NewSession;
-use crate::store::SessionClaim;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -66,13 +66,13 @@ pub fn lifetime(
     caller: &Caller,
     ttl_ms: Option<Millis>,
     session: Option<SessionRef>,
-) -> Result<(Option<Millis>, Option<SessionClaim>), Problem> {
+) -> Result<AskedLifetime, Problem> {
     match (ttl_ms, session) {
         (Some(_), Some(_)) => Err(Problem::invalid(
             "session",
             "a lease bound to a session lives as long as it: send ttl_ms or session, not both",
         )),
-        (ttl, None) => Ok((ttl, None)),
+        (ttl, None) => Ok(AskedLifetime::Ttl(ttl)),
         (None, Some(s)) => {
             may(caller, false)?;
             let claim = state
@@ -80,7 +80,7 @@ pub fn lifetime(
                 .sessions()
                 .claim(s.id, s.token, caller.binds_as())
                 .map_err(|e| lease_problem("the session", e))?;
-            Ok((None, Some(claim)))
+            Ok(AskedLifetime::Session(claim))
         }
     }
 }
