@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
@@ -15,7 +14,8 @@ use super::keepalive::{Budget, Keeper, Kept, Lost};
 use super::retry::{FIRST_RETRY, LAST_RETRY, transient};
 use super::{CliError, exit};
 use crate::client::{
-    AcquireBody, Client, ClientError, LockJson, LockSetBody, OpenSessionBody, SessionJson, millis,
+    AcquireBody, Client, ClientError, LockJson, LockSetBody, OpenSessionBody, SessionJson,
+    SessionRef, Tenure, millis,
 };
 use crate::token::new_token;
 
@@ -95,10 +95,12 @@ pub async fn acquire(
         let request = AcquireBody {
             idempotency_key: Some(idempotency_key.clone()),
             holder: holder.to_owned(),
-            ttl_ms: millis(budget.ttl()),
+            tenure: Tenure::Ttl(millis(budget.ttl())),
             wait_ms,
+            mode: None,
+            max_holders: None,
             lock_delay_ms: (!lock_delay.is_zero()).then(|| millis(lock_delay)),
-            ..AcquireBody::default()
+            metadata: None,
         };
         async move { client.acquire_lock(key, &request).await }
     });
@@ -166,7 +168,10 @@ pub async fn set(
     let token = token.ok_or_else(|| {
         CliError::new(exit::OTHER, "the server opened the session without a token")
     })?;
-    let bound = json!({ "id": id, "token": token });
+    let bound = SessionRef {
+        id: id.clone(),
+        token: token.clone(),
+    };
     let kept = Kept::Session {
         id: id.clone(),
         token,
@@ -190,9 +195,9 @@ pub async fn set(
             idempotency_key: Some(idempotency_key.clone()),
             keys: keys.clone(),
             holder: holder.to_owned(),
-            session: Some(bound.clone()),
+            tenure: Tenure::Session(bound.clone()),
             wait_ms,
-            ..LockSetBody::default()
+            metadata: None,
         };
         async move { client.acquire_lock_set(&request).await }
     });

@@ -10,7 +10,7 @@ use super::run::RunArgs;
 use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
 use serde_json::{Map, Value};
 
-use crate::client::{AcquireBody, FencingJson, LockJson, millis};
+use crate::client::{AcquireBody, FencingJson, LockJson, LockMode, SessionRef, Tenure, millis};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
@@ -153,14 +153,17 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
             session,
             session_token,
         } => {
-            let session = session.map(|id| serde_json::json!({"id": id, "token": session_token}));
+            // clap asks for the session's token with the session, and
+            // refuses --ttl beside them.
+            let tenure = match session.zip(session_token) {
+                Some((id, token)) => Tenure::Session(SessionRef { id, token }),
+                None => Tenure::Ttl(millis(ttl)),
+            };
             let request = AcquireBody {
                 holder: holder.unwrap_or_else(default_holder),
-                // A bound lease lives by its session.
-                ttl_ms: if session.is_some() { 0 } else { millis(ttl) },
-                session,
+                tenure,
                 wait_ms: (!wait.is_zero()).then(|| millis(wait)),
-                mode: shared.then(|| "shared".to_owned()),
+                mode: shared.then_some(LockMode::Shared),
                 max_holders,
                 lock_delay_ms: lock_delay.map(millis),
                 metadata,

@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 
 use super::{Client, ClientError, millis};
 
-/// One change: a lease or a session begun or ended.
+/// One change: a lease or a session begun or ended. Read from
+/// the server's `EventBody`, unknown fields kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EventJson {
     pub revision: i64,
@@ -40,7 +41,7 @@ pub struct EventJson {
     pub extra: Map<String, Value>,
 }
 
-/// One page of the change log.
+/// One page of the change log, read from the server's `EventPage`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct EventPageJson {
     pub items: Vec<EventJson>,

@@ -19,11 +19,14 @@ use serde_json::{Value, json};
 
 use crate::domain::paths;
 
+/// The mode an acquire asks for: the client's requests name it as the
+/// server's rules do.
+pub use crate::domain::LockMode;
 pub use events::{EventJson, EventPageJson, EventQuery};
 pub use sessions::{OpenSessionBody, SessionJson};
 pub use types::{
     AcquireBody, FencingJson, HolderJson, LockJson, LockSetBody, PageJson, PoolJson, PoolUsageJson,
-    ReservationJson, ReserveBody,
+    ReservationJson, ReserveBody, SessionRef, Tenure,
 };
 
 /// Where client commands look for the server when no `--server` is given.

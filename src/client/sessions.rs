@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 use super::{Client, ClientError, renew_body};
 use crate::domain::paths;
 
-/// The body of `POST /v1/sessions`.
+/// The body of `POST /v1/sessions`; the client's side of the server's
+/// `OpenSessionRequest`, with the `Idempotency-Key` header beside it.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpenSessionBody {
     pub holder: String,
@@ -22,7 +23,8 @@ pub struct OpenSessionBody {
 }
 
 /// A session; `token` only in the answer to the open, the counts only in
-/// the answer to a show.
+/// the answer to a show. Read from the server's `SessionBody`, unknown
+/// fields kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionJson {
     pub id: String,

@@ -1,28 +1,53 @@
 //! What the API sends and answers, as the client sees it.
 //!
-//! Answers keep any field this client does not know in `extra`, so printing
-//! one back as JSON shows everything the server said.
+//! These are not the server's types (`AcquireRequest`, `LockLeaseBody`, … in `api`):
+//! `client` may import only `domain` (ARCHITECTURE.md, "Layers"), and the two
+//! sides need different things of one body. The server reads requests and
+//! refuses unknown fields, and writes answers with their OpenAPI schemas;
+//! the client writes requests and reads answers, keeping any field it does
+//! not know in `extra`, so printing one back as JSON shows everything the
+//! server said, a newer server's fields too.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-/// The body of `POST /v1/locks/{key}/acquire`.
-#[derive(Debug, Clone, Serialize, Default)]
+use crate::domain::LockMode;
+
+/// How a lease lives: by a TTL of its own or by a session, never both.
+/// Sent as `"ttl_ms": …` or as `"session": {"id", "token"}`.
+#[derive(Debug, Clone, Serialize)]
+pub enum Tenure {
+    /// Milliseconds, renewed by the holder.
+    #[serde(rename = "ttl_ms")]
+    Ttl(u64),
+    /// Bound to the session: the lease lives exactly as long as it.
+    #[serde(rename = "session")]
+    Session(SessionRef),
+}
+
+/// The session a grant binds its lease to; the client's side of the
+/// server's `SessionRef`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionRef {
+    pub id: String,
+    /// The session's secret token.
+    pub token: String,
+}
+
+/// The body of `POST /v1/locks/{key}/acquire`; the client's side of the
+/// server's `AcquireRequest`, with the `Idempotency-Key` header beside it.
+#[derive(Debug, Clone, Serialize)]
 pub struct AcquireBody {
     pub holder: String,
-    /// Not sent for a lease bound to a session (0).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub ttl_ms: u64,
-    /// The session to bind the lease to: `{"id", "token"}`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session: Option<Value>,
+    #[serde(flatten)]
+    pub tenure: Tenure,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<u64>,
     /// `exclusive` (the server's default) or `shared`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "mode_name")]
+    pub mode: Option<LockMode>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_holders: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -34,17 +59,15 @@ pub struct AcquireBody {
     pub idempotency_key: Option<String>,
 }
 
-/// The body of `POST /v1/lock-sets/acquire`: every key or none.
-#[derive(Debug, Clone, Serialize, Default)]
+/// The body of `POST /v1/lock-sets/acquire`, every key or none; the client's
+/// side of the server's `LockSetRequest`, with the `Idempotency-Key` header
+/// beside it.
+#[derive(Debug, Clone, Serialize)]
 pub struct LockSetBody {
     pub keys: Vec<String>,
     pub holder: String,
-    /// Not sent for leases bound to a session (0).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub ttl_ms: u64,
-    /// The session to bind every lease to: `{"id", "token"}`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session: Option<Value>,
+    #[serde(flatten)]
+    pub tenure: Tenure,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,11 +77,13 @@ pub struct LockSetBody {
     pub idempotency_key: Option<String>,
 }
 
-fn is_zero(ms: &u64) -> bool {
-    *ms == 0
+/// A lock mode as the API names it.
+fn mode_name<S: Serializer>(mode: &Option<LockMode>, serializer: S) -> Result<S::Ok, S::Error> {
+    mode.map(LockMode::as_str).serialize(serializer)
 }
 
-/// The body of `POST /v1/pools/{pool}/reservations`.
+/// The body of `POST /v1/pools/{pool}/reservations`; the client's side of
+/// the server's `ReserveRequest`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReserveBody {
     pub holder: String,
@@ -74,7 +99,8 @@ pub struct ReserveBody {
     pub metadata: Option<Map<String, Value>>,
 }
 
-/// One holder of a key, as inspecting a lock lists them.
+/// One holder of a key, as inspecting a lock lists them; read from the
+/// server's `LockHolder`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HolderJson {
     pub holder: String,
@@ -84,7 +110,8 @@ pub struct HolderJson {
     pub expires_in_ms: u64,
 }
 
-/// A lease on a lock key; `token` only in the answer to the grant.
+/// A lease on a lock key; `token` only in the answer to the grant. Read from
+/// the server's `LockLeaseBody` and `LockGrantBody`, unknown fields kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LockJson {
     pub key: String,
@@ -103,6 +130,7 @@ pub struct LockJson {
 }
 
 /// The answer to a fencing check: is `fencing_token` current for `key`?
+/// Read from the server's `FencingCheckBody`, unknown fields kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FencingJson {
     pub key: String,
@@ -116,7 +144,8 @@ pub struct FencingJson {
     pub extra: Map<String, Value>,
 }
 
-/// A subnet reservation; `token` only in the answer to the grant.
+/// A subnet reservation; `token` only in the answer to the grant. Read from
+/// the server's `ReservationBody` and `ReservationGrantBody`, unknown fields kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReservationJson {
     pub id: String,
@@ -137,6 +166,7 @@ pub struct ReservationJson {
 }
 
 /// A pool; `usage` is there when it was asked for by name or just defined.
+/// Read from the server's `PoolBody` and `PoolSummaryBody`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PoolJson {
     pub name: String,
@@ -149,6 +179,7 @@ pub struct PoolJson {
 }
 
 /// A pool's usage over its live reservations. Address counts are decimal text.
+/// Read from the usage fields of the server's `PoolBody`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PoolUsageJson {
     pub reserved_count: u64,
@@ -158,9 +189,59 @@ pub struct PoolUsageJson {
     pub largest_free: Option<String>,
 }
 
-/// A page of a list; pass `next_cursor` back for the next one.
+/// A page of a list; pass `next_cursor` back for the next one. One generic
+/// reader for the server's page bodies (`LockPageBody`, …), one per item type.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PageJson<T> {
     pub items: Vec<T>,
     pub next_cursor: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acquire(tenure: Tenure) -> AcquireBody {
+        AcquireBody {
+            holder: "a".into(),
+            tenure,
+            wait_ms: None,
+            mode: None,
+            max_holders: None,
+            lock_delay_ms: None,
+            metadata: None,
+            idempotency_key: Some("not sent in the body".into()),
+        }
+    }
+
+    #[test]
+    fn a_lease_sends_its_ttl_or_its_session_in_place_never_both() {
+        let by_ttl = serde_json::to_string(&acquire(Tenure::Ttl(5000))).unwrap();
+        assert_eq!(by_ttl, r#"{"holder":"a","ttl_ms":5000}"#);
+        let session = SessionRef {
+            id: "s".into(),
+            token: "t".into(),
+        };
+        let bound = AcquireBody {
+            wait_ms: Some(100),
+            mode: Some(LockMode::Shared),
+            ..acquire(Tenure::Session(session.clone()))
+        };
+        assert_eq!(
+            serde_json::to_string(&bound).unwrap(),
+            r#"{"holder":"a","session":{"id":"s","token":"t"},"wait_ms":100,"mode":"shared"}"#
+        );
+        let set = LockSetBody {
+            keys: vec!["k".into()],
+            holder: "a".into(),
+            tenure: Tenure::Session(session),
+            wait_ms: None,
+            metadata: None,
+            idempotency_key: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&set).unwrap(),
+            r#"{"keys":["k"],"holder":"a","session":{"id":"s","token":"t"}}"#
+        );
+    }
 }

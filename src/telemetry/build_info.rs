@@ -1,6 +1,8 @@
 //! What this binary is: its version and the git commit it was built from
 //! (`build.rs`; `unknown` when built outside a git checkout).
 
+use super::exposition::{Exposition, Kind};
+
 /// The crate version, as `Cargo.toml` says.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -17,10 +19,12 @@ pub const LONG_VERSION: &str = concat!(
 
 /// The `leasehold_build_info` gauge: always 1, the facts in its labels, so
 /// a dashboard can join them onto any other series.
-pub fn render() -> String {
-    format!(
-        "# HELP leasehold_build_info The version and git commit of the running binary\n\
-         # TYPE leasehold_build_info gauge\n\
-         leasehold_build_info{{version=\"{VERSION}\",commit=\"{COMMIT}\"}} 1\n"
-    )
+pub fn render(out: &mut Exposition) {
+    const NAME: &str = "leasehold_build_info";
+    let help = "The version and git commit of the running binary";
+    out.family(NAME, Kind::Gauge, help).sample(
+        NAME,
+        &[("version", VERSION), ("commit", COMMIT)],
+        1,
+    );
 }

@@ -2,8 +2,9 @@
 //! open now, connections refused at the cap, request heads refused for their
 //! size, and connections closed because their client stopped taking bytes. Rendered with the other series of `GET /metrics`.
 
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::exposition::Exposition;
 
 #[derive(Debug, Default)]
 pub struct ConnectionStats {
@@ -19,25 +20,27 @@ pub struct ConnectionStats {
 }
 
 impl ConnectionStats {
-    pub fn render(&self, out: &mut String) {
-        let _ = writeln!(
-            out,
-            "# HELP leasehold_connections_open Client connections open now\n\
-             # TYPE leasehold_connections_open gauge\n\
-             leasehold_connections_open {}\n\
-             # HELP leasehold_connections_refused_total Connections closed at once because the server held --max-connections\n\
-             # TYPE leasehold_connections_refused_total counter\n\
-             leasehold_connections_refused_total {}\n\
-             # HELP leasehold_request_heads_too_large_total Requests answered 431 because their head exceeded the header size cap\n\
-             # TYPE leasehold_request_heads_too_large_total counter\n\
-             leasehold_request_heads_too_large_total {}\n\
-             # HELP leasehold_connections_stalled_total Connections closed because the client took nothing it was sent for --send-timeout\n\
-             # TYPE leasehold_connections_stalled_total counter\n\
-             leasehold_connections_stalled_total {}",
-            self.open.load(Ordering::Relaxed),
-            self.refused.load(Ordering::Relaxed),
-            self.heads_too_large.load(Ordering::Relaxed),
-            self.stalled.load(Ordering::Relaxed),
+    pub fn render(&self, out: &mut Exposition) {
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        out.gauge(
+            "leasehold_connections_open",
+            "Client connections open now",
+            load(&self.open),
+        )
+        .counter(
+            "leasehold_connections_refused_total",
+            "Connections closed at once because the server held --max-connections",
+            load(&self.refused),
+        )
+        .counter(
+            "leasehold_request_heads_too_large_total",
+            "Requests answered 431 because their head exceeded the header size cap",
+            load(&self.heads_too_large),
+        )
+        .counter(
+            "leasehold_connections_stalled_total",
+            "Connections closed because the client took nothing it was sent for --send-timeout",
+            load(&self.stalled),
         );
     }
 }

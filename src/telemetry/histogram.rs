@@ -1,6 +1,5 @@
-//! A Prometheus histogram on atomics: fixed bucket bounds, cumulative on render.
+//! A Prometheus histogram on atomics: fixed bucket bounds, cumulative when read.
 
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -61,36 +60,23 @@ impl Histogram {
         self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6
     }
 
-    /// Writes the `_bucket`, `_sum` and `_count` series; `labels` is either
-    /// empty or `key="value",…` without braces.
-    pub fn render(&self, out: &mut String, name: &str, labels: &str) {
-        let sep = if labels.is_empty() { "" } else { "," };
-        let mut cumulative = 0;
-        for (i, bucket) in self.buckets.iter().enumerate() {
-            cumulative += bucket.load(Ordering::Relaxed);
-            let le = self
-                .bounds
-                .get(i)
-                .map_or_else(|| "+Inf".to_owned(), f64::to_string);
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {cumulative}"
-            );
-        }
-        let braces = if labels.is_empty() {
-            String::new()
-        } else {
-            format!("{{{labels}}}")
-        };
-        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = writeln!(out, "{name}_sum{braces} {sum}");
-        let _ = writeln!(out, "{name}_count{braces} {}", self.count());
+    /// Each bucket's upper bound (`None` for `+Inf`) and the observations
+    /// at or below it: the cumulative counts the text format shows.
+    pub fn cumulative(&self) -> impl Iterator<Item = (Option<f64>, u64)> + '_ {
+        let bounds = self.bounds.iter().copied().map(Some).chain([None]);
+        bounds
+            .zip(&self.buckets)
+            .scan(0, |cumulative, (bound, bucket)| {
+                *cumulative += bucket.load(Ordering::Relaxed);
+                Some((bound, *cumulative))
+            })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::exposition::Exposition;
 
     #[test]
     fn buckets_are_cumulative_and_end_at_the_count() {
@@ -98,8 +84,9 @@ mod tests {
         for v in [0.5, 1.5, 1.7, 9.0] {
             h.observe(v);
         }
-        let mut out = String::new();
-        h.render(&mut out, "x", "route=\"/a\"");
+        let mut out = Exposition::default();
+        out.histogram("x", &[("route", "/a")], &h);
+        let out = out.finish();
         assert!(out.contains("x_bucket{route=\"/a\",le=\"1\"} 1\n"), "{out}");
         assert!(out.contains("x_bucket{route=\"/a\",le=\"2\"} 3\n"), "{out}");
         assert!(

@@ -4,11 +4,11 @@
 //! whatever keys clients send. The middleware that feeds it is `api::middleware::requests`.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::sync::Mutex;
 
 use axum::http::{Method, StatusCode};
 
+use super::exposition::{Exposition, Kind};
 use super::histogram::Histogram;
 
 /// Series by route template, then by method and status class (or code).
@@ -93,46 +93,39 @@ impl RequestMetrics {
             .or_default() += 1;
     }
 
-    pub fn render(&self, out: &mut String) {
+    pub fn render(&self, out: &mut Exposition) {
         const NAME: &str = "leasehold_http_request_duration_seconds";
-        out.push_str(&format!(
-            "# HELP {NAME} HTTP request latency by route template, method and status class\n\
-             # TYPE {NAME} histogram\n"
-        ));
+        let help = "HTTP request latency by route template, method and status class";
+        out.family(NAME, Kind::Histogram, help);
         let series = self.series.lock().unwrap_or_else(|e| e.into_inner());
         let rows = series
             .iter()
             .flat_map(|(route, s)| s.iter().map(move |(key, h)| (route, key, h)));
         for (route, (method, class), histogram) in rows {
-            let labels = format!(
-                "route=\"{}\",method=\"{method}\",status=\"{class}\"",
-                escape(route)
-            );
-            histogram.render(out, NAME, &labels);
+            let labels = [
+                ("route", route.as_str()),
+                ("method", method),
+                ("status", class),
+            ];
+            out.histogram(NAME, &labels, histogram);
         }
         drop(series);
         const RESPONSES: &str = "leasehold_http_responses_total";
-        out.push_str(&format!(
-            "# HELP {RESPONSES} HTTP responses by route template, method and exact status code\n\
-             # TYPE {RESPONSES} counter\n"
-        ));
+        let help = "HTTP responses by route template, method and exact status code";
+        out.family(RESPONSES, Kind::Counter, help);
         let responses = self.responses.lock().unwrap_or_else(|e| e.into_inner());
         let rows = responses
             .iter()
             .flat_map(|(route, r)| r.iter().map(move |(key, n)| (route, key, n)));
         for (route, (method, code), count) in rows {
-            let _ = writeln!(
-                out,
-                "{RESPONSES}{{route=\"{}\",method=\"{method}\",code=\"{code}\"}} {count}",
-                escape(route)
-            );
+            let labels = [
+                ("route", route.as_str()),
+                ("method", method),
+                ("code", code),
+            ];
+            out.sample(RESPONSES, &labels, count);
         }
     }
-}
-
-/// A label value as the text format quotes it.
-fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 #[cfg(test)]
@@ -156,8 +149,9 @@ mod tests {
         metrics.observe("/v1/locks", &Method::GET, ok, 0.001);
         metrics.observe("/healthz", &Method::GET, ok, 0.001);
         metrics.observe("/v1/locks", &Method::GET, ok, 0.001);
-        let mut out = String::new();
+        let mut out = Exposition::default();
         metrics.render(&mut out);
+        let out = out.finish();
         let responses: Vec<&str> = out
             .lines()
             .filter(|l| l.starts_with("leasehold_http_responses_total{"))

@@ -1,6 +1,5 @@
 //! Logs (tracing) and the counters behind `GET /metrics`.
 
-use std::fmt::Write;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -8,6 +7,7 @@ use tracing_subscriber::EnvFilter;
 
 pub mod build_info;
 pub mod connections;
+pub mod exposition;
 pub mod histogram;
 pub mod http;
 pub mod json_log;
@@ -17,6 +17,7 @@ pub mod store;
 pub mod waits;
 
 pub use connections::ConnectionStats;
+pub use exposition::{Exposition, Kind};
 pub use histogram::Histogram;
 pub use http::RequestMetrics;
 pub use process::ProcessStats;
@@ -115,7 +116,69 @@ impl Metrics {
 
     /// The Prometheus text exposition of the counters and of `now`.
     pub fn render(&self, now: &Snapshot<'_>) -> String {
-        let mut out = build_info::render();
+        let mut out = Exposition::default();
+        build_info::render(&mut out);
+        self.render_counters(&mut out);
+        out.gauge(
+            "leasehold_waiters",
+            "Acquire requests waiting for a key",
+            now.waiters,
+        )
+        .gauge(
+            "leasehold_waiter_keys",
+            "Keys with at least one waiter (entries in the waiter registry)",
+            now.waiter_keys,
+        );
+        self.acquire_waits.render(&mut out);
+        const SHED: &str = "leasehold_requests_shed_total";
+        out.family(
+            SHED,
+            Kind::Counter,
+            "Requests refused with 503 overloaded, by the bound that refused them",
+        );
+        for (reason, n) in &now.shed {
+            out.sample(SHED, &[("reason", reason)], n);
+        }
+        out.gauge(
+            "leasehold_requests_in_flight",
+            "Requests being served (waiting acquires and probes not counted)",
+            now.in_flight,
+        )
+        .gauge(
+            "leasehold_clients_in_flight",
+            "Clients (API tokens, or addresses without an auth file) with requests being served",
+            now.clients_in_flight,
+        );
+        self.connections.render(&mut out);
+        out.gauge(
+            "leasehold_watchers",
+            "Event streams (and event long-polls) open now",
+            now.watchers,
+        )
+        .counter(
+            "leasehold_watchers_ended_slow_total",
+            "Event streams ended because the client read too slowly for its buffer",
+            now.slow_watchers_ended,
+        );
+        const LIVE: &str = "leasehold_live_leases";
+        out.family(LIVE, Kind::Gauge, "Live leases in the store by kind")
+            .sample(LIVE, &[("kind", "lock")], now.live_locks)
+            .sample(LIVE, &[("kind", "reservation")], now.live_reservations);
+        self.sessions
+            .render(&mut out, now.live_sessions, now.bound_leases);
+        if let Some(stats) = now.store {
+            stats.render(&mut out);
+        }
+        render_clock(&mut out, now);
+        if let Some(process) = &now.process {
+            process.render(&mut out);
+        }
+        self.requests.render(&mut out);
+        out.finish()
+    }
+
+    /// The counters of grants, releases and the like, one family each.
+    fn render_counters(&self, out: &mut Exposition) {
         let counters: [(&str, &str, &AtomicU64); 12] = [
             (
                 "leasehold_lock_grants_total",
@@ -179,130 +242,25 @@ impl Metrics {
             ),
         ];
         for (name, help, value) in counters {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                value.load(Ordering::Relaxed)
-            );
+            out.counter(name, help, value.load(Ordering::Relaxed));
         }
-        let _ = writeln!(
-            out,
-            "# HELP leasehold_waiters Acquire requests waiting for a key\n\
-             # TYPE leasehold_waiters gauge\nleasehold_waiters {}\n\
-             # HELP leasehold_waiter_keys Keys with at least one waiter (entries in the waiter registry)\n\
-             # TYPE leasehold_waiter_keys gauge\nleasehold_waiter_keys {}",
-            now.waiters, now.waiter_keys
-        );
-        self.acquire_waits.render(&mut out);
-        let _ = writeln!(
-            out,
-            "# HELP leasehold_requests_shed_total Requests refused with 503 overloaded, by the bound that refused them\n\
-             # TYPE leasehold_requests_shed_total counter"
-        );
-        for (reason, n) in &now.shed {
-            let _ = writeln!(
-                out,
-                "leasehold_requests_shed_total{{reason=\"{reason}\"}} {n}"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP leasehold_requests_in_flight Requests being served (waiting acquires and probes not counted)\n\
-             # TYPE leasehold_requests_in_flight gauge\nleasehold_requests_in_flight {}\n\
-             # HELP leasehold_clients_in_flight Clients (API tokens, or addresses without an auth file) with requests being served\n\
-             # TYPE leasehold_clients_in_flight gauge\nleasehold_clients_in_flight {}",
-            now.in_flight, now.clients_in_flight
-        );
-        self.connections.render(&mut out);
-        let _ = writeln!(
-            out,
-            "# HELP leasehold_watchers Event streams (and event long-polls) open now\n\
-             # TYPE leasehold_watchers gauge\nleasehold_watchers {}\n\
-             # HELP leasehold_watchers_ended_slow_total Event streams ended because the client read too slowly for its buffer\n\
-             # TYPE leasehold_watchers_ended_slow_total counter\nleasehold_watchers_ended_slow_total {}",
-            now.watchers, now.slow_watchers_ended
-        );
-        let _ = writeln!(
-            out,
-            "# HELP leasehold_live_leases Live leases in the store by kind\n\
-             # TYPE leasehold_live_leases gauge\n\
-             leasehold_live_leases{{kind=\"lock\"}} {}\n\
-             leasehold_live_leases{{kind=\"reservation\"}} {}",
-            now.live_locks, now.live_reservations
-        );
-        self.sessions
-            .render(&mut out, now.live_sessions, now.bound_leases);
-        if let Some(stats) = now.store {
-            let _ = writeln!(
-                out,
-                "# HELP leasehold_expired_leases_total Leases deleted because they expired, by a grant that found them or by the reaper\n\
-                 # TYPE leasehold_expired_leases_total counter\n\
-                 leasehold_expired_leases_total{{kind=\"lock\"}} {}\n\
-                 leasehold_expired_leases_total{{kind=\"reservation\"}} {}",
-                stats.expired_locks.load(Ordering::Relaxed),
-                stats.expired_reservations.load(Ordering::Relaxed)
-            );
-            let _ = writeln!(
-                out,
-                "# HELP leasehold_events_written_total Events recorded in the change log by this server's writes\n\
-                 # TYPE leasehold_events_written_total counter\n\
-                 leasehold_events_written_total {}",
-                stats.events_written.load(Ordering::Relaxed)
-            );
-            let _ = writeln!(
-                out,
-                "# HELP leasehold_storage_failures_total Write batches or writes refused because the database could not be written (disk full, read-only, I/O error)\n\
-                 # TYPE leasehold_storage_failures_total counter\n\
-                 leasehold_storage_failures_total {}",
-                stats.storage_failures.load(Ordering::Relaxed)
-            );
-            let _ = writeln!(
-                out,
-                "# HELP leasehold_committed_writes_total Writes committed, for clients' requests or by the server itself (reaper, heartbeat, start-up)\n\
-                 # TYPE leasehold_committed_writes_total counter\n\
-                 leasehold_committed_writes_total{{origin=\"request\"}} {}\n\
-                 leasehold_committed_writes_total{{origin=\"background\"}} {}",
-                stats.request_writes.load(Ordering::Relaxed),
-                stats.background_writes.load(Ordering::Relaxed)
-            );
-            out.push_str(
-                "# HELP leasehold_commit_duration_seconds Time a write transaction takes to commit\n\
-                 # TYPE leasehold_commit_duration_seconds histogram\n",
-            );
-            stats
-                .latency
-                .render(&mut out, "leasehold_commit_duration_seconds", "");
-            out.push_str(
-                "# HELP leasehold_commit_batch_size Statements (requests) per committed write transaction\n\
-                 # TYPE leasehold_commit_batch_size histogram\n",
-            );
-            stats
-                .batch_size
-                .render(&mut out, "leasehold_commit_batch_size", "");
-        }
-        render_clock(&mut out, now);
-        if let Some(process) = &now.process {
-            process.render(&mut out);
-        }
-        self.requests.render(&mut out);
-        out
     }
 }
 
 /// The lease clock against the wall clock, and against the other replicas'.
-fn render_clock(out: &mut String, now: &Snapshot<'_>) {
+fn render_clock(out: &mut Exposition, now: &Snapshot<'_>) {
     let skew = now
         .store
         .map_or(0, |s| s.clock_skew_ms.load(Ordering::Relaxed));
-    let _ = writeln!(
-        out,
-        "# HELP leasehold_clock_wall_offset_seconds How far the wall clock is ahead of the lease clock (steps of the wall clock since start move no lease)\n\
-         # TYPE leasehold_clock_wall_offset_seconds gauge\n\
-         leasehold_clock_wall_offset_seconds {:.3}\n\
-         # HELP leasehold_replica_clock_skew_seconds The largest difference between this replica's lease clock and another running replica's, at the last heartbeat\n\
-         # TYPE leasehold_replica_clock_skew_seconds gauge\n\
-         leasehold_replica_clock_skew_seconds {:.3}",
-        now.wall_offset_ms as f64 / 1000.0,
-        skew as f64 / 1000.0
+    let seconds = |ms: i64| format!("{:.3}", ms as f64 / 1000.0);
+    out.gauge(
+        "leasehold_clock_wall_offset_seconds",
+        "How far the wall clock is ahead of the lease clock (steps of the wall clock since start move no lease)",
+        seconds(now.wall_offset_ms),
+    )
+    .gauge(
+        "leasehold_replica_clock_skew_seconds",
+        "The largest difference between this replica's lease clock and another running replica's, at the last heartbeat",
+        seconds(skew),
     );
 }

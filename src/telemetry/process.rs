@@ -2,7 +2,7 @@
 //! from `/proc` at each scrape. Where `/proc` is missing (not Linux) the
 //! series are left out rather than reported as zeros.
 
-use std::fmt::Write;
+use super::exposition::{Exposition, Kind};
 
 /// `/proc` counts CPU time and start time in `USER_HZ` ticks, which the
 /// kernel fixes at 100 for every architecture's user-visible ABI.
@@ -83,51 +83,45 @@ impl ProcessStats {
         })
     }
 
-    pub fn render(&self, out: &mut String) {
-        let gauges: [(&str, &str, &str, f64); 5] = [
+    pub fn render(&self, out: &mut Exposition) {
+        let gauges: [(&str, &str, Kind, f64); 5] = [
             (
                 "process_resident_memory_bytes",
                 "Resident memory size in bytes",
-                "gauge",
+                Kind::Gauge,
                 self.resident_bytes as f64,
             ),
             (
                 "process_virtual_memory_bytes",
                 "Virtual memory size in bytes",
-                "gauge",
+                Kind::Gauge,
                 self.virtual_bytes as f64,
             ),
             (
                 "process_cpu_seconds_total",
                 "Total user and system CPU time spent in seconds",
-                "counter",
+                Kind::Counter,
                 self.cpu_seconds,
             ),
             (
                 "process_open_fds",
                 "Number of open file descriptors",
-                "gauge",
+                Kind::Gauge,
                 self.open_fds as f64,
             ),
             (
                 "process_start_time_seconds",
                 "Start time of the process since unix epoch in seconds",
-                "gauge",
+                Kind::Gauge,
                 self.start_time_seconds,
             ),
         ];
         for (name, help, kind, value) in gauges {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-            );
+            out.family(name, kind, help).sample(name, &[], value);
         }
         if let Some(max) = self.max_fds {
-            let _ = writeln!(
-                out,
-                "# HELP process_max_fds Maximum number of open file descriptors\n\
-                 # TYPE process_max_fds gauge\nprocess_max_fds {max}"
-            );
+            let help = "Maximum number of open file descriptors";
+            out.gauge("process_max_fds", help, max);
         }
     }
 }
@@ -180,8 +174,9 @@ mod tests {
     #[test]
     fn this_process_is_read_and_rendered_on_linux() {
         let stats = ProcessStats::read().expect("/proc/self is readable on Linux");
-        let mut out = String::new();
+        let mut out = Exposition::default();
         stats.render(&mut out);
+        let out = out.finish();
         assert!(
             out.contains("# TYPE process_cpu_seconds_total counter\n"),
             "{out}"

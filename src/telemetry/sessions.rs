@@ -1,8 +1,9 @@
 //! The session series of `/metrics`: what sessions did (counters) and what
 //! is open now (gauges the scrape reads from the store).
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::exposition::Exposition;
 
 #[derive(Debug, Default)]
 pub struct SessionMetrics {
@@ -16,7 +17,7 @@ pub struct SessionMetrics {
 
 impl SessionMetrics {
     /// The counters, and the gauges of `live` sessions and `bound` leases.
-    pub fn render(&self, out: &mut String, live: u64, bound: u64) {
+    pub fn render(&self, out: &mut Exposition, live: u64, bound: u64) {
         let counters = [
             ("opens", "Sessions opened", &self.opens),
             ("renewals", "Session keep-alives", &self.renewals),
@@ -33,18 +34,13 @@ impl SessionMetrics {
         ];
         for (what, help, value) in counters {
             let name = format!("leasehold_session_{what}_total");
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                value.load(Ordering::Relaxed)
-            );
+            out.counter(&name, help, value.load(Ordering::Relaxed));
         }
-        let _ = writeln!(
-            out,
-            "# HELP leasehold_live_sessions Open sessions\n\
-             # TYPE leasehold_live_sessions gauge\nleasehold_live_sessions {live}\n\
-             # HELP leasehold_bound_leases Live leases bound to a session\n\
-             # TYPE leasehold_bound_leases gauge\nleasehold_bound_leases {bound}"
-        );
+        out.gauge("leasehold_live_sessions", "Open sessions", live)
+            .gauge(
+                "leasehold_bound_leases",
+                "Live leases bound to a session",
+                bound,
+            );
     }
 }

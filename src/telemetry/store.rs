@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use super::Metrics;
+use super::exposition::{Exposition, Kind};
 use super::histogram::{self, Histogram};
 
 /// What the store measures: its commits, and the leases it removed because
@@ -106,5 +107,50 @@ impl StoreStats {
 
     pub fn damaged(&self) -> bool {
         self.damaged.load(Ordering::Relaxed)
+    }
+
+    /// The series of `/metrics` the store's figures make.
+    pub fn render(&self, out: &mut Exposition) {
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        const EXPIRED: &str = "leasehold_expired_leases_total";
+        out.family(
+            EXPIRED,
+            Kind::Counter,
+            "Leases deleted because they expired, by a grant that found them or by the reaper",
+        )
+        .sample(EXPIRED, &[("kind", "lock")], load(&self.expired_locks))
+        .sample(EXPIRED, &[("kind", "reservation")], load(&self.expired_reservations))
+        .counter(
+            "leasehold_events_written_total",
+            "Events recorded in the change log by this server's writes",
+            load(&self.events_written),
+        )
+        .counter(
+            "leasehold_storage_failures_total",
+            "Write batches or writes refused because the database could not be written (disk full, read-only, I/O error)",
+            load(&self.storage_failures),
+        );
+        const WRITES: &str = "leasehold_committed_writes_total";
+        out.family(
+            WRITES,
+            Kind::Counter,
+            "Writes committed, for clients' requests or by the server itself (reaper, heartbeat, start-up)",
+        )
+        .sample(WRITES, &[("origin", "request")], load(&self.request_writes))
+        .sample(WRITES, &[("origin", "background")], load(&self.background_writes));
+        const COMMIT: &str = "leasehold_commit_duration_seconds";
+        out.family(
+            COMMIT,
+            Kind::Histogram,
+            "Time a write transaction takes to commit",
+        )
+        .histogram(COMMIT, &[], &self.latency);
+        const BATCH: &str = "leasehold_commit_batch_size";
+        out.family(
+            BATCH,
+            Kind::Histogram,
+            "Statements (requests) per committed write transaction",
+        )
+        .histogram(BATCH, &[], &self.batch_size);
     }
 }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::exposition::{Exposition, Kind};
 use super::histogram::Histogram;
 
 /// Wait bounds in seconds: 5 ms to the 300 s a wait may last at most.
@@ -28,11 +29,9 @@ impl AcquireWaits {
         self.0.observe_duration(elapsed);
     }
 
-    pub fn render(&self, out: &mut String) {
-        out.push_str(&format!(
-            "# HELP {NAME} Time acquires with wait_ms waited before they were granted or refused\n\
-             # TYPE {NAME} histogram\n"
-        ));
-        self.0.render(out, NAME, "");
+    pub fn render(&self, out: &mut Exposition) {
+        let help = "Time acquires with wait_ms waited before they were granted or refused";
+        out.family(NAME, Kind::Histogram, help)
+            .histogram(NAME, &[], &self.0);
     }
 }
