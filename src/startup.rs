@@ -54,7 +54,17 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-        let store = store::open(&config.db, config.durability, config.db_timeout).await?;
+        let lease_clock = {
+            let clock = clock.clone();
+            Arc::new(move || clock.now()) as store::LeaseClock
+        };
+        let store = store::open(
+            &config.db,
+            config.durability,
+            config.db_timeout,
+            lease_clock,
+        )
+        .await?;
         let resumed = store
             .resume_after_downtime(clock.now())
             .await

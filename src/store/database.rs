@@ -5,22 +5,26 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{Durability, Engine, PostgresStore, SqliteStore, Store, postgres, sqlite};
+use super::{Durability, Engine, LeaseClock, PostgresStore, SqliteStore, Store, postgres, sqlite};
 
 /// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a
 /// PostgreSQL database, anything else a SQLite file.
 /// On PostgreSQL, a request waits at most `timeout` for a connection.
+/// A grant reads `clock` once it holds its key.
 pub async fn open(
     db: &Path,
     durability: Durability,
     timeout: std::time::Duration,
+    clock: LeaseClock,
 ) -> Result<Arc<dyn Store>, String> {
     match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
         Some(url) => Ok(Arc::new(Engine::new(
             PostgresStore::open(url, timeout).await?,
+            clock,
         ))),
         None => Ok(Arc::new(Engine::new(
             SqliteStore::open(db, durability).await?,
+            clock,
         ))),
     }
 }

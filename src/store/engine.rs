@@ -13,6 +13,7 @@ use super::dialect::Atomicity::{AllOrNothing, Statement};
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
 use super::events::{EventBounds, Horizon};
 use super::reservations::Update;
+use super::write_time::{LeaseClock, WriteTime};
 use super::{
     AcquireLock, AcquireOutcome, DeletePoolOutcome, GrantedSet, KeyEvent, LiveLeases, LockQuery,
     OpenOutcome, OpenSession, PutPoolOutcome, ReapedSessions, ReservationQuery, ReserveOutcome,
@@ -36,11 +37,18 @@ use serde_json::{Map, Value};
 /// The store on the database `D` runs on.
 pub struct Engine<D> {
     db: D,
+    /// Read again by a grant once it holds its key (`WriteTime`).
+    clock: LeaseClock,
 }
 
 impl<D: Dialect> Engine<D> {
-    pub fn new(db: D) -> Self {
-        Self { db }
+    /// The store on `db`; a grant reads `clock` once it holds its key.
+    pub fn new(db: D, clock: LeaseClock) -> Self {
+        Self { db, clock }
+    }
+
+    fn time(&self, asked: Millis) -> WriteTime {
+        WriteTime::new(asked, self.clock.clone())
     }
 
     /// Runs `work` from `args` as one write for a request. A dialect may run
@@ -118,8 +126,9 @@ impl<D: Dialect> Store for Engine<D> {
     ) -> StoreResult<AcquireOutcome> {
         // A grant and its event, and the expiries it records, stand or fall
         // together.
+        let at = self.time(now);
         self.write(AllOrNothing, (lock, token), move |c, fx, (lock, token)| {
-            Box::pin(locks::acquire(c, fx, lock, token, now))
+            Box::pin(locks::acquire(c, fx, lock, token, at.clone()))
         })
         .await
     }
@@ -129,8 +138,9 @@ impl<D: Dialect> Store for Engine<D> {
         set: Vec<(AcquireLock, String)>,
         now: Millis,
     ) -> StoreResult<GrantedSet> {
+        let at = self.time(now);
         self.write(AllOrNothing, set, move |c, fx, set| {
-            Box::pin(lock_sets::acquire(c, fx, set, now))
+            Box::pin(lock_sets::acquire(c, fx, set, at.clone()))
         })
         .await
     }
@@ -158,8 +168,10 @@ impl<D: Dialect> Store for Engine<D> {
     async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()> {
         // The delete and its event.
         let args = (key.to_owned(), token.to_owned());
+        let at = self.time(now);
         self.write(AllOrNothing, args, move |c, fx, (key, token)| {
-            Box::pin(async move { locks::release(c, fx, &key, &token, now).await })
+            let at = at.clone();
+            Box::pin(async move { locks::release(c, fx, &key, &token, at).await })
         })
         .await
     }
@@ -206,8 +218,10 @@ impl<D: Dialect> Store for Engine<D> {
     }
 
     async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
+        let at = self.time(now);
         self.write(AllOrNothing, key.to_owned(), move |c, fx, key| {
-            Box::pin(async move { locks::force_release(c, fx, &key, now).await })
+            let at = at.clone();
+            Box::pin(async move { locks::force_release(c, fx, &key, at).await })
         })
         .await
     }
@@ -258,8 +272,9 @@ impl<D: Dialect> Store for Engine<D> {
         token: String,
         now: Millis,
     ) -> StoreResult<ReserveOutcome> {
+        let at = self.time(now);
         self.write(AllOrNothing, (new, token), move |c, fx, (new, token)| {
-            Box::pin(subnets::reserve(c, fx, new, token, now))
+            Box::pin(subnets::reserve(c, fx, new, token, at.clone()))
         })
         .await
     }
@@ -468,8 +483,9 @@ impl<D: Dialect> Store for Engine<D> {
         token: String,
         now: Millis,
     ) -> StoreResult<JoinOutcome> {
+        let at = self.time(now);
         self.write(AllOrNothing, (join, token), move |c, fx, (join, token)| {
-            Box::pin(groups::join(c, fx, join, token, now))
+            Box::pin(groups::join(c, fx, join, token, at.clone()))
         })
         .await
     }

@@ -17,6 +17,7 @@ use super::owners::{owner_name, quota};
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sessions;
 use super::sql::{Columns, Sql, args, one};
+use super::write_time::WriteTime;
 use super::{
     GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery, StoreError,
     StoreResult, grant_order,
@@ -318,13 +319,15 @@ pub async fn join(
     fx: &mut Effects,
     new: JoinMember,
     token: String,
-    now: Millis,
+    at: WriteTime,
 ) -> StoreResult<JoinOutcome> {
     let (group_name, member_name) = (new.group.as_str(), new.member.as_str());
     if let Some(lock) = conn.texts().lock_key {
         let name = format!("group member {group_name}\n{member_name}");
         conn.execute(lock, args![&name]).await?;
     }
+    // The time of the join, read once it holds the member's name.
+    let now = at.read();
     // The group's row, shared with other joins and held until the commit:
     // a delete waits for this join, or this join finds no group.
     let sql = format!(

@@ -5,8 +5,8 @@
 
 use super::dialect::Effects;
 use super::sql::{Sql, args};
+use super::write_time::WriteTime;
 use super::{AcquireLock, AcquireOutcome, StoreError, StoreResult, locks};
-use crate::domain::Millis;
 use crate::domain::lock::LockLease;
 
 /// The leases of a granted set, in key order.
@@ -25,7 +25,7 @@ pub async fn acquire(
     conn: &mut impl Sql,
     fx: &mut Effects,
     set: Vec<(AcquireLock, String)>,
-    now: Millis,
+    at: WriteTime,
 ) -> StoreResult<GrantedSet> {
     // Every key before any session row or lease row: the order a single
     // acquire takes them in, so the two never wait for each other in a cycle.
@@ -34,6 +34,8 @@ pub async fn acquire(
             conn.execute(lock, args![new.key.as_str()]).await?;
         }
     }
+    // One time for the whole set, read once it holds every key.
+    let now = at.read();
     let mut granted = Vec::with_capacity(set.len());
     let mut replayed = true;
     let mut fresh = 0;

@@ -17,6 +17,7 @@ use super::owners::{owner_name, quota};
 use super::rows::{self, metadata_text};
 use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args};
+use super::write_time::WriteTime;
 use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
 use crate::domain::events::{EventType, Reason};
@@ -31,21 +32,22 @@ async fn lock_key(conn: &mut impl Sql, key: &str) -> StoreResult<()> {
     Ok(())
 }
 
-/// A single acquire: its `Idempotency-Key` may name no live lease of its
-/// owner on another key.
+/// A single acquire: its time is read once it holds the key; its
+/// `Idempotency-Key` may name no live lease of its owner on another key.
 pub async fn acquire(
     conn: &mut impl Sql,
     fx: &mut Effects,
     new: AcquireLock,
     token: String,
-    now: Millis,
+    at: WriteTime,
 ) -> StoreResult<AcquireOutcome> {
-    grant(conn, fx, new, token, now, &[]).await
+    lock_key(conn, &new.key).await?;
+    grant(conn, fx, new, token, at.read(), &[]).await
 }
 
 /// Grants one key of a request for the keys `set` (its own key, or the
-/// keys of a lock set); the `Idempotency-Key` may name live leases of its
-/// owner on those keys alone.
+/// keys of a lock set), whose locks the caller holds; the
+/// `Idempotency-Key` may name live leases of its owner on those keys alone.
 pub async fn grant(
     conn: &mut impl Sql,
     fx: &mut Effects,
@@ -54,7 +56,6 @@ pub async fn grant(
     now: Millis,
     set: &[String],
 ) -> StoreResult<AcquireOutcome> {
-    lock_key(conn, &new.key).await?;
     // Checked before anything changes; its row is held until the commit.
     let held = Held::take(conn, &new.lifetime, now).await?;
     // A bound lease is its session's opener's, and counts against its quota.
@@ -290,8 +291,12 @@ pub async fn release(
     fx: &mut Effects,
     key: &str,
     token: &str,
-    now: Millis,
+    at: WriteTime,
 ) -> StoreResult<()> {
+    // Serialised with the key's grants: the release's time, read after,
+    // is after every grant before it and before every grant after it.
+    lock_key(conn, key).await?;
+    let now = at.read();
     let removed = conn
         .row(RELEASE.text(conn.texts()), args![key, token, now])
         .await?;
@@ -312,9 +317,10 @@ pub async fn force_release(
     conn: &mut impl Sql,
     fx: &mut Effects,
     key: &str,
-    now: Millis,
+    at: WriteTime,
 ) -> StoreResult<u64> {
     lock_key(conn, key).await?;
+    let now = at.read();
     // The live leases are force-released; rows past their time go as the
     // expired leases they are.
     let live = conn

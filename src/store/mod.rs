@@ -39,6 +39,7 @@ mod sql;
 pub mod sqlite;
 mod subnets;
 mod texts;
+mod write_time;
 
 pub use database::{backup, describe, integrity_check, open};
 pub use engine::Engine;
@@ -50,6 +51,7 @@ pub use session_commands::{
     Lifetime, OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd,
 };
 pub use sqlite::{Durability, SqliteStore};
+pub use write_time::LeaseClock;
 
 use std::sync::Arc;
 

@@ -14,6 +14,7 @@ use super::pools::{lock, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
 use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args, one};
+use super::write_time::WriteTime;
 use super::{ReserveOutcome, ReserveSubnet, StoreError, StoreResult, grant_order};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
@@ -203,15 +204,17 @@ pub async fn reserve(
     fx: &mut Effects,
     mut new: ReserveSubnet,
     token: String,
-    now: Millis,
+    at: WriteTime,
 ) -> StoreResult<ReserveOutcome> {
     // The session's row before the pool's, as a close takes them.
-    let held = Held::take(conn, &new.lifetime, now).await?;
+    let held = Held::take(conn, &new.lifetime, at.read()).await?;
     // A bound lease is its session's opener's, and counts against its quota.
     if let Some(s) = held.session() {
         new.owner = sessions::owner_of(s);
     }
     let pool = lock(conn, &new.pool).await?;
+    // The time of the grant, read once it holds the pool.
+    let now = at.read();
     if let Err(invalid) = check_want(pool.cidr, new.want) {
         return Ok(ReserveOutcome::Invalid(invalid));
     }

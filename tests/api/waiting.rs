@@ -360,7 +360,92 @@ async fn an_idempotent_retry_is_answered_even_while_others_wait() {
     problem(waiter.await.unwrap(), StatusCode::CONFLICT, "lock-held").await;
 }
 
+async fn times_on_a_key_follow_the_order_of_its_grants() {
+    // Twelve clients race for three keys, each taking a key, holding it a
+    // moment and releasing it, waiting their turn meanwhile.
+    let app = Arc::new(spawn_app().await);
+    let keys = ["order/a", "order/b", "order/c"];
+    let mut tasks = vec![];
+    for c in 0..12 {
+        let app = app.clone();
+        let key = keys[c % keys.len()];
+        tasks.push(tokio::spawn(async move {
+            let mut grants = vec![];
+            for _ in 0..6 {
+                let body = json!({"holder": format!("c{c}"), "ttl_ms": 30_000, "wait_ms": 30_000});
+                let response = acquire_with(&app, &key.replace('/', "%2F"), body).await;
+                assert_eq!(response.status(), StatusCode::CREATED);
+                let lease: Value = response.json().await.unwrap();
+                let r = app.release(key, lease["token"].as_str().unwrap()).await;
+                assert_eq!(r.status(), StatusCode::NO_CONTENT);
+                grants.push((
+                    lease["fencing_token"].as_i64().unwrap(),
+                    millis(&lease["acquired_at"]),
+                ));
+            }
+            grants
+        }));
+    }
+    let mut acquired_at = HashMap::new();
+    for task in tasks {
+        acquired_at.extend(task.await.unwrap());
+    }
+    let mut events = vec![];
+    let mut since = 0;
+    loop {
+        let page: Value = app
+            .get(&format!(
+                "/v1/events?prefix=order%2F&since={since}&limit=1000"
+            ))
+            .await
+            .json()
+            .await
+            .unwrap();
+        let items = page["items"].as_array().unwrap().clone();
+        if items.is_empty() {
+            break;
+        }
+        since = page["next_revision"].as_i64().unwrap();
+        events.extend(items);
+    }
+    assert_eq!(
+        events.len(),
+        12 * 6 * 2,
+        "every grant and release is in the log"
+    );
+    // Per key, in revision order: no event's time goes back, and every
+    // grant's time (its `at`, and the `acquired_at` it answered) is at or
+    // after the previous holder's release.
+    for key in keys {
+        let mut last_at = i64::MIN;
+        let mut released_at = i64::MIN;
+        let mut last = Value::Null;
+        for event in events.iter().filter(|e| e["key"] == key) {
+            let at = millis(&event["at"]);
+            assert!(
+                at >= last_at,
+                "{key}: {event} is earlier than the event before it, {last}"
+            );
+            last_at = at;
+            last = event.clone();
+            match event["type"].as_str().unwrap() {
+                "lock.acquired" => {
+                    let fencing = event["fencing_token"].as_i64().unwrap();
+                    assert_eq!(acquired_at[&fencing], at, "{event}");
+                    assert!(
+                        at >= released_at,
+                        "{key}: granted before the release before it: {event}"
+                    );
+                }
+                "lock.released" => released_at = at,
+                other => panic!("unexpected event {other}"),
+            }
+        }
+    }
+}
+
 crate::harness::tests! {
+    times_on_a_key_follow_the_order_of_its_grants,
     thirty_two_clients_take_turns_fairly_without_overlap,
     waiters_are_granted_in_arrival_order,
     a_waiter_that_disconnects_is_not_granted_and_the_next_one_is,
