@@ -7,6 +7,7 @@ pub mod events;
 pub mod fencing;
 pub mod grant;
 pub mod group;
+pub mod inputs;
 pub mod lease;
 pub mod lock;
 pub mod names;

@@ -82,6 +82,13 @@ checked_text!(
     subnet::pool_name
 );
 
+checked_text!(
+    /// A key prefix a list is filtered by: no longer than a key (it would
+    /// match nothing); empty matches every key.
+    KeyPrefix,
+    validate::key_prefix
+);
+
 /// How long a lease lives from its grant or renewal: `MIN_TTL_MS` to the
 /// server's maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -204,7 +204,13 @@ pub fn decode_cursor(text: &str) -> Result<Vec<u8>, InvalidInput> {
     hex::decode(text)
         .ok()
         .filter(|b| !b.is_empty())
-        .ok_or_else(|| InvalidInput::new("cursor", "is not a cursor this server issued"))
+        .ok_or_else(cursor_error)
+}
+
+/// The refusal of a cursor of a pool or reservation page this server did
+/// not issue.
+pub fn cursor_error() -> InvalidInput {
+    InvalidInput::new("cursor", "is not a cursor this server issued")
 }
 
 #[cfg(test)]

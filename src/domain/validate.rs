@@ -143,6 +143,16 @@ pub fn session_id(id: &str) -> Result<(), InvalidInput> {
     }
 }
 
+/// The id or token of the session a grant claims (`field` says which): the
+/// 32 hex digits this server draws. Anything else names no session.
+pub fn session_claim_part(field: &str, value: &str) -> Result<(), InvalidInput> {
+    if value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(InvalidInput::new(field, "must be 32 hex digits"))
+    }
+}
+
 /// A key prefix: no longer than a key can be (it would match nothing).
 pub fn key_prefix(prefix: &str) -> Result<(), InvalidInput> {
     if prefix.len() > MAX_KEY_BYTES {
