@@ -1,12 +1,10 @@
 //! Group operations: create, inspect, list, delete; join, renew, leave,
 //! inspect and list members, remove.
 
-use serde_json::{Map, Value};
-
 use super::{LeaseError, Leases, new_token};
 use crate::domain::group::{self, Group, Member};
-use crate::domain::names::{GroupName, MemberName, Ttl};
-use crate::domain::validate;
+use crate::domain::inputs::{Capabilities, Metadata, PageLimit};
+use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
 use crate::store::{GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery};
 
 /// One page and the cursor of the next, if any.
@@ -27,12 +25,10 @@ impl GroupService<'_> {
     pub async fn put(
         &self,
         name: &GroupName,
-        metadata: Option<Map<String, Value>>,
+        metadata: Option<Metadata>,
         owner: Option<String>,
     ) -> Result<(bool, Group), LeaseError> {
-        if let Some(m) = &metadata {
-            validate::metadata(m)?;
-        }
+        let metadata = metadata.map(Metadata::into_map);
         let now = self.leases.now();
         Ok(self
             .leases
@@ -53,33 +49,17 @@ impl GroupService<'_> {
             .await?)
     }
 
-    /// Checks the page size and decodes the cursor.
-    fn page(
-        &self,
-        limit: Option<u32>,
-        cursor: Option<&str>,
-    ) -> Result<(u32, Option<String>), LeaseError> {
-        let max = self.leases.limits.max_page;
-        let limit = limit.unwrap_or(100.min(max));
-        validate::page_limit(limit, max)?;
-        let after = cursor.map(group::decode_cursor).transpose()?;
-        Ok((limit, after))
-    }
-
     /// One page of the groups under any of `prefixes` (disjoint, in order,
-    /// as a token's scope gives them).
+    /// as a token's scope gives them), after the name `after`.
     pub async fn list_under(
         &self,
-        prefixes: Vec<String>,
-        limit: Option<u32>,
-        cursor: Option<&str>,
+        prefixes: Vec<KeyPrefix>,
+        limit: PageLimit,
+        after: Option<String>,
     ) -> Result<NamePage<Group>, LeaseError> {
-        let (limit, after) = self.page(limit, cursor)?;
-        for prefix in &prefixes {
-            validate::key_prefix(prefix)?;
-        }
+        let limit = limit.get();
         let query = GroupQuery {
-            prefixes,
+            prefixes: prefixes.into_iter().map(KeyPrefix::into_string).collect(),
             after,
             limit: limit + 1,
         };
@@ -90,9 +70,6 @@ impl GroupService<'_> {
 
     /// Joins, or replaces the capabilities of the same holder's member.
     pub async fn join(&self, join: JoinMember) -> Result<JoinOutcome, LeaseError> {
-        if let Some(c) = &join.capabilities {
-            validate::capabilities(c, self.leases.limits.max_capabilities_bytes)?;
-        }
         let now = self.leases.now();
         Ok(self.leases.store.join_group(join, new_token(), now).await?)
     }
@@ -103,11 +80,9 @@ impl GroupService<'_> {
         member: &MemberName,
         token: &str,
         ttl: Option<Ttl>,
-        capabilities: Option<Value>,
+        capabilities: Option<Capabilities>,
     ) -> Result<Member, LeaseError> {
-        if let Some(c) = &capabilities {
-            validate::capabilities(c, self.leases.limits.max_capabilities_bytes)?;
-        }
+        let capabilities = capabilities.map(Capabilities::into_value);
         let now = self.leases.now();
         Ok(self
             .leases
@@ -143,10 +118,10 @@ impl GroupService<'_> {
     pub async fn members(
         &self,
         group: &GroupName,
-        limit: Option<u32>,
-        cursor: Option<&str>,
+        limit: PageLimit,
+        after: Option<String>,
     ) -> Result<NamePage<Member>, LeaseError> {
-        let (limit, after) = self.page(limit, cursor)?;
+        let limit = limit.get();
         let query = MemberQuery {
             group: group.to_string(),
             after,

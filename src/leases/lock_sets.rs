@@ -8,14 +8,11 @@
 use super::waiters::{Try, take_turns};
 use super::{Acquired, LeaseError, Leases, new_token};
 use crate::domain::Millis;
+use crate::domain::inputs::KeySet;
 use crate::domain::lock::Refusal;
 use crate::domain::names::LockKey;
-use crate::domain::validate::InvalidInput;
 use crate::store::{AcquireLock, GrantedSet, StoreError};
 use crate::telemetry::Metrics;
-
-/// The most keys one set may name.
-pub const MAX_SET_KEYS: usize = 64;
 
 pub struct LockSetService<'a> {
     pub(super) leases: &'a Leases,
@@ -36,18 +33,11 @@ impl LockSetService<'_> {
     /// lease of its own, or none does.
     pub async fn acquire(
         &self,
-        mut keys: Vec<LockKey>,
+        keys: KeySet,
         template: AcquireLock,
         wait_ms: Millis,
     ) -> Result<GrantedSet, SetRefused> {
-        let invalid = |why: String| ("keys".to_owned(), InvalidInput::new("keys", why).into());
-        if keys.is_empty() || keys.len() > MAX_SET_KEYS {
-            return Err(invalid(format!("must name 1 to {MAX_SET_KEYS} keys")));
-        }
-        keys.sort_unstable();
-        if let Some(twice) = keys.windows(2).find(|w| w[0] == w[1]) {
-            return Err(invalid(format!("names {} twice", twice[0])));
-        }
+        let keys = keys.keys();
         // Drawn once: every try of this request grants the same tokens.
         let set: Vec<(AcquireLock, String)> = keys
             .iter()
@@ -59,14 +49,16 @@ impl LockSetService<'_> {
                 (lock, new_token())
             })
             .collect();
-        let keys: Vec<String> = keys.into_iter().map(LockKey::into_string).collect();
         // A retry of a live set is answered at once, even while others wait.
         if keys.iter().any(|k| self.leases.waiters.is_queued(k))
-            && let Some(replay) = self.replay(&set).await.map_err(|e| (keys[0].clone(), e))?
+            && let Some(replay) = self
+                .replay(&set)
+                .await
+                .map_err(|e| (keys[0].to_string(), e))?
         {
             return Ok(replay);
         }
-        let result = self.acquire_or_wait(&keys, set, wait_ms).await;
+        let result = self.acquire_or_wait(keys, set, wait_ms).await;
         let metrics = &self.leases.metrics;
         match &result {
             Ok(granted) if !granted.replayed => {
@@ -100,14 +92,14 @@ impl LockSetService<'_> {
 
     async fn acquire_or_wait(
         &self,
-        keys: &[String],
+        keys: &[LockKey],
         set: Vec<(AcquireLock, String)>,
         wait_ms: Millis,
     ) -> Result<GrantedSet, SetRefused> {
         let leases = self.leases;
-        let refused_for = |key: String| async move {
+        let refused_for = |key: LockKey| async move {
             let error = leases.locks().queue_refusal(&key).await;
-            (key, error)
+            (key.into_string(), error)
         };
         if wait_ms == 0 {
             if let Some(key) = keys.iter().find(|k| leases.waiters.is_queued(k)) {
@@ -115,9 +107,10 @@ impl LockSetService<'_> {
             }
             return self.try_acquire(set).await.map_err(|t| (t.key, t.error));
         }
+        let names: Vec<String> = keys.iter().map(LockKey::to_string).collect();
         let waited = take_turns(
             leases,
-            keys,
+            &names,
             wait_ms,
             || async {
                 match self.try_acquire(set.clone()).await {
@@ -137,7 +130,7 @@ impl LockSetService<'_> {
         .await;
         match waited {
             Ok(answer) => answer,
-            Err(shed) => Err((keys[0].clone(), LeaseError::Overloaded(shed))),
+            Err(shed) => Err((keys[0].to_string(), LeaseError::Overloaded(shed))),
         }
     }
 

@@ -5,10 +5,11 @@ use tokio::sync::oneshot;
 
 use super::waiters::{Try, take_turns};
 use super::{LeaseError, Leases, new_token};
+use crate::domain::Millis;
 use crate::domain::fencing::Fencing;
+use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
-use crate::domain::names::{LockKey, Ttl};
-use crate::domain::{Millis, validate};
+use crate::domain::names::{KeyPrefix, LockKey, Ttl};
 use crate::store::StoreError;
 use crate::store::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::telemetry::Metrics;
@@ -113,6 +114,7 @@ impl LockService<'_> {
         let leases = self.leases.clone();
         let (reply, answer) = oneshot::channel();
         tokio::spawn(async move {
+            let key = new.key.clone();
             let now = leases.now();
             let outcome = leases
                 .store
@@ -124,9 +126,9 @@ impl LockService<'_> {
                 let now = leases.now();
                 let _ = leases
                     .store
-                    .release_lock(&lease.key, &lease.lease.token, now)
+                    .release_lock(&key, &lease.lease.token, now)
                     .await;
-                leases.waiters.wake(&lease.key);
+                leases.waiters.wake(&key);
             }
         });
         let (outcome, now) = answer.await.map_err(|_| {
@@ -169,7 +171,7 @@ impl LockService<'_> {
     }
 
     /// The refusal for a newcomer while others wait: the key's current holders.
-    pub(super) async fn queue_refusal(&self, key: &str) -> LeaseError {
+    pub(super) async fn queue_refusal(&self, key: &LockKey) -> LeaseError {
         let now = self.leases.now();
         match self.leases.store.get_lock(key, now).await {
             Ok(holders) => {
@@ -195,12 +197,10 @@ impl LockService<'_> {
         key: &LockKey,
         token: &str,
         ttl: Option<Ttl>,
-        metadata: Option<serde_json::Map<String, serde_json::Value>>,
+        metadata: Option<Metadata>,
     ) -> Result<LockLease, LeaseError> {
-        if let Some(m) = &metadata {
-            validate::metadata(m)?;
-        }
         let now = self.leases.now();
+        let metadata = metadata.map(Metadata::into_map);
         let lease = self
             .leases
             .store
@@ -245,35 +245,30 @@ impl LockService<'_> {
     /// One page of the live leases whose keys start with `prefix`.
     pub async fn list(
         &self,
-        prefix: String,
-        limit: Option<u32>,
-        cursor: Option<&str>,
+        prefix: KeyPrefix,
+        limit: PageLimit,
+        after: Option<ListCursor>,
     ) -> Result<LockPage, LeaseError> {
-        self.list_under(vec![prefix], limit, cursor).await
+        self.list_under(vec![prefix], limit, after).await
     }
 
     /// One page of the live leases under any of `prefixes`, which must be
     /// disjoint and in key order (as `auth::ApiToken::visible_prefixes` gives
     /// them): each is read in turn from the cursor on until the page is full,
     /// so the pages are the filtered list, in order, with nothing skipped.
+    /// `after` is the last lease of the page before.
     pub async fn list_under(
         &self,
-        prefixes: Vec<String>,
-        limit: Option<u32>,
-        cursor: Option<&str>,
+        prefixes: Vec<KeyPrefix>,
+        limit: PageLimit,
+        after: Option<ListCursor>,
     ) -> Result<LockPage, LeaseError> {
-        let max = self.leases.limits.max_page;
-        let limit = limit.unwrap_or(100.min(max));
-        validate::page_limit(limit, max)?;
-        for prefix in &prefixes {
-            validate::key_prefix(prefix)?;
-        }
-        let after = cursor.map(ListCursor::decode).transpose()?;
+        let limit = limit.get();
         let now = self.leases.now();
         let queries = prefixes
             .into_iter()
             .map(|prefix| LockQuery {
-                prefix,
+                prefix: prefix.into_string(),
                 after: after.clone(),
                 limit: limit + 1,
             })

@@ -2,24 +2,22 @@
 //! session is a lease of its own (a TTL on the lease clock, a secret token);
 //! ending it ends every lease bound to it, and wakes their keys' waiters.
 
-use serde_json::{Map, Value};
-
 use super::{LeaseError, Leases, new_token};
-use crate::domain::names::SessionId;
+use crate::domain::inputs::Metadata;
+use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
 use crate::domain::session::{Session, SessionAccess, SessionView};
-use crate::domain::{Millis, validate};
 use crate::store::StoreError;
-use crate::store::{LeaseOwner, OpenOutcome, OpenSession, SessionClaim, SessionEnd};
+use crate::store::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd};
 use crate::telemetry::Metrics;
 use crate::token;
 
-/// A session to open, as the caller asks for it.
-#[derive(Debug, Clone, Default)]
+/// A session to open, as the caller asks for it, parsed.
+#[derive(Debug, Clone)]
 pub struct NewSession {
-    pub holder: String,
-    pub ttl_ms: Millis,
-    pub metadata: Option<Map<String, Value>>,
-    pub idempotency_key: Option<String>,
+    pub holder: Holder,
+    pub ttl: Ttl,
+    pub metadata: Option<Metadata>,
+    pub idempotency_key: Option<IdempotencyKey>,
     /// The API token opening it, and its quota; `None` without an auth file.
     pub owner: Option<LeaseOwner>,
     /// The sessions that token may hold open at once (`None`: no limit).
@@ -44,27 +42,8 @@ pub struct SessionService<'a> {
     pub(super) leases: &'a Leases,
 }
 
-/// A session id or token as a client sends it: the 32 hex digits this
-/// server draws. Anything else names no session.
-fn well_formed(field: &str, value: &str) -> Result<(), LeaseError> {
-    if value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(())
-    } else {
-        Err(validate::InvalidInput::new(field, "must be 32 hex digits").into())
-    }
-}
-
 impl SessionService<'_> {
     pub async fn open(&self, new: NewSession) -> Result<Opened, LeaseError> {
-        let limits = &self.leases.limits;
-        validate::holder(&new.holder)?;
-        validate::ttl("ttl_ms", new.ttl_ms, limits.max_ttl_ms)?;
-        if let Some(m) = &new.metadata {
-            validate::metadata(m)?;
-        }
-        if let Some(k) = &new.idempotency_key {
-            validate::idempotency_key(k)?;
-        }
         let id = new_token();
         // With an Idempotency-Key the token is derived, so that a retry can
         // be answered it again: the store keeps only digests.
@@ -77,10 +56,10 @@ impl SessionService<'_> {
         let open = OpenSession {
             id,
             token: token.clone(),
-            holder: new.holder,
-            ttl_ms: new.ttl_ms,
-            metadata: new.metadata,
-            idempotency_key: new.idempotency_key,
+            holder: new.holder.into_string(),
+            ttl_ms: new.ttl.ms(),
+            metadata: new.metadata.map(Metadata::into_map),
+            idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
             owner: new.owner,
             max_sessions: new.max_sessions,
         };
@@ -91,7 +70,7 @@ impl SessionService<'_> {
                 Opened::Opened(s, token)
             }
             OpenOutcome::Replayed(s) => {
-                let key = replay_key.as_deref().unwrap_or_default();
+                let key = replay_key.as_ref().map_or("", IdempotencyKey::as_str);
                 let again = token::derive(key, caller_secret.as_ref().map(|c| &c[..]), &s.id);
                 // The API token's text changed since (same name, new
                 // secret): the token cannot be given again.
@@ -139,17 +118,14 @@ impl SessionService<'_> {
         id: &SessionId,
         token: &str,
         access: &SessionAccess,
-        ttl_ms: Option<Millis>,
+        ttl: Option<Ttl>,
     ) -> Result<Session, LeaseError> {
-        if let Some(ttl) = ttl_ms {
-            validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
-        }
         let opener = self.opener(id, access, StoreError::LeaseLost).await?;
         let now = self.leases.now();
         let session = self
             .leases
             .store
-            .renew_session(id, token, opener.as_deref(), ttl_ms, now)
+            .renew_session(id, token, opener.as_deref(), ttl.map(Ttl::ms), now)
             .await?;
         Metrics::inc(&self.leases.metrics.sessions.renewals);
         Ok(session)
@@ -207,23 +183,5 @@ impl SessionService<'_> {
             return Err(StoreError::NotFound.into());
         }
         Ok(view)
-    }
-
-    /// The claim a grant makes on a session, checked in the grant's own
-    /// transaction.
-    pub fn claim(
-        &self,
-        id: String,
-        token: String,
-        caller: Option<String>,
-    ) -> Result<SessionClaim, LeaseError> {
-        well_formed("session.id", &id)?;
-        well_formed("session.token", &token)?;
-        Ok(SessionClaim {
-            id,
-            token,
-            caller,
-            max_leases: self.leases.limits.max_session_leases,
-        })
     }
 }

@@ -1,12 +1,12 @@
-//! Subnet pools and reservations: validation, time and tokens around the
-//! store's pool and reservation verbs.
-
-use std::collections::BTreeMap;
+//! Subnet pools and reservations: time and tokens around the store's pool
+//! and reservation verbs, over input the API has parsed.
 
 use super::{LeaseError, Leases, new_token};
-use crate::domain::names::PoolName;
+use crate::domain::Millis;
+use crate::domain::cidr::Block;
+use crate::domain::inputs::{Labels, Metadata, PageLimit, ReservationId};
+use crate::domain::names::{PoolName, Ttl};
 use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
-use crate::domain::{InvalidInput, Millis, validate};
 use crate::store::{
     DeletePoolOutcome, PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet, StoreError,
 };
@@ -45,26 +45,9 @@ fn reservation_error(e: StoreError) -> LeaseError {
     }
 }
 
-/// An id this server never issues names no reservation at all: not found,
-/// where a lapsed or released one is a lost lease.
-fn issued_id(id: &str) -> Result<(), LeaseError> {
-    match subnet::parse_reservation_id(id) {
-        Some(_) => Ok(()),
-        None => Err(LeaseError::ReservationNotFound),
-    }
-}
-
 impl SubnetService<'_> {
     fn now(&self) -> Millis {
         self.leases.now()
-    }
-
-    /// The page size asked for, and one more to learn whether a next page exists.
-    fn page_limit(&self, limit: Option<u32>) -> Result<u32, LeaseError> {
-        let max = self.leases.limits.max_page;
-        let limit = limit.unwrap_or(100.min(max));
-        validate::page_limit(limit, max)?;
-        Ok(limit)
     }
 
     fn page<T>(
@@ -87,17 +70,14 @@ impl SubnetService<'_> {
     pub async fn put_pool(
         &self,
         name: &PoolName,
-        cidr: &str,
-        labels: Option<BTreeMap<String, String>>,
+        cidr: Block,
+        labels: Labels,
     ) -> Result<PutPool, LeaseError> {
-        let cidr = subnet::cidr("cidr", cidr)?;
-        let labels = labels.unwrap_or_default();
-        subnet::labels(&labels)?;
         let now = self.now();
         let pool = Pool {
             name: name.as_str().to_owned(),
             cidr,
-            labels,
+            labels: labels.into_map(),
             created_at: now,
         };
         match self.leases.store.put_pool(pool, now).await? {
@@ -113,20 +93,16 @@ impl SubnetService<'_> {
         Ok(self.leases.store.get_pool_usage(name, self.now()).await?)
     }
 
-    /// One page of the pools `visible` accepts, in name order. Store pages
-    /// are read until the page is full, so filtering keeps pagination exact.
+    /// One page of the pools `visible` accepts, in name order, after the
+    /// name `after`. Store pages are read until the page is full, so
+    /// filtering keeps pagination exact.
     pub async fn list_pools(
         &self,
-        limit: Option<u32>,
-        cursor: Option<&str>,
+        limit: PageLimit,
+        mut after: Option<String>,
         visible: impl Fn(&str) -> bool,
     ) -> Result<Page<Pool>, LeaseError> {
-        let limit = self.page_limit(limit)?;
-        let mut after = cursor
-            .map(subnet::decode_cursor)
-            .transpose()?
-            .map(|bytes| String::from_utf8(bytes).map_err(|_| cursor_error()))
-            .transpose()?;
+        let limit = limit.get();
         let wanted = limit as usize + 1;
         let mut items = Vec::new();
         // Pools change with no event: the first read's revision holds for
@@ -191,20 +167,18 @@ impl SubnetService<'_> {
         }
     }
 
+    /// One page of the pool's live reservations, in address order, after
+    /// the first address `after`.
     pub async fn list(
         &self,
         pool: &PoolName,
-        limit: Option<u32>,
-        cursor: Option<&str>,
+        limit: PageLimit,
+        after: Option<[u8; 16]>,
     ) -> Result<Page<Reservation>, LeaseError> {
-        let limit = self.page_limit(limit)?;
-        let after = cursor.map(subnet::decode_cursor).transpose()?;
-        if after.as_ref().is_some_and(|a| a.len() != 16) {
-            return Err(cursor_error().into());
-        }
+        let limit = limit.get();
         let query = ReservationQuery {
             pool: pool.as_str().to_owned(),
-            after,
+            after: after.map(|a| a.to_vec()),
             limit: limit + 1,
         };
         let (items, revision) = self
@@ -227,20 +201,15 @@ impl SubnetService<'_> {
     pub async fn renew(
         &self,
         pool: &PoolName,
-        id: &str,
+        id: &ReservationId,
         token: &str,
-        ttl_ms: Option<Millis>,
-        metadata: Option<serde_json::Map<String, serde_json::Value>>,
+        ttl: Option<Ttl>,
+        metadata: Option<Metadata>,
     ) -> Result<Reservation, LeaseError> {
-        issued_id(id)?;
-        if let Some(ttl) = ttl_ms {
-            validate::ttl("ttl_ms", ttl, self.leases.limits.max_ttl_ms)?;
-        }
-        if let Some(m) = &metadata {
-            validate::metadata(m)?;
-        }
         let now = self.now();
         let store = &self.leases.store;
+        let (id, ttl_ms) = (id.as_str(), ttl.map(Ttl::ms));
+        let metadata = metadata.map(Metadata::into_map);
         (store
             .renew_reservation(pool, id, token, ttl_ms, metadata, now)
             .await)
@@ -250,23 +219,31 @@ impl SubnetService<'_> {
     pub async fn confirm(
         &self,
         pool: &PoolName,
-        id: &str,
+        id: &ReservationId,
         token: &str,
     ) -> Result<Reservation, LeaseError> {
-        issued_id(id)?;
         let now = self.now();
         let store = &self.leases.store;
-        let r =
-            (store.confirm_reservation(pool, id, token, now).await).map_err(reservation_error)?;
+        let r = (store
+            .confirm_reservation(pool, id.as_str(), token, now)
+            .await)
+            .map_err(reservation_error)?;
         Metrics::inc(&self.leases.metrics.reservation_confirms);
         Ok(r)
     }
 
-    pub async fn release(&self, pool: &PoolName, id: &str, token: &str) -> Result<(), LeaseError> {
-        issued_id(id)?;
+    pub async fn release(
+        &self,
+        pool: &PoolName,
+        id: &ReservationId,
+        token: &str,
+    ) -> Result<(), LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        (store.release_reservation(pool, id, token, now).await).map_err(reservation_error)?;
+        (store
+            .release_reservation(pool, id.as_str(), token, now)
+            .await)
+            .map_err(reservation_error)?;
         Metrics::inc(&self.leases.metrics.reservation_releases);
         Ok(())
     }
@@ -278,8 +255,4 @@ impl SubnetService<'_> {
         Metrics::inc(&self.leases.metrics.reservation_releases);
         Ok(())
     }
-}
-
-fn cursor_error() -> InvalidInput {
-    InvalidInput::new("cursor", "is not a cursor this server issued")
 }

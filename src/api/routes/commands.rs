@@ -6,9 +6,9 @@
 use super::lease_requests::{AcquireRequest, LockSetRequest, ReserveRequest};
 use crate::domain::LockMode;
 use crate::domain::allocator::Want;
+use crate::domain::inputs::{KeySet, Metadata};
 use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
 use crate::domain::{InvalidInput, Millis, subnet, validate};
-use crate::leases::lock_sets::MAX_SET_KEYS;
 use crate::leases::{AcquireLock, Limits, ReserveSubnet};
 use crate::store::{LeaseOwner, Lifetime, SessionClaim};
 
@@ -62,9 +62,7 @@ impl AcquireRequest {
         if self.max_holders == Some(0) {
             return Err(InvalidInput::new("max_holders", "must be at least 1"));
         }
-        if let Some(m) = &self.metadata {
-            validate::metadata(m)?;
-        }
+        let metadata = Metadata::parse_some(self.metadata)?.map(Metadata::into_map);
         let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         let lock = AcquireLock {
             key,
@@ -73,7 +71,7 @@ impl AcquireRequest {
             mode: self.mode.unwrap_or_default().into(),
             max_holders: self.max_holders,
             lock_delay_ms,
-            metadata: self.metadata,
+            metadata,
             idempotency_key,
             owner,
         };
@@ -122,9 +120,7 @@ impl ReserveRequest {
         // Without a TTL or a session, the server's default TTL.
         let lifetime = lifetime.parse(Some(limits.default_ttl_ms), "", limits)?;
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
-        if let Some(m) = &self.metadata {
-            validate::metadata(m)?;
-        }
+        let metadata = Metadata::parse_some(self.metadata)?.map(Metadata::into_map);
         let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         Ok(ReserveSubnet {
             pool,
@@ -132,7 +128,7 @@ impl ReserveRequest {
             excludes,
             holder,
             lifetime,
-            metadata: self.metadata,
+            metadata,
             idempotency_key,
             owner,
         })
@@ -149,12 +145,9 @@ impl LockSetRequest {
         lifetime: AskedLifetime,
         limits: &Limits,
     ) -> Result<(Vec<LockKey>, AcquireLock, Millis), InvalidInput> {
-        if self.keys.is_empty() || self.keys.len() > MAX_SET_KEYS {
-            return Err(InvalidInput::new(
-                "keys",
-                format!("must name 1 to {MAX_SET_KEYS} keys"),
-            ));
-        }
+        // The count first; the keys' distinctness last, once they are known
+        // good and the set has been charged (`KeySet::parse`).
+        KeySet::check_count(self.keys.len())?;
         let keys = self
             .keys
             .into_iter()
@@ -168,9 +161,7 @@ impl LockSetRequest {
         )?;
         let wait_ms = self.wait_ms.unwrap_or(0);
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
-        if let Some(m) = &self.metadata {
-            validate::metadata(m)?;
-        }
+        let metadata = Metadata::parse_some(self.metadata)?.map(Metadata::into_map);
         let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         let template = AcquireLock {
             key: keys[0].clone(),
@@ -179,7 +170,7 @@ impl LockSetRequest {
             mode: LockMode::Exclusive,
             max_holders: None,
             lock_delay_ms: 0,
-            metadata: self.metadata,
+            metadata,
             idempotency_key,
             owner,
         };

@@ -14,7 +14,7 @@ use super::commands::renewal_ttl;
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppJsonOrEmpty, AppPath, AppQuery};
 pub use super::group_bodies::*;
-use super::sessions::lifetime;
+use super::sessions::{claim, lifetime};
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -23,7 +23,8 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::lease_problem;
 use crate::auth::Need;
-use crate::domain::names::{GroupName, MemberName, Ttl};
+use crate::domain::inputs::{self, Capabilities, Metadata, PageLimit};
+use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
 use crate::domain::paths;
 use crate::leases::LeaseError;
 use crate::store::{JoinMember, JoinOutcome, JoinTenure, LeaveProof, StoreError};
@@ -55,6 +56,17 @@ fn member_problem(group: &str, member: &str, e: LeaseError) -> Problem {
     }
 }
 
+/// A member's capabilities, if sent, within the server's bound.
+fn capabilities(
+    state: &AppState,
+    capabilities: Option<serde_json::Value>,
+) -> Result<Option<Capabilities>, Problem> {
+    let max = state.leases.limits.max_capabilities_bytes;
+    Ok(capabilities
+        .map(|c| Capabilities::parse(c, max))
+        .transpose()?)
+}
+
 /// Create a group, or check that it exists.
 #[utoipa::path(
     put, path = "/v1/groups/{group}", operation_id = "putGroup", tag = "groups",
@@ -74,11 +86,12 @@ pub async fn put_group(
 ) -> Result<Response, Problem> {
     caller.lock(&name, Need::Write)?;
     let name = GroupName::parse(name)?;
+    let metadata = Metadata::parse_some(body.metadata)?;
     let owner = caller.owner().map(|o| o.name);
     let (created, group) = state
         .leases
         .groups()
-        .put(&name, body.metadata, owner)
+        .put(&name, metadata, owner)
         .await
         .map_err(|e| group_problem(&name, e))?;
     let body = GroupBody::new(group, state.leases.moment());
@@ -125,14 +138,17 @@ pub async fn list_groups(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<GroupListQuery>,
 ) -> Result<Json<GroupPageBody>, Problem> {
+    let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
+    let after = inputs::name_cursor(query.cursor.as_deref())?;
+    let prefixes = caller
+        .lock_prefixes(query.prefix.unwrap_or_default())
+        .into_iter()
+        .map(KeyPrefix::parse)
+        .collect::<Result<_, _>>()?;
     let page = state
         .leases
         .groups()
-        .list_under(
-            caller.lock_prefixes(query.prefix.unwrap_or_default()),
-            query.limit,
-            query.cursor.as_deref(),
-        )
+        .list_under(prefixes, limit, after)
         .await
         .map_err(|e| lease_problem("the group list", e))?;
     let now = state.leases.moment();
@@ -209,10 +225,11 @@ pub async fn join_group(
             ));
         }
     };
+    let capabilities = capabilities(&state, body.capabilities)?;
     let join = JoinMember {
         group: group.clone(),
         member: member.clone(),
-        capabilities: body.capabilities,
+        capabilities: capabilities.map(Capabilities::into_value),
         tenure,
         owner: caller.owner(),
     };
@@ -269,10 +286,11 @@ pub async fn renew_member(
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
+    let capabilities = capabilities(&state, body.capabilities)?;
     let renewed = state
         .leases
         .groups()
-        .renew(&group, &member, &body.token, ttl, body.capabilities)
+        .renew(&group, &member, &body.token, ttl, capabilities)
         .await
         .map_err(|e| member_problem(&group, &member, e))?;
     Ok(Json(MemberBody::new(renewed, state.leases.moment())))
@@ -301,14 +319,7 @@ pub async fn leave_group(
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let proof = match (body.session, body.token) {
-        (Some(s), None) => {
-            let claim = state
-                .leases
-                .sessions()
-                .claim(s.id, s.token, caller.binds_as())
-                .map_err(|e| lease_problem("the session", e))?;
-            LeaveProof::Session(claim)
-        }
+        (Some(s), None) => LeaveProof::Session(claim(&state, &caller, s)?),
         (None, Some(token)) => LeaveProof::Token(token),
         _ => {
             return Err(Problem::invalid(
@@ -372,10 +383,12 @@ pub async fn list_members(
 ) -> Result<Json<MemberPageBody>, Problem> {
     caller.lock(&group, Need::Read)?;
     let group = GroupName::parse(group)?;
+    let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
+    let after = inputs::name_cursor(query.cursor.as_deref())?;
     let page = state
         .leases
         .groups()
-        .members(&group, query.limit, query.cursor.as_deref())
+        .members(&group, limit, after)
         .await
         .map_err(|e| group_problem(&group, e))?;
     let now = state.leases.moment();

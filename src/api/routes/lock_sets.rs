@@ -18,6 +18,7 @@ use crate::api::openapi::refusals::LockSetRefusals;
 use crate::api::problems::Problem;
 use crate::api::problems::lease_problem;
 use crate::auth::Need;
+use crate::domain::inputs::KeySet;
 use crate::leases::LeaseError;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -62,6 +63,7 @@ pub async fn acquire_lock_set(
             .rates
             .charge(&grant.name, keys.len().saturating_sub(1) as u32)?;
     }
+    let keys = KeySet::parse(keys)?;
     let granted = state
         .leases
         .lock_sets()

@@ -23,8 +23,9 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::lease_problem;
 use crate::auth::Need;
-use crate::domain::lock::LockLease;
-use crate::domain::names::LockKey;
+use crate::domain::inputs::{Metadata, PageLimit};
+use crate::domain::lock::{ListCursor, LockLease};
+use crate::domain::names::{KeyPrefix, LockKey};
 use crate::domain::paths;
 use crate::domain::time::Now;
 use crate::leases::Acquired;
@@ -204,10 +205,11 @@ pub async fn renew_lock(
     caller.lock(&key, Need::Write)?;
     let key = LockKey::parse(key)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
+    let metadata = Metadata::parse_some(body.metadata)?;
     let lease = state
         .leases
         .locks()
-        .renew(&key, &body.token, ttl, body.metadata)
+        .renew(&key, &body.token, ttl, metadata)
         .await
         .map_err(|e| lease_problem(&key, e))?;
     Ok(Json(LockLeaseBody::new(lease, state.leases.moment())))
@@ -297,14 +299,21 @@ pub async fn list_locks(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<Json<LockPageBody>, Problem> {
+    let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
+    let prefixes = caller
+        .lock_prefixes(query.prefix.unwrap_or_default())
+        .into_iter()
+        .map(KeyPrefix::parse)
+        .collect::<Result<_, _>>()?;
+    let after = query
+        .cursor
+        .as_deref()
+        .map(ListCursor::decode)
+        .transpose()?;
     let page = state
         .leases
         .locks()
-        .list_under(
-            caller.lock_prefixes(query.prefix.unwrap_or_default()),
-            query.limit,
-            query.cursor.as_deref(),
-        )
+        .list_under(prefixes, limit, after)
         .await
         .map_err(|e| lease_problem("the lock list", e))?;
     let now = state.leases.moment();

@@ -22,9 +22,10 @@ use crate::api::problems::Problem;
 use crate::api::problems::subnet_problem;
 use crate::auth::Need;
 use crate::domain::cidr::Family;
+use crate::domain::inputs::{self, Labels, PageLimit};
 use crate::domain::names::PoolName;
 use crate::domain::paths;
-use crate::domain::subnet::{Pool, PoolUsage};
+use crate::domain::subnet::{self, Pool, PoolUsage};
 use crate::domain::time::rfc3339_ms;
 use crate::leases::PutPool;
 
@@ -155,10 +156,12 @@ pub async fn put_pool(
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
     let pool = PoolName::parse(pool)?;
+    let cidr = subnet::cidr("cidr", &body.cidr)?;
+    let labels = Labels::parse(body.labels)?;
     let put = state
         .leases
         .subnets()
-        .put_pool(&pool, &body.cidr, body.labels)
+        .put_pool(&pool, cidr, labels)
         .await
         .map_err(|e| subnet_problem(&pool, None, e))?;
     let (created, usage) = match put {
@@ -208,12 +211,12 @@ pub async fn list_pools(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<Json<PoolPageBody>, Problem> {
+    let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
+    let after = inputs::pool_cursor(query.cursor.as_deref())?;
     let page = state
         .leases
         .subnets()
-        .list_pools(query.limit, query.cursor.as_deref(), |name| {
-            caller.sees_pool(name)
-        })
+        .list_pools(limit, after, |name| caller.sees_pool(name))
         .await
         .map_err(|e| subnet_problem("list", None, e))?;
     Ok(Json(PoolPageBody {

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::commands::renewal_ttl;
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppPath, AppQuery};
 use super::lease_requests::{ReleaseRequest, RenewRequest, ReserveRequest, idempotency_key};
@@ -24,11 +25,12 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::subnet_problem;
 use crate::auth::Need;
+use crate::domain::inputs::{self, Metadata, PageLimit, ReservationId};
 use crate::domain::names::PoolName;
 use crate::domain::paths;
 use crate::domain::subnet::{self, Reservation};
 use crate::domain::time::Now;
-use crate::leases::Reserved;
+use crate::leases::{LeaseError, Reserved};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -37,6 +39,14 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(renew_reservation))
         .routes(routes!(confirm_reservation))
         .routes(routes!(release_reservation))
+}
+
+/// The id of a reservation a token must prove: one this server never
+/// issues names no reservation at all, not found (where a lapsed or
+/// released one is a lost lease).
+fn issued(pool: &str, id: &str) -> Result<ReservationId, Problem> {
+    ReservationId::parse(id)
+        .ok_or_else(|| subnet_problem(pool, Some(id), LeaseError::ReservationNotFound))
 }
 
 /// Proves the caller holds the reservation.
@@ -211,10 +221,12 @@ pub async fn list_reservations(
 ) -> Result<Json<ReservationPageBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
     let pool = PoolName::parse(pool)?;
+    let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
+    let after = inputs::reservation_cursor(query.cursor.as_deref())?;
     let page = state
         .leases
         .subnets()
-        .list(&pool, query.limit, query.cursor.as_deref())
+        .list(&pool, limit, after)
         .await
         .map_err(|e| subnet_problem(&pool, None, e))?;
     let now = state.leases.moment();
@@ -273,10 +285,13 @@ pub async fn renew_reservation(
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Write)?;
     let pool = PoolName::parse(pool)?;
+    let issued = issued(&pool, &id)?;
+    let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
+    let metadata = Metadata::parse_some(body.metadata)?;
     let r = state
         .leases
         .subnets()
-        .renew(&pool, &id, &body.token, body.ttl_ms, body.metadata)
+        .renew(&pool, &issued, &body.token, ttl, metadata)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
@@ -300,10 +315,11 @@ pub async fn confirm_reservation(
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Write)?;
     let pool = PoolName::parse(pool)?;
+    let issued = issued(&pool, &id)?;
     let r = state
         .leases
         .subnets()
-        .confirm(&pool, &id, &body.token)
+        .confirm(&pool, &issued, &body.token)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
@@ -327,10 +343,11 @@ pub async fn release_reservation(
 ) -> Result<StatusCode, Problem> {
     caller.pool(&pool, Need::Write)?;
     let pool = PoolName::parse(pool)?;
+    let issued = issued(&pool, &id)?;
     state
         .leases
         .subnets()
-        .release(&pool, &id, &body.token)
+        .release(&pool, &issued, &body.token)
         .await
         .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
     Ok(StatusCode::NO_CONTENT)

@@ -8,7 +8,7 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::commands::AskedLifetime;
+use super::commands::{AskedLifetime, renewal_ttl};
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppPath};
 use super::lease_requests::idempotency_key;
@@ -22,9 +22,12 @@ use crate::api::problems::Problem;
 use crate::api::problems::lease_problem;
 use crate::auth::Access;
 use crate::domain::Millis;
-use crate::domain::names::SessionId;
+use crate::domain::inputs::Metadata;
+use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
+use crate::domain::validate;
 use crate::leases::Opened;
 use crate::leases::sessions::NewSession;
+use crate::store::SessionClaim;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -75,14 +78,22 @@ pub fn lifetime(
         (ttl, None) => Ok(AskedLifetime::Ttl(ttl)),
         (None, Some(s)) => {
             may(caller, false)?;
-            let claim = state
-                .leases
-                .sessions()
-                .claim(s.id, s.token, caller.binds_as())
-                .map_err(|e| lease_problem("the session", e))?;
-            Ok(AskedLifetime::Session(claim))
+            Ok(AskedLifetime::Session(claim(state, caller, s)?))
         }
     }
+}
+
+/// The claim a grant makes on a session, checked in the grant's own
+/// transaction; its id and token must be of the shape this server draws.
+pub fn claim(state: &AppState, caller: &Caller, s: SessionRef) -> Result<SessionClaim, Problem> {
+    validate::session_claim_part("session.id", &s.id)?;
+    validate::session_claim_part("session.token", &s.token)?;
+    Ok(SessionClaim {
+        id: s.id,
+        token: s.token,
+        caller: caller.binds_as(),
+        max_leases: state.leases.limits.max_session_leases,
+    })
 }
 
 /// Open a session.
@@ -106,11 +117,12 @@ pub async fn open_session(
     AppJson(body): AppJson<OpenSessionRequest>,
 ) -> Result<Response, Problem> {
     may(&caller, false)?;
+    let idempotency_key = idempotency_key(&headers)?;
     let new = NewSession {
-        holder: body.holder,
-        ttl_ms: body.ttl_ms,
-        metadata: body.metadata,
-        idempotency_key: idempotency_key(&headers)?,
+        holder: Holder::parse(body.holder)?,
+        ttl: Ttl::parse("ttl_ms", body.ttl_ms, state.leases.limits.max_ttl_ms)?,
+        metadata: Metadata::parse_some(body.metadata)?,
+        idempotency_key: idempotency_key.map(IdempotencyKey::parse).transpose()?,
         owner: caller.owner(),
         max_sessions: caller.session_quota(),
         caller_secret: caller.secret(),
@@ -148,10 +160,11 @@ pub async fn renew_session(
 ) -> Result<Json<SessionBody>, Problem> {
     may(&caller, false)?;
     let id = SessionId::parse(id)?;
+    let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
     let session = state
         .leases
         .sessions()
-        .renew(&id, &body.token, &caller.sessions(), body.ttl_ms)
+        .renew(&id, &body.token, &caller.sessions(), ttl)
         .await
         .map_err(|e| session_lookup_problem(&id, e))?;
     Ok(Json(SessionBody::new(session, state.leases.moment(), None)))
