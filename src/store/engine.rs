@@ -28,6 +28,7 @@ use crate::domain::events::Event;
 use crate::domain::fencing::Fencing;
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::LockLease;
+use crate::domain::names::{GroupName, LockKey, MemberName, PoolName, SessionId};
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
@@ -147,7 +148,7 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn renew_lock(
         &self,
-        key: &str,
+        key: &LockKey,
         token: &str,
         ttl_ms: Option<Millis>,
         metadata: Option<Map<String, Value>>,
@@ -158,16 +159,16 @@ impl<D: Dialect> Store for Engine<D> {
             None => Statement,
             Some(_) => AllOrNothing,
         };
-        let args = (key.to_owned(), token.to_owned(), metadata);
+        let args = (key.as_str().to_owned(), token.to_owned(), metadata);
         self.write(atomicity, args, move |c, fx, (key, token, metadata)| {
             Box::pin(async move { locks::renew(c, fx, &key, &token, ttl_ms, metadata, now).await })
         })
         .await
     }
 
-    async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()> {
+    async fn release_lock(&self, key: &LockKey, token: &str, now: Millis) -> StoreResult<()> {
         // The delete and its event.
-        let args = (key.to_owned(), token.to_owned());
+        let args = (key.as_str().to_owned(), token.to_owned());
         let at = self.time(now);
         self.write(AllOrNothing, args, move |c, fx, (key, token)| {
             let at = at.clone();
@@ -176,8 +177,8 @@ impl<D: Dialect> Store for Engine<D> {
         .await
     }
 
-    async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
-        self.read(key.to_owned(), move |c, key| {
+    async fn get_lock(&self, key: &LockKey, now: Millis) -> StoreResult<Vec<LockLease>> {
+        self.read(key.as_str().to_owned(), move |c, key| {
             Box::pin(async move { locks::get(c, &key, now).await })
         })
         .await
@@ -185,11 +186,11 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn check_fencing(
         &self,
-        key: &str,
+        key: &LockKey,
         fencing_token: i64,
         now: Millis,
     ) -> StoreResult<Fencing> {
-        self.read(key.to_owned(), move |c, key| {
+        self.read(key.as_str().to_owned(), move |c, key| {
             Box::pin(async move { locks::check_fencing(c, &key, fencing_token, now).await })
         })
         .await
@@ -217,9 +218,9 @@ impl<D: Dialect> Store for Engine<D> {
         .await
     }
 
-    async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64> {
+    async fn force_release_lock(&self, key: &LockKey, now: Millis) -> StoreResult<u64> {
         let at = self.time(now);
-        self.write(AllOrNothing, key.to_owned(), move |c, fx, key| {
+        self.write(AllOrNothing, key.as_str().to_owned(), move |c, fx, key| {
             let at = at.clone();
             Box::pin(async move { locks::force_release(c, fx, &key, at).await })
         })
@@ -243,12 +244,14 @@ impl<D: Dialect> Store for Engine<D> {
         .await
     }
 
-    async fn get_pool_usage(&self, name: &str, now: Millis) -> StoreResult<PoolUsage> {
+    async fn get_pool_usage(&self, name: &PoolName, now: Millis) -> StoreResult<PoolUsage> {
         // A short write: purging the pool's expired reservations first makes
         // the counts and the free space exact.
-        self.write(AllOrNothing, name.to_owned(), move |c, fx, name| {
-            Box::pin(async move { pools::usage_now(c, fx, &name, now).await })
-        })
+        self.write(
+            AllOrNothing,
+            name.as_str().to_owned(),
+            move |c, fx, name| Box::pin(async move { pools::usage_now(c, fx, &name, now).await }),
+        )
         .await
     }
 
@@ -259,10 +262,12 @@ impl<D: Dialect> Store for Engine<D> {
         .await
     }
 
-    async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome> {
-        self.write(AllOrNothing, name.to_owned(), move |c, fx, name| {
-            Box::pin(async move { pools::delete(c, fx, &name, now).await })
-        })
+    async fn delete_pool(&self, name: &PoolName, now: Millis) -> StoreResult<DeletePoolOutcome> {
+        self.write(
+            AllOrNothing,
+            name.as_str().to_owned(),
+            move |c, fx, name| Box::pin(async move { pools::delete(c, fx, &name, now).await }),
+        )
         .await
     }
 
@@ -281,7 +286,7 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn renew_reservation(
         &self,
-        pool: &str,
+        pool: &PoolName,
         id: &str,
         token: &str,
         ttl_ms: Option<Millis>,
@@ -289,37 +294,49 @@ impl<D: Dialect> Store for Engine<D> {
         now: Millis,
     ) -> StoreResult<Reservation> {
         let update = Update::Renew { ttl_ms, metadata };
-        self.update_reservation(pool, id, token, update, now).await
+        self.update_reservation(pool.as_str(), id, token, update, now)
+            .await
     }
 
     async fn confirm_reservation(
         &self,
-        pool: &str,
+        pool: &PoolName,
         id: &str,
         token: &str,
         now: Millis,
     ) -> StoreResult<Reservation> {
-        self.update_reservation(pool, id, token, Update::Confirm, now)
+        self.update_reservation(pool.as_str(), id, token, Update::Confirm, now)
             .await
     }
 
     async fn release_reservation(
         &self,
-        pool: &str,
+        pool: &PoolName,
         id: &str,
         token: &str,
         now: Millis,
     ) -> StoreResult<()> {
-        match self.remove_reservation(pool, id, Some(token), now).await? {
+        match self
+            .remove_reservation(pool.as_str(), id, Some(token), now)
+            .await?
+        {
             true => Ok(()),
             false => Err(StoreError::LeaseLost),
         }
     }
 
-    async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation> {
-        self.read((pool.to_owned(), id.to_owned()), move |c, (pool, id)| {
-            Box::pin(async move { reservations::get(c, &pool, &id, now).await })
-        })
+    async fn get_reservation(
+        &self,
+        pool: &PoolName,
+        id: &str,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        self.read(
+            (pool.as_str().to_owned(), id.to_owned()),
+            move |c, (pool, id)| {
+                Box::pin(async move { reservations::get(c, &pool, &id, now).await })
+            },
+        )
         .await
     }
 
@@ -336,11 +353,14 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn force_release_reservation(
         &self,
-        pool: &str,
+        pool: &PoolName,
         id: &str,
         now: Millis,
     ) -> StoreResult<()> {
-        match self.remove_reservation(pool, id, None, now).await? {
+        match self
+            .remove_reservation(pool.as_str(), id, None, now)
+            .await?
+        {
             true => Ok(()),
             false => Err(StoreError::NotFound),
         }
@@ -396,14 +416,18 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn renew_session(
         &self,
-        id: &str,
+        id: &SessionId,
         token: &str,
         caller: Option<&str>,
         ttl_ms: Option<Millis>,
         now: Millis,
     ) -> StoreResult<Session> {
         // One row, however many leases are bound; a refusal only reads.
-        let args = (id.to_owned(), token.to_owned(), caller.map(str::to_owned));
+        let args = (
+            id.as_str().to_owned(),
+            token.to_owned(),
+            caller.map(str::to_owned),
+        );
         self.write(Statement, args, move |c, _, (id, token, caller)| {
             Box::pin(async move {
                 sessions::renew(c, &id, &token, caller.as_deref(), ttl_ms, now).await
@@ -414,13 +438,13 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn end_session(
         &self,
-        id: &str,
+        id: &SessionId,
         end: SessionEnd,
         now: Millis,
     ) -> StoreResult<Vec<String>> {
         self.write(
             AllOrNothing,
-            (id.to_owned(), end),
+            (id.as_str().to_owned(), end),
             move |c, fx, (id, end)| {
                 Box::pin(async move { session_ends::end(c, fx, &id, end, now).await })
             },
@@ -428,8 +452,8 @@ impl<D: Dialect> Store for Engine<D> {
         .await
     }
 
-    async fn get_session(&self, id: &str, now: Millis) -> StoreResult<SessionView> {
-        self.read(id.to_owned(), move |c, id| {
+    async fn get_session(&self, id: &SessionId, now: Millis) -> StoreResult<SessionView> {
+        self.read(id.as_str().to_owned(), move |c, id| {
             Box::pin(async move { sessions::get(c, &id, now).await })
         })
         .await
@@ -442,12 +466,12 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn put_group(
         &self,
-        name: &str,
+        name: &GroupName,
         metadata: Option<Map<String, Value>>,
         owner: Option<String>,
         now: Millis,
     ) -> StoreResult<(bool, Group)> {
-        let args = (name.to_owned(), metadata, owner);
+        let args = (name.as_str().to_owned(), metadata, owner);
         self.write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
             Box::pin(
                 async move { groups::put(c, fx, &name, &metadata, owner.as_deref(), now).await },
@@ -456,8 +480,8 @@ impl<D: Dialect> Store for Engine<D> {
         .await
     }
 
-    async fn get_group(&self, name: &str, now: Millis) -> StoreResult<Group> {
-        self.read(name.to_owned(), move |c, name| {
+    async fn get_group(&self, name: &GroupName, now: Millis) -> StoreResult<Group> {
+        self.read(name.as_str().to_owned(), move |c, name| {
             Box::pin(async move { groups::get(c, &name, now).await })
         })
         .await
@@ -470,10 +494,12 @@ impl<D: Dialect> Store for Engine<D> {
         .await
     }
 
-    async fn delete_group(&self, name: &str, now: Millis) -> StoreResult<()> {
-        self.write(AllOrNothing, name.to_owned(), move |c, fx, name| {
-            Box::pin(async move { groups::delete(c, fx, &name, now).await })
-        })
+    async fn delete_group(&self, name: &GroupName, now: Millis) -> StoreResult<()> {
+        self.write(
+            AllOrNothing,
+            name.as_str().to_owned(),
+            move |c, fx, name| Box::pin(async move { groups::delete(c, fx, &name, now).await }),
+        )
         .await
     }
 
@@ -492,16 +518,16 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn renew_member(
         &self,
-        group: &str,
-        member: &str,
+        group: &GroupName,
+        member: &MemberName,
         token: &str,
         ttl_ms: Option<Millis>,
         capabilities: Option<Value>,
         now: Millis,
     ) -> StoreResult<Member> {
         let args = (
-            group.to_owned(),
-            member.to_owned(),
+            group.as_str().to_owned(),
+            member.as_str().to_owned(),
             token.to_owned(),
             capabilities,
         );
@@ -519,21 +545,26 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn leave_group(
         &self,
-        group: &str,
-        member: &str,
+        group: &GroupName,
+        member: &MemberName,
         proof: Option<LeaveProof>,
         now: Millis,
     ) -> StoreResult<()> {
-        let args = (group.to_owned(), member.to_owned(), proof);
+        let args = (group.as_str().to_owned(), member.as_str().to_owned(), proof);
         self.write(AllOrNothing, args, move |c, fx, (group, member, proof)| {
             Box::pin(async move { groups::leave(c, fx, &group, &member, proof, now).await })
         })
         .await
     }
 
-    async fn get_member(&self, group: &str, member: &str, now: Millis) -> StoreResult<Member> {
+    async fn get_member(
+        &self,
+        group: &GroupName,
+        member: &MemberName,
+        now: Millis,
+    ) -> StoreResult<Member> {
         self.read(
-            (group.to_owned(), member.to_owned()),
+            (group.as_str().to_owned(), member.as_str().to_owned()),
             move |c, (group, member)| {
                 Box::pin(async move { groups::get_member(c, &group, &member, now).await })
             },

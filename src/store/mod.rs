@@ -10,7 +10,9 @@ use crate::domain::fencing::Fencing;
 use crate::domain::grant::{self, Quota, Refused};
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
-use crate::domain::names::{GroupName, Holder, IdempotencyKey, LockKey, MemberName, PoolName};
+use crate::domain::names::{
+    GroupName, Holder, IdempotencyKey, LockKey, MemberName, PoolName, SessionId,
+};
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
@@ -406,20 +408,20 @@ pub trait Store: Send + Sync + 'static {
     /// one `lock.updated`.
     async fn renew_lock(
         &self,
-        key: &str,
+        key: &LockKey,
         token: &str,
         ttl_ms: Option<Millis>,
         metadata: Option<Map<String, Value>>,
         now: Millis,
     ) -> StoreResult<LockLease>;
-    async fn release_lock(&self, key: &str, token: &str, now: Millis) -> StoreResult<()>;
+    async fn release_lock(&self, key: &LockKey, token: &str, now: Millis) -> StoreResult<()>;
     /// The live leases on a key, oldest grant first.
-    async fn get_lock(&self, key: &str, now: Millis) -> StoreResult<Vec<LockLease>>;
+    async fn get_lock(&self, key: &LockKey, now: Millis) -> StoreResult<Vec<LockLease>>;
     /// What `fencing_token` is to `key` now (`domain::fencing::check`), read
     /// at one instant: the key's live leases and the last token granted.
     async fn check_fencing(
         &self,
-        key: &str,
+        key: &LockKey,
         fencing_token: i64,
         now: Millis,
     ) -> StoreResult<Fencing>;
@@ -431,7 +433,7 @@ pub trait Store: Send + Sync + 'static {
         now: Millis,
     ) -> StoreResult<(Vec<LockLease>, i64)>;
     /// Removes every lease on the key; `NotFound` when none was live.
-    async fn force_release_lock(&self, key: &str, now: Millis) -> StoreResult<u64>;
+    async fn force_release_lock(&self, key: &LockKey, now: Millis) -> StoreResult<u64>;
     /// Deletes at most `batch` lock rows past their expiry and lock delay, as a
     /// compare-and-delete that re-checks the time, and returns their keys.
     async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>>;
@@ -442,12 +444,12 @@ pub trait Store: Send + Sync + 'static {
     /// Creates a pool, or checks that the existing one has the same definition.
     async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome>;
     /// The pool and its usage over live reservations; `PoolNotFound`.
-    async fn get_pool_usage(&self, name: &str, now: Millis) -> StoreResult<PoolUsage>;
+    async fn get_pool_usage(&self, name: &PoolName, now: Millis) -> StoreResult<PoolUsage>;
     /// Pools in name order, after `after`.
     /// With the change-log revision the page reflects (one snapshot).
     async fn list_pools(&self, after: Option<&str>, limit: u32) -> StoreResult<(Vec<Pool>, i64)>;
     /// Deletes a pool without live reservations (expired ones go with it).
-    async fn delete_pool(&self, name: &str, now: Millis) -> StoreResult<DeletePoolOutcome>;
+    async fn delete_pool(&self, name: &PoolName, now: Millis) -> StoreResult<DeletePoolOutcome>;
     /// Compare-and-insert in one write transaction: the pool's expired
     /// reservations are deleted and their blocks freed first, then the
     /// allocator decides over the free blocks.
@@ -461,7 +463,7 @@ pub trait Store: Send + Sync + 'static {
     /// but for `metadata`, which replaces its own (one `reservation.updated`).
     async fn renew_reservation(
         &self,
-        pool: &str,
+        pool: &PoolName,
         id: &str,
         token: &str,
         ttl_ms: Option<Millis>,
@@ -471,20 +473,25 @@ pub trait Store: Send + Sync + 'static {
     /// Makes a live reservation allocated (no expiry); idempotent.
     async fn confirm_reservation(
         &self,
-        pool: &str,
+        pool: &PoolName,
         id: &str,
         token: &str,
         now: Millis,
     ) -> StoreResult<Reservation>;
     async fn release_reservation(
         &self,
-        pool: &str,
+        pool: &PoolName,
         id: &str,
         token: &str,
         now: Millis,
     ) -> StoreResult<()>;
     /// A live reservation; `NotFound` (or `PoolNotFound`).
-    async fn get_reservation(&self, pool: &str, id: &str, now: Millis) -> StoreResult<Reservation>;
+    async fn get_reservation(
+        &self,
+        pool: &PoolName,
+        id: &str,
+        now: Millis,
+    ) -> StoreResult<Reservation>;
     /// With the change-log revision the page reflects (one snapshot).
     async fn list_reservations(
         &self,
@@ -492,8 +499,12 @@ pub trait Store: Send + Sync + 'static {
         now: Millis,
     ) -> StoreResult<(Vec<Reservation>, i64)>;
     /// Removes a live reservation whatever its token; `NotFound` when none.
-    async fn force_release_reservation(&self, pool: &str, id: &str, now: Millis)
-    -> StoreResult<()>;
+    async fn force_release_reservation(
+        &self,
+        pool: &PoolName,
+        id: &str,
+        now: Millis,
+    ) -> StoreResult<()>;
     /// Deletes at most `batch` expired reservations (compare-and-delete),
     /// returns their blocks to the free space, and counts them.
     async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64>;
@@ -511,7 +522,7 @@ pub trait Store: Send + Sync + 'static {
     /// `caller` as in `SessionClaim`.
     async fn renew_session(
         &self,
-        id: &str,
+        id: &SessionId,
         token: &str,
         caller: Option<&str>,
         ttl_ms: Option<Millis>,
@@ -519,27 +530,31 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Session>;
     /// Ends a live session and, in the same transaction, every lease bound
     /// to it (confirmed reservations stay); answers the keys it freed.
-    async fn end_session(&self, id: &str, end: SessionEnd, now: Millis)
-    -> StoreResult<Vec<String>>;
+    async fn end_session(
+        &self,
+        id: &SessionId,
+        end: SessionEnd,
+        now: Millis,
+    ) -> StoreResult<Vec<String>>;
     /// A live session with what is bound to it; `NotFound`.
-    async fn get_session(&self, id: &str, now: Millis) -> StoreResult<SessionView>;
+    async fn get_session(&self, id: &SessionId, now: Millis) -> StoreResult<SessionView>;
     /// Deletes at most `batch` leases bound to expired sessions, then the
     /// expired sessions left with none (compare-and-delete).
     async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions>;
     /// Creates a group (`true`), or answers the existing one (`false`).
     async fn put_group(
         &self,
-        name: &str,
+        name: &GroupName,
         metadata: Option<Map<String, Value>>,
         owner: Option<String>,
         now: Millis,
     ) -> StoreResult<(bool, Group)>;
     /// A group with its count of live members; `GroupNotFound`.
-    async fn get_group(&self, name: &str, now: Millis) -> StoreResult<Group>;
+    async fn get_group(&self, name: &GroupName, now: Millis) -> StoreResult<Group>;
     /// A page of groups and the change-log revision it reflects (one snapshot).
     async fn list_groups(&self, query: &GroupQuery, now: Millis) -> StoreResult<(Vec<Group>, i64)>;
     /// Deletes a group in which no member is live (`GroupNotEmpty`).
-    async fn delete_group(&self, name: &str, now: Millis) -> StoreResult<()>;
+    async fn delete_group(&self, name: &GroupName, now: Millis) -> StoreResult<()>;
     /// Joins a member (with `token` when it lives by its own TTL), checking
     /// its group in the same transaction.
     async fn join_group(
@@ -551,8 +566,8 @@ pub trait Store: Send + Sync + 'static {
     /// Renews a member with a TTL of its own; replaces its capabilities when given.
     async fn renew_member(
         &self,
-        group: &str,
-        member: &str,
+        group: &GroupName,
+        member: &MemberName,
         token: &str,
         ttl_ms: Option<Millis>,
         capabilities: Option<Value>,
@@ -562,13 +577,18 @@ pub trait Store: Send + Sync + 'static {
     /// admin with `None` (`NotFound`).
     async fn leave_group(
         &self,
-        group: &str,
-        member: &str,
+        group: &GroupName,
+        member: &MemberName,
         proof: Option<LeaveProof>,
         now: Millis,
     ) -> StoreResult<()>;
     /// A live member; `NotFound`, or `GroupNotFound`.
-    async fn get_member(&self, group: &str, member: &str, now: Millis) -> StoreResult<Member>;
+    async fn get_member(
+        &self,
+        group: &GroupName,
+        member: &MemberName,
+        now: Millis,
+    ) -> StoreResult<Member>;
     /// A page of live members and the revision it reflects (one snapshot).
     async fn list_members(
         &self,
