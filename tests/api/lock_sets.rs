@@ -54,6 +54,28 @@ async fn a_set_with_one_held_key_grants_none() {
     }
 }
 
+async fn a_set_over_a_semaphore_key_is_refused_as_a_limit_mismatch() {
+    // A set asks for exclusive leases; a key held as a semaphore of 3 is
+    // held with another limit, and the set takes none of its keys.
+    let app = spawn_app().await;
+    let r = app
+        .post(
+            "/v1/locks/sem/acquire",
+            json!({"holder": "other", "ttl_ms": 30_000, "max_holders": 3, "mode": "shared"}),
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let r = acquire_set(
+        &app,
+        json!({"keys": ["free", "sem"], "holder": "h", "ttl_ms": 30_000}),
+    )
+    .await;
+    let body = problem(r, StatusCode::CONFLICT, "limit-mismatch").await;
+    assert_eq!(body["key"], "sem");
+    let r = app.get("/v1/locks/free").await;
+    problem(r, StatusCode::NOT_FOUND, "lock-not-found").await;
+}
+
 async fn a_retried_set_with_its_idempotency_key_gets_the_same_leases() {
     let app = spawn_app().await;
     let send = |holder: &'static str| {
@@ -192,6 +214,7 @@ crate::harness::tests! {
     a_retried_set_with_its_idempotency_key_gets_the_same_leases,
     a_set_is_granted_whole_with_a_lease_per_key,
     a_set_with_one_held_key_grants_none,
+    a_set_over_a_semaphore_key_is_refused_as_a_limit_mismatch,
     bad_sets_are_refused_naming_the_field,
     a_set_bound_to_a_session_ends_with_it,
     overlapping_sets_in_opposite_orders_never_deadlock(4 threads),

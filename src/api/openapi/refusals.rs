@@ -157,8 +157,8 @@ refusals! {
     /// A session that is not live.
     SessionUnknown = ["session-not-found"];
     /// A set of keys that cannot be granted now, of which none was.
-    LockSetRefusals = ["forbidden", "lock-held", "idempotency-key-reused", "quota-exceeded",
-        "session-lost", "session-full"];
+    LockSetRefusals = ["forbidden", "lock-held", "limit-mismatch", "idempotency-key-reused",
+        "quota-exceeded", "session-lost", "session-full"];
     /// A watch that cannot start: a bad filter or revision, a filter outside
     /// the token's scope, a revision whose history is pruned.
     EventRefusals = ["invalid-request", "forbidden", "history-compacted"];
