@@ -169,19 +169,8 @@ func (w *Watcher) run(ctx context.Context, c *Client, opts WatchOptions) {
 		}
 		_, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/events", query: q}, &page)
 		if err != nil {
-			if ctx.Err() != nil {
-				w.finish(ctx.Err())
-				return
-			}
-			if p := AsProblem(err); p != nil && p.Status != 503 && p.Status != 429 {
-				w.finish(err)
-				return
-			}
-			// Unreachable or unavailable past the client's retries: keep
-			// trying, the revision kept, until ctx ends.
 			failures++
-			if !sleepCtx(ctx, c.backoff(failures)) {
-				w.finish(ctx.Err())
+			if !w.retryOrFinish(ctx, c, err, failures) {
 				return
 			}
 			continue
@@ -226,6 +215,29 @@ func (w *Watcher) finish(err error) {
 	w.mu.Lock()
 	w.err = err
 	w.mu.Unlock()
+}
+
+// retryOrFinish decides, after the failures-th failed attempt in a row of a
+// watch (err nil: nothing could be asked yet), whether it goes on. When ctx
+// has ended, or the server refused with anything but 503 or 429, it ends the
+// watch with that error and returns false. Otherwise (unreachable, or
+// unavailable past the client's retries) it waits the client's backoff for
+// that attempt, the revision kept, and returns true; or false if ctx ends
+// first, the watch then ended with ctx's error.
+func (w *Watcher) retryOrFinish(ctx context.Context, c *Client, err error, failures int) bool {
+	if ctx.Err() != nil {
+		w.finish(ctx.Err())
+		return false
+	}
+	if p := AsProblem(err); p != nil && p.Status != 503 && p.Status != 429 {
+		w.finish(err)
+		return false
+	}
+	if !sleepCtx(ctx, c.backoff(failures)) {
+		w.finish(ctx.Err())
+		return false
+	}
+	return true
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

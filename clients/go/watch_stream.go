@@ -33,17 +33,8 @@ func (w *Watcher) stream(ctx context.Context, c *Client, opts WatchOptions) {
 				failures = 0
 			}
 		}
-		if ctx.Err() != nil {
-			w.finish(ctx.Err())
-			return
-		}
-		if p := AsProblem(err); p != nil && p.Status != 503 && p.Status != 429 {
-			w.finish(err)
-			return
-		}
 		failures++
-		if !sleepCtx(ctx, c.backoff(failures)) {
-			w.finish(ctx.Err())
+		if !w.retryOrFinish(ctx, c, err, failures) {
 			return
 		}
 	}
