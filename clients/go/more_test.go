@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -445,5 +449,35 @@ func TestAn503IsRetriedAfterItsRetryAfter(t *testing.T) {
 	}
 	if err := <-waiting; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestStreamWatchRefusedAtItsStartEnds(t *testing.T) {
+	// A server that asks for API tokens, watched without one: the revision
+	// the stream would start from is refused 401, and the watch ends with
+	// that refusal instead of retrying it.
+	dir := t.TempDir()
+	out, err := exec.Command(binary(t), "token", "new", "--name", "w", "--lock-prefix", "", "--admin").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	auth := filepath.Join(dir, "auth.json")
+	if err := os.WriteFile(auth, []byte(`{"tokens": [`+lines[len(lines)-1]+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "--auth-file", auth)
+	c := srv.client(t)
+	ctx := ctxT(t, 20*time.Second)
+	started := time.Now()
+	w := c.Watch(ctx, leasehold.WatchOptions{Stream: true})
+	for range w.Events() {
+		t.Fatal("an event without a token")
+	}
+	if p := leasehold.AsProblem(w.Err()); p == nil || p.Status != 401 {
+		t.Fatalf("the watch ended with %v, not a 401 problem", w.Err())
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the watch ended only with its context, after %v", time.Since(started))
 	}
 }

@@ -17,15 +17,16 @@ func (w *Watcher) stream(ctx context.Context, c *Client, opts WatchOptions) {
 	since, started := opts.Since, opts.Since > 0 || opts.FromStart
 	failures := 0
 	for {
+		var err error
 		if !started {
 			// From now on: pin "now" to a revision, so that a reconnect
-			// misses nothing that happened in between.
-			rev, err := c.Revision(ctx)
-			if err == nil {
+			// misses nothing that happened in between. A refusal of it ends
+			// the watch as a refusal of the stream would.
+			var rev int64
+			if rev, err = c.Revision(ctx); err == nil {
 				since, started = rev, true
 			}
 		}
-		var err error
 		if started {
 			var delivered bool
 			delivered, err = w.streamOnce(ctx, c, opts, &since)
