@@ -15,12 +15,17 @@ use crate::domain::Millis;
 use crate::telemetry::StoreStats;
 
 /// What a write needs from the transaction around it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Atomicity {
     /// One statement that changes anything (reads aside): atomic by itself.
     Statement,
     /// Several changes, all or none: a failure undoes what the write did.
     AllOrNothing,
+    /// All or nothing, and from its start the only write of these keys
+    /// (in this order) until it ends, where writes run side by side
+    /// (`Texts::lock_key`): the dialect takes their locks as it starts the
+    /// transaction, in the same round trip where it can.
+    OnKeys(Vec<String>),
 }
 
 /// What a committed write did that others learn of after the commit: the

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio::sync::{Notify, broadcast};
 
-use super::dialect::Atomicity::{AllOrNothing, Statement};
+use super::dialect::Atomicity::{AllOrNothing, OnKeys, Statement};
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
 use super::events::{EventBounds, Horizon};
 use super::reservations::Update;
@@ -126,9 +126,10 @@ impl<D: Dialect> Store for Engine<D> {
         now: Millis,
     ) -> StoreResult<AcquireOutcome> {
         // A grant and its event, and the expiries it records, stand or fall
-        // together.
+        // together, the only write of its key.
         let at = self.time(now);
-        self.write(AllOrNothing, (lock, token), move |c, fx, (lock, token)| {
+        let on = OnKeys(vec![lock.key.as_str().to_owned()]);
+        self.write(on, (lock, token), move |c, fx, (lock, token)| {
             Box::pin(locks::acquire(c, fx, lock, token, at.clone()))
         })
         .await
@@ -140,7 +141,10 @@ impl<D: Dialect> Store for Engine<D> {
         now: Millis,
     ) -> StoreResult<GrantedSet> {
         let at = self.time(now);
-        self.write(AllOrNothing, set, move |c, fx, set| {
+        // Every key's lock, in key order: the order a single acquire takes
+        // them in, so the two never wait for each other in a cycle.
+        let on = OnKeys(set.iter().map(|(l, _)| l.key.as_str().to_owned()).collect());
+        self.write(on, set, move |c, fx, set| {
             Box::pin(lock_sets::acquire(c, fx, set, at.clone()))
         })
         .await
@@ -167,10 +171,13 @@ impl<D: Dialect> Store for Engine<D> {
     }
 
     async fn release_lock(&self, key: &LockKey, token: &str, now: Millis) -> StoreResult<()> {
-        // The delete and its event.
+        // The delete and its event, serialised with the key's grants: the
+        // release's time, read after, is after every grant before it and
+        // before every grant after it.
         let args = (key.as_str().to_owned(), token.to_owned());
         let at = self.time(now);
-        self.write(AllOrNothing, args, move |c, fx, (key, token)| {
+        let on = OnKeys(vec![key.as_str().to_owned()]);
+        self.write(on, args, move |c, fx, (key, token)| {
             let at = at.clone();
             Box::pin(async move { locks::release(c, fx, &key, &token, at).await })
         })
@@ -220,7 +227,8 @@ impl<D: Dialect> Store for Engine<D> {
 
     async fn force_release_lock(&self, key: &LockKey, now: Millis) -> StoreResult<u64> {
         let at = self.time(now);
-        self.write(AllOrNothing, key.as_str().to_owned(), move |c, fx, key| {
+        let on = OnKeys(vec![key.as_str().to_owned()]);
+        self.write(on, key.as_str().to_owned(), move |c, fx, key| {
             let at = at.clone();
             Box::pin(async move { locks::force_release(c, fx, &key, at).await })
         })

@@ -76,12 +76,15 @@ pub async fn record(conn: &mut impl Sql, fx: &mut Effects, event: &Event) -> Sto
         ],
     )
     .await?;
-    fx.events += 1;
-    fx.recorded.push(Event {
-        revision: row.int("revision")?,
-        ..event.clone()
-    });
+    recorded(fx, event.clone(), row.int("revision")?);
     Ok(())
+}
+
+/// Notes `event`, recorded with `revision` by a statement of its change
+/// (`Texts::record_selected`).
+pub fn recorded(fx: &mut Effects, event: Event, revision: i64) {
+    fx.events += 1;
+    fx.recorded.push(Event { revision, ..event });
 }
 
 /// The most events one statement records; more take several.

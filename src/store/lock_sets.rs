@@ -1,10 +1,11 @@
 //! Several keys at once, all or none, written once for both dialects: one
-//! transaction takes every key's lock in key order (where writes run side
-//! by side), then grants each key as a single acquire would; the first
+//! transaction holds every key's lock, taken in key order as it started
+//! (where writes run side by side), and grants each key as a single
+//! acquire would; the first
 //! refusal undoes the whole write, so no one ever holds part of a set.
 
 use super::dialect::Effects;
-use super::sql::{Sql, args};
+use super::sql::Sql;
 use super::write_time::WriteTime;
 use super::{AcquireLock, AcquireOutcome, StoreError, StoreResult, locks};
 use crate::domain::lock::LockLease;
@@ -18,22 +19,16 @@ pub struct GrantedSet {
     pub replayed: bool,
 }
 
-/// Grants every lock of `set` (in key order, keys distinct) or none: a
-/// refusal is `StoreError::SetRefused`, and the write that meets it is
-/// undone by the dialect.
+/// Grants every lock of `set` (in key order, keys distinct) or none, in a
+/// write on every key of the set (`Atomicity::OnKeys`, in key order, before
+/// any session row or lease row): a refusal is `StoreError::SetRefused`,
+/// and the write that meets it is undone by the dialect.
 pub async fn acquire(
     conn: &mut impl Sql,
     fx: &mut Effects,
     set: Vec<(AcquireLock, String)>,
     at: WriteTime,
 ) -> StoreResult<GrantedSet> {
-    // Every key before any session row or lease row: the order a single
-    // acquire takes them in, so the two never wait for each other in a cycle.
-    if let Some(lock) = conn.texts().lock_key {
-        for (new, _) in &set {
-            conn.execute(lock, args![new.key.as_str()]).await?;
-        }
-    }
     // One time for the whole set, read once it holds every key.
     let now = at.read();
     let mut granted = Vec::with_capacity(set.len());

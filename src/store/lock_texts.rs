@@ -119,6 +119,43 @@ fn list(below: bool) -> String {
 pub static LIST: Text = Text::new(|| list(false));
 pub static LIST_BELOW: Text = Text::new(|| list(true));
 
+/// The columns of an event of `record_selected`, after its `type` (the
+/// next argument but one of the statement, `type_arg`), from the rows of
+/// `lock_leases` written as `rows` (with `key`, `holder`, `fencing_token`,
+/// `session_id` and `owner`), at `at` and for `reason`.
+fn lock_event(type_arg: usize, at: &str, reason: &str, rows: &str) -> String {
+    format!(
+        "SELECT ${type_arg}::text AS type, {at} AS at, key, NULL::text AS pool, \
+         NULL::text AS reservation, NULL::text AS subnet, holder, fencing_token, session_id, \
+         owner, {reason} AS reason, NULL::text AS group_name, NULL::text AS member FROM {rows}"
+    )
+}
+
+/// `insert_lock` with `$16` the grant's event type, recording the grant in
+/// the same statement: answers `fencing_token` and the event's `revision`,
+/// or nothing when nothing was granted. Only where the dialect has
+/// `record_selected`.
+pub struct Granting(OnceLock<String>);
+
+pub static GRANT_RECORDED: Granting = Granting(OnceLock::new());
+
+impl Granting {
+    /// The text in the dialect of `texts`, if it has `record_selected`.
+    pub fn text(&'static self, texts: &Texts) -> Option<&'static str> {
+        let record = texts.record_selected.as_ref()?;
+        Some(self.0.get_or_init(|| {
+            format!(
+                "WITH granted AS ({}), recorded AS ({}{}{}) \
+                 SELECT fencing_token, revision FROM granted JOIN recorded USING (fencing_token)",
+                texts.insert_lock,
+                record.head,
+                lock_event(16, "acquired_at", "NULL::text", "granted"),
+                record.tail
+            )
+        }))
+    }
+}
+
 /// A statement that deletes the rows of `lock_leases` a condition names and
 /// answers them (`ENDED_LOCK`): as `DELETE … RETURNING`, or where the
 /// dialect answers deleted rows otherwise, as the rows read, then deleted.
@@ -126,6 +163,7 @@ pub struct Ending {
     condition: fn() -> String,
     returning: OnceLock<String>,
     read_first: OnceLock<String>,
+    recorded: OnceLock<String>,
 }
 
 impl Ending {
@@ -134,7 +172,34 @@ impl Ending {
             condition,
             returning: OnceLock::new(),
             read_first: OnceLock::new(),
+            recorded: OnceLock::new(),
         }
+    }
+
+    /// Where the dialect has `record_selected`: the statement that also
+    /// records the end of every row it deletes whose expiry was not
+    /// announced, as an event of the type `$N+1`, at `$N+2`, for the
+    /// reason `$N+3` (`N` the condition's arguments); answers each row with
+    /// its event's `revision` (null for an announced one).
+    pub fn recorded(&'static self, texts: &Texts, arguments: usize) -> Option<&'static str> {
+        let record = texts.record_selected.as_ref()?;
+        Some(self.recorded.get_or_init(|| {
+            format!(
+                "WITH ended AS (DELETE FROM lock_leases WHERE {} RETURNING {ENDED_LOCK}), \
+                 recorded AS ({}{}{}) \
+                 SELECT ended.*, recorded.revision FROM ended \
+                 LEFT JOIN recorded USING (fencing_token)",
+                (self.condition)(),
+                record.head,
+                lock_event(
+                    arguments + 1,
+                    &format!("${}::bigint", arguments + 2),
+                    &format!("${}::text", arguments + 3),
+                    "ended WHERE announced = 0"
+                ),
+                record.tail
+            )
+        }))
     }
 
     /// The statement's text in the dialect of `texts`, built on first use.

@@ -10,8 +10,8 @@ use super::dialect::Effects;
 use super::events::{self, ANNOUNCING_LOCK, ENDED_LOCK, Holding, ended_lock, expired_locks};
 use super::expiry;
 use super::lock_texts::{
-    BOUND_LEASE, DELETE_ABSENT, DELETE_ALL, DELETE_LIVE, IDEMPOTENCY_KEYS, KEY_ROWS, LIST,
-    LIST_BELOW, LIVE_LEASES, RELEASE, RENEW, REPLAY,
+    BOUND_LEASE, DELETE_ABSENT, DELETE_ALL, DELETE_LIVE, GRANT_RECORDED, IDEMPOTENCY_KEYS,
+    KEY_ROWS, LIST, LIST_BELOW, LIVE_LEASES, RELEASE, RENEW, REPLAY,
 };
 use super::owners::{owner_name, quota};
 use super::rows::{self, metadata_text};
@@ -24,16 +24,9 @@ use crate::domain::events::{EventType, Reason};
 use crate::domain::fencing::{self, Fencing};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 
-/// Serialises the writes of one key until the transaction ends.
-async fn lock_key(conn: &mut impl Sql, key: &str) -> StoreResult<()> {
-    if let Some(lock) = conn.texts().lock_key {
-        conn.execute(lock, args![key]).await?;
-    }
-    Ok(())
-}
-
-/// A single acquire: its time is read once it holds the key; its
-/// `Idempotency-Key` may name no live lease of its owner on another key.
+/// A single acquire, in a write on its key (`Atomicity::OnKeys`): its time
+/// is read once it holds the key; its `Idempotency-Key` may name no live
+/// lease of its owner on another key.
 pub async fn acquire(
     conn: &mut impl Sql,
     fx: &mut Effects,
@@ -41,7 +34,6 @@ pub async fn acquire(
     token: String,
     at: WriteTime,
 ) -> StoreResult<AcquireOutcome> {
-    lock_key(conn, &new.key).await?;
     grant(conn, fx, new, token, at.read(), &[]).await
 }
 
@@ -62,50 +54,44 @@ pub async fn grant(
     if let Some(s) = held.session() {
         new.owner = sessions::owner_of(s);
     }
-    if let Some(idem) = &new.idempotency_key {
-        let replay = conn
-            .row(
-                REPLAY.as_str(),
-                args![new.key.as_str(), idem.as_str(), now, owner_name(&new.owner)],
-            )
-            .await?;
-        if let Some(row) = replay {
-            let lease = rows::lock(&row)?;
-            if lease.lease.holder != new.holder.as_str() {
-                return Err(StoreError::IdempotencyMismatch {
-                    holder: lease.lease.holder,
-                });
-            }
-            return Ok(AcquireOutcome::Replayed(lease));
-        }
-        let elsewhere = conn
-            .rows(
-                IDEMPOTENCY_KEYS.as_str(),
-                args![new.key.as_str(), idem.as_str(), now, owner_name(&new.owner)],
-            )
-            .await?;
-        for row in &elsewhere {
-            let key = row.text("key")?;
-            if !set.contains(&key) {
-                return Err(StoreError::IdempotencyKeyElsewhere { key });
-            }
-        }
+    // A set's own keys may carry its Idempotency-Key: checked first.
+    if !set.is_empty()
+        && let Some(replayed) = idempotency(conn, &new, now, set).await?
+    {
+        return Ok(replayed);
     }
     // Counted here, answered after the key's decision: the order of answers
     // is `domain::grant`'s.
     let quota = quota(conn, new.owner.as_ref(), now).await?;
-    // A key with no rows at all grants any claim: the insert that checks
-    // this is the whole write, in one statement.
+    // A key with no rows at all grants any claim, and a single acquire
+    // whose Idempotency-Key no row carries is neither a replay nor a key
+    // used elsewhere: the insert that checks both, and records the grant
+    // where the dialect can, is the whole write.
     if quota.has_room()
-        && let Some(fencing_token) = insert(conn, &new, &token, now, true, &held).await?
+        && let Some(fencing_token) = insert_granted(
+            conn,
+            fx,
+            &new,
+            &token,
+            now,
+            &held,
+            Insert::IfFree {
+                idempotency_unused: set.is_empty(),
+            },
+        )
+        .await?
     {
-        record_grant(conn, fx, &new, fencing_token, now).await?;
         return Ok(AcquireOutcome::Granted(new.granted(
             token,
             now,
             fencing_token,
             &held,
         )));
+    }
+    if set.is_empty()
+        && let Some(replayed) = idempotency(conn, &new, now, set).await?
+    {
+        return Ok(replayed);
     }
     let mut rows = rows::locks(
         &conn
@@ -137,10 +123,9 @@ pub async fn grant(
         // Nothing was changed but the removal of absent rows; keep it.
         return Ok(AcquireOutcome::Refused(refusal));
     }
-    let fencing_token = insert(conn, &new, &token, now, false, &held)
+    let fencing_token = insert_granted(conn, fx, &new, &token, now, &held, Insert::Always)
         .await?
         .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
-    record_grant(conn, fx, &new, fencing_token, now).await?;
     Ok(AcquireOutcome::Granted(new.granted(
         token,
         now,
@@ -149,26 +134,96 @@ pub async fn grant(
     )))
 }
 
-/// Records the grant of `new` with `fencing_token`.
-async fn record_grant(
+/// The replay of the live lease its Idempotency-Key names on this key (a
+/// refusal if another holder's), or the refusal of a key that names a
+/// live lease on another key than the set's; `None` if neither.
+async fn idempotency(
+    conn: &mut impl Sql,
+    new: &AcquireLock,
+    now: Millis,
+    set: &[String],
+) -> StoreResult<Option<AcquireOutcome>> {
+    let Some(idem) = &new.idempotency_key else {
+        return Ok(None);
+    };
+    let owner = owner_name(&new.owner);
+    let args = args![new.key.as_str(), idem.as_str(), now, owner];
+    if let Some(row) = conn.row(REPLAY.as_str(), args).await? {
+        let lease = rows::lock(&row)?;
+        if lease.lease.holder != new.holder.as_str() {
+            return Err(StoreError::IdempotencyMismatch {
+                holder: lease.lease.holder,
+            });
+        }
+        return Ok(Some(AcquireOutcome::Replayed(lease)));
+    }
+    for row in &conn.rows(IDEMPOTENCY_KEYS.as_str(), args).await? {
+        let key = row.text("key")?;
+        if !set.contains(&key) {
+            return Err(StoreError::IdempotencyKeyElsewhere { key });
+        }
+    }
+    Ok(None)
+}
+
+/// When a grant's row goes in.
+#[derive(Clone, Copy)]
+enum Insert {
+    Always,
+    /// Only if its key has no row at all and, when `idempotency_unused`,
+    /// no row of its owner carries its Idempotency-Key.
+    IfFree {
+        idempotency_unused: bool,
+    },
+}
+
+/// Inserts the lease `new` with its secret `token` and the next fencing
+/// token, as `when` says, and records its grant; answers its fencing token,
+/// or `None` when nothing was written.
+async fn insert_granted(
     conn: &mut impl Sql,
     fx: &mut Effects,
     new: &AcquireLock,
-    fencing_token: i64,
+    token: &str,
     now: Millis,
-) -> StoreResult<()> {
-    let holding = Holding {
-        holder: new.holder.as_str(),
-        fencing_token,
-        session: new.session().map(|s| s.id.as_str()),
-        owner: new.owner.as_ref().map(|o| o.name.as_str()),
+    held: &Held,
+    when: Insert,
+) -> StoreResult<Option<i64>> {
+    let metadata = metadata_text(&new.metadata);
+    let mut row = NewLockRow::of(new, token, now, held, metadata.as_deref());
+    if let Insert::IfFree { idempotency_unused } = when {
+        row.only_if_free = true;
+        row.only_if_idempotency_unused = idempotency_unused;
+    }
+    let event = |fencing_token| {
+        let holding = Holding {
+            holder: new.holder.as_str(),
+            fencing_token,
+            session: held.session().map(|s| s.id.as_str()),
+            owner: owner_name(&new.owner),
+        };
+        holding.lock(EventType::LockAcquired, new.key.as_str(), None, now)
     };
-    let event = holding.lock(EventType::LockAcquired, new.key.as_str(), None, now);
-    events::record(conn, fx, &event).await
+    // One statement where the dialect records the event with the row.
+    if let Some(text) = GRANT_RECORDED.text(conn.texts()) {
+        let mut args = row.args().to_vec();
+        args.push(EventType::LockAcquired.as_str().into());
+        let Some(granted) = conn.row(text, &args).await? else {
+            return Ok(None);
+        };
+        let fencing_token = granted.int("fencing_token")?;
+        events::recorded(fx, event(fencing_token), granted.int("revision")?);
+        return Ok(Some(fencing_token));
+    }
+    let Some(fencing_token) = insert_row(conn, &row).await? else {
+        return Ok(None);
+    };
+    events::record(conn, fx, &event(fencing_token)).await?;
+    Ok(Some(fencing_token))
 }
 
 /// A lock row as `insert_lock` writes it, its fields in the order of the
-/// statement's placeholders (`$1` to `$14`).
+/// statement's placeholders (`$1` to `$15`).
 struct NewLockRow<'a> {
     key: &'a str,
     holder: &'a str,
@@ -185,10 +240,41 @@ struct NewLockRow<'a> {
     session_id: Option<&'a str>,
     /// Only if the key has no row at all.
     only_if_free: bool,
+    /// Only if no row of its owner carries its idempotency key.
+    only_if_idempotency_unused: bool,
 }
 
-impl NewLockRow<'_> {
-    fn args(&self) -> [Arg<'_>; 14] {
+impl<'a> NewLockRow<'a> {
+    /// The row of `new` granted at `now`, with its secret `token`, as
+    /// `held`, written whatever the key's rows.
+    fn of(
+        new: &'a AcquireLock,
+        token: &'a str,
+        now: Millis,
+        held: &'a Held,
+        metadata: Option<&'a str>,
+    ) -> Self {
+        let (ttl_ms, expires_at) = held.columns(now);
+        Self {
+            key: new.key.as_str(),
+            holder: new.holder.as_str(),
+            token,
+            mode: new.mode.as_str(),
+            max_holders: new.max_holders.map(i64::from),
+            acquired_at: now,
+            expires_at,
+            ttl_ms,
+            lock_delay_ms: new.lock_delay_ms,
+            metadata,
+            idempotency_key: new.idempotency_key.as_deref(),
+            owner: owner_name(&new.owner),
+            session_id: held.session().map(|s| s.id.as_str()),
+            only_if_free: false,
+            only_if_idempotency_unused: false,
+        }
+    }
+
+    fn args(&self) -> [Arg<'_>; 15] {
         [
             self.key.into(),
             self.holder.into(),
@@ -204,41 +290,16 @@ impl NewLockRow<'_> {
             self.owner.into(),
             self.session_id.into(),
             self.only_if_free.into(),
+            self.only_if_idempotency_unused.into(),
         ]
     }
 }
 
-/// Inserts the lease `new` with its secret `token` and the next fencing
-/// token, and answers that fencing token; when `only_if_free`, only if
-/// `new.key` has no row at all (else `None`).
-async fn insert(
-    conn: &mut impl Sql,
-    new: &AcquireLock,
-    token: &str,
-    now: Millis,
-    only_if_free: bool,
-    held: &Held,
-) -> StoreResult<Option<i64>> {
-    let metadata = metadata_text(&new.metadata);
-    let (ttl_ms, expires_at) = held.columns(now);
-    let row = NewLockRow {
-        key: new.key.as_str(),
-        holder: new.holder.as_str(),
-        token,
-        mode: new.mode.as_str(),
-        max_holders: new.max_holders.map(i64::from),
-        acquired_at: now,
-        expires_at,
-        ttl_ms,
-        lock_delay_ms: new.lock_delay_ms,
-        metadata: metadata.as_deref(),
-        idempotency_key: new.idempotency_key.as_deref(),
-        owner: owner_name(&new.owner),
-        session_id: held.session().map(|s| s.id.as_str()),
-        only_if_free,
-    };
-    let row = conn.row(conn.texts().insert_lock, &row.args()).await?;
-    row.map(|r| r.int("fencing_token")).transpose()
+/// Inserts `row` with the next fencing token and answers it, or `None`
+/// when its conditions kept it out.
+async fn insert_row(conn: &mut impl Sql, row: &NewLockRow<'_>) -> StoreResult<Option<i64>> {
+    let inserted = conn.row(conn.texts().insert_lock, &row.args()).await?;
+    inserted.map(|r| r.int("fencing_token")).transpose()
 }
 
 pub async fn renew(
@@ -286,6 +347,8 @@ pub async fn renew(
     Ok(renewed)
 }
 
+/// Releases the lease of `key` with `token`, in a write on its key
+/// (`Atomicity::OnKeys`), at the time read once it holds the key.
 pub async fn release(
     conn: &mut impl Sql,
     fx: &mut Effects,
@@ -293,33 +356,38 @@ pub async fn release(
     token: &str,
     at: WriteTime,
 ) -> StoreResult<()> {
-    // Serialised with the key's grants: the release's time, read after,
-    // is after every grant before it and before every grant after it.
-    lock_key(conn, key).await?;
     let now = at.read();
-    let removed = conn
-        .row(RELEASE.text(conn.texts()), args![key, token, now])
-        .await?;
-    let Some(row) = removed else {
-        return Err(StoreError::LeaseLost);
-    };
-    events::record_all(
-        conn,
-        fx,
-        ended_lock(&row, Reason::Released, now)?.as_slice(),
-    )
-    .await?;
+    let reason = Reason::Released;
+    // One statement where the dialect records the event with the delete.
+    if let Some(text) = RELEASE.recorded(conn.texts(), 3) {
+        let kind = EventType::LockReleased.as_str();
+        let args = args![key, token, now, kind, now, reason.as_str()];
+        let Some(row) = conn.row(text, args).await? else {
+            return Err(StoreError::LeaseLost);
+        };
+        if let Some(event) = ended_lock(&row, reason, now)? {
+            events::recorded(fx, event, row.int("revision")?);
+        }
+    } else {
+        let removed = conn
+            .row(RELEASE.text(conn.texts()), args![key, token, now])
+            .await?;
+        let Some(row) = removed else {
+            return Err(StoreError::LeaseLost);
+        };
+        events::record_all(conn, fx, ended_lock(&row, reason, now)?.as_slice()).await?;
+    }
     fx.freed_keys.push(key.to_owned());
     Ok(())
 }
 
+/// Ends every lease of `key`, in a write on its key (`Atomicity::OnKeys`).
 pub async fn force_release(
     conn: &mut impl Sql,
     fx: &mut Effects,
     key: &str,
     at: WriteTime,
 ) -> StoreResult<u64> {
-    lock_key(conn, key).await?;
     let now = at.read();
     // The live leases are force-released; rows past their time go as the
     // expired leases they are.

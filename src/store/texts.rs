@@ -25,8 +25,11 @@ pub struct Texts {
     pub last_fencing: &'static str,
     /// Inserts a lock lease with the next fencing token and answers it
     /// (`fencing_token`): its columns are `locks::NewLockRow`'s arguments in
-    /// their order; with the last (`$14`) true, only if the key (`$1`) has
-    /// no row.
+    /// their order; with `$14` true, only if the key (`$1`) has no row; with
+    /// `$15` true, only if no row of its owner (`$12`) carries its
+    /// idempotency key (`$11`). Where `record_selected` is given it answers
+    /// the columns of the grant's event too (`key`, `holder`,
+    /// `acquired_at`, `session_id`, `owner`).
     pub insert_lock: &'static str,
     /// Inserts a reservation: its columns are `subnets::NewReservationRow`'s
     /// arguments in their order; the last (`$15`) is its subnet as text, for
@@ -40,6 +43,13 @@ pub struct Texts {
     /// subnet, `$7` holder, `$8` fencing token, `$9` session, `$10` owner,
     /// `$11` reason.
     pub insert_event: &'static str,
+    /// Where one statement may both write lease rows and record their
+    /// events (a data-modifying `WITH`), saving a round trip to the
+    /// database for each: the two ends of an event insert around a `SELECT`
+    /// of `insert_event`'s thirteen columns, by those names, which gives
+    /// each row the next revision and answers `revision` and
+    /// `fencing_token`. `None` where an event is a statement of its own.
+    pub record_selected: Option<RecordSelected>,
     /// Records the events of the JSON array `$1` (objects with the columns
     /// of `insert_event`, by name), each with the next revision in the
     /// array's order; answers their rows (`revision`, `type`, `at`, `key`,
@@ -64,6 +74,13 @@ pub struct Texts {
     /// row, where writes commit side by side and so out of revision order;
     /// `None` where they commit one after another.
     pub event_horizon: Option<&'static str>,
+}
+
+/// The ends of an event insert around a `SELECT` of its columns
+/// (`Texts::record_selected`).
+pub struct RecordSelected {
+    pub head: &'static str,
+    pub tail: &'static str,
 }
 
 /// The texts of a sqlx database's dialect, for the connections sqlx drives.

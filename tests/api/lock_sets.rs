@@ -210,8 +210,63 @@ async fn overlapping_sets_in_opposite_orders_never_deadlock() {
     assert_eq!(app.leases.waiters.stats().waiters, 0);
 }
 
+/// Where a transaction takes its keys' locks as it starts, each key is
+/// written into the text of that statement: keys that look like quoting
+/// are locked, granted, refused and released like any other, alone and in
+/// a set.
+async fn keys_that_look_like_quoting_are_locked_like_any_other() {
+    let app = spawn_app().await;
+    let keys = [
+        "a'b",
+        "it's $k0$ and $$",
+        "x$k0",
+        "$$",
+        "$k0$",
+        "back\\slash; SELECT 1",
+        "\u{043a}\u{043b}\u{044e}\u{0447}/\u{1f512}",
+    ];
+    for key in keys {
+        let lease = app.must_acquire(key, "first", 30_000).await;
+        assert_eq!(lease["key"], key);
+        let refused = app.acquire(key, "second", 30_000).await;
+        problem(refused, StatusCode::CONFLICT, "lock-held").await;
+        let token = lease["token"].as_str().unwrap();
+        assert_eq!(
+            app.release(key, token).await.status(),
+            StatusCode::NO_CONTENT
+        );
+        app.assert_lease_lost(key, token).await;
+    }
+    let set = json!({"keys": keys, "holder": "set", "ttl_ms": 30_000});
+    let r = acquire_set(&app, set.clone()).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let granted: Value = r.json().await.unwrap();
+    let again = json!({"keys": keys, "holder": "other", "ttl_ms": 30_000});
+    problem(
+        acquire_set(&app, again).await,
+        StatusCode::CONFLICT,
+        "lock-held",
+    )
+    .await;
+    for lease in granted["items"].as_array().unwrap() {
+        let key = lease["key"].as_str().unwrap();
+        let refused = app.acquire(key, "second", 30_000).await;
+        problem(refused, StatusCode::CONFLICT, "lock-held").await;
+        let token = lease["token"].as_str().unwrap();
+        assert_eq!(
+            app.release(key, token).await.status(),
+            StatusCode::NO_CONTENT
+        );
+    }
+    for key in keys {
+        let r = app.get(&format!("/v1/locks/{}", encode(key))).await;
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{key}");
+    }
+}
+
 crate::harness::tests! {
     a_retried_set_with_its_idempotency_key_gets_the_same_leases,
+    keys_that_look_like_quoting_are_locked_like_any_other,
     a_set_is_granted_whole_with_a_lease_per_key,
     a_set_with_one_held_key_grants_none,
     a_set_over_a_semaphore_key_is_refused_as_a_limit_mismatch,

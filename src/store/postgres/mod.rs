@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{Connection, PgConnection, Postgres, Transaction};
+use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres, Transaction};
 use tokio::sync::{Notify, broadcast};
 
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
@@ -165,8 +165,13 @@ impl Dialect for PostgresStore {
                     self.stats.observe_commit(started.elapsed(), 1);
                     value
                 }
-                Atomicity::AllOrNothing => {
-                    let mut tx = conn.begin().await?;
+                Atomicity::AllOrNothing | Atomicity::OnKeys(_) => {
+                    let mut tx = match &atomicity {
+                        Atomicity::OnKeys(keys) => {
+                            conn.begin_with(AssertSqlSafe(begin_holding(keys))).await?
+                        }
+                        _ => conn.begin().await?,
+                    };
                     match work(&mut tx, &mut fx).await {
                         Ok(value) => self.commit(tx).await.map(|()| value),
                         // Rolled back now, not when the connection is next
@@ -233,6 +238,26 @@ impl Dialect for PostgresStore {
     }
 }
 
+/// `BEGIN` and the locks of `keys` (`Texts::lock_key`'s, in their order),
+/// sent as one text in one round trip. A simple query carries no
+/// arguments, so each key goes in as a dollar-quoted literal whose tag
+/// first appears in the key and its closing tag at that closing tag:
+/// nothing in the key can end the literal early, and the lock is the one
+/// `lock_key` takes for the same key.
+fn begin_holding(keys: &[String]) -> String {
+    let mut text = String::from("BEGIN");
+    for key in keys {
+        let tag = (0..)
+            .map(|n| format!("$k{n}$"))
+            .find(|tag| format!("{key}{tag}").find(tag.as_str()) == Some(key.len()))
+            .expect("a tag the key does not contain");
+        text.push_str(&format!(
+            "; SELECT pg_advisory_xact_lock(hashtextextended({tag}{key}{tag}, 0))"
+        ));
+    }
+    text
+}
+
 /// PostgreSQL errors as store errors: the exclusion constraint is the
 /// overlap backstop; lost connections, a full disk, a read-only or shutting
 /// down server are `Unavailable`. `None` for errors of another database.
@@ -275,5 +300,15 @@ mod tests {
             "postgres://lh:***@db:5432/leasehold"
         );
         assert_eq!(redacted("postgres://lh@db/x"), "postgres://lh@db/x");
+    }
+
+    #[test]
+    fn a_key_is_quoted_with_a_tag_it_does_not_contain() {
+        assert_eq!(
+            begin_holding(&["a".into(), "it's $k0$ and $$".into(), "x$k0".into()]),
+            "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended($k0$a$k0$, 0)); \
+             SELECT pg_advisory_xact_lock(hashtextextended($k1$it's $k0$ and $$$k1$, 0)); \
+             SELECT pg_advisory_xact_lock(hashtextextended($k1$x$k0$k1$, 0))"
+        );
     }
 }

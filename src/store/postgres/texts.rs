@@ -2,7 +2,7 @@
 
 use sqlx::Postgres;
 
-use crate::store::texts::{DatabaseTexts, Texts};
+use crate::store::texts::{DatabaseTexts, RecordSelected, Texts};
 
 impl DatabaseTexts for Postgres {
     const TEXTS: &'static Texts = &Texts {
@@ -20,7 +20,9 @@ impl DatabaseTexts for Postgres {
              idempotency_key, owner, session_id) \
              SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $7, $8, $9, \
              $10, $11, $12, $13 WHERE NOT ($14 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
-             RETURNING fencing_token",
+             AND NOT ($15 AND EXISTS (SELECT 1 FROM lock_leases WHERE idempotency_key = $11 \
+             AND coalesce(owner, '') = coalesce($12, ''))) \
+             RETURNING fencing_token, key, holder, acquired_at, session_id, owner",
         // The subnet also as `cidr`, for the exclusion constraint.
         insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, \
              first_addr, last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, \
@@ -37,6 +39,17 @@ impl DatabaseTexts for Postgres {
              $10, $11, $12, $13 FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
              pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x \
              RETURNING revision",
+        // As `insert_event`, the transaction id before the revision.
+        record_selected: Some(RecordSelected {
+            head: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
+                 subnet, holder, fencing_token, session_id, owner, reason, group_name, member) \
+                 SELECT nextval('event_revisions'), x.xid, e.type, e.at, e.key, e.pool, \
+                 e.reservation, e.subnet, e.holder, e.fencing_token, e.session_id, e.owner, \
+                 e.reason, e.group_name, e.member \
+                 FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
+                 pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x, (",
+            tail: ") e RETURNING revision, fencing_token",
+        }),
         insert_events: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
              subnet, holder, fencing_token, session_id, owner, reason, group_name, member) \
              SELECT nextval('event_revisions'), x.xid, e.type, e.at, e.key, e.pool, \

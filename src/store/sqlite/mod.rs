@@ -155,7 +155,8 @@ impl Dialect for SqliteStore {
         // A write that fails after changing something has only its own
         // changes undone (the writer runs its batch again, guarded).
         // The writer hands the events recorded to the change log's reader.
-        let guarded = matches!(atomicity, Atomicity::AllOrNothing);
+        // One writer: no key needs a lock of its own.
+        let guarded = matches!(atomicity, Atomicity::AllOrNothing | Atomicity::OnKeys(_));
         let (value, fx) = self.writer.write_recorded(guarded, work).await?;
         self.stats
             .note_expired(fx.expired_locks, fx.expired_reservations);

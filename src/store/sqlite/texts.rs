@@ -16,7 +16,9 @@ pub const TEXTS: &Texts = &Texts {
     // The counter moves up first, only if the row goes in; the row
     // takes its value, and the fencing token is the row's id.
     insert_lock: "UPDATE fencing_counter SET value = value + 1 WHERE id = 1 \
-         AND NOT ($14 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)); \
+         AND NOT ($14 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
+         AND NOT ($15 AND EXISTS (SELECT 1 FROM lock_leases WHERE idempotency_key = $11 \
+         AND coalesce(owner, '') = coalesce($12, ''))); \
          INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
          max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
          idempotency_key, owner, session_id) \
@@ -32,6 +34,8 @@ pub const TEXTS: &Texts = &Texts {
          fencing_token, session_id, owner, reason, group_name, member) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13); \
          SELECT last_insert_rowid() AS revision",
+    // In process, a statement costs no round trip.
+    record_selected: None,
     insert_events: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
          fencing_token, session_id, owner, reason, group_name, member) \
          SELECT value ->> 'type', value ->> 'at', value ->> 'key', value ->> 'pool', \
