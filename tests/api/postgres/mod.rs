@@ -4,6 +4,7 @@
 mod database_down;
 mod event_order;
 mod postgres_store;
+mod proxy;
 mod replicas;
 mod session_replicas;
 mod silent_network;

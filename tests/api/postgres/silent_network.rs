@@ -5,69 +5,15 @@
 //! heals (the cut connections stay dead) the replica serves again by itself,
 //! and a SIGTERM while cut off stops it all the same.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
 use super::database_down::through;
+use super::proxy::Partition;
 use crate::helpers::{ServerProcess, wait_until_ready};
-
-/// A TCP proxy in front of the database that can go silent: while cut, it
-/// forwards nothing and closes nothing; a connection cut once stays silent
-/// for ever, as a TCP session whose peer vanished does.
-struct Partition {
-    port: u16,
-    cut: watch::Sender<bool>,
-}
-
-impl Partition {
-    async fn in_front_of(upstream: SocketAddr) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let (cut, watching) = watch::channel(false);
-        tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                let mut cut = watching.clone();
-                tokio::spawn(async move {
-                    let already = *cut.borrow();
-                    if already {
-                        return silent(client).await;
-                    }
-                    let Ok(mut server) = TcpStream::connect(upstream).await else {
-                        return;
-                    };
-                    let went_silent = tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => false,
-                        _ = cut.wait_for(|cut| *cut) => true,
-                    };
-                    if went_silent {
-                        silent((client, server)).await;
-                    }
-                });
-            }
-        });
-        Self { port, cut }
-    }
-
-    fn cut(&self) {
-        self.cut.send_replace(true);
-    }
-
-    fn heal(&self) {
-        self.cut.send_replace(false);
-    }
-}
-
-/// Holds the sockets open and never touches them again.
-async fn silent<T>(sockets: T) {
-    let _held = sockets;
-    std::future::pending::<()>().await
-}
 
 async fn storage_unavailable(answer: reqwest::Result<reqwest::Response>, what: &str) {
     let answer = answer.unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
