@@ -1,17 +1,19 @@
-//! A TCP proxy in front of a database that can go silent: a partition
-//! (nothing refused, sockets left open, no byte forwarded).
+//! A TCP proxy in front of a database that can go silent, and be pointed at
+//! another one: a partition (nothing refused, sockets left open, no byte
+//! forwarded), and the address that moves to a promoted standby.
 
 use std::net::SocketAddr;
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-/// A TCP proxy in front of the database that can go silent: while cut, it
-/// forwards nothing and closes nothing; a connection cut once stays silent
-/// for ever, as a TCP session whose peer vanished does.
+/// While cut, it forwards nothing and closes nothing; a connection cut once
+/// stays silent for ever, as a TCP session whose peer vanished does. New
+/// connections go to the upstream it points at when they arrive.
 pub struct Partition {
     pub port: u16,
     cut: watch::Sender<bool>,
+    upstream: watch::Sender<SocketAddr>,
 }
 
 impl Partition {
@@ -19,9 +21,11 @@ impl Partition {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (cut, watching) = watch::channel(false);
+        let (upstream, target) = watch::channel(upstream);
         tokio::spawn(async move {
             while let Ok((mut client, _)) = listener.accept().await {
                 let mut cut = watching.clone();
+                let upstream = *target.borrow();
                 tokio::spawn(async move {
                     let already = *cut.borrow();
                     if already {
@@ -40,7 +44,16 @@ impl Partition {
                 });
             }
         });
-        Self { port, cut }
+        Self {
+            port,
+            cut,
+            upstream,
+        }
+    }
+
+    /// The URL of `url`'s database, reached through this proxy.
+    pub fn url(&self, url: &str) -> String {
+        super::database_down::through(url, self.port).0
     }
 
     pub fn cut(&self) {
@@ -49,6 +62,11 @@ impl Partition {
 
     pub fn heal(&self) {
         self.cut.send_replace(false);
+    }
+
+    /// New connections go to `upstream`; open ones stay where they are.
+    pub fn switch_to(&self, upstream: SocketAddr) {
+        self.upstream.send_replace(upstream);
     }
 }
 
