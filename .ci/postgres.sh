@@ -5,6 +5,9 @@
 #
 #   .ci/postgres.sh start DIR PORT   # prints the URL of the `postgres` database
 #   .ci/postgres.sh stop DIR
+#   .ci/postgres.sh install          # only the binaries: the failover tests
+#                                    # (tests/api/postgres/failover.rs) run
+#                                    # clusters of their own with them
 set -euo pipefail
 
 find_bin() {
@@ -21,6 +24,18 @@ find_bin() {
   return 1
 }
 
+# The server's binaries and pg_basebackup beside them (the failover tests'
+# standbys), installed if any is missing; prints their folder.
+ensure_bin() {
+  local bin
+  if ! bin=$(find_bin) || [ ! -x "$(dirname "$(readlink -f "$bin/pg_ctl")")/pg_basebackup" ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-contrib >/dev/null
+    bin=$(find_bin)
+  fi
+  echo "$bin"
+}
+
 as_postgres() {
   if [ "$(id -u)" = 0 ]; then
     runuser -u postgres -- "$@"
@@ -29,17 +44,16 @@ as_postgres() {
   fi
 }
 
-cmd=${1:?usage: postgres.sh start DIR PORT | stop DIR}
-dir=${2:?data directory}
+cmd=${1:?usage: postgres.sh start DIR PORT | stop DIR | install}
 
 case "$cmd" in
+install)
+  ensure_bin >/dev/null
+  ;;
 start)
+  dir=${2:?data directory}
   port=${3:?port}
-  if ! bin=$(find_bin); then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-contrib >/dev/null
-    bin=$(find_bin)
-  fi
+  bin=$(ensure_bin)
   rm -rf "$dir"
   mkdir -p "$dir"
   [ "$(id -u)" = 0 ] && chown postgres "$dir"
@@ -50,13 +64,14 @@ start)
   echo "postgres://postgres@127.0.0.1:$port/postgres"
   ;;
 stop)
+  dir=${2:?data directory}
   bin=$(find_bin)
   if [ -d "$dir/data" ]; then
     as_postgres "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
   fi
   ;;
 *)
-  echo "usage: postgres.sh start DIR PORT | stop DIR" >&2
+  echo "usage: postgres.sh start DIR PORT | stop DIR | install" >&2
   exit 2
   ;;
 esac

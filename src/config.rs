@@ -201,6 +201,14 @@ pub struct ServeConfig {
     /// (408 `request-timeout` after it).
     #[arg(long, env = "LEASEHOLD_BODY_TIMEOUT", default_value = "30s", value_parser = parse_positive_duration)]
     pub body_timeout: Duration,
+    /// After SIGTERM or SIGINT, the longest the server takes to stop:
+    /// requests in flight have the first half to finish (waiters answer at
+    /// once), the goodbye to the database (recording the stop time, closing
+    /// connections) the rest. What is not done by then is abandoned, with a
+    /// warning, and the server exits: a database that stopped answering
+    /// never holds up a stop.
+    #[arg(long, env = "LEASEHOLD_SHUTDOWN_TIMEOUT", default_value = "5s", value_parser = parse_positive_duration)]
+    pub shutdown_timeout: Duration,
     /// Log format.
     #[arg(long, env = "LEASEHOLD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -363,6 +371,7 @@ impl ServeConfig {
             send_timeout: Duration::from_secs(30),
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
+            shutdown_timeout: Duration::from_secs(5),
             log_format: LogFormat::Text,
             log_requests: false,
             slow_request: Duration::from_secs(1),

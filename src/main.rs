@@ -139,6 +139,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         header_timeout = %format_duration(config.header_timeout),
         body_timeout = %format_duration(config.body_timeout),
         send_timeout = %format_duration(config.send_timeout),
+        shutdown_timeout = %format_duration(config.shutdown_timeout),
         log_format = ?config.log_format,
         log_requests = config.log_requests,
         slow_request = %format_duration(config.slow_request),
@@ -154,9 +155,25 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         .map_err(|e| format!("server error: {e}"))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("leasehold: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run(cli));
+    // Nothing left running is worth waiting for once a command is done: a
+    // blocking task still at work (a name lookup while the DNS server does
+    // not answer, say) must not hold a stopped server past its
+    // `--shutdown-timeout`.
+    runtime.shutdown_background();
+    code
+}
+
+async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Serve(config) => serve(config).await,
         Command::Lock(cmd) => return cli::finish(cli::lock::execute(cmd).await),

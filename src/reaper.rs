@@ -202,6 +202,7 @@ pub async fn prune_events(
 
 /// Runs passes every `interval` until `stop` turns true, and records that the
 /// server is alive at each tick (see rule 7: downtime does not steal leases).
+/// A stop ends it at once, whatever call it is waiting on.
 pub async fn run(leases: Leases, schedule: Schedule, mut stop: watch::Receiver<bool>) {
     let Schedule {
         interval,
@@ -212,32 +213,35 @@ pub async fn run(leases: Leases, schedule: Schedule, mut stop: watch::Receiver<b
     // interval later, like every other.
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let stopped = async {
+        let _ = stop.wait_for(|stopping| *stopping).await;
+    };
+    tokio::pin!(stopped);
     loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = stop.wait_for(|stopping| *stopping) => return,
-        }
-        record_alive(&leases).await;
-        // A long backlog takes many paced batches: the heartbeat goes on
-        // at every tick meanwhile.
-        let pass = async {
-            // First, so that no reaper statement meets rows still waiting
-            // for their fresh TTL.
-            settle_resumed(&leases, batch).await?;
-            let report = reap_once(&leases, batch).await?;
-            prune_events(&leases, retention, batch).await?;
-            Ok::<_, StoreError>(report)
-        };
-        let stopped = async {
-            let _ = stop.wait_for(|stopping| *stopping).await;
-        };
-        tokio::pin!(pass, stopped);
-        let pass = loop {
-            tokio::select! {
-                pass = &mut pass => break pass,
-                _ = ticker.tick() => record_alive(&leases).await,
-                _ = &mut stopped => return,
+        let round = async {
+            ticker.tick().await;
+            record_alive(&leases).await;
+            // A long backlog takes many paced batches: the heartbeat goes on
+            // at every tick meanwhile.
+            let pass = async {
+                // First, so that no reaper statement meets rows still waiting
+                // for their fresh TTL.
+                settle_resumed(&leases, batch).await?;
+                let report = reap_once(&leases, batch).await?;
+                prune_events(&leases, retention, batch).await?;
+                Ok::<_, StoreError>(report)
+            };
+            tokio::pin!(pass);
+            loop {
+                tokio::select! {
+                    pass = &mut pass => break pass,
+                    _ = ticker.tick() => record_alive(&leases).await,
+                }
             }
+        };
+        let pass = tokio::select! {
+            pass = round => pass,
+            () = &mut stopped => return,
         };
         match pass {
             Ok(report) if report.locks_removed + report.reservations_removed > 0 => {

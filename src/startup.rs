@@ -3,9 +3,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use tokio::net::TcpListener;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
 
 use crate::api::middleware::cors::Cors;
 use crate::api::middleware::rates::WriteRates;
@@ -14,7 +16,7 @@ use crate::api::middleware::screen;
 use crate::api::{self, AppState};
 use crate::auth::Tokens;
 use crate::clock::{SharedClock, SystemClock};
-use crate::config::ServeConfig;
+use crate::config::{ServeConfig, format_duration};
 use crate::leases::{Leases, Limits};
 use crate::serve::ConnectionLimits;
 use crate::store::{self, KeyEvent};
@@ -122,8 +124,11 @@ impl Application {
         self.leases.clone()
     }
 
-    /// Serves until `shutdown` resolves, lets in-flight requests finish (waiters
-    /// answer at once), then records the stop time and closes the database.
+    /// Serves until `shutdown` resolves, then stops within
+    /// `--shutdown-timeout`: in-flight requests have the first half of it to
+    /// finish (waiters answer at once), then the stop time is recorded and
+    /// the database closed. Whatever is not done by the deadline (a call on a
+    /// database that stopped answering) is abandoned, with a warning.
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -174,21 +179,52 @@ impl Application {
             send_timeout: config.send_timeout,
         };
         let stats = leases.metrics.connections.clone();
-        crate::serve::serve(listener, app, connections, stats, async move {
+        let limit = config.shutdown_timeout;
+        let (began, mut stop_began) = watch::channel(None);
+        let serving = crate::serve::serve(listener, app, connections, stats, async move {
             shutdown.await;
+            began.send_replace(Some(Instant::now()));
             tracing::info!("shutting down: finishing in-flight requests");
             stopping.shutdown();
-        })
-        .await;
-        leases.shutdown();
-        let _ = reaper.await;
-        let _ = log.await;
-        events.abort();
-        if let Err(e) = leases.store.record_alive(leases.now()).await {
-            tracing::warn!(error = %e, "cannot record the stop time");
+        });
+        // Requests in flight have until half the limit, counted from the signal.
+        let drained = async {
+            let began = match stop_began.wait_for(Option::is_some).await {
+                Ok(began) => *began,
+                Err(_) => None,
+            };
+            match began {
+                Some(began) => tokio::time::sleep_until(began + limit / 2).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = serving => {}
+            () = drained => tracing::warn!(
+                connections.open = leases.metrics.connections.open.load(Ordering::Relaxed),
+                "requests still in flight at half the shutdown timeout are abandoned"
+            ),
         }
-        leases.store.close().await;
-        tracing::info!("stopped");
+        leases.shutdown();
+        let deadline = stop_began.borrow().unwrap_or_else(Instant::now) + limit;
+        let goodbye = async {
+            // They stop at once, abandoning any call they had on the database.
+            let _ = reaper.await;
+            let _ = log.await;
+            events.abort();
+            if let Err(e) = leases.store.record_alive(leases.now()).await {
+                tracing::warn!(error = %e, "cannot record the stop time");
+            }
+            leases.store.close().await;
+        };
+        match tokio::time::timeout_at(deadline, goodbye).await {
+            Ok(()) => tracing::info!("stopped"),
+            Err(_) => tracing::warn!(
+                shutdown_timeout = %format_duration(limit),
+                "stopped at the shutdown timeout: the database did not answer the goodbye \
+                 in time (the stop time may be unrecorded); its connections are dropped"
+            ),
+        }
         Ok(())
     }
 }

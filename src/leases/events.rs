@@ -262,16 +262,21 @@ impl EventFeed {
 /// Follows the change log until `stop` turns true: woken by the store after
 /// a commit that recorded events (on any replica), else every `POLL`.
 pub async fn run(feed: Arc<EventFeed>, mut stop: watch::Receiver<bool>) {
+    // A stop ends it at once, whatever call on the store it is waiting on.
+    tokio::select! {
+        () = follow(&feed) => {}
+        _ = stop.wait_for(|s| *s) => {}
+    }
+}
+
+async fn follow(feed: &EventFeed) {
     let signal = feed.store.event_signal();
     let mut cursor = loop {
         match feed.start().await {
             Ok(cursor) => break cursor,
             Err(e) => tracing::warn!(error = %e, "cannot read the change log; retrying"),
         }
-        tokio::select! {
-            _ = tokio::time::sleep(POLL) => {}
-            _ = stop.wait_for(|s| *s) => return,
-        }
+        tokio::time::sleep(POLL).await;
     };
     // Anything handed over before the start is in the log up to `cursor`.
     let _ = feed.store.take_committed_events();
@@ -298,7 +303,6 @@ pub async fn run(feed: Arc<EventFeed>, mut stop: watch::Receiver<bool>) {
         tokio::select! {
             _ = woken => read_log = false,
             _ = tokio::time::sleep(wait) => read_log = true,
-            _ = stop.wait_for(|s| *s) => return,
         }
     }
 }

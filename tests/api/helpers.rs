@@ -218,6 +218,11 @@ pub async fn wait_for_gauge(app: &TestApp, series: &str, value: u64) {
 }
 
 /// The real `leasehold serve` binary on its own port.
+/// How soon a server exits after SIGTERM, whatever its database does: the
+/// default `--shutdown-timeout` (5 s), and a second for the process to be
+/// seen gone on a busy machine.
+pub const STOPS_WITHIN: Duration = Duration::from_secs(6);
+
 pub struct ServerProcess {
     pub child: Child,
     pub address: String,
@@ -292,6 +297,35 @@ impl ServerProcess {
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         let status = self.child.wait().unwrap();
         assert!(status.success(), "graceful stop exits 0, got {status}");
+    }
+
+    /// SIGTERM, then how long it took to exit 0; fails past `bound` (see
+    /// [`STOPS_WITHIN`]).
+    pub async fn terminate_within(mut self, bound: Duration) -> Duration {
+        let pid = self.child.id().to_string();
+        let sent = std::time::Instant::now();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "graceful stop exits 0, got {status}");
+                return sent.elapsed();
+            }
+            assert!(
+                sent.elapsed() < bound,
+                "still running {bound:?} after SIGTERM; its last lines:\n{}",
+                self.logs
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .rev()
+                    .take(40)
+                    .rev()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
 

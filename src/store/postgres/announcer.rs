@@ -77,18 +77,24 @@ async fn send(connections: &Connections, batch: Pending) {
     let keys: Vec<String> = batch.keys.into_iter().collect();
     let sent = async {
         let mut conn = connections.take().await?;
-        let sent = sqlx::query(
-            "SELECT pg_notify($1, k) FROM unnest($2::text[]) AS k \
-             UNION ALL SELECT pg_notify($3, '') WHERE $4",
-        )
-        .bind(KEYS_CHANNEL)
-        .bind(&keys)
-        .bind(EVENTS_CHANNEL)
-        .bind(batch.events)
-        .execute(&mut *conn)
-        .await
-        .map(|_| ())
-        .map_err(Into::into);
+        // Bounded like every call: on a silent network an unbounded one
+        // would hold back every announcement after it.
+        let sent = connections
+            .answered(async {
+                sqlx::query(
+                    "SELECT pg_notify($1, k) FROM unnest($2::text[]) AS k \
+                     UNION ALL SELECT pg_notify($3, '') WHERE $4",
+                )
+                .bind(KEYS_CHANNEL)
+                .bind(&keys)
+                .bind(EVENTS_CHANNEL)
+                .bind(batch.events)
+                .execute(&mut *conn)
+                .await
+                .map(|_| ())
+                .map_err(Into::into)
+            })
+            .await;
         conn.settle(sent)
     };
     if let Err(e) = sent.await {

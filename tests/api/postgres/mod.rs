@@ -1,9 +1,14 @@
 //! What only PostgreSQL can show: several replicas on one database, the
-//! database's own constraints, and a database that goes away.
+//! database's own constraints, a database that goes away, and one that
+//! fails over to its standby.
 
+mod clusters;
 mod database_down;
 mod event_order;
+mod failover;
+mod grants;
 mod postgres_store;
+mod proxy;
 mod replicas;
 mod session_replicas;
 mod silent_network;
@@ -12,6 +17,7 @@ pub fn tests() -> Vec<crate::harness::Test> {
     [
         database_down::tests(),
         event_order::tests(),
+        failover::tests(),
         postgres_store::tests(),
         replicas::tests(),
         session_replicas::tests(),

@@ -3,71 +3,19 @@
 //! bounded, so an acquire, a release, a waiter and the readiness probe each
 //! answer 503 instead of hanging; the reaper keeps trying; once the network
 //! heals (the cut connections stay dead) the replica serves again by itself,
-//! and a SIGTERM while cut off stops it all the same.
+//! and a SIGTERM while cut off, with calls stuck on the silent connections,
+//! stops it within its shutdown timeout all the same.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use sqlx::{Connection, PgConnection};
 use tempfile::TempDir;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
 use super::database_down::through;
-use crate::helpers::{ServerProcess, wait_until_ready};
-
-/// A TCP proxy in front of the database that can go silent: while cut, it
-/// forwards nothing and closes nothing; a connection cut once stays silent
-/// for ever, as a TCP session whose peer vanished does.
-struct Partition {
-    port: u16,
-    cut: watch::Sender<bool>,
-}
-
-impl Partition {
-    async fn in_front_of(upstream: SocketAddr) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let (cut, watching) = watch::channel(false);
-        tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                let mut cut = watching.clone();
-                tokio::spawn(async move {
-                    let already = *cut.borrow();
-                    if already {
-                        return silent(client).await;
-                    }
-                    let Ok(mut server) = TcpStream::connect(upstream).await else {
-                        return;
-                    };
-                    let went_silent = tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => false,
-                        _ = cut.wait_for(|cut| *cut) => true,
-                    };
-                    if went_silent {
-                        silent((client, server)).await;
-                    }
-                });
-            }
-        });
-        Self { port, cut }
-    }
-
-    fn cut(&self) {
-        self.cut.send_replace(true);
-    }
-
-    fn heal(&self) {
-        self.cut.send_replace(false);
-    }
-}
-
-/// Holds the sockets open and never touches them again.
-async fn silent<T>(sockets: T) {
-    let _held = sockets;
-    std::future::pending::<()>().await
-}
+use super::proxy::Partition;
+use crate::helpers::{STOPS_WITHIN, ServerProcess, wait_until_ready};
 
 async fn storage_unavailable(answer: reqwest::Result<reqwest::Response>, what: &str) {
     let answer = answer.unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
@@ -186,27 +134,57 @@ async fn a_silent_network_is_answered_503_and_the_replica_recovers_when_it_heals
     }
     assert!(announced, "the brief lease's expiry was never announced");
 
-    // Cut off again, with a request in flight: SIGTERM still stops it.
-    partition.cut();
-    let in_flight = tokio::spawn(acquire("last", json!({"holder": "c", "ttl_ms": 10_000})));
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut server = server;
-    let pid = server.child.id().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
+    // Cut off again with calls parked in the database when the network
+    // went silent: acquires (and the reaper) waiting behind a lock on their
+    // table, on connections that will never answer now. SIGTERM stops the
+    // replica within its shutdown timeout all the same, abandoning them.
+    let mut blocker = PgConnection::connect(db.to_str().unwrap()).await.unwrap();
+    let mut locked = blocker.begin().await.unwrap();
+    sqlx::query("LOCK TABLE lock_leases IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *locked)
+        .await
         .unwrap();
-    let mut stopped = None;
-    for _ in 0..200 {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            stopped = Some(status);
-            break;
+    let in_flight: Vec<_> = (0..4)
+        .map(|i| {
+            let (client, base) = (client.clone(), base.clone());
+            tokio::spawn(async move {
+                client
+                    .post(format!("{base}/v1/locks/last{i}/acquire"))
+                    .json(&json!({"holder": "c", "ttl_ms": 10_000}))
+                    .send()
+                    .await
+            })
+        })
+        .collect();
+    parked(&db, 4).await;
+    partition.cut();
+    let took = server.terminate_within(STOPS_WITHIN).await;
+    eprintln!("stopped {took:?} after SIGTERM");
+    for request in in_flight {
+        if let Ok(answer) = request.await.unwrap() {
+            assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let stopped = stopped.expect("the server did not stop within 20 s of SIGTERM");
-    assert!(stopped.success(), "{stopped}");
-    let _ = in_flight.await;
+    locked.rollback().await.unwrap();
+}
+
+/// Waits until `count` statements on `db` wait for a lock.
+async fn parked(db: &std::path::Path, count: i64) {
+    let mut conn = PgConnection::connect(db.to_str().unwrap()).await.unwrap();
+    for _ in 0..200 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        if waiting >= count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("fewer than {count} statements ever waited for the lock");
 }
 
 crate::harness::tests! {
