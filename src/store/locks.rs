@@ -193,7 +193,8 @@ async fn insert_granted(
     let mut row = NewLockRow::of(new, token, now, held, metadata.as_deref());
     if let Insert::IfFree { idempotency_unused } = when {
         row.only_if_free = true;
-        row.only_if_idempotency_unused = idempotency_unused;
+        // Without an Idempotency-Key there is nothing to look up.
+        row.only_if_idempotency_unused = idempotency_unused && new.idempotency_key.is_some();
     }
     let event = |fencing_token| {
         let holding = Holding {
