@@ -210,6 +210,18 @@ async fn overlapping_sets_in_opposite_orders_never_deadlock() {
     assert_eq!(app.leases.waiters.stats().waiters, 0);
 }
 
+/// `lease` is held (another holder is refused), then released (its token
+/// spent).
+async fn held_then_released(app: &TestApp, lease: &Value) {
+    let key = lease["key"].as_str().unwrap();
+    let refused = app.acquire(key, "second", 30_000).await;
+    problem(refused, StatusCode::CONFLICT, "lock-held").await;
+    let token = lease["token"].as_str().unwrap();
+    let released = app.release(key, token).await;
+    assert_eq!(released.status(), StatusCode::NO_CONTENT);
+    app.assert_lease_lost(key, token).await;
+}
+
 /// Where a transaction takes its keys' locks as it starts, each key is
 /// written into the text of that statement: keys that look like quoting
 /// are locked, granted, refused and released like any other, alone and in
@@ -228,14 +240,7 @@ async fn keys_that_look_like_quoting_are_locked_like_any_other() {
     for key in keys {
         let lease = app.must_acquire(key, "first", 30_000).await;
         assert_eq!(lease["key"], key);
-        let refused = app.acquire(key, "second", 30_000).await;
-        problem(refused, StatusCode::CONFLICT, "lock-held").await;
-        let token = lease["token"].as_str().unwrap();
-        assert_eq!(
-            app.release(key, token).await.status(),
-            StatusCode::NO_CONTENT
-        );
-        app.assert_lease_lost(key, token).await;
+        held_then_released(&app, &lease).await;
     }
     let set = json!({"keys": keys, "holder": "set", "ttl_ms": 30_000});
     let r = acquire_set(&app, set.clone()).await;
@@ -249,14 +254,7 @@ async fn keys_that_look_like_quoting_are_locked_like_any_other() {
     )
     .await;
     for lease in granted["items"].as_array().unwrap() {
-        let key = lease["key"].as_str().unwrap();
-        let refused = app.acquire(key, "second", 30_000).await;
-        problem(refused, StatusCode::CONFLICT, "lock-held").await;
-        let token = lease["token"].as_str().unwrap();
-        assert_eq!(
-            app.release(key, token).await.status(),
-            StatusCode::NO_CONTENT
-        );
+        held_then_released(&app, lease).await;
     }
     for key in keys {
         let r = app.get(&format!("/v1/locks/{}", encode(key))).await;

@@ -4,6 +4,21 @@ use sqlx::Postgres;
 
 use crate::store::texts::{DatabaseTexts, RecordSelected, Texts};
 
+/// The head of an insert of events from the rows of a `SELECT` that
+/// follows it (as `e`), each with the next revision and the transaction's
+/// id, taken before the revision (the subquery is evaluated first).
+macro_rules! events_from_rows {
+    () => {
+        "INSERT INTO events (revision, xid, type, at, key, pool, reservation, subnet, holder, \
+         fencing_token, session_id, owner, reason, group_name, member) \
+         SELECT nextval('event_revisions'), x.xid, e.type, e.at, e.key, e.pool, \
+         e.reservation, e.subnet, e.holder, e.fencing_token, e.session_id, e.owner, \
+         e.reason, e.group_name, e.member \
+         FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
+         pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x, "
+    };
+}
+
 impl DatabaseTexts for Postgres {
     const TEXTS: &'static Texts = &Texts {
         lock_key: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"),
@@ -41,23 +56,12 @@ impl DatabaseTexts for Postgres {
              RETURNING revision",
         // As `insert_event`, the transaction id before the revision.
         record_selected: Some(RecordSelected {
-            head: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
-                 subnet, holder, fencing_token, session_id, owner, reason, group_name, member) \
-                 SELECT nextval('event_revisions'), x.xid, e.type, e.at, e.key, e.pool, \
-                 e.reservation, e.subnet, e.holder, e.fencing_token, e.session_id, e.owner, \
-                 e.reason, e.group_name, e.member \
-                 FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
-                 pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x, (",
+            head: concat!(events_from_rows!(), "("),
             tail: ") e RETURNING revision, fencing_token",
         }),
-        insert_events: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
-             subnet, holder, fencing_token, session_id, owner, reason, group_name, member) \
-             SELECT nextval('event_revisions'), x.xid, e.type, e.at, e.key, e.pool, \
-             e.reservation, e.subnet, e.holder, e.fencing_token, e.session_id, e.owner, \
-             e.reason, e.group_name, e.member \
-             FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
-             pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x, \
-             (SELECT * FROM ROWS FROM (jsonb_to_recordset($1::text::jsonb) AS (type text, \
+        insert_events: concat!(
+            events_from_rows!(),
+            "(SELECT * FROM ROWS FROM (jsonb_to_recordset($1::text::jsonb) AS (type text, \
              at bigint, key text, pool text, reservation text, subnet text, holder text, \
              fencing_token bigint, session_id text, owner text, reason text, group_name text, \
              member text)) \
@@ -65,7 +69,8 @@ impl DatabaseTexts for Postgres {
              fencing_token, session_id, owner, reason, group_name, member, n) \
              ORDER BY n) e \
              RETURNING revision, type, at, key, pool, reservation, subnet, holder, \
-             fencing_token, session_id, owner, reason, group_name, member",
+             fencing_token, session_id, owner, reason, group_name, member"
+        ),
         // Every event insert shares lock (2, 0) until its commit; taken
         // exclusively, it waits until no write holds a revision it has not
         // committed, and the snapshot is taken (by the first statement of
