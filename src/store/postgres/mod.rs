@@ -14,6 +14,7 @@ use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres, Transaction};
 use tokio::sync::{Notify, broadcast};
 
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
+use super::texts::DatabaseTexts;
 use super::{KeyEvent, Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::telemetry::StoreStats;
@@ -238,22 +239,24 @@ impl Dialect for PostgresStore {
     }
 }
 
-/// `BEGIN` and the locks of `keys` (`Texts::lock_key`'s, in their order),
+/// `BEGIN` and the locks of `keys` (`Texts::lock_key`, in their order),
 /// sent as one text in one round trip. A simple query carries no
-/// arguments, so each key goes in as a dollar-quoted literal whose tag
-/// first appears in the key and its closing tag at that closing tag:
-/// nothing in the key can end the literal early, and the lock is the one
-/// `lock_key` takes for the same key.
+/// arguments, so each key takes the place of `lock_key`'s `$1` as a
+/// dollar-quoted literal whose tag first appears in the key and its closing
+/// tag at that closing tag: nothing in the key can end the literal early,
+/// and the lock is the one `lock_key` takes for the same key.
 fn begin_holding(keys: &[String]) -> String {
+    let lock = <Postgres as DatabaseTexts>::TEXTS
+        .lock_key
+        .expect("PostgreSQL locks keys");
     let mut text = String::from("BEGIN");
     for key in keys {
         let tag = (0..)
             .map(|n| format!("$k{n}$"))
             .find(|tag| format!("{key}{tag}").find(tag.as_str()) == Some(key.len()))
             .expect("a tag the key does not contain");
-        text.push_str(&format!(
-            "; SELECT pg_advisory_xact_lock(hashtextextended({tag}{key}{tag}, 0))"
-        ));
+        text.push_str("; ");
+        text.push_str(&lock.replacen("$1", &format!("{tag}{key}{tag}"), 1));
     }
     text
 }
