@@ -108,7 +108,9 @@ pub async fn acquire(
 }
 
 /// Keeps `lease` of KEY, granted by a request sent at `sent`, renewing it at
-/// once if the grant came too late for the first renewal.
+/// once if the grant came too late for the first renewal. The lease's life
+/// counts from `sent` plus what the server says the request waited, never
+/// later than its answer arrived.
 pub async fn keep(
     client: &Client,
     key: &str,
@@ -118,6 +120,8 @@ pub async fn keep(
     sent: Instant,
 ) -> Result<Holding, CliError> {
     let received = Instant::now();
+    let waited = Duration::from_millis(lease.waited_ms.unwrap_or(0));
+    let sent = (sent + waited).min(received);
     let token = lease
         .token
         .clone()

@@ -123,6 +123,10 @@ pub struct LockJson {
     pub metadata: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// In the answer to a grant: how long the request waited on the server
+    /// before `expires_in_ms` was computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holders: Option<Vec<HolderJson>>,
     #[serde(flatten)]

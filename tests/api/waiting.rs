@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::helpers::{TestApp, gauge, problem, spawn_app, spawn_app_with};
+use crate::helpers::{TestApp, encode, gauge, problem, spawn_app, spawn_app_with};
 
 async fn acquire_with(app: &TestApp, key: &str, body: Value) -> reqwest::Response {
     app.post(&format!("/v1/locks/{key}/acquire"), body).await
@@ -444,7 +444,65 @@ async fn times_on_a_key_follow_the_order_of_its_grants() {
     }
 }
 
+/// A grant that waited says how long (`waited_ms`), so a client counting from
+/// when it sent the request knows the lease's end: `sent + waited_ms +
+/// expires_in_ms` falls within a round trip of the grant's real end, never
+/// after it; a lock set's leases say the same.
+async fn a_grant_that_waited_says_how_long_it_waited() {
+    let app = spawn_app().await;
+    let now = app.must_acquire("w/one", "first", 30_000).await;
+    assert!(now["waited_ms"].as_i64().unwrap() < 1_000, "{now}");
+    for (blocked, path, body) in [
+        (
+            "w/two",
+            "/v1/locks/w%2Ftwo/acquire",
+            json!({"holder": "second", "ttl_ms": 2_000, "wait_ms": 10_000}),
+        ),
+        (
+            "w/set",
+            "/v1/lock-sets/acquire",
+            json!({"keys": ["w/set", "w/free"], "holder": "second", "ttl_ms": 2_000, "wait_ms": 10_000}),
+        ),
+    ] {
+        app.must_acquire(blocked, "first", 1_500).await;
+        let sent = Instant::now();
+        let response = app.post(path, body).await;
+        let answered = sent.elapsed();
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let answer: Value = response.json().await.unwrap();
+        let leases = match answer["items"].as_array() {
+            Some(items) => items.clone(),
+            None => vec![answer.clone()],
+        };
+        for lease in leases {
+            let waited = Duration::from_millis(lease["waited_ms"].as_u64().unwrap());
+            let left = Duration::from_millis(lease["expires_in_ms"].as_u64().unwrap());
+            assert!(
+                waited >= Duration::from_millis(1_000) && waited <= answered,
+                "waited {waited:?} of a request answered after {answered:?}: {lease}"
+            );
+            assert!(
+                answered - waited < Duration::from_millis(500),
+                "the wait is in the answer, not left for the client to guess: {lease}"
+            );
+            // Just before the bound the lease is still the key's.
+            let bound = sent + waited + left;
+            tokio::time::sleep_until((bound - Duration::from_millis(100)).into()).await;
+            let key = encode(lease["key"].as_str().unwrap());
+            let fencing = lease["fencing_token"].as_i64().unwrap();
+            let check: Value = app
+                .get(&format!("/v1/locks/{key}/fencing/{fencing}"))
+                .await
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(check["current"], true, "{check}");
+        }
+    }
+}
+
 crate::harness::tests! {
+    a_grant_that_waited_says_how_long_it_waited,
     times_on_a_key_follow_the_order_of_its_grants,
     thirty_two_clients_take_turns_fairly_without_overlap,
     waiters_are_granted_in_arrival_order,

@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use super::extract::AppJson;
 use super::lease_requests::{LockSetRequest, idempotency_key};
-use super::locks::{LockGrantBody, LockLeaseBody};
+use super::locks::LockGrantBody;
 use super::sessions::lifetime;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
@@ -50,6 +50,7 @@ pub async fn acquire_lock_set(
     headers: HeaderMap,
     AppJson(body): AppJson<LockSetRequest>,
 ) -> Result<(StatusCode, Json<LockSetBody>), Problem> {
+    let arrived = state.leases.now();
     for key in &body.keys {
         caller.lock(key, Need::Write)?;
     }
@@ -82,10 +83,7 @@ pub async fn acquire_lock_set(
     let items = granted
         .leases
         .into_iter()
-        .map(|l| LockGrantBody {
-            token: l.lease.token.clone(),
-            lease: LockLeaseBody::new(l, now),
-        })
+        .map(|l| LockGrantBody::new(l, arrived, now))
         .collect();
     Ok((status, Json(LockSetBody { items })))
 }

@@ -23,6 +23,7 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::lease_problem;
 use crate::auth::Need;
+use crate::domain::Millis;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease};
 use crate::domain::names::{KeyPrefix, LockKey};
@@ -86,12 +87,29 @@ pub struct LockLeaseBody {
     "key": "lb/3f2a", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
     "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null,
-    "token": "9f86d081884c7d659a2feaa0c55ad015"
+    "token": "9f86d081884c7d659a2feaa0c55ad015", "waited_ms": 0
 }))]
 pub struct LockGrantBody {
     #[serde(flatten)]
     pub lease: LockLeaseBody,
     pub token: String,
+    /// Milliseconds from when the server took up this request to the instant
+    /// `expires_in_ms` was computed: how long the grant waited. A client
+    /// bounds the lease's end on its own monotonic clock by when it sent the
+    /// request, plus `waited_ms`, plus `expires_in_ms`.
+    pub waited_ms: i64,
+}
+
+impl LockGrantBody {
+    /// The answer to a grant of `lease` to a request taken up at `arrived`,
+    /// answered `now` (both on the lease clock).
+    pub(super) fn new(lease: LockLease, arrived: Millis, now: Now) -> Self {
+        Self {
+            token: lease.lease.token.clone(),
+            waited_ms: now.at.saturating_sub(arrived).max(0),
+            lease: LockLeaseBody::new(lease, now),
+        }
+    }
 }
 
 impl LockLeaseBody {
@@ -158,6 +176,7 @@ pub async fn acquire_lock(
     headers: HeaderMap,
     AppJson(body): AppJson<AcquireRequest>,
 ) -> Result<Response, Problem> {
+    let arrived = state.leases.now();
     caller.lock(&key, Need::Write)?;
     let lifetime = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
     let idempotency_key = idempotency_key(&headers)?;
@@ -179,10 +198,7 @@ pub async fn acquire_lock(
         Acquired::Granted(lease) => (true, lease),
         Acquired::Replayed(lease) => (false, lease),
     };
-    let body = LockGrantBody {
-        token: lease.lease.token.clone(),
-        lease: LockLeaseBody::new(lease, now),
-    };
+    let body = LockGrantBody::new(lease, arrived, now);
     Ok(created_or_ok(created, &paths::lock(&key), body))
 }
 
