@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::leases::Leases;
-use crate::store::{Settling, StoreError};
+use crate::store::{self, Settling, StoreResult};
 use crate::telemetry::Metrics;
 
 /// What one pass removed.
@@ -54,7 +54,7 @@ fn wake(leases: &Leases, mut keys: Vec<String>) {
 }
 
 /// One pass: batches of at most `batch` rows until none is left past its time.
-pub async fn reap_once(leases: &Leases, batch: u32) -> Result<ReapReport, StoreError> {
+pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
     let mut report = ReapReport::default();
     loop {
         let started = Instant::now();
@@ -154,7 +154,7 @@ const SETTLE_BATCHES: u32 = 10;
 /// Writes the fresh TTLs a start left to read from its window (rule 7) into
 /// the rows, in paced steps like the reaper's batches, and closes the
 /// window; answers how many rows were rewritten. Without a window, one read.
-pub async fn settle_resumed(leases: &Leases, batch: u32) -> Result<u64, StoreError> {
+pub async fn settle_resumed(leases: &Leases, batch: u32) -> StoreResult<u64> {
     let batch = batch.saturating_mul(SETTLE_BATCHES);
     let mut at = Settling::start();
     let mut rewritten = 0;
@@ -179,11 +179,7 @@ pub async fn settle_resumed(leases: &Leases, batch: u32) -> Result<u64, StoreErr
 
 /// Prunes the change log down to `retention`, in batches of `batch`;
 /// answers how many events went.
-pub async fn prune_events(
-    leases: &Leases,
-    retention: Retention,
-    batch: u32,
-) -> Result<u64, StoreError> {
+pub async fn prune_events(leases: &Leases, retention: Retention, batch: u32) -> StoreResult<u64> {
     let mut pruned = 0;
     loop {
         let started = Instant::now();
@@ -229,7 +225,7 @@ pub async fn run(leases: Leases, schedule: Schedule, mut stop: watch::Receiver<b
                 settle_resumed(&leases, batch).await?;
                 let report = reap_once(&leases, batch).await?;
                 prune_events(&leases, retention, batch).await?;
-                Ok::<_, StoreError>(report)
+                Ok::<_, store::Error>(report)
             };
             tokio::pin!(pass);
             loop {

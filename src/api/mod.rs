@@ -7,18 +7,19 @@
 //! annotations; `middleware` what every route runs under.
 
 use axum::Router;
-use axum::http::{Method, StatusCode, Uri};
+use axum::http::{Method, Uri};
 
 use std::sync::Arc;
 
 use crate::auth::Tokens;
-use crate::leases::Leases;
+use crate::leases::{LeaseError, Leases};
 
 pub mod middleware;
 pub mod openapi;
 pub mod problems;
 pub mod routes;
 
+use crate::api::problems::{Subject, kinds};
 use middleware::{cors, rates, requests, stack};
 pub use problems::Problem;
 
@@ -35,6 +36,13 @@ pub struct AppState {
     pub request_log: requests::RequestLog,
     /// Each token's write rate.
     pub rates: Arc<rates::WriteRates>,
+}
+
+impl AppState {
+    /// The problem answering `error` to a request that named `subject`.
+    pub fn problem(&self, subject: Subject<'_>, error: LeaseError) -> Problem {
+        problems::lease_problem(subject, error, self.leases.moment())
+    }
 }
 
 /// The OpenAPI document of every registered route.
@@ -65,18 +73,15 @@ async fn no_route(method: Method, uri: Uri) -> Problem {
     if uri.path().starts_with("/v1/locks//") {
         return Problem::invalid("key", "must not be empty");
     }
-    Problem::not_found(
-        "not-found",
-        "No such route",
+    Problem::of(
+        &kinds::NOT_FOUND,
         format!("no route for {method} {}", uri.path()),
     )
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
-    Problem::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method-not-allowed",
-        "Method not allowed",
+    Problem::of(
+        &kinds::METHOD_NOT_ALLOWED,
         format!("{method} is not allowed on {}", uri.path()),
     )
 }

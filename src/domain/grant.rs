@@ -39,7 +39,7 @@ impl Quota {
 
 /// Why a grant that is not a replay is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refused<R> {
+pub enum Denial<R> {
     /// The resource cannot be granted now (409).
     Resource(R),
     /// The caller holds its quota of live leases (429).
@@ -48,11 +48,11 @@ pub enum Refused<R> {
 
 /// The answer to a grant that is not a replay: the resource's decision
 /// (`Ok` with what would be granted, or its refusal) comes before the quota.
-pub fn first_refusal<G, R>(resource: Result<G, R>, quota: Quota) -> Result<G, Refused<R>> {
-    let granted = resource.map_err(Refused::Resource)?;
+pub fn first_refusal<G, R>(resource: Result<G, R>, quota: Quota) -> Result<G, Denial<R>> {
+    let granted = resource.map_err(Denial::Resource)?;
     match quota {
         Quota::Counted { limit, current } if !quota.has_room() => {
-            Err(Refused::OverQuota { limit, current })
+            Err(Denial::OverQuota { limit, current })
         }
         _ => Ok(granted),
     }
@@ -71,7 +71,7 @@ mod tests {
     fn a_resource_refusal_answers_before_the_quota() {
         assert_eq!(
             first_refusal::<(), _>(Err("held"), FULL),
-            Err(Refused::Resource("held"))
+            Err(Denial::Resource("held"))
         );
     }
 
@@ -79,7 +79,7 @@ mod tests {
     fn the_quota_refuses_only_a_grant_that_would_succeed() {
         assert_eq!(
             first_refusal::<_, ()>(Ok("block"), FULL),
-            Err(Refused::OverQuota {
+            Err(Denial::OverQuota {
                 limit: 1,
                 current: 1
             })

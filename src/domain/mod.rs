@@ -12,6 +12,7 @@ pub mod lease;
 pub mod lock;
 pub mod names;
 pub mod paths;
+pub mod refusal;
 pub mod session;
 pub mod subnet;
 pub mod time;
@@ -21,4 +22,5 @@ pub mod validate;
 pub type Millis = i64;
 
 pub use lease::{Lease, LockMode};
+pub use refusal::{Missing, Refused};
 pub use validate::InvalidInput;

@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use super::admission::WatcherSlot;
 use super::fanout::{Index, Subscriber};
 use crate::domain::events::{Event, EventFilter};
-use crate::store::{Horizon, Store, StoreError, StoreResult};
+use crate::store::{self, Horizon, Store, StoreError, StoreResult};
 
 /// Events read from the store at once.
 const PAGE: u32 = 512;
@@ -48,8 +48,21 @@ pub enum WatchError {
     /// The revision asked for was never handed out.
     #[error("revision {since} is past the newest revision")]
     Future { since: i64 },
+    /// Storage failed the read of the history.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
+}
+
+impl From<store::Error> for WatchError {
+    fn from(error: store::Error) -> Self {
+        match error {
+            store::Error::Storage(failed) => WatchError::Store(failed),
+            // Reading the change log refuses nothing.
+            store::Error::Refused(refused) => WatchError::Store(StoreError::Internal(format!(
+                "reading the change log was refused: {refused}"
+            ))),
+        }
+    }
 }
 
 /// Why a watch ended.

@@ -8,10 +8,11 @@
 use super::waiters::{Try, take_turns};
 use super::{Acquired, LeaseError, Leases, new_token};
 use crate::domain::Millis;
+use crate::domain::Refused;
 use crate::domain::inputs::KeySet;
 use crate::domain::lock::Refusal;
 use crate::domain::names::LockKey;
-use crate::store::{AcquireLock, GrantedSet, StoreError};
+use crate::store::{self, AcquireLock, GrantedSet};
 use crate::telemetry::Metrics;
 
 pub struct LockSetService<'a> {
@@ -65,7 +66,9 @@ impl LockSetService<'_> {
                 Metrics::add(&metrics.lock_grants, granted.leases.len() as u64)
             }
             Ok(_) => {}
-            Err((_, LeaseError::Refused { .. })) => Metrics::inc(&metrics.lock_conflicts),
+            Err((_, LeaseError::Refused(Refused::SetKey { .. }))) => {
+                Metrics::inc(&metrics.lock_conflicts)
+            }
             Err(_) => {}
         }
         result
@@ -143,17 +146,14 @@ impl LockSetService<'_> {
             .unwrap_or_default();
         match self.leases.store.acquire_lock_set(set, now).await {
             Ok(granted) => Ok(granted),
-            Err(StoreError::SetRefused { key, refusal }) => Err(Tried {
-                key,
-                clears_at: match &*refusal {
+            Err(store::Error::Refused(Refused::SetKey { key, refusal })) => Err(Tried {
+                key: key.clone(),
+                clears_at: match &refusal {
                     Refusal::Held { available_at, .. } => Some(*available_at),
                     Refusal::Delayed { until } => Some(*until),
                     Refusal::LimitMismatch { .. } => None,
                 },
-                error: LeaseError::Refused {
-                    refusal: *refusal,
-                    now: self.leases.at(now),
-                },
+                error: Refused::SetKey { key, refusal }.into(),
             }),
             Err(e) => Err(Tried {
                 key: first,

@@ -10,7 +10,7 @@ use crate::domain::fencing::Fencing;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{KeyPrefix, LockKey, Ttl};
-use crate::store::StoreError;
+use crate::domain::{Missing, Refused};
 use crate::store::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::telemetry::Metrics;
 
@@ -43,14 +43,14 @@ impl LockService<'_> {
         match &result {
             Ok(Acquired::Granted(_)) => Metrics::inc(&metrics.lock_grants),
             Ok(Acquired::Replayed(_)) => Metrics::inc(&metrics.lock_replays),
-            Err(LeaseError::Refused { .. }) => Metrics::inc(&metrics.lock_conflicts),
+            Err(LeaseError::Refused(Refused::Lock(_))) => Metrics::inc(&metrics.lock_conflicts),
             Err(_) => {}
         }
         // Only answers a wait ends in: not replays, bad input or a shed request.
         if waits
             && matches!(
                 result,
-                Ok(Acquired::Granted(_)) | Err(LeaseError::Refused { .. })
+                Ok(Acquired::Granted(_)) | Err(LeaseError::Refused(Refused::Lock(_)))
             )
         {
             metrics.acquire_waits.observe(started.elapsed());
@@ -85,21 +85,20 @@ impl LockService<'_> {
             &keys,
             wait_ms,
             || async {
-                match self.try_acquire(new.clone(), token.clone()).await {
-                    Err(LeaseError::Refused { refusal, now }) => match &refusal {
+                let tried = self.try_acquire(new.clone(), token.clone()).await;
+                match &tried {
+                    Err(LeaseError::Refused(Refused::Lock(refusal))) => match refusal {
                         Refusal::Held { available_at, .. } => Try::Until {
                             clears_at: *available_at,
-                            answer: Err(LeaseError::Refused { refusal, now }),
+                            answer: tried,
                         },
                         Refusal::Delayed { until } => Try::Until {
                             clears_at: *until,
-                            answer: Err(LeaseError::Refused { refusal, now }),
+                            answer: tried,
                         },
-                        Refusal::LimitMismatch { .. } => {
-                            Try::Answer(Err(LeaseError::Refused { refusal, now }))
-                        }
+                        Refusal::LimitMismatch { .. } => Try::Answer(tried),
                     },
-                    done => Try::Answer(done),
+                    _ => Try::Answer(tried),
                 }
             },
             |_| async { Err(self.queue_refusal(&req.key).await) },
@@ -116,12 +115,8 @@ impl LockService<'_> {
         tokio::spawn(async move {
             let key = new.key.clone();
             let now = leases.now();
-            let outcome = leases
-                .store
-                .acquire_lock(new, token, now)
-                .await
-                .map(|o| (o, now));
-            if let Err(Ok((AcquireOutcome::Granted(lease), _))) = reply.send(outcome) {
+            let outcome = leases.store.acquire_lock(new, token, now).await;
+            if let Err(Ok(AcquireOutcome::Granted(lease))) = reply.send(outcome) {
                 // The client went away while its grant was being committed.
                 let now = leases.now();
                 let _ = leases
@@ -131,16 +126,13 @@ impl LockService<'_> {
                 leases.waiters.wake(&key);
             }
         });
-        let (outcome, now) = answer.await.map_err(|_| {
+        let outcome = answer.await.map_err(|_| {
             LeaseError::Internal("the acquire task ended without an answer".into())
         })??;
         match outcome {
             AcquireOutcome::Granted(lease) => Ok(Acquired::Granted(lease)),
             AcquireOutcome::Replayed(lease) => Ok(Acquired::Replayed(lease)),
-            AcquireOutcome::Refused(refusal) => Err(LeaseError::Refused {
-                refusal,
-                now: self.leases.at(now),
-            }),
+            AcquireOutcome::Refused(refusal) => Err(Refused::Lock(refusal).into()),
         }
     }
 
@@ -161,9 +153,10 @@ impl LockService<'_> {
             l.idempotency_key.as_deref() == Some(idem.as_str()) && l.owner.as_ref() == owner
         }) {
             Some(lease) if lease.lease.holder != new.holder.as_str() => {
-                Err(LeaseError::Store(StoreError::IdempotencyMismatch {
+                Err(Refused::IdempotencyMismatch {
                     holder: lease.lease.holder,
-                }))
+                }
+                .into())
             }
             Some(lease) => Ok(Some(Acquired::Replayed(lease))),
             None => Ok(None),
@@ -180,13 +173,11 @@ impl LockService<'_> {
                     .map(LockLease::expires_at)
                     .min()
                     .unwrap_or(now);
-                LeaseError::Refused {
-                    refusal: Refusal::Held {
-                        holders,
-                        available_at,
-                    },
-                    now: self.leases.at(now),
-                }
+                Refused::Lock(Refusal::Held {
+                    holders,
+                    available_at,
+                })
+                .into()
             }
             Err(e) => e.into(),
         }
@@ -237,7 +228,7 @@ impl LockService<'_> {
         let now = self.leases.now();
         let held = self.leases.store.get_lock(key, now).await?;
         if held.is_empty() {
-            return Err(LeaseError::Store(StoreError::NotFound));
+            return Err(Missing::Lock.into());
         }
         Ok(held)
     }

@@ -6,11 +6,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::clock::SharedClock;
-use crate::domain::lock::Refusal;
-use crate::domain::subnet::{Pool, ReserveRefusal};
 use crate::domain::time::Now;
-use crate::domain::{InvalidInput, Millis};
-use crate::store::{Store, StoreError};
+use crate::domain::{Millis, Missing, Refused};
+use crate::store::{self, Store, StoreError};
 use crate::telemetry::Metrics;
 
 pub mod admission;
@@ -88,48 +86,38 @@ impl Default for Limits {
     }
 }
 
-/// Why an operation did not happen.
+/// Why an operation did not happen: the lease rules refused it (an
+/// answer), the server shed it, or storage failed it.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
-    #[error("{0}")]
-    Invalid(InvalidInput),
-    #[error("the key cannot be granted now")]
-    Refused { refusal: Refusal, now: Now },
-    #[error("no such live reservation")]
-    ReservationNotFound,
-    #[error("the pool exists with another {differs:?}")]
-    PoolConflict {
-        existing: Pool,
-        differs: Vec<&'static str>,
-    },
-    #[error("the pool has live reservations")]
-    PoolInUse {
-        reserved: u64,
-        allocated: u64,
-        clears_at: Option<Millis>,
-        now: Now,
-    },
-    #[error("the subnet cannot be reserved now")]
-    SubnetRefused { refusal: ReserveRefusal, now: Now },
+    #[error(transparent)]
+    Refused(Refused),
     #[error("overloaded: too many {}", .0.as_str())]
     Overloaded(Shed),
-    /// What the store refused or failed: a lost lease, a missing key or
-    /// pool, the quota, a session, the database itself.
     #[error(transparent)]
-    Store(StoreError),
+    Storage(StoreError),
     #[error("internal error: {0}")]
     Internal(String),
 }
 
-impl From<InvalidInput> for LeaseError {
-    fn from(e: InvalidInput) -> Self {
-        LeaseError::Invalid(e)
+impl From<Refused> for LeaseError {
+    fn from(refused: Refused) -> Self {
+        LeaseError::Refused(refused)
     }
 }
 
-impl From<StoreError> for LeaseError {
-    fn from(e: StoreError) -> Self {
-        LeaseError::Store(e)
+impl From<Missing> for LeaseError {
+    fn from(missing: Missing) -> Self {
+        LeaseError::Refused(missing.into())
+    }
+}
+
+impl From<store::Error> for LeaseError {
+    fn from(e: store::Error) -> Self {
+        match e {
+            store::Error::Refused(refused) => LeaseError::Refused(refused),
+            store::Error::Storage(failed) => LeaseError::Storage(failed),
+        }
     }
 }
 

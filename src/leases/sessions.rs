@@ -6,7 +6,8 @@ use super::{LeaseError, Leases, new_token};
 use crate::domain::inputs::Metadata;
 use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
 use crate::domain::session::{Session, SessionAccess, SessionView};
-use crate::store::StoreError;
+use crate::domain::{Missing, Refused};
+use crate::store;
 use crate::store::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd};
 use crate::telemetry::Metrics;
 use crate::token;
@@ -75,7 +76,7 @@ impl SessionService<'_> {
                 // The API token's text changed since (same name, new
                 // secret): the token cannot be given again.
                 if token::digest(&again) != s.token_digest {
-                    return Err(StoreError::IdempotencyMismatch { holder: s.holder }.into());
+                    return Err(Refused::IdempotencyMismatch { holder: s.holder }.into());
                 }
                 Opened::Replayed(s, again)
             }
@@ -91,7 +92,7 @@ impl SessionService<'_> {
         &self,
         id: &SessionId,
         access: &SessionAccess,
-        missing: StoreError,
+        missing: Refused,
     ) -> Result<Option<String>, LeaseError> {
         match access {
             SessionAccess::Any => Ok(None),
@@ -99,12 +100,14 @@ impl SessionService<'_> {
             SessionAccess::Owners(_) => {
                 let now = self.leases.now();
                 let view = match self.leases.store.get_session(id, now).await {
-                    Err(StoreError::NotFound) => return Err(missing.into()),
+                    Err(store::Error::Refused(Refused::Missing(Missing::Session))) => {
+                        return Err(missing.into());
+                    }
                     other => other?,
                 };
                 let owner = view.session.owner;
                 if !access.allows(owner.as_deref()) {
-                    return Err(StoreError::NotFound.into());
+                    return Err(Missing::Session.into());
                 }
                 Ok(owner)
             }
@@ -120,7 +123,7 @@ impl SessionService<'_> {
         access: &SessionAccess,
         ttl: Option<Ttl>,
     ) -> Result<Session, LeaseError> {
-        let opener = self.opener(id, access, StoreError::LeaseLost).await?;
+        let opener = self.opener(id, access, Refused::LeaseLost).await?;
         let now = self.leases.now();
         let session = self
             .leases
@@ -139,7 +142,7 @@ impl SessionService<'_> {
         token: &str,
         access: &SessionAccess,
     ) -> Result<Vec<String>, LeaseError> {
-        let opener = self.opener(id, access, StoreError::LeaseLost).await?;
+        let opener = self.opener(id, access, Refused::LeaseLost).await?;
         let end = SessionEnd::Close {
             token: token.to_owned(),
             caller: opener,
@@ -154,7 +157,7 @@ impl SessionService<'_> {
         id: &SessionId,
         access: &SessionAccess,
     ) -> Result<Vec<String>, LeaseError> {
-        let opener = self.opener(id, access, StoreError::NotFound).await?;
+        let opener = self.opener(id, access, Missing::Session.into()).await?;
         self.end(id, SessionEnd::Force { caller: opener }).await
     }
 
@@ -180,7 +183,7 @@ impl SessionService<'_> {
         let now = self.leases.now();
         let view = self.leases.store.get_session(id, now).await?;
         if !access.allows(view.session.owner.as_deref()) {
-            return Err(StoreError::NotFound.into());
+            return Err(Missing::Session.into());
         }
         Ok(view)
     }

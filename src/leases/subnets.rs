@@ -3,12 +3,13 @@
 
 use super::{LeaseError, Leases, new_token};
 use crate::domain::Millis;
+use crate::domain::Refused;
 use crate::domain::cidr::Block;
 use crate::domain::inputs::{Labels, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{PoolName, Ttl};
 use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
 use crate::store::{
-    DeletePoolOutcome, PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet, StoreError,
+    DeletePoolOutcome, PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet,
 };
 use crate::telemetry::Metrics;
 
@@ -35,14 +36,6 @@ pub struct Page<T> {
 
 pub struct SubnetService<'a> {
     pub(super) leases: &'a Leases,
-}
-
-/// On the reservation routes "not found" is about the reservation.
-fn reservation_error(e: StoreError) -> LeaseError {
-    match e {
-        StoreError::NotFound => LeaseError::ReservationNotFound,
-        e => e.into(),
-    }
 }
 
 impl SubnetService<'_> {
@@ -83,9 +76,11 @@ impl SubnetService<'_> {
         match self.leases.store.put_pool(pool, now).await? {
             PutPoolOutcome::Created(usage) => Ok(PutPool::Created(usage)),
             PutPoolOutcome::Unchanged(usage) => Ok(PutPool::Unchanged(usage)),
-            PutPoolOutcome::Conflict { existing, differs } => {
-                Err(LeaseError::PoolConflict { existing, differs })
+            PutPoolOutcome::Conflict { existing, differs } => Err(Refused::PoolConflict {
+                existing: Box::new(existing),
+                differs,
             }
+            .into()),
         }
     }
 
@@ -137,12 +132,12 @@ impl SubnetService<'_> {
                 reserved,
                 allocated,
                 clears_at,
-            } => Err(LeaseError::PoolInUse {
+            } => Err(Refused::PoolInUse {
                 reserved,
                 allocated,
                 clears_at,
-                now: self.leases.at(now),
-            }),
+            }
+            .into()),
         }
     }
 
@@ -156,13 +151,10 @@ impl SubnetService<'_> {
                 Ok(Reserved::Granted(r))
             }
             ReserveOutcome::Replayed(r) => Ok(Reserved::Replayed(r)),
-            ReserveOutcome::Invalid(e) => Err(e.into()),
+            ReserveOutcome::Invalid(e) => Err(Refused::Invalid(e).into()),
             ReserveOutcome::Refused(refusal) => {
                 Metrics::inc(&metrics.reservation_conflicts);
-                Err(LeaseError::SubnetRefused {
-                    refusal,
-                    now: self.leases.at(now),
-                })
+                Err(Refused::Subnet(refusal).into())
             }
         }
     }
@@ -193,7 +185,7 @@ impl SubnetService<'_> {
 
     pub async fn get(&self, pool: &PoolName, id: &str) -> Result<Reservation, LeaseError> {
         let now = self.now();
-        (self.leases.store.get_reservation(pool, id, now).await).map_err(reservation_error)
+        Ok(self.leases.store.get_reservation(pool, id, now).await?)
     }
 
     /// Extends a reserved reservation; an allocated one has no expiry to
@@ -210,10 +202,9 @@ impl SubnetService<'_> {
         let store = &self.leases.store;
         let (id, ttl_ms) = (id.as_str(), ttl.map(Ttl::ms));
         let metadata = metadata.map(Metadata::into_map);
-        (store
+        Ok(store
             .renew_reservation(pool, id, token, ttl_ms, metadata, now)
-            .await)
-            .map_err(reservation_error)
+            .await?)
     }
 
     pub async fn confirm(
@@ -224,10 +215,9 @@ impl SubnetService<'_> {
     ) -> Result<Reservation, LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        let r = (store
+        let r = store
             .confirm_reservation(pool, id.as_str(), token, now)
-            .await)
-            .map_err(reservation_error)?;
+            .await?;
         Metrics::inc(&self.leases.metrics.reservation_confirms);
         Ok(r)
     }
@@ -240,10 +230,9 @@ impl SubnetService<'_> {
     ) -> Result<(), LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        (store
+        store
             .release_reservation(pool, id.as_str(), token, now)
-            .await)
-            .map_err(reservation_error)?;
+            .await?;
         Metrics::inc(&self.leases.metrics.reservation_releases);
         Ok(())
     }
@@ -251,7 +240,7 @@ impl SubnetService<'_> {
     pub async fn force_release(&self, pool: &PoolName, id: &str) -> Result<(), LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        (store.force_release_reservation(pool, id, now).await).map_err(reservation_error)?;
+        store.force_release_reservation(pool, id, now).await?;
         Metrics::inc(&self.leases.metrics.reservation_releases);
         Ok(())
     }

@@ -17,7 +17,7 @@ use super::write_time::{LeaseClock, WriteTime};
 use super::{
     AcquireLock, AcquireOutcome, DeletePoolOutcome, GrantedSet, KeyEvent, LiveLeases, LockQuery,
     OpenOutcome, OpenSession, PutPoolOutcome, ReapedSessions, ReservationQuery, ReserveOutcome,
-    ReserveSubnet, Resumed, SessionEnd, Settled, Settling, Store, StoreError, StoreResult,
+    ReserveSubnet, Resumed, SessionEnd, Settled, Settling, Store, StoreResult,
 };
 use super::{
     GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, groups, lock_sets, locks,
@@ -29,6 +29,7 @@ use crate::domain::fencing::Fencing;
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::LockLease;
 use crate::domain::names::{GroupName, LockKey, MemberName, PoolName, SessionId};
+use crate::domain::refusal::{Missing, Refused};
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 use crate::telemetry::StoreStats;
@@ -329,7 +330,7 @@ impl<D: Dialect> Store for Engine<D> {
             .await?
         {
             true => Ok(()),
-            false => Err(StoreError::LeaseLost),
+            false => Err(Refused::LeaseLost.into()),
         }
     }
 
@@ -370,7 +371,7 @@ impl<D: Dialect> Store for Engine<D> {
             .await?
         {
             true => Ok(()),
-            false => Err(StoreError::NotFound),
+            false => Err(Refused::from(Missing::Reservation).into()),
         }
     }
 

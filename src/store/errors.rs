@@ -2,7 +2,7 @@
 //! database errors; what no database raised (a pool timeout, a broken socket)
 //! is classified here, once for both.
 
-use super::StoreError;
+use super::{Error, StoreError};
 use super::{postgres, sqlite};
 
 impl From<sqlx::Error> for StoreError {
@@ -16,5 +16,11 @@ impl From<sqlx::Error> for StoreError {
             }
             _ => StoreError::Internal(error.to_string()),
         }
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(error: sqlx::Error) -> Self {
+        Error::Storage(error.into())
     }
 }

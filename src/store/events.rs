@@ -108,13 +108,14 @@ pub async fn record_all(
         let rows = conn
             .rows(conn.texts().insert_events, args![given.as_str()])
             .await?;
-        let mut recorded = rows.iter().map(event).collect::<StoreResult<Vec<_>>>()?;
+        let mut recorded = rows.iter().map(event).collect::<Result<Vec<_>, _>>()?;
         if recorded.len() != chunk.len() {
             return Err(super::StoreError::Internal(format!(
                 "{} events recorded of {}",
                 recorded.len(),
                 chunk.len()
-            )));
+            ))
+            .into());
         }
         recorded.sort_unstable_by_key(|e| e.revision);
         fx.events += recorded.len() as u64;
@@ -448,7 +449,7 @@ pub async fn horizon(conn: &mut impl Sql) -> StoreResult<Option<Horizon>> {
         .await?
         .iter()
         .map(|r| r.int("xid"))
-        .collect::<StoreResult<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Some(Horizon { running }))
 }
 
@@ -493,7 +494,7 @@ pub async fn prune(
     let last = rows
         .iter()
         .map(|r| r.int("revision"))
-        .collect::<StoreResult<Vec<_>>>()?
+        .collect::<Result<Vec<_>, _>>()?
         .into_iter()
         .max();
     // The boundary is the last revision deleted: a revision below `through`

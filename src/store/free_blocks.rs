@@ -37,10 +37,7 @@ async fn remove_free(conn: &mut impl Sql, pool: &str, block: Block) -> StoreResu
 /// Takes a grant out of the free space: its free block goes, the rest of it stays.
 pub(super) async fn take_free(conn: &mut impl Sql, pool: &str, grant: Grant) -> StoreResult<()> {
     if remove_free(conn, pool, grant.from).await? != 1 {
-        return Err(StoreError::Internal(format!(
-            "{} is not a free block",
-            grant.from
-        )));
+        return Err(StoreError::Internal(format!("{} is not a free block", grant.from)).into());
     }
     for rest in carve(grant.from, grant.block) {
         insert_free(conn, pool, rest).await?;

@@ -19,13 +19,14 @@ use super::sessions;
 use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{
-    GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery, StoreError,
+    Error, GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery, StoreError,
     StoreResult, grant_order,
 };
 use crate::domain::Millis;
 use crate::domain::events::{Event, EventType, Reason, Resource};
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::prefix_upper_bound;
+use crate::domain::refusal::{Missing, Refused};
 use crate::domain::session::BOUND;
 use crate::token::digest;
 
@@ -228,7 +229,7 @@ pub async fn put(
 
 pub async fn get(conn: &mut impl Sql, name: &str, now: Millis) -> StoreResult<Group> {
     let row = conn.row(GROUP.as_str(), args![name, now]).await?;
-    group(&row.ok_or(StoreError::GroupNotFound)?)
+    group(&row.ok_or(Error::from(Missing::Group))?)
 }
 
 /// The groups under each prefix of the query in turn, until `limit`, in
@@ -282,12 +283,12 @@ pub async fn delete(
     let row = conn
         .row(sql, args![name])
         .await?
-        .ok_or(StoreError::GroupNotFound)?;
+        .ok_or(Error::from(Missing::Group))?;
     let sql = format!("SELECT {} FROM groups g WHERE g.name = $1", live_count(2));
     let members =
         u64::try_from(one(conn, sql, args![name, now]).await?.int("members")?).unwrap_or(0);
     if members > 0 {
-        return Err(StoreError::GroupNotEmpty { members });
+        return Err(Refused::GroupNotEmpty { members }.into());
     }
     let owner = row.opt_text("owner")?;
     let gone = conn
@@ -335,7 +336,7 @@ pub async fn join(
         conn.texts().share_row
     );
     if conn.row(sql, args![group_name]).await?.is_none() {
-        return Err(StoreError::GroupNotFound);
+        return Err(Refused::from(Missing::Group).into());
     }
     let session = match &new.tenure {
         JoinTenure::Session(claim) => Some(sessions::bind(conn, claim, now).await?),
@@ -361,7 +362,7 @@ pub async fn join(
                 }
             };
             if !same {
-                return Err(StoreError::MemberExists);
+                return Err(Refused::MemberExists.into());
             }
             let ttl_ms = match &new.tenure {
                 JoinTenure::Ttl { ttl_ms, .. } => Some(*ttl_ms),
@@ -392,7 +393,7 @@ pub async fn join(
         record_left(conn, fx, &gone, expiry_reason, now).await?;
     }
     let quota = quota(conn, owner.as_ref(), now).await?;
-    grant_order(Ok::<(), ()>(()), quota)?.map_err(|()| StoreError::MemberExists)?;
+    grant_order(Ok::<(), ()>(()), quota)?.map_err(|()| Refused::MemberExists)?;
     let (ttl_ms, expires_at, token_digest, session_id) = match (&new.tenure, &session) {
         (JoinTenure::Ttl { ttl_ms, .. }, _) => (*ttl_ms, now + ttl_ms, Some(digest(&token)), None),
         (JoinTenure::Session(_), Some(s)) => (s.ttl_ms, BOUND, None, Some(s.id.clone())),
@@ -417,7 +418,7 @@ pub async fn join(
     .map_err(|e| match e {
         // A join racing for the same member id, where the key's lock did
         // not serialise them: the database's unique key is the backstop.
-        StoreError::Duplicate(_) => StoreError::MemberExists,
+        Error::Storage(StoreError::Duplicate(_)) => Refused::MemberExists.into(),
         other => other,
     })?;
     let event = group_event(
@@ -536,7 +537,7 @@ pub async fn renew(
         )
         .await?;
     if changed == 0 {
-        return Err(StoreError::LeaseLost);
+        return Err(Refused::LeaseLost.into());
     }
     let row = one(
         conn,
@@ -576,7 +577,7 @@ pub async fn leave(
             // The session's own token proves it; a lost session has no member.
             sessions::check(conn, &claim, now)
                 .await
-                .map_err(|_| StoreError::LeaseLost)?;
+                .map_err(|_| Refused::LeaseLost)?;
             let sql = format!("{base} AND session_id = $4 RETURNING {ENDED_MEMBER}");
             let rows = conn
                 .rows(sql, args![group_name, member_name, now, &claim.id])
@@ -591,13 +592,13 @@ pub async fn leave(
             );
             let rows = conn.rows(sql, args![group_name, member_name, now]).await?;
             if rows.is_empty() {
-                return Err(StoreError::NotFound);
+                return Err(Refused::from(Missing::Member).into());
             }
             (rows, Reason::Removed)
         }
     };
     if rows.is_empty() {
-        return Err(StoreError::LeaseLost);
+        return Err(Refused::LeaseLost.into());
     }
     record_left(conn, fx, &rows, |_| Ok(reason), now).await
 }
@@ -624,7 +625,7 @@ pub async fn get_member(
         Some(row) => member(&row),
         None => {
             exists(conn, group_name).await?;
-            Err(StoreError::NotFound)
+            Err(Refused::from(Missing::Member).into())
         }
     }
 }
@@ -633,7 +634,7 @@ async fn exists(conn: &mut impl Sql, group_name: &str) -> StoreResult<()> {
     conn.row("SELECT name FROM groups WHERE name = $1", args![group_name])
         .await?
         .map(|_| ())
-        .ok_or(StoreError::GroupNotFound)
+        .ok_or(Error::from(Missing::Group))
 }
 
 /// One page of a group's live members, in one snapshot with the revision

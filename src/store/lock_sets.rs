@@ -7,8 +7,9 @@
 use super::dialect::Effects;
 use super::sql::Sql;
 use super::write_time::WriteTime;
-use super::{AcquireLock, AcquireOutcome, StoreError, StoreResult, locks};
+use super::{AcquireLock, AcquireOutcome, Error, StoreResult, locks};
 use crate::domain::lock::LockLease;
+use crate::domain::refusal::{OverQuota, Refused};
 
 /// The leases of a granted set, in key order.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,7 +22,7 @@ pub struct GrantedSet {
 
 /// Grants every lock of `set` (in key order, keys distinct) or none, in a
 /// write on every key of the set (`Atomicity::OnKeys`, in key order, before
-/// any session row or lease row): a refusal is `StoreError::SetRefused`,
+/// any session row or lease row): a refusal is `Refused::SetKey`,
 /// and the write that meets it is undone by the dialect.
 pub async fn acquire(
     conn: &mut impl Sql,
@@ -44,12 +45,13 @@ pub async fn acquire(
             // The quota counted this set's own grants so far: the answer
             // gives what the caller held before the set, and what the set
             // (but for its replays so far) needs.
-            Err(StoreError::QuotaExceeded { limit, current, .. }) => {
-                return Err(StoreError::QuotaExceeded {
-                    limit,
-                    current: current.saturating_sub(fresh),
+            Err(Error::Refused(Refused::OverQuota(over))) => {
+                return Err(OverQuota {
+                    current: over.current.saturating_sub(fresh),
                     needed: (keys.len() - (i - fresh as usize)) as u32,
-                });
+                    ..over
+                }
+                .into());
             }
             other => other?,
         };
@@ -61,10 +63,7 @@ pub async fn acquire(
                 granted.push(lease);
             }
             AcquireOutcome::Refused(refusal) => {
-                return Err(StoreError::SetRefused {
-                    key,
-                    refusal: Box::new(refusal),
-                });
+                return Err(Refused::SetKey { key, refusal }.into());
             }
         }
     }

@@ -23,6 +23,7 @@ use crate::domain::Millis;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::fencing::{self, Fencing};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
+use crate::domain::refusal::{Missing, Refused};
 
 /// A single acquire, in a write on its key (`Atomicity::OnKeys`): its time
 /// is read once it holds the key; its `Idempotency-Key` may name no live
@@ -151,16 +152,17 @@ async fn idempotency(
     if let Some(row) = conn.row(REPLAY.as_str(), args).await? {
         let lease = rows::lock(&row)?;
         if lease.lease.holder != new.holder.as_str() {
-            return Err(StoreError::IdempotencyMismatch {
+            return Err(Refused::IdempotencyMismatch {
                 holder: lease.lease.holder,
-            });
+            }
+            .into());
         }
         return Ok(Some(AcquireOutcome::Replayed(lease)));
     }
     for row in &conn.rows(IDEMPOTENCY_KEYS.as_str(), args).await? {
         let key = row.text("key")?;
         if !set.contains(&key) {
-            return Err(StoreError::IdempotencyKeyElsewhere { key });
+            return Err(Refused::IdempotencyKeyElsewhere { key }.into());
         }
     }
     Ok(None)
@@ -332,7 +334,7 @@ pub async fn renew(
             let row = conn
                 .row(BOUND_LEASE.as_str(), args![key, token, now])
                 .await?;
-            rows::lock(&row.ok_or(StoreError::LeaseLost)?)?
+            rows::lock(&row.ok_or(Refused::LeaseLost)?)?
         }
     };
     if replace {
@@ -364,7 +366,7 @@ pub async fn release(
         let kind = EventType::LockReleased.as_str();
         let args = args![key, token, now, kind, now, reason.as_str()];
         let Some(row) = conn.row(text, args).await? else {
-            return Err(StoreError::LeaseLost);
+            return Err(Refused::LeaseLost.into());
         };
         if let Some(event) = ended_lock(&row, reason, now)? {
             events::recorded(fx, event, row.int("revision")?);
@@ -374,7 +376,7 @@ pub async fn release(
             .row(RELEASE.text(conn.texts()), args![key, token, now])
             .await?;
         let Some(row) = removed else {
-            return Err(StoreError::LeaseLost);
+            return Err(Refused::LeaseLost.into());
         };
         events::record_all(conn, fx, ended_lock(&row, reason, now)?.as_slice()).await?;
     }
@@ -396,7 +398,7 @@ pub async fn force_release(
         .rows(DELETE_LIVE.text(conn.texts()), args![key, now])
         .await?;
     if live.is_empty() {
-        return Err(StoreError::NotFound);
+        return Err(Refused::from(Missing::Lock).into());
     }
     let expired = conn.rows(DELETE_ALL.text(conn.texts()), args![key]).await?;
     let mut ended = Vec::new();
@@ -429,7 +431,7 @@ pub async fn reap(
     let keys = rows
         .iter()
         .map(|r| r.text("key"))
-        .collect::<StoreResult<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let mut ended = expired_locks(&rows, now)?;
     // A lease kept by its lock delay has expired all the same: its expiry
     // is announced now, its row goes when the delay ends.

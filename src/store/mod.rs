@@ -7,12 +7,13 @@ use serde_json::{Map, Value};
 use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
 use crate::domain::fencing::Fencing;
-use crate::domain::grant::{self, Quota, Refused};
+use crate::domain::grant::{self, Denial, Quota};
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{
     GroupName, Holder, IdempotencyKey, LockKey, MemberName, PoolName, SessionId,
 };
+use crate::domain::refusal::{Missing, OverQuota, QuotaOf, Refused};
 use crate::domain::session::{Session, SessionView};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Lease, LockMode, Millis};
@@ -169,16 +170,18 @@ impl LeaseOwner {
 
 /// A grant's answer in the one order of `domain::grant`, given the resource's
 /// decision and the owner's quota: `Ok(Ok(_))` grants, `Ok(Err(refusal))` is
-/// the resource's refusal (an outcome), over the quota is `QuotaExceeded`.
+/// the resource's refusal (an outcome), over the quota is `OverQuota`.
 pub(crate) fn grant_order<G, R>(resource: Result<G, R>, quota: Quota) -> StoreResult<Result<G, R>> {
     match grant::first_refusal(resource, quota) {
         Ok(granted) => Ok(Ok(granted)),
-        Err(Refused::Resource(refusal)) => Ok(Err(refusal)),
-        Err(Refused::OverQuota { limit, current }) => Err(StoreError::QuotaExceeded {
+        Err(Denial::Resource(refusal)) => Ok(Err(refusal)),
+        Err(Denial::OverQuota { limit, current }) => Err(OverQuota {
+            of: QuotaOf::Leases,
             limit,
             current,
             needed: 1,
-        }),
+        }
+        .into()),
     }
 }
 
@@ -314,75 +317,53 @@ pub struct MemberQuery {
     pub limit: u32,
 }
 
+/// What storage did wrong: the database, its file, its connection. A
+/// refusal of the lease rules is no `StoreError` (`domain::Refused`).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
-    /// The token names no live lease: expired, released, or taken over.
-    #[error("the lease is lost")]
-    LeaseLost,
-    #[error("not found")]
-    NotFound,
-    #[error("no such pool")]
-    PoolNotFound,
-    /// The database refused a reservation overlapping a live one (the
-    /// backstop behind the allocator).
-    #[error("the subnet overlaps a live reservation")]
-    SubnetOverlap,
-    /// The `Idempotency-Key` belongs to a live lease of another holder.
-    #[error("the idempotency key belongs to a lease of holder {holder}")]
-    IdempotencyMismatch { holder: String },
-    /// The `Idempotency-Key` already holds a live lease of the same owner
-    /// on another key: a key per request, not one for several.
-    #[error("the idempotency key holds a live lease on {key}")]
-    IdempotencyKeyElsewhere { key: String },
-    /// The owner already holds its quota of live leases: it holds
-    /// `current`, and the grant needed `needed` more (a lock set, several).
-    #[error("the token holds {current} live leases, its limit is {limit}")]
-    QuotaExceeded {
-        limit: u32,
-        current: u64,
-        needed: u32,
-    },
-    /// The owner already holds its quota of open sessions.
-    #[error("the token holds {current} live sessions, its limit is {limit}")]
-    SessionQuotaExceeded { limit: u32, current: u64 },
-    /// The database cannot take writes now (disk full, read-only, I/O error).
-    /// The session a grant names is not live (`field` says which part of
-    /// the claim failed: its id, or its token).
-    #[error("the session is not live or its token is wrong")]
-    SessionLost { field: &'static str },
-    /// The session belongs to another API token.
-    #[error("the session belongs to another token")]
-    NotSessionOwner,
-    /// A key of a set refused its grant; nothing of the set was granted.
-    #[error("the key {key} of the set cannot be granted now")]
-    SetRefused { key: String, refusal: Box<Refusal> },
-    /// The session already holds its cap of bound leases.
-    #[error("the session holds {limit} leases, its limit")]
-    SessionFull { limit: u32 },
+    /// The database cannot take writes now (disk full, read-only, I/O
+    /// error), or cannot be reached.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
-    /// No group of that name.
-    #[error("no such group")]
-    GroupNotFound,
-    /// Members are live in the group.
-    #[error("the group has {members} live members")]
-    GroupNotEmpty { members: u64 },
-    /// Another session or holder has the member id in the group.
-    #[error("the member id is taken")]
-    MemberExists,
-    /// A unique key refused a second row (mapped to what it means by the
-    /// transaction that wrote it).
-    #[error("a unique key refused the row: {0}")]
-    Duplicate(String),
     /// The database file is damaged (SQLite: corrupt, or not a database):
     /// unavailable until it is restored from a backup.
     #[error("the database file is damaged: {0}")]
     Damaged(String),
+    /// A unique key refused a second row (mapped to what it means by the
+    /// transaction that wrote it).
+    #[error("a unique key refused the row: {0}")]
+    Duplicate(String),
+    /// An exclusion constraint refused a row overlapping another (mapped
+    /// by the transaction that wrote it).
+    #[error("an exclusion constraint refused the row: {0}")]
+    Overlap(String),
     #[error("storage error: {0}")]
     Internal(String),
 }
 
-pub type StoreResult<T> = Result<T, StoreError>;
+/// Why a verb of the store did not do what was asked: the rules refused
+/// it (an answer), or storage failed it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    #[error(transparent)]
+    Storage(#[from] StoreError),
+}
+
+impl From<Missing> for Error {
+    fn from(missing: Missing) -> Self {
+        Error::Refused(missing.into())
+    }
+}
+
+impl From<OverQuota> for Error {
+    fn from(over: OverQuota) -> Self {
+        Error::Refused(over.into())
+    }
+}
+
+pub type StoreResult<T> = Result<T, Error>;
 
 /// The storage leasehold runs on. Every method takes `now` from the service's
 /// clock; no implementation reads a clock of its own.

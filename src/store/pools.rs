@@ -10,10 +10,11 @@ use super::expiry::{self, Text};
 use super::free_blocks::{give_back, insert_free, largest_plain};
 use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
 use super::sql::{Columns, Sql, args, one};
-use super::{DeletePoolOutcome, PutPoolOutcome, StoreError, StoreResult};
+use super::{DeletePoolOutcome, Error, PutPoolOutcome, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::domain::cidr::AddressCount;
 use crate::domain::events::Reason;
+use crate::domain::refusal::Missing;
 use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
 
 /// The pool, read without a lock.
@@ -25,7 +26,7 @@ pub async fn find(conn: &mut impl Sql, name: &str) -> StoreResult<Option<Pool>> 
 
 /// The pool, read without a lock; `PoolNotFound`.
 pub async fn load(conn: &mut impl Sql, name: &str) -> StoreResult<Pool> {
-    find(conn, name).await?.ok_or(StoreError::PoolNotFound)
+    find(conn, name).await?.ok_or(Error::from(Missing::Pool))
 }
 
 /// The pool, locked until the transaction ends; `PoolNotFound`.
@@ -38,7 +39,7 @@ pub async fn lock(conn: &mut impl Sql, name: &str) -> StoreResult<Pool> {
     row.as_ref()
         .map(rows::pool)
         .transpose()?
-        .ok_or(StoreError::PoolNotFound)
+        .ok_or(Error::from(Missing::Pool))
 }
 
 /// Deletes at most `limit` of the locked pool's expired reservations (and

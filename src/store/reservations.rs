@@ -10,9 +10,10 @@ use super::free_blocks::give_back;
 use super::pools::{self, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of, metadata_text};
 use super::sql::{Columns, Sql, args};
-use super::{ReservationQuery, StoreError, StoreResult};
+use super::{Error, ReservationQuery, StoreResult};
 use crate::domain::Millis;
 use crate::domain::events::{EventType, Reason};
+use crate::domain::refusal::{Missing, Refused};
 use crate::domain::subnet::Reservation;
 use serde_json::{Map, Value};
 
@@ -73,7 +74,7 @@ pub async fn update(
         let row = conn
             .row(sql, args![pool, fencing_of(id), now, token, &text])
             .await?;
-        replaced = Some(row.ok_or(StoreError::LeaseLost)?.opt_text("owner")?);
+        replaced = Some(row.ok_or(Refused::LeaseLost)?.opt_text("owner")?);
     }
     let (set, ttl_ms) = match update {
         Update::Renew { ttl_ms, .. } => (
@@ -101,7 +102,7 @@ pub async fn update(
         .row(sql, args![pool, fencing_of(id), now, token, ttl_ms])
         .await?;
     let pool = pools::load(conn, pool).await?;
-    let renewed = rows::reservation(pool.cidr.family(), &row.ok_or(StoreError::LeaseLost)?)?;
+    let renewed = rows::reservation(pool.cidr.family(), &row.ok_or(Refused::LeaseLost)?)?;
     if let Some(owner) = replaced {
         let holding = Holding {
             holder: &renewed.lease.holder,
@@ -249,7 +250,7 @@ pub async fn get(
     let row = conn
         .row(sql, args![&pool.name, fencing_of(id), now])
         .await?
-        .ok_or(StoreError::NotFound)?;
+        .ok_or(Error::from(Missing::Reservation))?;
     rows::reservation(pool.cidr.family(), &row)
 }
 
@@ -295,7 +296,7 @@ pub async fn pools_to_reap(
     let mut pools = rows
         .iter()
         .map(|r| r.text("pool"))
-        .collect::<StoreResult<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     pools.sort_unstable();
     pools.dedup();
     Ok(pools)
@@ -315,7 +316,7 @@ pub async fn reap_pool(
 ) -> StoreResult<u64> {
     match pools::lock(conn, pool).await {
         Ok(pool) => purge_expired(conn, fx, &pool, now, limit).await,
-        Err(StoreError::PoolNotFound) => Ok(0),
+        Err(Error::Refused(Refused::Missing(Missing::Pool))) => Ok(0),
         Err(e) => Err(e),
     }
 }

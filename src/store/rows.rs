@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::expiry::{self, Text};
 use super::sql::Columns;
-use super::{StoreError, StoreResult};
+use super::{Error, StoreError, StoreResult};
 use crate::domain::cidr::{Block, Family};
 use crate::domain::lock::LockLease;
 use crate::domain::subnet::{Pool, Reservation, parse_reservation_id};
@@ -48,8 +48,8 @@ pub static RESERVATION_COLUMNS: Text = Text::new(|| {
 pub const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at";
 
 /// The error for a stored value that cannot be what it claims.
-pub fn corrupt(what: &str) -> StoreError {
-    StoreError::Internal(format!("stored {what} is invalid"))
+pub fn corrupt(what: &str) -> Error {
+    StoreError::Internal(format!("stored {what} is invalid")).into()
 }
 
 /// Stored metadata: a JSON object or nothing.

@@ -7,9 +7,10 @@ use super::events::{self, ENDED_LOCK, ended_lock, session_event};
 use super::expiry;
 use super::sessions::{CLOSE, LIVE_SESSION, keys_of, refusal};
 use super::sql::{Columns, Sql, args};
-use super::{ReapedSessions, SessionEnd, StoreError, StoreResult, groups, reservations};
+use super::{Error, ReapedSessions, SessionEnd, StoreResult, groups, reservations};
 use crate::domain::Millis;
 use crate::domain::events::{EventType, Reason};
+use crate::domain::refusal::Missing;
 use crate::token::digest;
 
 /// Ends the session and every lease bound to it (locks, and reservations
@@ -32,7 +33,7 @@ pub async fn end(
                 )
                 .await?;
             let Some(row) = row else {
-                return Err(refusal(conn, id, caller.as_deref(), now).await?);
+                return Err(refusal(conn, id, caller.as_deref(), now).await?.into());
             };
             (row, Reason::Released)
         }
@@ -42,7 +43,10 @@ pub async fn end(
                  RETURNING holder, owner"
             );
             let row = conn.row(sql, args![id, now, caller.as_deref()]).await?;
-            (row.ok_or(StoreError::NotFound)?, Reason::ForceReleased)
+            (
+                row.ok_or(Error::from(Missing::Session))?,
+                Reason::ForceReleased,
+            )
         }
     };
     let (holder, owner) = (ended.text("holder")?, ended.opt_text("owner")?);

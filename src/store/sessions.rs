@@ -12,11 +12,12 @@ use super::events::{self, session_event};
 use super::expiry::{self, Text};
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
-use super::{LeaseOwner, StoreError, StoreResult};
+use super::{Error, LeaseOwner, StoreResult};
 use super::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::Millis;
 use crate::domain::events::EventType;
 use crate::domain::names::Ttl;
+use crate::domain::refusal::{Missing, OverQuota, QuotaOf, Refused};
 use crate::domain::session::{BOUND, Session, SessionView};
 use crate::token::digest;
 
@@ -122,9 +123,10 @@ pub async fn open(
         if let Some(row) = conn.row(sql, args![idem, owner, now]).await? {
             let held = session(&row)?;
             if held.holder != new.holder {
-                return Err(StoreError::IdempotencyMismatch {
+                return Err(Refused::IdempotencyMismatch {
                     holder: held.holder,
-                });
+                }
+                .into());
             }
             return Ok(OpenOutcome::Replayed(held));
         }
@@ -138,7 +140,13 @@ pub async fn open(
     if let (Some(owner), Some(limit)) = (&new.owner, new.max_sessions) {
         let current = sessions_quota(conn, &owner.name, now).await?;
         if current >= u64::from(limit) {
-            return Err(StoreError::SessionQuotaExceeded { limit, current });
+            return Err(OverQuota {
+                of: QuotaOf::Sessions,
+                limit,
+                current,
+                needed: 1,
+            }
+            .into());
         }
     }
     let meta = metadata_text(&new.metadata);
@@ -217,10 +225,10 @@ pub(super) async fn refusal(
     id: &str,
     caller: Option<&str>,
     now: Millis,
-) -> StoreResult<StoreError> {
+) -> StoreResult<Refused> {
     Ok(match conn.row(SESSION_AT.as_str(), args![id, now]).await? {
-        Some(row) if !owned_by(&session(&row)?.owner, caller) => StoreError::NotFound,
-        _ => StoreError::LeaseLost,
+        Some(row) if !owned_by(&session(&row)?.owner, caller) => Refused::from(Missing::Session),
+        _ => Refused::LeaseLost,
     })
 }
 
@@ -238,7 +246,7 @@ pub async fn renew(
         .await?
     {
         Some(row) => session(&row),
-        None => Err(refusal(conn, id, caller, now).await?),
+        None => Err(refusal(conn, id, caller, now).await?.into()),
     }
 }
 
@@ -270,9 +278,10 @@ pub async fn bind(conn: &mut impl Sql, claim: &SessionClaim, now: Millis) -> Sto
     .await?
     .int("n")?;
     if bound >= i64::from(claim.max_leases) {
-        return Err(StoreError::SessionFull {
+        return Err(Refused::SessionFull {
             limit: claim.max_leases,
-        });
+        }
+        .into());
     }
     Ok(held)
 }
@@ -331,20 +340,22 @@ pub async fn check(conn: &mut impl Sql, claim: &SessionClaim, now: Millis) -> St
     let held = match conn.row(sql, args![&claim.id, now]).await? {
         Some(row) => session(&row)?,
         None => {
-            return Err(StoreError::SessionLost {
+            return Err(Refused::SessionLost {
                 field: "session.id",
-            });
+            }
+            .into());
         }
     };
     // Another token's session is refused before its secret is compared, so
     // the answer says nothing of a token guessed for it.
     if !owned_by(&held.owner, claim.caller.as_deref()) {
-        return Err(StoreError::NotSessionOwner);
+        return Err(Refused::NotSessionOwner.into());
     }
     if !token_matches(&held, &claim.token) {
-        return Err(StoreError::SessionLost {
+        return Err(Refused::SessionLost {
             field: "session.token",
-        });
+        }
+        .into());
     }
     Ok(held)
 }
@@ -365,7 +376,7 @@ pub async fn get(conn: &mut impl Sql, id: &str, now: Millis) -> StoreResult<Sess
     let row = conn
         .row(VIEW.as_str(), args![id, now])
         .await?
-        .ok_or(StoreError::NotFound)?;
+        .ok_or(Error::from(Missing::Session))?;
     let count = |column| u64::try_from(row.int(column)?).map_err(|_| corrupt(column));
     Ok(SessionView {
         session: session(&row)?,

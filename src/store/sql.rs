@@ -14,6 +14,9 @@ use sqlx::{ColumnIndex, Connection, Database, Decode, Encode, Executor, Row, Typ
 use super::texts::{DatabaseTexts, Texts};
 use super::{StoreError, StoreResult};
 
+/// What storage answers: its result, or what it did wrong.
+pub type SqlResult<T> = Result<T, StoreError>;
+
 /// SQL text: a constant, or one built for a request (a list of excludes).
 pub type Text = Cow<'static, str>;
 
@@ -248,5 +251,5 @@ pub async fn one<S: Sql + ?Sized>(
 ) -> StoreResult<S::Row> {
     conn.row(sql, args)
         .await?
-        .ok_or_else(|| StoreError::Internal("a statement answered no row".into()))
+        .ok_or_else(|| StoreError::Internal("a statement answered no row".into()).into())
 }

@@ -15,11 +15,12 @@ use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
 use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args, one};
 use super::write_time::WriteTime;
-use super::{ReserveOutcome, ReserveSubnet, StoreError, StoreResult, grant_order};
+use super::{Error, ReserveOutcome, ReserveSubnet, StoreError, StoreResult, grant_order};
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::events::EventType;
 use crate::domain::names::IdempotencyKey;
+use crate::domain::refusal::Refused;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
 use crate::domain::{Lease, Millis};
 
@@ -103,9 +104,10 @@ async fn replay(
     };
     let reservation = rows::reservation(pool.cidr.family(), &row)?;
     if reservation.lease.holder != new.holder.as_str() {
-        return Err(StoreError::IdempotencyMismatch {
+        return Err(Refused::IdempotencyMismatch {
             holder: reservation.lease.holder,
-        });
+        }
+        .into());
     }
     Ok(Some(reservation))
 }
@@ -257,7 +259,12 @@ pub async fn reserve(
         subnet: &subnet,
     };
     conn.execute(conn.texts().insert_reservation, &row.args())
-        .await?;
+        .await
+        .map_err(|e| match e {
+            // The database's backstop behind the allocator.
+            Error::Storage(StoreError::Overlap(_)) => Refused::SubnetOverlap.into(),
+            other => other,
+        })?;
     let holding = Holding {
         holder: new.holder.as_str(),
         fencing_token,

@@ -11,12 +11,13 @@ use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use http_body::Body as _;
 
 use crate::api::AppState;
 use crate::api::problems::Problem;
+use crate::api::problems::kinds;
 use crate::auth::{ANY_POOL, Access, ApiToken, Denial, Need};
 use crate::domain::session::SessionAccess;
 use crate::leases::ClientId;
@@ -45,13 +46,7 @@ fn unauthorized(detail: &'static str, challenge: &'static str) -> Unauthorized {
 
 impl IntoResponse for Unauthorized {
     fn into_response(self) -> Response {
-        let mut response = Problem::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "A valid API token is required",
-            self.detail,
-        )
-        .into_response();
+        let mut response = Problem::of(&kinds::UNAUTHORIZED, self.detail).into_response();
         response.headers_mut().insert(
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static(self.challenge),
@@ -169,10 +164,8 @@ fn forbidden(grant: &ApiToken, what: &str, name: &str, need: Need, denial: Denia
         Access::ReadOnly => "read-only",
         Access::ReadWrite => "read-write",
     };
-    Problem::new(
-        StatusCode::FORBIDDEN,
-        "forbidden",
-        "The token may not do this",
+    Problem::of(
+        &kinds::FORBIDDEN,
         format!(
             "token {} may not {} {what} {name}: {why}",
             grant.name,

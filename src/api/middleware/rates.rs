@@ -7,9 +7,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use axum::http::StatusCode;
-
 use crate::api::problems::Problem;
+use crate::api::problems::kinds;
 use crate::auth::Tokens;
 
 struct Bucket {
@@ -72,10 +71,8 @@ impl WriteRates {
         bucket
             .take(f64::from(cost), Instant::now())
             .map_err(|seconds| {
-                Problem::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate-limited",
-                    "The token sends writes faster than its rate",
+                Problem::of(
+                    &kinds::RATE_LIMITED,
                     format!(
                         "token {token} may send {rate} writes per second (max_writes_per_second); \
                          retry in {seconds} s"

@@ -35,6 +35,8 @@ pub(in crate::api) struct Field {
 pub struct Kind {
     pub name: &'static str,
     pub status: u16,
+    /// The `title` of every problem of the type.
+    pub title: &'static str,
     /// What it means, in the description of the responses that carry it.
     pub summary: &'static str,
     /// Answered with `Retry-After` (always, or when the refusal clears by itself).
@@ -74,12 +76,14 @@ const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Field {
 const fn kind(
     name: &'static str,
     status: u16,
+    title: &'static str,
     summary: &'static str,
     fields: &'static [Field],
 ) -> Kind {
     Kind {
         name,
         status,
+        title,
         summary,
         retry_after: false,
         fields,
@@ -109,17 +113,23 @@ const ACCESS: &[&str] = &["read-only", "read-write"];
 
 // One entry a few lines long reads better than rustfmt's one argument a line.
 #[rustfmt::skip]
-pub const KINDS: &[Kind] = &[
-    kind("invalid-request", 400, "the request breaks a rule (`field` names the field, header, \
+pub const INVALID_REQUEST: Kind = kind("invalid-request", 400, "The request is invalid",
+    "the request breaks a rule (`field` names the field, header, \
         path or query parameter; `hint` suggests a correction where there is one)", &[
         req("field", Ty::Text, "The field, header, path or query parameter at fault, such as \
             `ttl_ms`, `key` or `body`."),
         opt("hint", Ty::Text, "A corrected value, such as the aligned subnet of one with host \
             bits set."),
-    ]),
-    kind("malformed-json", 400, "the body is not valid JSON", &[]),
-    kind("unauthorized", 401, "no token, or one the server does not know", &[]),
-    kind("forbidden", 403, "the key or pool is outside the token's scope, the token is \
+    ]);
+#[rustfmt::skip]
+pub const MALFORMED_JSON: Kind = kind("malformed-json", 400, "The body is not valid JSON",
+    "the body is not valid JSON", &[]);
+#[rustfmt::skip]
+pub const UNAUTHORIZED: Kind = kind("unauthorized", 401, "A valid API token is required",
+    "no token, or one the server does not know", &[]);
+#[rustfmt::skip]
+pub const FORBIDDEN: Kind = kind("forbidden", 403, "The token may not do this",
+    "the key or pool is outside the token's scope, the token is \
         read-only, or the operation needs an admin token", &[
         req("token", Ty::Text, "The name of the token."),
         opt("lock", Ty::Text, "The lock key that was refused."),
@@ -128,35 +138,65 @@ pub const KINDS: &[Kind] = &[
         req("pools", Ty::Texts, "The pools the token may use (`*`: every pool)."),
         req("access", Ty::OneOf(ACCESS), "What the token may do."),
         req("admin", Ty::Bool, "Whether the token may force releases and delete pools."),
-    ]),
-    kind("not-found", 404, "no such route", &[]),
-    kind("lock-not-found", 404, "the key is not held", &[]),
-    kind("pool-not-found", 404, "no such pool", &[POOL]),
-    kind("reservation-not-found", 404, "the pool has no such live reservation", &[
+    ]);
+#[rustfmt::skip]
+pub const NOT_FOUND: Kind = kind("not-found", 404, "Not found",
+    "no such route", &[]);
+#[rustfmt::skip]
+pub const LOCK_NOT_FOUND: Kind = kind("lock-not-found", 404, "The lock is not held",
+    "the key is not held", &[]);
+#[rustfmt::skip]
+pub const POOL_NOT_FOUND: Kind = kind("pool-not-found", 404, "No such pool",
+    "no such pool", &[POOL]);
+#[rustfmt::skip]
+pub const RESERVATION_NOT_FOUND: Kind = kind("reservation-not-found", 404, "No such reservation",
+    "the pool has no such live reservation", &[
         POOL,
         null("id", Ty::Text, "The reservation id."),
-    ]),
-    kind("group-not-found", 404, "no such group", &[]),
-    kind("member-not-found", 404, "the group has no such live member", &[]),
-    kind("session-not-found", 404, "no live session with this id", &[req(
-        "id",
+    ]);
+#[rustfmt::skip]
+pub const GROUP_NOT_FOUND: Kind = kind("group-not-found", 404, "No such group",
+    "no such group", &[]);
+#[rustfmt::skip]
+pub const MEMBER_NOT_FOUND: Kind = kind("member-not-found", 404, "No such member",
+    "the group has no such live member", &[]);
+#[rustfmt::skip]
+pub const SESSION_NOT_FOUND: Kind = kind("session-not-found", 404, "No such session",
+    "no live session with this id", &[req(
+    "id",
         Ty::Text,
-        "The session id asked for.",
-    )]),
-    kind("method-not-allowed", 405, "the route does not take this method", &[]),
-    kind("request-timeout", 408, "the body did not arrive within the body timeout", &[]),
-    kind("lease-lost", 409, "the token names no live lease: it expired, was released, or was \
-        taken over", &[]),
-    kind("group-not-empty", 409, "members are live in the group; they leave (or are removed) \
-        first", &[req("members", Ty::Int, "How many members are live in it.")]),
-    kind("member-exists", 409, "another session or holder has the member id in the group", &[]),
-    kind("session-lost", 409, "the session a grant names is not live, or its token is wrong; \
-        nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]),
-    kind("session-full", 409, "the session holds its limit of bound leases", &[
+    "The session id asked for.",
+    )]);
+#[rustfmt::skip]
+pub const METHOD_NOT_ALLOWED: Kind = kind("method-not-allowed", 405, "Method not allowed",
+    "the route does not take this method", &[]);
+#[rustfmt::skip]
+pub const REQUEST_TIMEOUT: Kind = kind("request-timeout", 408, "The body was not received in time",
+    "the body did not arrive within the body timeout", &[]);
+#[rustfmt::skip]
+pub const LEASE_LOST: Kind = kind("lease-lost", 409, "The lease is lost",
+    "the token names no live lease: it expired, was released, or was \
+        taken over", &[]);
+#[rustfmt::skip]
+pub const GROUP_NOT_EMPTY: Kind = kind("group-not-empty", 409, "The group has members",
+    "members are live in the group; they leave (or are removed) \
+        first", &[req("members", Ty::Int, "How many members are live in it.")]);
+#[rustfmt::skip]
+pub const MEMBER_EXISTS: Kind = kind("member-exists", 409, "The member id is taken",
+    "another session or holder has the member id in the group", &[]);
+#[rustfmt::skip]
+pub const SESSION_LOST: Kind = kind("session-lost", 409, "The session is not live",
+    "the session a grant names is not live, or its token is wrong; \
+        nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]);
+#[rustfmt::skip]
+pub const SESSION_FULL: Kind = kind("session-full", 409, "The session holds its limit of leases",
+    "the session holds its limit of bound leases", &[
         req("field", Ty::Text, "`session`."),
         req("limit", Ty::Int, "How many leases one session may hold."),
-    ]),
-    clears(kind("lock-held", 409, "the key is held, or kept by its lock delay (`available_at` says \
+    ]);
+#[rustfmt::skip]
+pub const LOCK_HELD: Kind = clears(kind("lock-held", 409, "The lock is held",
+    "the key is held, or kept by its lock delay (`available_at` says \
         until when)", &[
         KEY,
         null("holder", Ty::Text, "The holder of the oldest live lease; null while a lock delay \
@@ -166,66 +206,133 @@ pub const KINDS: &[Kind] = &[
         req("available_at", Ty::Text, "When the key may next be granted, if nothing renews it."),
         opt("holders", Ty::ListOf("ProblemHolder"), "Every live lease on the key."),
         opt("reason", Ty::OneOf(&["lock-delay"]), "Present when a lock delay keeps the key."),
-    ])),
-    clears(kind("limit-mismatch", 409, "the key is held with another `max_holders`", &[
+    ]));
+#[rustfmt::skip]
+pub const LIMIT_MISMATCH: Kind = clears(kind("limit-mismatch", 409, "The key is held with another max_holders",
+    "the key is held with another `max_holders`", &[
         KEY,
         null("max_holders", Ty::Int, "The limit the key is held with; null: a plain lock."),
-    ])),
-    clears(kind("pool-exhausted", 409, "no free block that large outside the excludes \
+    ]));
+#[rustfmt::skip]
+pub const POOL_EXHAUSTED: Kind = clears(kind("pool-exhausted", 409, "The pool is exhausted",
+    "no free block that large outside the excludes \
         (`largest_free` is the largest there is)", &[
         POOL,
         null("largest_free", Ty::Text, "The largest free aligned block, or null."),
-    ])),
-    clears(kind("subnet-unavailable", 409, "the subnet overlaps live reservations (`conflicts`) or \
+    ]));
+#[rustfmt::skip]
+pub const SUBNET_UNAVAILABLE: Kind = clears(kind("subnet-unavailable", 409, "The subnet is unavailable",
+    "the subnet overlaps live reservations (`conflicts`) or \
         an excluded network", &[
         POOL,
         req("conflicts", Ty::ListOf("ProblemConflict"), "The live reservations it overlaps."),
         opt("more_conflicts", Ty::Bool, "More reservations overlap than `conflicts` lists."),
         opt("excluded", Ty::Texts, "The excluded networks it overlaps."),
-    ])),
-    kind("pool-conflict", 409, "the pool exists with another cidr or labels (`differs` names \
+    ]));
+#[rustfmt::skip]
+pub const POOL_CONFLICT: Kind = kind("pool-conflict", 409, "The pool exists with another definition",
+    "the pool exists with another cidr or labels (`differs` names \
         them)", &[
         POOL,
         req("differs", Ty::Texts, "What differs: `cidr`, `labels`."),
         req("cidr", Ty::Text, "The existing pool's cidr."),
         req("labels", Ty::Labels, "The existing pool's labels."),
-    ]),
-    clears(kind("pool-in-use", 409, "the pool has live reservations", &[
+    ]);
+#[rustfmt::skip]
+pub const POOL_IN_USE: Kind = clears(kind("pool-in-use", 409, "The pool has live reservations",
+    "the pool has live reservations", &[
         POOL,
         req("reserved_count", Ty::Int, "Live reservations not yet confirmed."),
         req("allocated_count", Ty::Int, "Confirmed reservations."),
-    ])),
-    kind("history-compacted", 410, "the events after the revision asked for are pruned \
+    ]));
+#[rustfmt::skip]
+pub const HISTORY_COMPACTED: Kind = kind("history-compacted", 410, "The history is compacted",
+    "the events after the revision asked for are pruned \
         (`oldest_revision` is the oldest the server keeps)", &[
         req("oldest_revision", Ty::Int, "The oldest revision the server still keeps: start \
             again from a fresh read of what you watch."),
-    ]),
-    kind("payload-too-large", 413, "the body exceeds 64 KiB", &[]),
-    kind("unsupported-media-type", 415, "the body must be JSON", &[]),
-    kind("idempotency-key-reused", 422, "the Idempotency-Key holds another request's lease", &[
+    ]);
+#[rustfmt::skip]
+pub const PAYLOAD_TOO_LARGE: Kind = kind("payload-too-large", 413, "The body is too large",
+    "the body exceeds 64 KiB", &[]);
+#[rustfmt::skip]
+pub const UNSUPPORTED_MEDIA_TYPE: Kind = kind("unsupported-media-type", 415, "The body must be JSON",
+    "the body must be JSON", &[]);
+#[rustfmt::skip]
+pub const IDEMPOTENCY_KEY_REUSED: Kind = kind("idempotency-key-reused", 422, "The Idempotency-Key belongs to another request",
+    "the Idempotency-Key holds another request's lease", &[
         opt("key", Ty::Text, "The other key on which the Idempotency-Key holds a live lease."),
-    ]),
-    kind("quota-exceeded", 429, "the token holds its quota of live leases (or of sessions)", &[
+    ]);
+#[rustfmt::skip]
+pub const QUOTA_EXCEEDED: Kind = kind("quota-exceeded", 429, "The token holds its quota",
+    "the token holds its quota of live leases (or of sessions)", &[
         req("limit", Ty::Int, "How many live leases (or sessions) the token may hold."),
         req("current", Ty::Int, "How many it holds."),
         opt("needed", Ty::Int, "How many leases the refused request needed at once (a lock \
             set needs one per key)."),
         opt("quota", Ty::OneOf(&["sessions"]), "Present when the quota of sessions refused."),
-    ]),
-    clears(kind("rate-limited", 429, "the token sent writes faster than its \
+    ]);
+#[rustfmt::skip]
+pub const RATE_LIMITED: Kind = clears(kind("rate-limited", 429, "The token sends writes faster than its rate",
+    "the token sent writes faster than its \
         `max_writes_per_second`", &[
         req("limit", Ty::Int, "How many writes per second the token may send."),
-    ])),
-    kind("request-header-fields-too-large", 431, "the request line and headers are too large", &[
+    ]));
+#[rustfmt::skip]
+pub const REQUEST_HEADER_FIELDS_TOO_LARGE: Kind = kind("request-header-fields-too-large", 431, "The request head is too large",
+    "the request line and headers are too large", &[
         req("limit", Ty::Int, "The bound, in bytes."),
-    ]),
-    kind("internal", 500, "the server failed; it logged why", &[]),
-    clears(kind("storage-unavailable", 503, "the database cannot be used now", &[])),
-    clears(kind("overloaded", 503, "the server is at one of its load bounds (`reason` names it)", &[
+    ]);
+#[rustfmt::skip]
+pub const INTERNAL: Kind = kind("internal", 500, "Internal server error",
+    "the server failed; it logged why", &[]);
+#[rustfmt::skip]
+pub const STORAGE_UNAVAILABLE: Kind = clears(kind("storage-unavailable", 503, "Storage is unavailable",
+    "the database cannot be used now", &[]));
+#[rustfmt::skip]
+pub const OVERLOADED: Kind = clears(kind("overloaded", 503, "The server is overloaded",
+    "the server is at one of its load bounds (`reason` names it)", &[
         req("reason", Ty::OneOf(SHED), "The bound: requests in flight, waiting acquires, the \
             caller's share of requests in flight, connections, open event streams, or the \
             caller's share of waiting acquires or of event streams."),
-    ])),
+    ]));
+
+/// Every problem type, in the order the document lists them.
+pub const KINDS: &[Kind] = &[
+    INVALID_REQUEST,
+    MALFORMED_JSON,
+    UNAUTHORIZED,
+    FORBIDDEN,
+    NOT_FOUND,
+    LOCK_NOT_FOUND,
+    POOL_NOT_FOUND,
+    RESERVATION_NOT_FOUND,
+    GROUP_NOT_FOUND,
+    MEMBER_NOT_FOUND,
+    SESSION_NOT_FOUND,
+    METHOD_NOT_ALLOWED,
+    REQUEST_TIMEOUT,
+    LEASE_LOST,
+    GROUP_NOT_EMPTY,
+    MEMBER_EXISTS,
+    SESSION_LOST,
+    SESSION_FULL,
+    LOCK_HELD,
+    LIMIT_MISMATCH,
+    POOL_EXHAUSTED,
+    SUBNET_UNAVAILABLE,
+    POOL_CONFLICT,
+    POOL_IN_USE,
+    HISTORY_COMPACTED,
+    PAYLOAD_TOO_LARGE,
+    UNSUPPORTED_MEDIA_TYPE,
+    IDEMPOTENCY_KEY_REUSED,
+    QUOTA_EXCEEDED,
+    RATE_LIMITED,
+    REQUEST_HEADER_FIELDS_TOO_LARGE,
+    INTERNAL,
+    STORAGE_UNAVAILABLE,
+    OVERLOADED,
 ];
 
 /// The objects that extension fields list, by schema name.

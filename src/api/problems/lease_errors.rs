@@ -1,206 +1,29 @@
-//! Which problem each service error becomes: the lease errors every route
-//! shares, and those of the pool and reservation routes (unknown pools and
-//! reservations, conflicting pool definitions, pools in use); a grant refused
-//! now becomes the problem `refused` makes of it. It builds on `problem`,
-//! which knows none of them.
-
-use axum::http::StatusCode;
-use serde_json::{Value, json};
+//! Which problem each service error becomes: a refusal of the lease rules
+//! its own (`refused`), a shed request 503 `overloaded`, a storage failure
+//! 503 `storage-unavailable` (or 500 when it is a bug, logged and hidden).
 
 use super::problem::Problem;
-use super::refused::{lock_refusal_problem, reserve_refusal_problem};
-use crate::domain::lease::retry_after_secs;
+use super::refused::refused_problem;
+use super::subject::Subject;
+use crate::domain::time::Now;
 use crate::leases::LeaseError;
 use crate::store::StoreError;
 
-/// Maps a service error on a pool (and a reservation `id` in it) to its problem.
-pub fn subnet_problem(pool: &str, id: Option<&str>, error: LeaseError) -> Problem {
+/// The problem of `error`, for a request that named `subject`, answered `now`.
+pub fn lease_problem(subject: Subject, error: LeaseError, now: Now) -> Problem {
     match error {
-        LeaseError::Store(StoreError::PoolNotFound) => Problem::not_found(
-            "pool-not-found",
-            "No such pool",
-            format!("there is no pool named {pool}"),
-        )
-        .with("pool", pool),
-        LeaseError::ReservationNotFound => Problem::not_found(
-            "reservation-not-found",
-            "No such reservation",
-            format!(
-                "pool {pool} has no live reservation {}",
-                id.unwrap_or_default()
-            ),
-        )
-        .with("pool", pool)
-        .with("id", id),
-        LeaseError::PoolConflict { existing, differs } => Problem::new(
-            StatusCode::CONFLICT,
-            "pool-conflict",
-            "The pool exists with another definition",
-            format!(
-                "pool {pool} exists with cidr {} and other {}; delete it first to redefine it",
-                existing.cidr,
-                differs.join(" and ")
-            ),
-        )
-        .with("pool", pool)
-        .with("differs", differs)
-        .with("cidr", existing.cidr.to_string())
-        .with("labels", json!(existing.labels)),
-        LeaseError::PoolInUse {
-            reserved,
-            allocated,
-            clears_at,
-            now,
-        } => {
-            let problem = Problem::new(
-                StatusCode::CONFLICT,
-                "pool-in-use",
-                "The pool has live reservations",
-                format!(
-                    "pool {pool} has {reserved} reserved and {allocated} allocated subnets; release them first"
-                ),
-            )
-            .with("pool", pool)
-            .with("reserved_count", reserved)
-            .with("allocated_count", allocated);
-            match clears_at {
-                Some(at) => problem.retry_after(retry_after_secs(at, now.at)),
-                None => problem,
-            }
-        }
-        LeaseError::SubnetRefused { refusal, now } => reserve_refusal_problem(pool, &refusal, now),
-        LeaseError::Store(StoreError::SubnetOverlap) => Problem::new(
-            StatusCode::CONFLICT,
-            "subnet-unavailable",
-            "The subnet is unavailable",
-            format!("the subnet overlaps a live reservation of pool {pool}"),
-        )
-        .with("pool", pool)
-        .with("conflicts", Vec::<Value>::new()),
-        other => {
-            let resource = match id {
-                Some(id) => format!("reservation {id} of pool {pool}"),
-                None => format!("pool {pool}"),
-            };
-            lease_problem(&resource, other)
-        }
+        LeaseError::Refused(refused) => refused_problem(subject, &refused, now),
+        LeaseError::Overloaded(reason) => Problem::overloaded(reason),
+        LeaseError::Storage(e) => storage_problem(e),
+        LeaseError::Internal(m) => Problem::internal(m),
     }
 }
 
-/// Maps a service error on `key` (or another named resource) to its problem.
-pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
+/// The problem of a storage failure: 503 while the database cannot be used,
+/// 500 for what is a bug.
+pub fn storage_problem(error: StoreError) -> Problem {
     match error {
-        LeaseError::Invalid(e) => e.into(),
-        LeaseError::Refused { refusal, now } => lock_refusal_problem(resource, &refusal, now),
-        LeaseError::Store(StoreError::LeaseLost) => Problem::new(
-            StatusCode::CONFLICT,
-            "lease-lost",
-            "The lease is lost",
-            format!(
-                "the token names no live lease on {resource}: it expired, was released, or was taken over"
-            ),
-        ),
-        LeaseError::Store(StoreError::NotFound) => Problem::not_found(
-            "lock-not-found",
-            "The lock is not held",
-            format!("{resource} is not held"),
-        ),
-        LeaseError::Store(StoreError::IdempotencyMismatch { holder }) => Problem::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency-key-reused",
-            "The Idempotency-Key belongs to another request",
-            format!("this Idempotency-Key already holds a lease on {resource} for holder {holder}"),
-        ),
-        LeaseError::Store(StoreError::IdempotencyKeyElsewhere { key }) => Problem::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency-key-reused",
-            "The Idempotency-Key belongs to another request",
-            format!(
-                "this Idempotency-Key already holds a live lease on {key}; an Idempotency-Key \
-                 names one request: draw a new one for {resource}"
-            ),
-        )
-        .with("key", key),
-        LeaseError::Store(StoreError::QuotaExceeded {
-            limit,
-            current,
-            needed,
-        }) => {
-            let detail = if needed > limit {
-                format!(
-                    "the request needs {needed} live leases at once and the token may hold \
-                     {limit}: it can never be granted; ask for fewer keys"
-                )
-            } else if needed > 1 {
-                let over = (current + u64::from(needed)).saturating_sub(u64::from(limit));
-                format!(
-                    "the token holds {current} live leases and may hold {limit}; the request \
-                     needs {needed}: release {over} first"
-                )
-            } else {
-                format!(
-                    "the token holds {current} live leases and may hold {limit}; release one first"
-                )
-            };
-            Problem::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "quota-exceeded",
-                "The token holds its quota of live leases",
-                detail,
-            )
-            .with("limit", limit)
-            .with("current", current)
-            .with("needed", needed)
-        }
-        LeaseError::Store(StoreError::SessionQuotaExceeded { limit, current }) => Problem::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "quota-exceeded",
-            "The token holds its quota of live sessions",
-            format!(
-                "the token holds {current} live sessions and may hold {limit}; close one first"
-            ),
-        )
-        .with("limit", limit)
-        .with("current", current)
-        .with("quota", "sessions"),
-        LeaseError::Store(StoreError::Unavailable(m) | StoreError::Damaged(m)) => {
-            Problem::unavailable(m)
-        }
-        LeaseError::Overloaded(reason) => Problem::overloaded(reason),
-        LeaseError::Internal(m) | LeaseError::Store(StoreError::Internal(m)) => {
-            Problem::internal(m)
-        }
-        LeaseError::Store(StoreError::GroupNotFound) => Problem::not_found(
-            "group-not-found",
-            "No such group",
-            format!("no such group: {resource}"),
-        ),
-        LeaseError::Store(StoreError::GroupNotEmpty { members }) => Problem::new(
-            StatusCode::CONFLICT,
-            "group-not-empty",
-            "The group has members",
-            format!("{resource} has {members} live members; they leave first"),
-        )
-        .with("members", members),
-        LeaseError::Store(StoreError::MemberExists) => Problem::new(
-            StatusCode::CONFLICT,
-            "member-exists",
-            "The member id is taken",
-            format!("{resource} is a live member of another session or holder"),
-        ),
-        LeaseError::Store(StoreError::Duplicate(m)) => Problem::internal(m),
-        // The set's service answers it with the time of the refusal.
-        LeaseError::Store(e @ StoreError::SetRefused { .. }) => Problem::internal(e),
-        e @ (LeaseError::Store(StoreError::SessionLost { .. })
-        | LeaseError::Store(StoreError::NotSessionOwner)
-        | LeaseError::Store(StoreError::SessionFull { .. })) => {
-            super::sessions::binding_problem(&e).unwrap_or_else(|| Problem::internal(e))
-        }
-        e @ (LeaseError::Store(StoreError::PoolNotFound)
-        | LeaseError::ReservationNotFound
-        | LeaseError::PoolConflict { .. }
-        | LeaseError::PoolInUse { .. }
-        | LeaseError::SubnetRefused { .. }
-        | LeaseError::Store(StoreError::SubnetOverlap)) => subnet_problem(resource, None, e),
+        StoreError::Unavailable(m) | StoreError::Damaged(m) => Problem::unavailable(m),
+        e => Problem::internal(e),
     }
 }

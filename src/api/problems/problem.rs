@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+use super::kinds::{self, Kind};
 use crate::domain::InvalidInput;
 use crate::leases::Shed;
 
@@ -35,11 +36,12 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub fn new(status: StatusCode, kind: &str, title: &str, detail: impl Into<String>) -> Self {
+    /// A problem of `kind`: its type, status and title from the catalogue.
+    pub fn of(kind: &Kind, detail: impl Into<String>) -> Self {
         Self {
-            kind: format!("/problems/{kind}"),
-            title: title.to_owned(),
-            status: status.as_u16(),
+            kind: kind.uri(),
+            title: kind.title.to_owned(),
+            status: kind.status,
             detail: detail.into(),
             extensions: Map::new(),
             retry_after: None,
@@ -58,35 +60,21 @@ impl Problem {
     }
 
     pub fn invalid(field: &str, message: impl std::fmt::Display) -> Self {
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            "invalid-request",
-            "The request is invalid",
-            format!("{field}: {message}"),
-        )
-        .with("field", field)
-    }
-
-    pub fn not_found(kind: &str, title: &str, detail: impl Into<String>) -> Self {
-        Problem::new(StatusCode::NOT_FOUND, kind, title, detail)
+        Problem::of(&kinds::INVALID_REQUEST, format!("{field}: {message}")).with("field", field)
     }
 
     pub fn internal(error: impl std::fmt::Display) -> Self {
         tracing::error!(error = %error, "internal error");
-        Problem::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "Internal server error",
+        Problem::of(
+            &kinds::INTERNAL,
             "the server failed to handle the request; it has been logged",
         )
     }
 
     pub fn unavailable(error: impl std::fmt::Display) -> Self {
         tracing::warn!(error = %error, "storage unavailable");
-        Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage-unavailable",
-            "Storage is unavailable",
+        Problem::of(
+            &kinds::STORAGE_UNAVAILABLE,
             "the database cannot take writes right now; retry later",
         )
         .retry_after(1)
@@ -112,15 +100,10 @@ impl Problem {
                 "this client has as many event streams open as one client may; retry later"
             }
         };
-        Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded",
-            "The server is overloaded",
-            detail,
-        )
-        .with("reason", reason.as_str())
-        .retry_after(1)
-        .shed(reason)
+        Problem::of(&kinds::OVERLOADED, detail)
+            .with("reason", reason.as_str())
+            .retry_after(1)
+            .shed(reason)
     }
 
     fn shed(mut self, reason: Shed) -> Self {
@@ -129,21 +112,14 @@ impl Problem {
     }
 
     pub fn payload_too_large(limit: usize) -> Self {
-        Problem::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload-too-large",
-            "The body is too large",
+        Problem::of(
+            &kinds::PAYLOAD_TOO_LARGE,
             format!("the body exceeds the limit of {limit} bytes"),
         )
     }
 
     pub fn request_timeout(detail: impl Into<String>) -> Self {
-        Problem::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "request-timeout",
-            "The body was not received in time",
-            detail,
-        )
+        Problem::of(&kinds::REQUEST_TIMEOUT, detail)
     }
 }
 

@@ -1,169 +1,200 @@
-//! The 409 of a grant refused now, with what the caller needs to try again:
-//! a lock's key held by others (or kept by its lock delay, or held with
-//! another `max_holders`), and a subnet that cannot be reserved (its pool
-//! exhausted, or the subnet asked for taken or excluded).
+//! Which problem each refusal of the lease rules becomes: its `type`,
+//! status and title from the catalogue (`kinds`), its detail in words that
+//! name what the request named (`Subject`), and its extension fields.
 
-use axum::http::StatusCode;
-use serde_json::{Value, json};
-
+use super::held::{lock_refusal_problem, reserve_refusal_problem};
+use super::kinds;
 use super::problem::Problem;
+use super::subject::Subject;
 use crate::domain::lease::retry_after_secs;
-use crate::domain::lock::{LockLease, Refusal};
-use crate::domain::subnet::{Reservation, ReserveRefusal};
+use crate::domain::refusal::{Missing, OverQuota, QuotaOf, Refused};
 use crate::domain::time::Now;
 
-fn holder_json(lease: &LockLease, now: Now) -> Value {
-    json!({
-        "holder": lease.lease.holder,
-        "fencing_token": lease.lease.fencing_token,
-        "expires_at": lease.lease.expires_at.map(|t| now.show(t)),
-        "expires_in_ms": lease.lease.expires_in_ms(now.at),
-    })
-}
-
-/// The 409 for a key that cannot be granted now.
-pub fn lock_refusal_problem(key: &str, refusal: &Refusal, now: Now) -> Problem {
-    match refusal {
-        Refusal::Held {
-            holders,
-            available_at,
-        } => {
-            let first = holders.first();
-            let detail = match first {
-                Some(l) => format!(
-                    "{key} is held by {} until {}",
-                    l.lease.holder,
-                    now.show(l.expires_at())
-                ),
-                None => format!("{key} is promised to clients already waiting for it"),
-            };
-            Problem::new(
-                StatusCode::CONFLICT,
-                "lock-held",
-                "The lock is held",
-                detail,
-            )
-            .with("key", key)
-            .with("holder", first.map(|l| l.lease.holder.clone()))
-            .with("expires_at", first.map(|l| now.show(l.expires_at())))
-            .with("available_at", now.show(*available_at))
-            .with(
-                "holders",
-                holders
-                    .iter()
-                    .map(|l| holder_json(l, now))
-                    .collect::<Vec<_>>(),
-            )
-            .retry_after(retry_after_secs(*available_at, now.at))
+/// The problem of `refused`, for a request that named `subject`.
+pub fn refused_problem(subject: Subject, refused: &Refused, now: Now) -> Problem {
+    use Refused as R;
+    match refused {
+        R::LeaseLost => Problem::of(
+            &kinds::LEASE_LOST,
+            format!(
+                "the token names no live lease on {subject}: it expired, was released, or was \
+                 taken over"
+            ),
+        ),
+        R::Missing(missing) => missing_problem(subject, *missing),
+        R::Invalid(invalid) => invalid.clone().into(),
+        R::Lock(refusal) => lock_refusal_problem(subject.name(), refusal, now),
+        R::SetKey { key, refusal } => lock_refusal_problem(key, refusal, now).with("key", &**key),
+        R::Subnet(refusal) => reserve_refusal_problem(subject.pool(), refusal, now),
+        R::SubnetOverlap => Problem::of(
+            &kinds::SUBNET_UNAVAILABLE,
+            format!("the subnet overlaps a live reservation of {subject}"),
+        )
+        .with("pool", subject.pool())
+        .with("conflicts", Vec::<serde_json::Value>::new()),
+        R::IdempotencyMismatch { holder } => Problem::of(
+            &kinds::IDEMPOTENCY_KEY_REUSED,
+            format!("this Idempotency-Key already holds a lease on {subject} for holder {holder}"),
+        ),
+        R::IdempotencyKeyElsewhere { key } => Problem::of(
+            &kinds::IDEMPOTENCY_KEY_REUSED,
+            format!(
+                "this Idempotency-Key already holds a live lease on {key}; an Idempotency-Key \
+                 names one request: draw a new one for {subject}"
+            ),
+        )
+        .with("key", &**key),
+        R::OverQuota(over) => quota_problem(over),
+        R::SessionLost { .. } | R::NotSessionOwner | R::SessionFull { .. } => {
+            binding_problem(refused)
         }
-        Refusal::Delayed { until } => Problem::new(
-            StatusCode::CONFLICT,
-            "lock-held",
-            "The lock is held",
-            format!(
-                "a lease on {key} expired recently; its lock delay keeps the key until {}",
-                now.show(*until)
-            ),
+        R::PoolConflict { .. } | R::PoolInUse { .. } => pool_problem(subject, refused, now),
+        R::GroupNotEmpty { members } => Problem::of(
+            &kinds::GROUP_NOT_EMPTY,
+            format!("{subject} has {members} live members; they leave first"),
         )
-        .with("key", key)
-        .with("holder", Value::Null)
-        .with("expires_at", Value::Null)
-        .with("available_at", now.show(*until))
-        .with("reason", "lock-delay")
-        .retry_after(retry_after_secs(*until, now.at)),
-        Refusal::LimitMismatch { current, clears_at } => Problem::new(
-            StatusCode::CONFLICT,
-            "limit-mismatch",
-            "The key is held with another max_holders",
-            format!(
-                "{key} is held with max_holders {}; every acquirer must name the same limit",
-                current.map_or("unset".to_owned(), |n| n.to_string())
-            ),
-        )
-        .with("key", key)
-        .with("max_holders", *current)
-        .retry_after(retry_after_secs(*clears_at, now.at)),
+        .with("members", *members),
+        R::MemberExists => Problem::of(
+            &kinds::MEMBER_EXISTS,
+            format!("{subject} is a live member of another session or holder"),
+        ),
     }
 }
 
-fn conflict_json(r: &Reservation, now: Now) -> Value {
-    json!({
-        "id": r.id(),
-        "subnet": r.subnet.to_string(),
-        "holder": r.lease.holder,
-        "state": r.state().as_str(),
-        "expires_at": r.lease.expires_at.map(|t| now.show(t)),
-    })
-}
-
-/// The 409 for a reservation that cannot be granted now.
-pub fn reserve_refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Now) -> Problem {
-    match refusal {
-        ReserveRefusal::Exhausted {
-            largest_free,
-            retry_at,
-        } => {
-            let detail = match largest_free {
-                Some(b) => format!(
-                    "pool {pool} has no free block that large outside the excludes; the largest is {b}"
-                ),
-                None => format!("pool {pool} has no free address outside the excludes"),
-            };
-            let problem = Problem::new(
-                StatusCode::CONFLICT,
-                "pool-exhausted",
-                "The pool is exhausted",
-                detail,
+/// The 404 of what the request named and is not there.
+fn missing_problem(subject: Subject, missing: Missing) -> Problem {
+    let (pool, group) = (subject.pool(), subject.group());
+    match missing {
+        Missing::Lock => Problem::of(&kinds::LOCK_NOT_FOUND, format!("{subject} is not held")),
+        Missing::Pool => Problem::of(
+            &kinds::POOL_NOT_FOUND,
+            format!("there is no pool named {pool}"),
+        )
+        .with("pool", pool),
+        Missing::Reservation => {
+            let id = subject.name();
+            Problem::of(
+                &kinds::RESERVATION_NOT_FOUND,
+                format!("pool {pool} has no live reservation {id}"),
             )
             .with("pool", pool)
-            .with("largest_free", largest_free.map(|b| b.to_string()));
-            match retry_at {
+            .with("id", id)
+        }
+        Missing::Session => {
+            let id = subject.name();
+            Problem::of(
+                &kinds::SESSION_NOT_FOUND,
+                format!("there is no live session {id}"),
+            )
+            .with("id", id)
+        }
+        Missing::Group => Problem::of(
+            &kinds::GROUP_NOT_FOUND,
+            format!("there is no group {group}"),
+        ),
+        Missing::Member => Problem::of(
+            &kinds::MEMBER_NOT_FOUND,
+            format!("group {group} has no live member {}", subject.name()),
+        ),
+    }
+}
+
+/// The 429 of a token at its quota of live leases or of sessions.
+fn quota_problem(over: &OverQuota) -> Problem {
+    let OverQuota {
+        of,
+        limit,
+        current,
+        needed,
+    } = *over;
+    let (what, free) = match of {
+        QuotaOf::Leases => ("live leases", "release"),
+        QuotaOf::Sessions => ("live sessions", "close"),
+    };
+    let detail = if needed > limit {
+        format!(
+            "the request needs {needed} {what} at once and the token may hold {limit}: it can \
+             never be granted; ask for fewer keys"
+        )
+    } else if needed > 1 {
+        let over = (current + u64::from(needed)).saturating_sub(u64::from(limit));
+        format!(
+            "the token holds {current} {what} and may hold {limit}; the request needs \
+             {needed}: {free} {over} first"
+        )
+    } else {
+        format!("the token holds {current} {what} and may hold {limit}; {free} one first")
+    };
+    let problem = Problem::of(&kinds::QUOTA_EXCEEDED, detail)
+        .with("limit", limit)
+        .with("current", current);
+    match of {
+        QuotaOf::Leases => problem.with("needed", needed),
+        QuotaOf::Sessions => problem.with("quota", "sessions"),
+    }
+}
+
+/// The problem of a grant's refused claim on a session.
+fn binding_problem(refused: &Refused) -> Problem {
+    match refused {
+        Refused::SessionLost { field } => Problem::of(
+            &kinds::SESSION_LOST,
+            format!(
+                "{field}: names no live session (it expired, was closed, never existed, or the \
+                 token is wrong); nothing was bound"
+            ),
+        )
+        .with("field", *field),
+        Refused::SessionFull { limit } => Problem::of(
+            &kinds::SESSION_FULL,
+            format!("session: holds {limit} leases, the most one session may hold"),
+        )
+        .with("field", "session")
+        .with("limit", *limit),
+        _ => Problem::of(
+            &kinds::FORBIDDEN,
+            "session: belongs to another API token; only it (or an admin) may use it",
+        )
+        .with("field", "session"),
+    }
+}
+
+/// The 409 of a pool defined otherwise, or still holding reservations.
+fn pool_problem(subject: Subject, refused: &Refused, now: Now) -> Problem {
+    let pool = subject.pool();
+    match refused {
+        Refused::PoolConflict { existing, differs } => Problem::of(
+            &kinds::POOL_CONFLICT,
+            format!(
+                "pool {pool} exists with cidr {} and other {}; delete it first to redefine it",
+                existing.cidr,
+                differs.join(" and ")
+            ),
+        )
+        .with("pool", pool)
+        .with("differs", differs.clone())
+        .with("cidr", existing.cidr.to_string())
+        .with("labels", serde_json::json!(existing.labels)),
+        Refused::PoolInUse {
+            reserved,
+            allocated,
+            clears_at,
+        } => {
+            let problem = Problem::of(
+                &kinds::POOL_IN_USE,
+                format!(
+                    "pool {pool} has {reserved} reserved and {allocated} allocated subnets; \
+                     release them first"
+                ),
+            )
+            .with("pool", pool)
+            .with("reserved_count", *reserved)
+            .with("allocated_count", *allocated);
+            match clears_at {
                 Some(at) => problem.retry_after(retry_after_secs(*at, now.at)),
                 None => problem,
             }
         }
-        ReserveRefusal::Unavailable {
-            conflicts,
-            more_conflicts,
-            excluded,
-        } => {
-            let detail = if conflicts.is_empty() && !excluded.is_empty() {
-                format!("the subnet overlaps the excluded network {}", excluded[0])
-            } else {
-                let names: Vec<String> = conflicts.iter().map(|r| r.subnet.to_string()).collect();
-                format!(
-                    "the subnet overlaps live reservations of pool {pool}: {}{}",
-                    names.join(", "),
-                    if *more_conflicts { ", …" } else { "" }
-                )
-            };
-            let problem = Problem::new(
-                StatusCode::CONFLICT,
-                "subnet-unavailable",
-                "The subnet is unavailable",
-                detail,
-            )
-            .with("pool", pool)
-            .with(
-                "conflicts",
-                conflicts
-                    .iter()
-                    .map(|r| conflict_json(r, now))
-                    .collect::<Vec<_>>(),
-            )
-            .with("more_conflicts", *more_conflicts)
-            .with(
-                "excluded",
-                excluded.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
-            );
-            // Excludes never clear by themselves; expiring reservations do.
-            let earliest = conflicts.iter().filter_map(|r| r.lease.expires_at).min();
-            match earliest {
-                Some(at) if excluded.is_empty() => {
-                    problem.retry_after(retry_after_secs(at, now.at))
-                }
-                _ => problem,
-            }
-        }
+        other => Problem::internal(other),
     }
 }

@@ -15,6 +15,7 @@ use utoipa_swagger_ui::Config;
 
 use crate::api::AppState;
 use crate::api::problems::Problem;
+use crate::api::problems::kinds;
 
 /// The Swagger UI files the page loads; any other name is 404.
 const ASSETS: [&str; 4] = [
@@ -59,9 +60,8 @@ pub async fn docs_asset(Path(file): Path<String>) -> Result<impl IntoResponse, P
     static CONFIG: LazyLock<Arc<Config<'static>>> =
         LazyLock::new(|| Arc::new(Config::from("openapi.json")));
     let missing = || {
-        Problem::not_found(
-            "not-found",
-            "No such file",
+        Problem::of(
+            &kinds::NOT_FOUND,
             format!("the docs page has no file {file}"),
         )
     };

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -20,14 +20,15 @@ use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::EventRefusals;
 use crate::api::problems::Problem;
-use crate::api::problems::lease_problem;
+use crate::api::problems::kinds;
+use crate::api::problems::storage_problem;
 use crate::auth::Need;
 use crate::domain::events::{Event, EventFilter, Resource};
 use crate::domain::names::{GroupName, PoolName};
 use crate::domain::time::Now;
 use crate::domain::validate;
 use crate::leases::events::{Ended, Visible};
-use crate::leases::{LeaseError, Watch, WatchError};
+use crate::leases::{Watch, WatchError};
 
 /// How often an idle stream sends a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -295,10 +296,8 @@ fn visible(caller: &Caller) -> Visible {
 
 fn watch_problem(error: WatchError) -> Problem {
     match error {
-        WatchError::Compacted { oldest } => Problem::new(
-            StatusCode::GONE,
-            "history-compacted",
-            "The history is compacted",
+        WatchError::Compacted { oldest } => Problem::of(
+            &kinds::HISTORY_COMPACTED,
             format!(
                 "the events before revision {oldest} are pruned; resume from a fresh list of \
                  what you watch"
@@ -310,7 +309,7 @@ fn watch_problem(error: WatchError) -> Problem {
             "since",
             format!("revision {since} is past the newest revision"),
         ),
-        WatchError::Store(e) => lease_problem("the change log", LeaseError::Store(e)),
+        WatchError::Store(e) => storage_problem(e),
     }
 }
 
@@ -396,7 +395,7 @@ pub async fn watch_events(
         .leases
         .admission
         .watch()
-        .map_err(|e| lease_problem("the change log", LeaseError::Overloaded(e)))?;
+        .map_err(Problem::overloaded)?;
     let filter = EventFilter {
         prefix: query.prefix,
         pool: query.pool,

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use crate::api::problems::Problem;
+use crate::api::problems::kinds;
 
 /// A JSON body, deserialised with the path of any bad field.
 pub struct AppJson<T>(pub T);
@@ -21,10 +22,8 @@ fn is_json(content_type: &str) -> bool {
 }
 
 fn malformed(error: &serde_json::Error) -> Problem {
-    Problem::new(
-        StatusCode::BAD_REQUEST,
-        "malformed-json",
-        "The body is not valid JSON",
+    Problem::of(
+        &kinds::MALFORMED_JSON,
         format!("the body is not valid JSON: {error}"),
     )
 }
@@ -67,10 +66,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         if !is_json(content_type) {
-            return Err(Problem::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported-media-type",
-                "The body must be JSON",
+            return Err(Problem::of(
+                &kinds::UNSUPPORTED_MEDIA_TYPE,
                 format!(
                     "expected Content-Type: application/json, got {}",
                     if content_type.is_empty() {
@@ -172,10 +169,8 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for AppJsonOr
             .await
             .map_err(|e| Problem::invalid("body", e.body_text()))?;
         if !body.is_empty() {
-            return Err(Problem::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported-media-type",
-                "The body must be JSON",
+            return Err(Problem::of(
+                &kinds::UNSUPPORTED_MEDIA_TYPE,
                 "expected Content-Type: application/json, got none",
             ));
         }

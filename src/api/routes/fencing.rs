@@ -11,7 +11,7 @@ use super::extract::AppPath;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::problems::Problem;
-use crate::api::problems::lease_problem;
+use crate::api::problems::Subject;
 use crate::auth::Need;
 use crate::domain::InvalidInput;
 use crate::domain::fencing::Fencing;
@@ -91,7 +91,7 @@ pub async fn check_fencing(
         .locks()
         .check_fencing(&key, fencing_token)
         .await
-        .map_err(|e| lease_problem(&key, e))?;
+        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
     let now = state.leases.moment();
     let reason = checked.reason();
     let lease = match checked {

@@ -21,13 +21,12 @@ use crate::api::openapi::refusals::{
     GroupDeleteRefusals, GroupUnknown, JoinRefusals, LeaveRefusals, MemberUnknown, QueryRefusals,
 };
 use crate::api::problems::Problem;
-use crate::api::problems::lease_problem;
+use crate::api::problems::Subject;
 use crate::auth::Need;
 use crate::domain::inputs::{self, Capabilities, Metadata, PageLimit};
 use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
 use crate::domain::paths;
-use crate::leases::LeaseError;
-use crate::store::{JoinMember, JoinOutcome, JoinTenure, LeaveProof, StoreError};
+use crate::store::{JoinMember, JoinOutcome, JoinTenure, LeaveProof};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -37,23 +36,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_members))
         .routes(routes!(renew_member))
         .routes(routes!(leave_group))
-}
-
-fn group_problem(name: &str, e: LeaseError) -> Problem {
-    lease_problem(&format!("group {name}"), e)
-}
-
-/// A member's refusals: a missing member is `member-not-found`.
-fn member_problem(group: &str, member: &str, e: LeaseError) -> Problem {
-    match e {
-        LeaseError::Store(StoreError::NotFound) => Problem::not_found(
-            "member-not-found",
-            "No such member",
-            format!("group {group} has no live member {member}"),
-        ),
-        LeaseError::Store(StoreError::GroupNotFound) => group_problem(group, e),
-        e => lease_problem(&format!("member {member} of group {group}"), e),
-    }
 }
 
 /// A member's capabilities, if sent, within the server's bound.
@@ -93,7 +75,7 @@ pub async fn put_group(
         .groups()
         .put(&name, metadata, owner)
         .await
-        .map_err(|e| group_problem(&name, e))?;
+        .map_err(|e| state.problem(Subject::Group(&name), e))?;
     let body = GroupBody::new(group, state.leases.moment());
     Ok(created_or_ok(created, &paths::group(&name), body))
 }
@@ -119,7 +101,7 @@ pub async fn get_group(
         .groups()
         .get(&name)
         .await
-        .map_err(|e| group_problem(&name, e))?;
+        .map_err(|e| state.problem(Subject::Group(&name), e))?;
     Ok(Json(GroupBody::new(group, state.leases.moment())))
 }
 
@@ -150,7 +132,7 @@ pub async fn list_groups(
         .groups()
         .list_under(prefixes, limit, after)
         .await
-        .map_err(|e| lease_problem("the group list", e))?;
+        .map_err(|e| state.problem(Subject::Other("the group list"), e))?;
     let now = state.leases.moment();
     Ok(Json(GroupPageBody {
         items: page
@@ -184,7 +166,7 @@ pub async fn delete_group(
         .groups()
         .delete(&name)
         .await
-        .map_err(|e| group_problem(&name, e))?;
+        .map_err(|e| state.problem(Subject::Group(&name), e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -233,12 +215,15 @@ pub async fn join_group(
         tenure,
         owner: caller.owner(),
     };
-    let outcome = state
-        .leases
-        .groups()
-        .join(join)
-        .await
-        .map_err(|e| member_problem(&group, &member, e))?;
+    let outcome = state.leases.groups().join(join).await.map_err(|e| {
+        state.problem(
+            Subject::Member {
+                group: &group,
+                member: &member,
+            },
+            e,
+        )
+    })?;
     let now = state.leases.moment();
     let (created, body) = match outcome {
         JoinOutcome::Joined(m, token) => (
@@ -292,7 +277,15 @@ pub async fn renew_member(
         .groups()
         .renew(&group, &member, &body.token, ttl, capabilities)
         .await
-        .map_err(|e| member_problem(&group, &member, e))?;
+        .map_err(|e| {
+            state.problem(
+                Subject::Member {
+                    group: &group,
+                    member: &member,
+                },
+                e,
+            )
+        })?;
     Ok(Json(MemberBody::new(renewed, state.leases.moment())))
 }
 
@@ -333,7 +326,15 @@ pub async fn leave_group(
         .groups()
         .leave(&group, &member, Some(proof))
         .await
-        .map_err(|e| member_problem(&group, &member, e))?;
+        .map_err(|e| {
+            state.problem(
+                Subject::Member {
+                    group: &group,
+                    member: &member,
+                },
+                e,
+            )
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -362,7 +363,15 @@ pub async fn get_member(
         .groups()
         .member(&group, &member)
         .await
-        .map_err(|e| member_problem(&group, &member, e))?;
+        .map_err(|e| {
+            state.problem(
+                Subject::Member {
+                    group: &group,
+                    member: &member,
+                },
+                e,
+            )
+        })?;
     Ok(Json(MemberBody::new(found, state.leases.moment())))
 }
 
@@ -390,7 +399,7 @@ pub async fn list_members(
         .groups()
         .members(&group, limit, after)
         .await
-        .map_err(|e| group_problem(&group, e))?;
+        .map_err(|e| state.problem(Subject::Group(&group), e))?;
     let now = state.leases.moment();
     Ok(Json(MemberPageBody {
         items: page
@@ -428,7 +437,15 @@ pub async fn remove_member(
         .groups()
         .leave(&group, &member, None)
         .await
-        .map_err(|e| member_problem(&group, &member, e))?;
+        .map_err(|e| {
+            state.problem(
+                Subject::Member {
+                    group: &group,
+                    member: &member,
+                },
+                e,
+            )
+        })?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "remove_member",

@@ -16,10 +16,9 @@ use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::LockSetRefusals;
 use crate::api::problems::Problem;
-use crate::api::problems::lease_problem;
+use crate::api::problems::Subject;
 use crate::auth::Need;
 use crate::domain::inputs::KeySet;
-use crate::leases::LeaseError;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(acquire_lock_set))
@@ -70,10 +69,7 @@ pub async fn acquire_lock_set(
         .lock_sets()
         .acquire(keys, template, wait_ms)
         .await
-        .map_err(|(key, e)| match e {
-            LeaseError::Refused { .. } => lease_problem(&key, e).with("key", key),
-            e => lease_problem(&key, e),
-        })?;
+        .map_err(|(key, e)| state.problem(Subject::Lock(&key), e))?;
     let now = state.leases.moment();
     let status = if granted.replayed {
         StatusCode::OK

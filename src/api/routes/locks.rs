@@ -21,7 +21,7 @@ use crate::api::openapi::refusals::{
     LockGrantRefusals, LockNotHeld, LockTokenRefusals, QueryRefusals,
 };
 use crate::api::problems::Problem;
-use crate::api::problems::lease_problem;
+use crate::api::problems::Subject;
 use crate::auth::Need;
 use crate::domain::Millis;
 use crate::domain::inputs::{Metadata, PageLimit};
@@ -192,7 +192,7 @@ pub async fn acquire_lock(
         .locks()
         .acquire(request, wait_ms)
         .await
-        .map_err(|e| lease_problem(&key, e))?;
+        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
     let now = state.leases.moment();
     let (created, lease) = match acquired {
         Acquired::Granted(lease) => (true, lease),
@@ -227,7 +227,7 @@ pub async fn renew_lock(
         .locks()
         .renew(&key, &body.token, ttl, metadata)
         .await
-        .map_err(|e| lease_problem(&key, e))?;
+        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
     Ok(Json(LockLeaseBody::new(lease, state.leases.moment())))
 }
 
@@ -254,7 +254,7 @@ pub async fn release_lock(
         .locks()
         .release(&key, &body.token)
         .await
-        .map_err(|e| lease_problem(&key, e))?;
+        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -279,7 +279,7 @@ pub async fn get_lock(
         .locks()
         .inspect(&key)
         .await
-        .map_err(|e| lease_problem(&key, e))?;
+        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
     let now = state.leases.moment();
     let holders = held
         .iter()
@@ -331,7 +331,7 @@ pub async fn list_locks(
         .locks()
         .list_under(prefixes, limit, after)
         .await
-        .map_err(|e| lease_problem("the lock list", e))?;
+        .map_err(|e| state.problem(Subject::Other("the lock list"), e))?;
     let now = state.leases.moment();
     Ok(Json(LockPageBody {
         items: page
@@ -365,7 +365,7 @@ pub async fn force_release_lock(
         .locks()
         .force_release(&key)
         .await
-        .map_err(|e| lease_problem(&key, e))?;
+        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "force_release_lock",

@@ -19,7 +19,7 @@ use crate::api::openapi::refusals::{
     PoolDefinitionRefusals, PoolDeleteRefusals, PoolUnknown, QueryRefusals,
 };
 use crate::api::problems::Problem;
-use crate::api::problems::subnet_problem;
+use crate::api::problems::Subject;
 use crate::auth::Need;
 use crate::domain::cidr::Family;
 use crate::domain::inputs::{self, Labels, PageLimit};
@@ -163,7 +163,7 @@ pub async fn put_pool(
         .subnets()
         .put_pool(&pool, cidr, labels)
         .await
-        .map_err(|e| subnet_problem(&pool, None, e))?;
+        .map_err(|e| state.problem(Subject::Pool(&pool), e))?;
     let (created, usage) = match put {
         PutPool::Created(usage) => (true, usage),
         PutPool::Unchanged(usage) => (false, usage),
@@ -193,7 +193,7 @@ pub async fn get_pool(
         .subnets()
         .pool(&pool)
         .await
-        .map_err(|e| subnet_problem(&pool, None, e))?;
+        .map_err(|e| state.problem(Subject::Pool(&pool), e))?;
     Ok(Json(usage.into()))
 }
 
@@ -218,7 +218,7 @@ pub async fn list_pools(
         .subnets()
         .list_pools(limit, after, |name| caller.sees_pool(name))
         .await
-        .map_err(|e| subnet_problem("list", None, e))?;
+        .map_err(|e| state.problem(Subject::Other("the pool list"), e))?;
     Ok(Json(PoolPageBody {
         items: page.items.into_iter().map(Into::into).collect(),
         next_cursor: page.next,
@@ -247,7 +247,7 @@ pub async fn delete_pool(
         .subnets()
         .delete_pool(&pool)
         .await
-        .map_err(|e| subnet_problem(&pool, None, e))?;
+        .map_err(|e| state.problem(Subject::Pool(&pool), e))?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "delete_pool",

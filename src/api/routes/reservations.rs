@@ -23,14 +23,15 @@ use crate::api::openapi::refusals::{
     PoolUnknown, ReservationTokenRefusals, ReservationUnknown, SubnetGrantRefusals,
 };
 use crate::api::problems::Problem;
-use crate::api::problems::subnet_problem;
+use crate::api::problems::Subject;
 use crate::auth::Need;
+use crate::domain::Missing;
 use crate::domain::inputs::{self, Metadata, PageLimit, ReservationId};
 use crate::domain::names::PoolName;
 use crate::domain::paths;
 use crate::domain::subnet::{self, Reservation};
 use crate::domain::time::Now;
-use crate::leases::{LeaseError, Reserved};
+use crate::leases::Reserved;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -44,9 +45,11 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// The id of a reservation a token must prove: one this server never
 /// issues names no reservation at all, not found (where a lapsed or
 /// released one is a lost lease).
-fn issued(pool: &str, id: &str) -> Result<ReservationId, Problem> {
-    ReservationId::parse(id)
-        .ok_or_else(|| subnet_problem(pool, Some(id), LeaseError::ReservationNotFound))
+fn issued(state: &AppState, pool: &str, id: &str) -> Result<ReservationId, Problem> {
+    ReservationId::parse(id).ok_or_else(|| {
+        let subject = Subject::Reservation { pool, id: Some(id) };
+        state.problem(subject, Missing::Reservation.into())
+    })
 }
 
 /// Proves the caller holds the reservation.
@@ -182,12 +185,15 @@ pub async fn reserve_subnet(
         lifetime,
         &state.leases.limits,
     )?;
-    let reserved = state
-        .leases
-        .subnets()
-        .reserve(request)
-        .await
-        .map_err(|e| subnet_problem(&pool, None, e))?;
+    let reserved = state.leases.subnets().reserve(request).await.map_err(|e| {
+        state.problem(
+            Subject::Reservation {
+                pool: &pool,
+                id: None,
+            },
+            e,
+        )
+    })?;
     let now = state.leases.moment();
     let (created, r) = match reserved {
         Reserved::Granted(r) => (true, r),
@@ -228,7 +234,15 @@ pub async fn list_reservations(
         .subnets()
         .list(&pool, limit, after)
         .await
-        .map_err(|e| subnet_problem(&pool, None, e))?;
+        .map_err(|e| {
+            state.problem(
+                Subject::Reservation {
+                    pool: &pool,
+                    id: None,
+                },
+                e,
+            )
+        })?;
     let now = state.leases.moment();
     Ok(Json(ReservationPageBody {
         items: page
@@ -257,12 +271,15 @@ pub async fn get_reservation(
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
     let pool = PoolName::parse(pool)?;
-    let r = state
-        .leases
-        .subnets()
-        .get(&pool, &id)
-        .await
-        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+    let r = state.leases.subnets().get(&pool, &id).await.map_err(|e| {
+        state.problem(
+            Subject::Reservation {
+                pool: &pool,
+                id: Some(&id),
+            },
+            e,
+        )
+    })?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -285,7 +302,7 @@ pub async fn renew_reservation(
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Write)?;
     let pool = PoolName::parse(pool)?;
-    let issued = issued(&pool, &id)?;
+    let issued = issued(&state, &pool, &id)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
     let metadata = Metadata::parse_some(body.metadata)?;
     let r = state
@@ -293,7 +310,15 @@ pub async fn renew_reservation(
         .subnets()
         .renew(&pool, &issued, &body.token, ttl, metadata)
         .await
-        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+        .map_err(|e| {
+            state.problem(
+                Subject::Reservation {
+                    pool: &pool,
+                    id: Some(&id),
+                },
+                e,
+            )
+        })?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -315,13 +340,21 @@ pub async fn confirm_reservation(
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Write)?;
     let pool = PoolName::parse(pool)?;
-    let issued = issued(&pool, &id)?;
+    let issued = issued(&state, &pool, &id)?;
     let r = state
         .leases
         .subnets()
         .confirm(&pool, &issued, &body.token)
         .await
-        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+        .map_err(|e| {
+            state.problem(
+                Subject::Reservation {
+                    pool: &pool,
+                    id: Some(&id),
+                },
+                e,
+            )
+        })?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -343,13 +376,21 @@ pub async fn release_reservation(
 ) -> Result<StatusCode, Problem> {
     caller.pool(&pool, Need::Write)?;
     let pool = PoolName::parse(pool)?;
-    let issued = issued(&pool, &id)?;
+    let issued = issued(&state, &pool, &id)?;
     state
         .leases
         .subnets()
         .release(&pool, &issued, &body.token)
         .await
-        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+        .map_err(|e| {
+            state.problem(
+                Subject::Reservation {
+                    pool: &pool,
+                    id: Some(&id),
+                },
+                e,
+            )
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -374,7 +415,15 @@ pub async fn force_release_reservation(
         .subnets()
         .force_release(&pool, &id)
         .await
-        .map_err(|e| subnet_problem(&pool, Some(&id), e))?;
+        .map_err(|e| {
+            state.problem(
+                Subject::Reservation {
+                    pool: &pool,
+                    id: Some(&id),
+                },
+                e,
+            )
+        })?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "force_release_reservation",

@@ -19,7 +19,8 @@ use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{SessionOpenRefusals, SessionTokenRefusals, SessionUnknown};
 use crate::api::problems::Problem;
-use crate::api::problems::lease_problem;
+use crate::api::problems::Subject;
+use crate::api::problems::kinds;
 use crate::auth::Access;
 use crate::domain::Millis;
 use crate::domain::inputs::Metadata;
@@ -37,10 +38,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_session, force_close_session))
 }
 
-fn resource(id: &str) -> String {
-    format!("session {id}")
-}
-
 /// 403 unless the caller may change sessions (`admin`: force-close them).
 fn may(caller: &Caller, admin: bool) -> Result<(), Problem> {
     let Caller::Token(g) = caller else {
@@ -53,10 +50,8 @@ fn may(caller: &Caller, admin: bool) -> Result<(), Problem> {
     } else {
         return Ok(());
     };
-    Err(Problem::new(
-        StatusCode::FORBIDDEN,
-        "forbidden",
-        "The token may not do this",
+    Err(Problem::of(
+        &kinds::FORBIDDEN,
         format!("token {} may not change sessions: {why}", g.name),
     )
     .with("token", g.name.as_str()))
@@ -132,7 +127,7 @@ pub async fn open_session(
         .sessions()
         .open(new)
         .await
-        .map_err(|e| lease_problem("a new session", e))?;
+        .map_err(|e| state.problem(Subject::Other("a new session"), e))?;
     let (created, session, token) = match opened {
         Opened::Opened(s, token) => (true, s, token),
         Opened::Replayed(s, token) => (false, s, token),
@@ -166,7 +161,7 @@ pub async fn renew_session(
         .sessions()
         .renew(&id, &body.token, &caller.sessions(), ttl)
         .await
-        .map_err(|e| session_lookup_problem(&id, e))?;
+        .map_err(|e| state.problem(Subject::Session(&id), e))?;
     Ok(Json(SessionBody::new(session, state.leases.moment(), None)))
 }
 
@@ -194,7 +189,7 @@ pub async fn close_session(
         .sessions()
         .close(&id, &body.token, &caller.sessions())
         .await
-        .map_err(|e| session_lookup_problem(&id, e))?;
+        .map_err(|e| state.problem(Subject::Session(&id), e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -218,7 +213,7 @@ pub async fn get_session(
         .sessions()
         .inspect(&id, &caller.sessions())
         .await
-        .map_err(|e| session_lookup_problem(&id, e))?;
+        .map_err(|e| state.problem(Subject::Session(&id), e))?;
     Ok(Json(SessionBody::view(view, state.leases.moment())))
 }
 
@@ -244,7 +239,7 @@ pub async fn force_close_session(
         .sessions()
         .force_close(&id, &caller.sessions())
         .await
-        .map_err(|e| session_lookup_problem(&id, e))?;
+        .map_err(|e| state.problem(Subject::Session(&id), e))?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "force_close_session",
@@ -253,17 +248,4 @@ pub async fn force_close_session(
         "admin force-closed a session and every lease bound to it"
     );
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// A lookup by id: a session that is not live is not found.
-fn session_lookup_problem(id: &str, e: crate::leases::LeaseError) -> Problem {
-    match e {
-        crate::leases::LeaseError::Store(crate::store::StoreError::NotFound) => Problem::not_found(
-            "session-not-found",
-            "No such session",
-            format!("there is no live session {id}"),
-        )
-        .with("id", id),
-        other => lease_problem(&resource(id), other),
-    }
 }

@@ -22,7 +22,7 @@ use sqlx::postgres::PgPool;
 use sqlx::{Connection, PgConnection};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::store::{StoreError, StoreResult};
+use crate::store::{Error, StoreError, StoreResult};
 
 /// A connection idle for longer is pinged before it is lent again.
 const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
@@ -74,7 +74,8 @@ impl Connections {
                 Err(StoreError::Unavailable(format!(
                     "the database did not answer within {} ms",
                     self.bound().as_millis()
-                )))
+                ))
+                .into())
             })
     }
 
@@ -145,7 +146,9 @@ impl Lent<'_> {
     pub(super) fn settle<T>(&mut self, result: StoreResult<T>) -> StoreResult<T> {
         self.reusable = !matches!(
             result,
-            Err(StoreError::Unavailable(_) | StoreError::Internal(_))
+            Err(Error::Storage(
+                StoreError::Unavailable(_) | StoreError::Internal(_)
+            ))
         );
         result
     }

@@ -271,7 +271,7 @@ pub(in crate::store) fn classify(error: &sqlx::Error) -> Option<StoreError> {
     let pg = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()?;
     let code = pg.code();
     Some(match code {
-        "23P01" => StoreError::SubnetOverlap,
+        "23P01" => StoreError::Overlap(pg.message().to_owned()),
         "23505" => StoreError::Duplicate(pg.message().to_owned()),
         // Connection exceptions, insufficient resources, operator intervention,
         // read-only transaction, serialization failure and deadlock.

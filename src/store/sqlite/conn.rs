@@ -18,9 +18,10 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::{OpenFlags, ToSql};
 
 use super::Durability;
+use crate::store::sql::SqlResult;
 use crate::store::sql::{Arg, Columns, Sql, Text};
 use crate::store::texts::Texts;
-use crate::store::{StoreError, StoreResult};
+use crate::store::{Error, StoreError, StoreResult};
 
 /// How many statement texts a connection keeps prepared; the shared
 /// transactions have about a hundred, some built per request.
@@ -100,7 +101,7 @@ impl Shape {
 
 impl Conn {
     /// The one connection that writes, with the durability asked for.
-    pub fn open_writer(path: &Path, durability: Durability) -> StoreResult<Self> {
+    pub fn open_writer(path: &Path, durability: Durability) -> SqlResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Self::open(path, flags)?;
         let synchronous = synchronous(durability);
@@ -116,7 +117,7 @@ impl Conn {
 
     /// A connection that only checkpoints the log, syncing the file as the
     /// writer's durability asks.
-    pub fn open_checkpointer(path: &Path, durability: Durability) -> StoreResult<Self> {
+    pub fn open_checkpointer(path: &Path, durability: Durability) -> SqlResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Self::open(path, flags)?;
         conn.batch(format!("PRAGMA synchronous = {}", synchronous(durability)))?;
@@ -125,21 +126,21 @@ impl Conn {
 
     /// Copies what the log holds, and no reader still needs, into the file;
     /// never waits for the writer nor for a reader.
-    pub fn checkpoint(&self) -> StoreResult<()> {
+    pub fn checkpoint(&self) -> SqlResult<()> {
         self.db
             .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
             .map_err(classify)
     }
 
     /// A connection that only reads (the WAL lets it read beside the writer).
-    pub fn open_reader(path: &Path) -> StoreResult<Self> {
+    pub fn open_reader(path: &Path) -> SqlResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Self::open(path, flags)?;
         conn.batch(format!("PRAGMA cache_size = -{READER_CACHE_KIB}"))?;
         Ok(conn)
     }
 
-    fn open(path: &Path, flags: OpenFlags) -> StoreResult<Self> {
+    fn open(path: &Path, flags: OpenFlags) -> SqlResult<Self> {
         let db = rusqlite::Connection::open_with_flags(path, flags).map_err(classify)?;
         db.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
         db.set_prepared_statement_cache_capacity(PREPARED);
@@ -158,7 +159,7 @@ impl Conn {
     /// answer (`BEGIN IMMEDIATE; SAVEPOINT job`). The writer runs the same
     /// few around every write, so they are kept prepared as every other
     /// statement is; the texts are ours and hold no `;` but between statements.
-    pub fn batch(&mut self, sql: impl Into<Text>) -> StoreResult<()> {
+    pub fn batch(&mut self, sql: impl Into<Text>) -> SqlResult<()> {
         self.run(&sql.into(), &[], 0).map(drop)
     }
 
@@ -188,7 +189,7 @@ impl Conn {
     /// answered are those of the statements that answer columns. A
     /// dialect text uses this to read what it wrote (`last_insert_rowid()`)
     /// where `RETURNING` would cost SQLite a table of its own per statement.
-    fn run(&mut self, sql: &Text, args: &[Arg<'_>], keep: usize) -> StoreResult<Vec<SqliteRow>> {
+    fn run(&mut self, sql: &Text, args: &[Arg<'_>], keep: usize) -> SqlResult<Vec<SqliteRow>> {
         let mut answered = Vec::new();
         match sql {
             Cow::Borrowed(text) => {
@@ -206,7 +207,7 @@ impl Conn {
     }
 
     /// The statements of the constant `text`, worked out on its first run.
-    fn constant(&mut self, text: &'static str) -> StoreResult<Arc<[Part]>> {
+    fn constant(&mut self, text: &'static str) -> SqlResult<Arc<[Part]>> {
         let key = (text.as_ptr() as usize, text.len());
         if let Some(parts) = self.constants.get(&key) {
             return Ok(parts.clone());
@@ -217,7 +218,7 @@ impl Conn {
                 let shape = Shape::of(&statement);
                 Ok(Part { text, shape })
             })
-            .collect::<StoreResult<Arc<[Part]>>>()?;
+            .collect::<SqlResult<Arc<[Part]>>>()?;
         self.constants.insert(key, parts.clone());
         Ok(parts)
     }
@@ -231,7 +232,7 @@ impl Conn {
         args: &[Arg<'_>],
         keep: usize,
         answered: &mut Vec<SqliteRow>,
-    ) -> StoreResult<()> {
+    ) -> SqlResult<()> {
         let mut statement = self.db.prepare_cached(text).map_err(classify)?;
         let worked_out;
         let shape = match shape {
@@ -295,7 +296,7 @@ pub struct SqliteRow {
 }
 
 impl SqliteRow {
-    fn value(&self, column: &str) -> StoreResult<&Value> {
+    fn value(&self, column: &str) -> SqlResult<&Value> {
         self.names
             .iter()
             .position(|n| n == column)
@@ -313,8 +314,9 @@ impl SqliteRow {
 
 impl Columns for SqliteRow {
     fn int(&self, column: &str) -> StoreResult<i64> {
-        self.opt_int(column)?
-            .ok_or_else(|| Self::mismatch(column, &Value::Null, "an integer"))
+        Ok(self
+            .opt_int(column)?
+            .ok_or_else(|| Self::mismatch(column, &Value::Null, "an integer"))?)
     }
 
     fn opt_int(&self, column: &str) -> StoreResult<Option<i64>> {
@@ -323,20 +325,21 @@ impl Columns for SqliteRow {
             Value::Integer(v) => Ok(Some(*v)),
             // As SQLite's own `sqlite3_column_int64` reads a real.
             Value::Real(v) => Ok(Some(*v as i64)),
-            other => Err(Self::mismatch(column, other, "an integer")),
+            other => Err(Error::from(Self::mismatch(column, other, "an integer"))),
         }
     }
 
     fn text(&self, column: &str) -> StoreResult<String> {
-        self.opt_text(column)?
-            .ok_or_else(|| Self::mismatch(column, &Value::Null, "text"))
+        Ok(self
+            .opt_text(column)?
+            .ok_or_else(|| Self::mismatch(column, &Value::Null, "text"))?)
     }
 
     fn opt_text(&self, column: &str) -> StoreResult<Option<String>> {
         match self.value(column)? {
             Value::Null => Ok(None),
             Value::Text(v) => Ok(Some(v.clone())),
-            other => Err(Self::mismatch(column, other, "text")),
+            other => Err(Error::from(Self::mismatch(column, other, "text"))),
         }
     }
 
@@ -344,7 +347,7 @@ impl Columns for SqliteRow {
         match self.value(column)? {
             Value::Blob(v) => Ok(v.clone()),
             Value::Text(v) => Ok(v.clone().into_bytes()),
-            other => Err(Self::mismatch(column, other, "bytes")),
+            other => Err(Error::from(Self::mismatch(column, other, "bytes"))),
         }
     }
 }
@@ -367,7 +370,7 @@ impl Sql for Conn {
         sql: impl Into<Text> + Send,
         args: &[Arg<'_>],
     ) -> StoreResult<Vec<SqliteRow>> {
-        self.run(&sql.into(), args, usize::MAX)
+        Ok(self.run(&sql.into(), args, usize::MAX)?)
     }
 
     async fn row(

@@ -24,7 +24,7 @@ pub(super) fn by_code(code: Option<i32>, message: &str) -> StoreError {
         SQLITE_READONLY,
     };
     if message.contains(OVERLAP_ABORT) {
-        return StoreError::SubnetOverlap;
+        return StoreError::Overlap(message.to_owned());
     }
     // A primary key or unique index refused a second row.
     if matches!(code, Some(1555 | 2067)) {

@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
 use super::resume::resume;
 use super::sql::{Sql, args};
-use super::{Resumed, StoreError, StoreResult};
+use super::{Error, Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::domain::events::Event;
 use crate::telemetry::StoreStats;
@@ -119,7 +119,7 @@ impl SqliteStore {
 impl SqliteStore {
     /// Passes `result` on, noting a damaged file (which keeps the server unready).
     fn noted<T>(&self, result: StoreResult<T>) -> StoreResult<T> {
-        if let Err(StoreError::Damaged(_)) = &result {
+        if let Err(Error::Storage(StoreError::Damaged(_))) = &result {
             self.stats.note_damage();
         }
         result

@@ -9,7 +9,7 @@ use tokio::sync::Semaphore;
 
 use super::conn::Conn;
 use crate::store::dialect::ReadWork;
-use crate::store::{StoreError, StoreResult};
+use crate::store::{Error, StoreError, StoreResult};
 
 /// The most reads that run at once.
 const MAX_READERS: usize = 8;
@@ -45,7 +45,9 @@ impl Readers {
         let result = work(&mut conn).await;
         let healthy = !matches!(
             result,
-            Err(StoreError::Unavailable(_) | StoreError::Damaged(_))
+            Err(Error::Storage(
+                StoreError::Unavailable(_) | StoreError::Damaged(_)
+            ))
         );
         if healthy && !self.turns.is_closed() {
             self.idle

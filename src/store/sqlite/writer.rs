@@ -34,7 +34,8 @@ use super::checkpointer::Checkpointer;
 use super::conn::Conn;
 use crate::domain::events::Event;
 use crate::store::dialect::Effects;
-use crate::store::{StoreError, StoreResult};
+use crate::store::sql::SqlResult;
+use crate::store::{Error, StoreError, StoreResult};
 use crate::telemetry::StoreStats;
 
 /// The most writes one transaction carries.
@@ -84,11 +85,11 @@ trait Job: Send {
     fn guarded(&self) -> bool;
     /// Runs the write (again, after an undo: the answer is the last run's);
     /// its error when it failed.
-    fn run<'a>(&'a mut self, conn: &'a mut Conn) -> BoxFuture<'a, Option<StoreError>>;
+    fn run<'a>(&'a mut self, conn: &'a mut Conn) -> BoxFuture<'a, Option<Error>>;
     /// The events the write recorded, once its batch is committed.
     fn recorded(&mut self) -> Vec<Event>;
     /// Answers the caller once the batch is committed (or has failed).
-    fn finish(self: Box<Self>, commit: StoreResult<()>);
+    fn finish(self: Box<Self>, commit: SqlResult<()>);
 }
 
 struct Write<T, F> {
@@ -108,7 +109,7 @@ where
         self.guarded
     }
 
-    fn run<'a>(&'a mut self, conn: &'a mut Conn) -> BoxFuture<'a, Option<StoreError>> {
+    fn run<'a>(&'a mut self, conn: &'a mut Conn) -> BoxFuture<'a, Option<Error>> {
         Box::pin(async move {
             let result = (self.work)(conn).await;
             let error = result.as_ref().err().cloned();
@@ -124,12 +125,12 @@ where
         }
     }
 
-    fn finish(self: Box<Self>, commit: StoreResult<()>) {
+    fn finish(self: Box<Self>, commit: SqlResult<()>) {
         // A failed commit undoes the whole batch, so every answer in it is that failure.
         let answer = match (commit, self.result) {
             (Ok(()), Some(result)) => result,
-            (Ok(()), None) => Err(StoreError::Internal("a write was never run".into())),
-            (Err(e), _) => Err(e),
+            (Ok(()), None) => Err(StoreError::Internal("a write was never run".into()).into()),
+            (Err(e), _) => Err(e.into()),
         };
         let _ = self.reply.send(answer);
     }
@@ -262,7 +263,7 @@ impl Writer {
 /// runs them in one transaction, commits once, answers them all; and again,
 /// until told to stop; answers its connection, if open.
 fn run(
-    open: impl Fn() -> StoreResult<Conn>,
+    open: impl Fn() -> SqlResult<Conn>,
     mut queue: mpsc::Receiver<Message>,
     stats: &StoreStats,
     committed: &Committed,
@@ -335,7 +336,7 @@ fn run(
 fn run_batch(
     conn: &mut Conn,
     batch: &mut [Box<dyn Job>],
-) -> StoreResult<(Duration, Option<StoreError>)> {
+) -> SqlResult<(Duration, Option<StoreError>)> {
     conn.batch("BEGIN IMMEDIATE")?;
     let storage_failure = match run_straight(conn, batch)? {
         Straight::Through(storage_failure) => storage_failure,
@@ -361,7 +362,7 @@ enum Straight {
 /// Runs the batch's writes one after another, with no savepoint. A disk
 /// error (full, I/O) can make SQLite roll the whole transaction back
 /// itself: the batch then fails, for that reason.
-fn run_straight(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> StoreResult<Straight> {
+fn run_straight(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> SqlResult<Straight> {
     let mut storage_failure = None;
     for job in batch.iter_mut() {
         let before = conn.total_changes();
@@ -383,7 +384,7 @@ fn run_straight(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> StoreResult<Stra
 
 /// Runs the batch's writes again, each that must be all or nothing in a
 /// savepoint of its own, rolled back when it fails.
-fn run_guarded(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> StoreResult<Option<StoreError>> {
+fn run_guarded(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> SqlResult<Option<StoreError>> {
     // The savepoint `job` is always open; `fresh` while nothing ran since it
     // was set. A guarded write runs in a fresh one. After an unguarded write
     // failed, renewing the savepoint also proves the transaction still runs.
@@ -412,15 +413,18 @@ fn run_guarded(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> StoreResult<Optio
 }
 
 /// `error`, if it is the storage's own failure (unavailable or damaged).
-fn storage(error: StoreError) -> Option<StoreError> {
-    matches!(error, StoreError::Unavailable(_) | StoreError::Damaged(_)).then_some(error)
+fn storage(error: Error) -> Option<StoreError> {
+    match error {
+        Error::Storage(e @ (StoreError::Unavailable(_) | StoreError::Damaged(_))) => Some(e),
+        _ => None,
+    }
 }
 
 /// The batch's failure when a write's `error` left no transaction to go on
 /// with (SQLite rolled it back itself): that error, if it was the storage's.
-fn ended_by(error: StoreError) -> StoreError {
+fn ended_by(error: Error) -> StoreError {
     match error {
-        StoreError::Unavailable(_) | StoreError::Damaged(_) => error,
+        Error::Storage(e @ (StoreError::Unavailable(_) | StoreError::Damaged(_))) => e,
         other => StoreError::Unavailable(format!(
             "the transaction was rolled back after a write failed: {other}"
         )),

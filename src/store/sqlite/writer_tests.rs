@@ -65,9 +65,7 @@ fn counted_insert(
             conn.execute("INSERT INTO t (k) VALUES ($1)", args![&k])
                 .await?;
             if k.starts_with("fail") {
-                return Err(StoreError::Internal(
-                    "this write fails after writing".into(),
-                ));
+                return Err(StoreError::Internal("this write fails after writing".into()).into());
             }
             Ok(true)
         })
@@ -93,7 +91,7 @@ async fn concurrent_writes_share_commits_and_a_failure_stays_its_own() {
         match task.await.unwrap() {
             Ok(true) => won += 1,
             Ok(false) => {}
-            Err(StoreError::Internal(_) | StoreError::Duplicate(_)) => {}
+            Err(Error::Storage(StoreError::Internal(_) | StoreError::Duplicate(_))) => {}
             Err(e) => panic!("unexpected {e}"),
         }
     }
@@ -124,7 +122,9 @@ async fn only_a_failure_that_must_be_undone_runs_its_batch_again() {
                     Box::pin(async move {
                         if i % 10 == 0 {
                             conn.row("SELECT 1 AS one", args![]).await?;
-                            return Err(StoreError::Internal("refused before writing".into()));
+                            return Err(
+                                StoreError::Internal("refused before writing".into()).into()
+                            );
                         }
                         let key = format!("a-{i}");
                         conn.execute("INSERT INTO t (k) VALUES ($1)", args![&key])
@@ -162,7 +162,7 @@ async fn only_a_failure_that_must_be_undone_runs_its_batch_again() {
     for task in tasks {
         match task.await.unwrap() {
             Ok(true) => won += 1,
-            Err(StoreError::Internal(_) | StoreError::Duplicate(_)) => {}
+            Err(Error::Storage(StoreError::Internal(_) | StoreError::Duplicate(_))) => {}
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -190,12 +190,12 @@ async fn a_transaction_sqlite_rolled_back_itself_fails_as_unavailable() {
                 conn.execute("INSERT INTO t (k) VALUES ('lost')", args![])
                     .await?;
                 conn.batch("ROLLBACK")?;
-                Err::<(), _>(StoreError::Unavailable("database or disk is full".into()))
+                Err::<(), _>(StoreError::Unavailable("database or disk is full".into()).into())
             })
         })
         .await;
     assert!(
-        matches!(failed, Err(StoreError::Unavailable(_))),
+        matches!(failed, Err(Error::Storage(StoreError::Unavailable(_)))),
         "{failed:?}"
     );
     assert!(stats.storage_failed_within(Duration::from_secs(60)));
@@ -246,7 +246,7 @@ async fn a_failed_write_without_savepoint_leaves_the_batch_whole() {
     for task in tasks {
         match task.await.unwrap() {
             Ok(_) => won += 1,
-            Err(StoreError::Internal(_) | StoreError::Duplicate(_)) => {}
+            Err(Error::Storage(StoreError::Internal(_) | StoreError::Duplicate(_))) => {}
             Err(e) => panic!("unexpected {e}"),
         }
     }
@@ -266,7 +266,7 @@ async fn a_closed_writer_refuses_new_writes() {
     writer.close().await;
     assert!(matches!(
         writer.write(insert("b".into())).await,
-        Err(StoreError::Unavailable(_))
+        Err(Error::Storage(StoreError::Unavailable(_)))
     ));
 }
 

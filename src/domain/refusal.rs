@@ -1,0 +1,136 @@
+//! What the lease rules answer instead of doing what was asked. A refusal is
+//! an answer, not a failure: "the key is held", "the quota is full", "the
+//! member exists" come from the rules, where "the disk is full" comes from
+//! storage (`store::StoreError`). Each refusal becomes its problem from the
+//! catalogue alone (`api::problems`).
+
+use super::lock::Refusal;
+use super::subnet::{Pool, ReserveRefusal};
+use super::{InvalidInput, Millis};
+
+/// A refusal of the lease rules.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refused {
+    /// The token names no live lease: it expired, was released, or was
+    /// taken over.
+    #[error("the lease is lost")]
+    LeaseLost,
+    /// What the request names is not there.
+    #[error("no such {0}")]
+    Missing(Missing),
+    /// The request does not fit what it names (a prefix length outside the
+    /// pool's family, a subnet outside the pool).
+    #[error("{0}")]
+    Invalid(InvalidInput),
+    /// The key cannot be granted now.
+    #[error("the key cannot be granted now")]
+    Lock(Refusal),
+    /// A key of a set cannot be granted now; nothing of the set was granted.
+    #[error("the key {key} of the set cannot be granted now")]
+    SetKey { key: String, refusal: Refusal },
+    /// The pool cannot give the block now.
+    #[error("the subnet cannot be reserved now")]
+    Subnet(ReserveRefusal),
+    /// The database refused a reservation overlapping a live one (the
+    /// backstop behind the allocator).
+    #[error("the subnet overlaps a live reservation")]
+    SubnetOverlap,
+    /// The `Idempotency-Key` belongs to a live lease of another holder.
+    #[error("the idempotency key belongs to a lease of holder {holder}")]
+    IdempotencyMismatch { holder: String },
+    /// The `Idempotency-Key` already holds a live lease of the same owner
+    /// on another key: a key per request, not one for several.
+    #[error("the idempotency key holds a live lease on {key}")]
+    IdempotencyKeyElsewhere { key: String },
+    /// The owner holds its quota.
+    #[error("{0}")]
+    OverQuota(OverQuota),
+    /// The session a grant names is not live (`field` says which part of
+    /// the claim failed: its id, or its token).
+    #[error("the session is not live or its token is wrong")]
+    SessionLost { field: &'static str },
+    /// The session belongs to another API token.
+    #[error("the session belongs to another token")]
+    NotSessionOwner,
+    /// The session already holds its cap of bound leases.
+    #[error("the session holds {limit} leases, its limit")]
+    SessionFull { limit: u32 },
+    /// The pool exists with another definition; `differs` names the fields.
+    #[error("the pool exists with another {differs:?}")]
+    PoolConflict {
+        existing: Box<Pool>,
+        differs: Vec<&'static str>,
+    },
+    /// Live reservations keep the pool; when none is allocated, the last of
+    /// them expires at `clears_at`.
+    #[error("the pool has live reservations")]
+    PoolInUse {
+        reserved: u64,
+        allocated: u64,
+        clears_at: Option<Millis>,
+    },
+    /// Members are live in the group.
+    #[error("the group has {members} live members")]
+    GroupNotEmpty { members: u64 },
+    /// Another session or holder has the member id in the group.
+    #[error("the member id is taken")]
+    MemberExists,
+}
+
+/// What a request named that is not there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Missing {
+    /// No live lease on the key.
+    #[error("held lock")]
+    Lock,
+    #[error("pool")]
+    Pool,
+    /// No live reservation with the id in the pool.
+    #[error("reservation")]
+    Reservation,
+    /// No live session with the id that the caller may see.
+    #[error("session")]
+    Session,
+    #[error("group")]
+    Group,
+    /// No live member with the id in the group.
+    #[error("member")]
+    Member,
+}
+
+/// Which quota refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaOf {
+    /// Live leases: locks, reservations and memberships.
+    Leases,
+    Sessions,
+}
+
+/// The owner holds `current` of what its quota allows `limit` of, and the
+/// request needed `needed` more (a lock set needs one per key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the token holds {current} of its {limit} {of:?}")]
+pub struct OverQuota {
+    pub of: QuotaOf,
+    pub limit: u32,
+    pub current: u64,
+    pub needed: u32,
+}
+
+impl From<Missing> for Refused {
+    fn from(missing: Missing) -> Self {
+        Refused::Missing(missing)
+    }
+}
+
+impl From<OverQuota> for Refused {
+    fn from(over: OverQuota) -> Self {
+        Refused::OverQuota(over)
+    }
+}
+
+impl From<InvalidInput> for Refused {
+    fn from(invalid: InvalidInput) -> Self {
+        Refused::Invalid(invalid)
+    }
+}
