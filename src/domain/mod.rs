@@ -3,6 +3,7 @@
 
 pub mod allocator;
 pub mod cidr;
+pub mod commands;
 pub mod events;
 pub mod fencing;
 pub mod grant;

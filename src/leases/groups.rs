@@ -2,10 +2,10 @@
 //! inspect and list members, remove.
 
 use super::{LeaseError, Leases, new_token};
+use crate::domain::commands::{GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery};
 use crate::domain::group::{self, Group, Member};
 use crate::domain::inputs::{Capabilities, Metadata, PageLimit};
 use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
-use crate::store::{GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery};
 
 /// One page and the cursor of the next, if any.
 #[derive(Debug, Clone)]

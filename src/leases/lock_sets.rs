@@ -9,10 +9,11 @@ use super::waiters::{Try, take_turns};
 use super::{Acquired, LeaseError, Leases, new_token};
 use crate::domain::Millis;
 use crate::domain::Refused;
+use crate::domain::commands::{AcquireLock, GrantedSet};
 use crate::domain::inputs::KeySet;
 use crate::domain::lock::Refusal;
 use crate::domain::names::LockKey;
-use crate::store::{self, AcquireLock, GrantedSet};
+use crate::store;
 use crate::telemetry::Metrics;
 
 pub struct LockSetService<'a> {

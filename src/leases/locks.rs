@@ -6,12 +6,12 @@ use tokio::sync::oneshot;
 use super::waiters::{Try, take_turns};
 use super::{LeaseError, Leases, new_token};
 use crate::domain::Millis;
+use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::fencing::Fencing;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{KeyPrefix, LockKey, Ttl};
 use crate::domain::{Missing, Refused};
-use crate::store::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::telemetry::Metrics;
 
 #[derive(Debug, Clone, PartialEq)]

@@ -22,8 +22,8 @@ pub mod shares;
 pub mod subnets;
 pub mod waiters;
 
-pub use crate::store::AcquireLock;
-pub use crate::store::ReserveSubnet;
+pub use crate::domain::commands::AcquireLock;
+pub use crate::domain::commands::ReserveSubnet;
 pub use crate::token::new_token;
 pub use admission::{Admission, Shed, WatcherSlot};
 pub use events::{EventFeed, Watch, WatchError};

@@ -3,12 +3,12 @@
 //! ending it ends every lease bound to it, and wakes their keys' waiters.
 
 use super::{LeaseError, Leases, new_token};
+use crate::domain::commands::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd};
 use crate::domain::inputs::Metadata;
 use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
 use crate::domain::session::{Session, SessionAccess, SessionView};
 use crate::domain::{Missing, Refused};
 use crate::store;
-use crate::store::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd};
 use crate::telemetry::Metrics;
 use crate::token;
 

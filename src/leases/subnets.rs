@@ -5,12 +5,12 @@ use super::{LeaseError, Leases, new_token};
 use crate::domain::Millis;
 use crate::domain::Refused;
 use crate::domain::cidr::Block;
+use crate::domain::commands::{
+    DeletePoolOutcome, PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet,
+};
 use crate::domain::inputs::{Labels, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{PoolName, Ttl};
 use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
-use crate::store::{
-    DeletePoolOutcome, PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet,
-};
 use crate::telemetry::Metrics;
 
 #[derive(Debug, Clone, PartialEq)]

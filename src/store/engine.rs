@@ -14,16 +14,17 @@ use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
 use super::events::{EventBounds, Horizon};
 use super::reservations::Update;
 use super::write_time::{LeaseClock, WriteTime};
+use super::{KeyEvent, LiveLeases, ReapedSessions, Resumed, Settled, Settling, Store, StoreResult};
 use super::{
-    AcquireLock, AcquireOutcome, DeletePoolOutcome, GrantedSet, KeyEvent, LiveLeases, LockQuery,
-    OpenOutcome, OpenSession, PutPoolOutcome, ReapedSessions, ReservationQuery, ReserveOutcome,
-    ReserveSubnet, Resumed, SessionEnd, Settled, Settling, Store, StoreResult,
-};
-use super::{
-    GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, groups, lock_sets, locks,
-    owners, pools, reservations, resume, session_ends, sessions, subnets,
+    events, groups, lock_sets, locks, owners, pools, reservations, resume, session_ends, sessions,
+    subnets,
 };
 use crate::domain::Millis;
+use crate::domain::commands::{
+    AcquireLock, AcquireOutcome, DeletePoolOutcome, GrantedSet, LockQuery, OpenOutcome,
+    OpenSession, PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet, SessionEnd,
+};
+use crate::domain::commands::{GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery};
 use crate::domain::events::Event;
 use crate::domain::fencing::Fencing;
 use crate::domain::group::{Group, Member};

@@ -18,11 +18,11 @@ use super::rows::{corrupt, metadata, metadata_text};
 use super::sessions;
 use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
-use super::{
-    Error, GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery, StoreError,
-    StoreResult, grant_order,
-};
+use super::{Error, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
+use crate::domain::commands::{
+    GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery,
+};
 use crate::domain::events::{Event, EventType, Reason, Resource};
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::prefix_upper_bound;

@@ -7,18 +7,9 @@
 use super::dialect::Effects;
 use super::sql::Sql;
 use super::write_time::WriteTime;
-use super::{AcquireLock, AcquireOutcome, Error, StoreResult, locks};
-use crate::domain::lock::LockLease;
+use super::{Error, StoreResult, locks};
+use crate::domain::commands::{AcquireLock, AcquireOutcome, GrantedSet};
 use crate::domain::refusal::{OverQuota, Refused};
-
-/// The leases of a granted set, in key order.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GrantedSet {
-    pub leases: Vec<LockLease>,
-    /// Every lease was already the caller's, by its `Idempotency-Key`: a
-    /// retry of a set granted before.
-    pub replayed: bool,
-}
 
 /// Grants every lock of `set` (in key order, keys distinct) or none, in a
 /// write on every key of the set (`Atomicity::OnKeys`, in key order, before

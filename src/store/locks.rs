@@ -18,12 +18,14 @@ use super::rows::{self, metadata_text};
 use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args};
 use super::write_time::WriteTime;
-use super::{AcquireLock, AcquireOutcome, LockQuery, StoreError, StoreResult, grant_order};
-use crate::domain::Millis;
+use super::{StoreError, StoreResult, grant_order};
+use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::{EventType, Reason};
 use crate::domain::fencing::{self, Fencing};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
+use crate::domain::names::IdempotencyKey;
 use crate::domain::refusal::{Missing, Refused};
+use crate::domain::{Lease, Millis};
 
 /// A single acquire, in a write on its key (`Atomicity::OnKeys`): its time
 /// is read once it holds the key; its `Idempotency-Key` may name no live
@@ -82,7 +84,8 @@ pub async fn grant(
         )
         .await?
     {
-        return Ok(AcquireOutcome::Granted(new.granted(
+        return Ok(AcquireOutcome::Granted(granted(
+            new,
             token,
             now,
             fencing_token,
@@ -127,12 +130,45 @@ pub async fn grant(
     let fencing_token = insert_granted(conn, fx, &new, &token, now, &held, Insert::Always)
         .await?
         .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
-    Ok(AcquireOutcome::Granted(new.granted(
+    Ok(AcquireOutcome::Granted(granted(
+        new,
         token,
         now,
         fencing_token,
         &held,
     )))
+}
+
+/// The lease `new` became, once stored with `token` and `fencing_token` at
+/// `now`, living as `held`.
+fn granted(
+    new: AcquireLock,
+    token: String,
+    now: Millis,
+    fencing_token: i64,
+    held: &Held,
+) -> LockLease {
+    let session = held.session().map(|s| s.id.clone());
+    let (ttl_ms, expires_at) = held.answered(now);
+    let mut lease = Lease::granted(
+        new.holder.into_string(),
+        token,
+        fencing_token,
+        now,
+        ttl_ms,
+        new.metadata,
+    );
+    lease.expires_at = Some(expires_at);
+    LockLease {
+        key: new.key.into_string(),
+        lease,
+        mode: new.mode,
+        max_holders: new.max_holders,
+        lock_delay_ms: new.lock_delay_ms,
+        idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
+        owner: new.owner.map(|o| o.name),
+        session,
+    }
 }
 
 /// The replay of the live lease its Idempotency-Key names on this key (a

@@ -4,19 +4,20 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use crate::domain::allocator::Want;
-use crate::domain::cidr::Block;
+use crate::domain::Millis;
+use crate::domain::commands::{
+    AcquireLock, AcquireOutcome, DeletePoolOutcome, GrantedSet, GroupQuery, JoinMember,
+    JoinOutcome, LeaveProof, LockQuery, MemberQuery, OpenOutcome, OpenSession, PutPoolOutcome,
+    ReservationQuery, ReserveOutcome, ReserveSubnet, SessionEnd,
+};
 use crate::domain::fencing::Fencing;
 use crate::domain::grant::{self, Denial, Quota};
 use crate::domain::group::{Group, Member};
-use crate::domain::lock::{ListCursor, LockLease, Refusal};
-use crate::domain::names::{
-    GroupName, Holder, IdempotencyKey, LockKey, MemberName, PoolName, SessionId,
-};
+use crate::domain::lock::LockLease;
+use crate::domain::names::{GroupName, LockKey, MemberName, PoolName, SessionId};
 use crate::domain::refusal::{Missing, OverQuota, QuotaOf, Refused};
 use crate::domain::session::{Session, SessionView};
-use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
-use crate::domain::{InvalidInput, Lease, LockMode, Millis};
+use crate::domain::subnet::{Pool, PoolUsage, Reservation};
 
 mod database;
 mod dialect;
@@ -35,7 +36,6 @@ pub mod postgres;
 mod reservations;
 mod resume;
 mod rows;
-mod session_commands;
 mod session_ends;
 mod sessions;
 mod sql;
@@ -47,12 +47,9 @@ mod write_time;
 pub use database::{backup, describe, integrity_check, open};
 pub use engine::Engine;
 pub use events::{EventBounds, Horizon};
-pub use lock_sets::GrantedSet;
 pub use postgres::PostgresStore;
 pub use resume::{Applied, Settled, Settling};
-pub use session_commands::{
-    Lifetime, OpenOutcome, OpenSession, ReapedSessions, SessionClaim, SessionEnd,
-};
+pub use session_ends::ReapedSessions;
 pub use sqlite::{Durability, SqliteStore};
 pub use write_time::LeaseClock;
 
@@ -93,81 +90,6 @@ pub struct LiveLeases {
     pub bound: u64,
 }
 
-/// The API token a grant is made for, and its quota of live leases.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseOwner {
-    /// The token's name; stored with the lease.
-    pub name: String,
-    /// The grant is refused (`QuotaExceeded`) when the token already holds
-    /// this many live leases, counted in the grant's own transaction; a
-    /// refusal of the resource itself answers first (`domain::grant`).
-    pub max_live_leases: Option<u32>,
-}
-
-/// A lock lease to grant: what an acquire asks for, as the service and the
-/// store both take it (the service adds how long to wait, the store the
-/// secret token the service drew).
-#[derive(Debug, Clone)]
-pub struct AcquireLock {
-    pub key: LockKey,
-    pub holder: Holder,
-    pub lifetime: Lifetime,
-    pub mode: LockMode,
-    /// At least 1.
-    pub max_holders: Option<u32>,
-    pub lock_delay_ms: Millis,
-    pub metadata: Option<Map<String, Value>>,
-    pub idempotency_key: Option<IdempotencyKey>,
-    /// `None` when the server runs without an auth file.
-    pub owner: Option<LeaseOwner>,
-}
-
-impl AcquireLock {
-    /// The session the lease is to be bound to, if any.
-    pub fn session(&self) -> Option<&SessionClaim> {
-        self.lifetime.session()
-    }
-
-    /// The lease this grant became, once stored with `token` and
-    /// `fencing_token` at `now`, living as `held`.
-    pub fn granted(
-        self,
-        token: String,
-        now: Millis,
-        fencing_token: i64,
-        held: &sessions::Held,
-    ) -> LockLease {
-        let session = held.session().map(|s| s.id.clone());
-        let (ttl_ms, expires_at) = held.answered(now);
-        let mut lease = Lease::granted(
-            self.holder.into_string(),
-            token,
-            fencing_token,
-            now,
-            ttl_ms,
-            self.metadata,
-        );
-        lease.expires_at = Some(expires_at);
-        LockLease {
-            key: self.key.into_string(),
-            lease,
-            mode: self.mode,
-            max_holders: self.max_holders,
-            lock_delay_ms: self.lock_delay_ms,
-            idempotency_key: self.idempotency_key.map(IdempotencyKey::into_string),
-            owner: self.owner.map(|o| o.name),
-            session,
-        }
-    }
-}
-
-impl LeaseOwner {
-    /// The name and quota of an owner whose grants are counted, if any.
-    pub fn counted(owner: Option<&LeaseOwner>) -> Option<(&str, u32)> {
-        owner.and_then(|o| Some((o.name.as_str(), o.max_live_leases?)))
-    }
-}
-
 /// A grant's answer in the one order of `domain::grant`, given the resource's
 /// decision and the owner's quota: `Ok(Ok(_))` grants, `Ok(Err(refusal))` is
 /// the resource's refusal (an outcome), over the quota is `OverQuota`.
@@ -183,138 +105,6 @@ pub(crate) fn grant_order<G, R>(resource: Result<G, R>, quota: Quota) -> StoreRe
         }
         .into()),
     }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum AcquireOutcome {
-    Granted(LockLease),
-    /// The same `Idempotency-Key` already holds this live lease.
-    Replayed(LockLease),
-    Refused(Refusal),
-}
-
-/// One page of the lock list, in key then fencing-token order.
-#[derive(Debug, Clone, Default)]
-pub struct LockQuery {
-    pub prefix: String,
-    pub after: Option<ListCursor>,
-    pub limit: u32,
-}
-
-/// A subnet to reserve: what a reserve asks for, as the service and the
-/// store both take it (the store also takes the secret token the service drew).
-#[derive(Debug, Clone)]
-pub struct ReserveSubnet {
-    pub pool: PoolName,
-    pub want: Want,
-    /// The caller's networks, in any family; the grant overlaps none of them.
-    pub excludes: Vec<Block>,
-    pub holder: Holder,
-    /// Bound to a session, until confirmed.
-    pub lifetime: Lifetime,
-    pub metadata: Option<Map<String, Value>>,
-    pub idempotency_key: Option<IdempotencyKey>,
-    /// `None` when the server runs without an auth file.
-    pub owner: Option<LeaseOwner>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum ReserveOutcome {
-    Granted(Reservation),
-    /// The same `Idempotency-Key` already holds this live reservation.
-    Replayed(Reservation),
-    Refused(ReserveRefusal),
-    /// The request does not fit the pool (family, prefix length, not inside).
-    Invalid(InvalidInput),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PutPoolOutcome {
-    Created(PoolUsage),
-    /// The pool exists with the same definition.
-    Unchanged(PoolUsage),
-    /// The pool exists with another definition; `differs` names the fields.
-    Conflict {
-        existing: Pool,
-        differs: Vec<&'static str>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum DeletePoolOutcome {
-    Deleted,
-    /// Live reservations keep the pool; when none is allocated, the last of
-    /// them expires at `clears_at`.
-    InUse {
-        reserved: u64,
-        allocated: u64,
-        clears_at: Option<Millis>,
-    },
-}
-
-/// One page of a pool's live reservations, in address order.
-#[derive(Debug, Clone, Default)]
-pub struct ReservationQuery {
-    pub pool: String,
-    /// The first address (16 big-endian bytes) of the last reservation seen.
-    pub after: Option<Vec<u8>>,
-    pub limit: u32,
-}
-
-/// A member to join: its group and id, its capabilities, and how it lives.
-#[derive(Debug, Clone)]
-pub struct JoinMember {
-    pub group: GroupName,
-    pub member: MemberName,
-    pub capabilities: Option<Value>,
-    pub tenure: JoinTenure,
-    /// `None` when the server runs without an auth file.
-    pub owner: Option<LeaseOwner>,
-}
-
-/// How a joining member lives.
-#[derive(Debug, Clone)]
-pub enum JoinTenure {
-    /// Bound to a session.
-    Session(SessionClaim),
-    /// By a TTL of its own; `token` is the member's token when its holder
-    /// joins again to replace its capabilities.
-    Ttl {
-        ttl_ms: Millis,
-        token: Option<String>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum JoinOutcome {
-    /// Joined; the token renews and leaves a member with a TTL of its own.
-    Joined(Member, Option<String>),
-    /// The same holder's live member, its capabilities replaced.
-    Updated(Member),
-}
-
-/// What proves a member's holder asks it to leave.
-#[derive(Debug, Clone)]
-pub enum LeaveProof {
-    Session(SessionClaim),
-    Token(String),
-}
-
-/// One page of groups, in name order: those under each prefix in turn
-/// (disjoint, in name order) until the page is full.
-#[derive(Debug, Clone, Default)]
-pub struct GroupQuery {
-    pub prefixes: Vec<String>,
-    pub after: Option<String>,
-    pub limit: u32,
-}
-
-/// One page of a group's live members, in member order.
-#[derive(Debug, Clone, Default)]
-pub struct MemberQuery {
-    pub group: String,
-    pub after: Option<String>,
-    pub limit: u32,
 }
 
 /// What storage did wrong: the database, its file, its connection. A

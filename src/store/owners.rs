@@ -8,8 +8,9 @@ use super::expiry::{self, Text};
 use super::sessions;
 use super::sql::Columns;
 use super::sql::{Sql, args, one};
-use super::{LeaseOwner, LiveLeases, StoreResult};
+use super::{LiveLeases, StoreResult};
 use crate::domain::Millis;
+use crate::domain::commands::LeaseOwner;
 use crate::domain::grant::Quota;
 
 /// The owner's (`$1`) live leases at `$2`, bound ones while their session lives.

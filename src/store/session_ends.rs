@@ -7,8 +7,9 @@ use super::events::{self, ENDED_LOCK, ended_lock, session_event};
 use super::expiry;
 use super::sessions::{CLOSE, LIVE_SESSION, keys_of, refusal};
 use super::sql::{Columns, Sql, args};
-use super::{Error, ReapedSessions, SessionEnd, StoreResult, groups, reservations};
+use super::{Error, StoreResult, groups, reservations};
 use crate::domain::Millis;
+use crate::domain::commands::SessionEnd;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::refusal::Missing;
 use crate::token::digest;
@@ -140,4 +141,16 @@ pub async fn reap(
         keys,
         members,
     })
+}
+
+/// What one pass of the session reaper removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReapedSessions {
+    /// Expired sessions deleted (each counted once, when its last bound
+    /// lease is gone too).
+    pub sessions: u64,
+    /// Keys of the bound locks deleted, for their waiters.
+    pub keys: Vec<String>,
+    /// Members of groups deleted: bound to expired sessions, or past their TTL.
+    pub members: u64,
 }

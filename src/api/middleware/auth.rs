@@ -19,9 +19,9 @@ use crate::api::AppState;
 use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 use crate::auth::{ANY_POOL, Access, ApiToken, Denial, Need};
+use crate::domain::commands::LeaseOwner;
 use crate::domain::session::SessionAccess;
 use crate::leases::ClientId;
-use crate::store::LeaseOwner;
 
 /// The `WWW-Authenticate` challenge of every 401.
 const CHALLENGE: &str = r#"Bearer realm="leasehold""#;

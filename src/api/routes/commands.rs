@@ -6,11 +6,11 @@
 use super::lease_requests::{AcquireRequest, LockSetRequest, ReserveRequest};
 use crate::domain::LockMode;
 use crate::domain::allocator::Want;
+use crate::domain::commands::{LeaseOwner, Lifetime, SessionClaim};
 use crate::domain::inputs::{KeySet, Metadata};
 use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
 use crate::domain::{InvalidInput, Millis, subnet, validate};
 use crate::leases::{AcquireLock, Limits, ReserveSubnet};
-use crate::store::{LeaseOwner, Lifetime, SessionClaim};
 
 /// What a grant's body says of its lifetime: its `ttl_ms` as sent (perhaps
 /// none), or a claim on a session; never both (`sessions::lifetime`).

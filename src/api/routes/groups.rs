@@ -23,10 +23,10 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
+use crate::domain::commands::{JoinMember, JoinOutcome, JoinTenure, LeaveProof};
 use crate::domain::inputs::{self, Capabilities, Metadata, PageLimit};
 use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
 use crate::domain::paths;
-use crate::store::{JoinMember, JoinOutcome, JoinTenure, LeaveProof};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

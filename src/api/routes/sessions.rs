@@ -23,12 +23,12 @@ use crate::api::problems::Subject;
 use crate::api::problems::kinds;
 use crate::auth::Access;
 use crate::domain::Millis;
+use crate::domain::commands::SessionClaim;
 use crate::domain::inputs::Metadata;
 use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
 use crate::domain::validate;
 use crate::leases::Opened;
 use crate::leases::sessions::NewSession;
-use crate::store::SessionClaim;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

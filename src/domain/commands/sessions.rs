@@ -1,6 +1,5 @@
-//! What the store is asked to do with sessions, and what it answers: a
-//! session to open, the claim a grant makes on one, who ends one, and what
-//! the reaper removed.
+//! What a session's open and end ask for, and how a grant's lease lives:
+//! by a TTL of its own or by a session.
 
 use serde_json::{Map, Value};
 
@@ -76,16 +75,4 @@ pub enum SessionEnd {
     },
     /// An admin, whatever the token; `caller` as in `Close`.
     Force { caller: Option<String> },
-}
-
-/// What one pass of the session reaper removed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReapedSessions {
-    /// Expired sessions deleted (each counted once, when its last bound
-    /// lease is gone too).
-    pub sessions: u64,
-    /// Keys of the bound locks deleted, for their waiters.
-    pub keys: Vec<String>,
-    /// Members of groups deleted: bound to expired sessions, or past their TTL.
-    pub members: u64,
 }

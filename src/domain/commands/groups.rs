@@ -1,0 +1,65 @@
+//! What a member's join and leave ask for, and what pages of groups and
+//! members are read.
+
+use serde_json::Value;
+
+use super::{LeaseOwner, SessionClaim};
+use crate::domain::Millis;
+use crate::domain::group::Member;
+use crate::domain::names::{GroupName, MemberName};
+
+/// A member to join: its group and id, its capabilities, and how it lives.
+#[derive(Debug, Clone)]
+pub struct JoinMember {
+    pub group: GroupName,
+    pub member: MemberName,
+    pub capabilities: Option<Value>,
+    pub tenure: JoinTenure,
+    /// `None` when the server runs without an auth file.
+    pub owner: Option<LeaseOwner>,
+}
+
+/// How a joining member lives.
+#[derive(Debug, Clone)]
+pub enum JoinTenure {
+    /// Bound to a session.
+    Session(SessionClaim),
+    /// By a TTL of its own; `token` is the member's token when its holder
+    /// joins again to replace its capabilities.
+    Ttl {
+        ttl_ms: Millis,
+        token: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum JoinOutcome {
+    /// Joined; the token renews and leaves a member with a TTL of its own.
+    Joined(Member, Option<String>),
+    /// The same holder's live member, its capabilities replaced.
+    Updated(Member),
+}
+
+/// What proves a member's holder asks it to leave.
+#[derive(Debug, Clone)]
+pub enum LeaveProof {
+    Session(SessionClaim),
+    Token(String),
+}
+
+/// One page of groups, in name order: those under each prefix in turn
+/// (disjoint, in name order) until the page is full.
+#[derive(Debug, Clone, Default)]
+pub struct GroupQuery {
+    pub prefixes: Vec<String>,
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+/// One page of a group's live members, in member order.
+#[derive(Debug, Clone, Default)]
+pub struct MemberQuery {
+    pub group: String,
+    pub after: Option<String>,
+    pub limit: u32,
+}

@@ -1,0 +1,70 @@
+//! What a reservation and a pool's changes ask for, and what they answer.
+
+use serde_json::{Map, Value};
+
+use super::{LeaseOwner, Lifetime};
+use crate::domain::allocator::Want;
+use crate::domain::cidr::Block;
+use crate::domain::names::{Holder, IdempotencyKey, PoolName};
+use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
+use crate::domain::{InvalidInput, Millis};
+
+/// A subnet to reserve: what a reserve asks for, as the service and the
+/// store both take it (the store also takes the secret token the service drew).
+#[derive(Debug, Clone)]
+pub struct ReserveSubnet {
+    pub pool: PoolName,
+    pub want: Want,
+    /// The caller's networks, in any family; the grant overlaps none of them.
+    pub excludes: Vec<Block>,
+    pub holder: Holder,
+    /// Bound to a session, until confirmed.
+    pub lifetime: Lifetime,
+    pub metadata: Option<Map<String, Value>>,
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// `None` when the server runs without an auth file.
+    pub owner: Option<LeaseOwner>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReserveOutcome {
+    Granted(Reservation),
+    /// The same `Idempotency-Key` already holds this live reservation.
+    Replayed(Reservation),
+    Refused(ReserveRefusal),
+    /// The request does not fit the pool (family, prefix length, not inside).
+    Invalid(InvalidInput),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PutPoolOutcome {
+    Created(PoolUsage),
+    /// The pool exists with the same definition.
+    Unchanged(PoolUsage),
+    /// The pool exists with another definition; `differs` names the fields.
+    Conflict {
+        existing: Pool,
+        differs: Vec<&'static str>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeletePoolOutcome {
+    Deleted,
+    /// Live reservations keep the pool; when none is allocated, the last of
+    /// them expires at `clears_at`.
+    InUse {
+        reserved: u64,
+        allocated: u64,
+        clears_at: Option<Millis>,
+    },
+}
+
+/// One page of a pool's live reservations, in address order.
+#[derive(Debug, Clone, Default)]
+pub struct ReservationQuery {
+    pub pool: String,
+    /// The first address (16 big-endian bytes) of the last reservation seen.
+    pub after: Option<Vec<u8>>,
+    pub limit: u32,
+}
