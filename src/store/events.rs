@@ -53,12 +53,13 @@ impl Horizon {
 
 /// Records `event` (its revision is the store's next) in the transaction
 /// of its change.
-pub async fn record(conn: &mut impl Sql, fx: &mut Effects, event: &Event) -> StoreResult<()> {
+pub async fn record(conn: &mut dyn Sql, fx: &mut Effects, event: &Event) -> StoreResult<()> {
     let (key, pool, id, subnet) = columns_of(&event.resource);
     let (group, member) = group_of(&event.resource);
+    let text = conn.texts().insert_event;
     let row = one(
         conn,
-        conn.texts().insert_event,
+        text,
         args![
             event.kind.as_str(),
             event.at,
@@ -93,11 +94,7 @@ const EVENTS_PER_STATEMENT: usize = 1_000;
 /// Records every event of `events`, in that order: one statement for
 /// each `EVENTS_PER_STATEMENT` of them (a reaper's batch, a session's
 /// bound leases) rather than one each.
-pub async fn record_all(
-    conn: &mut impl Sql,
-    fx: &mut Effects,
-    events: &[Event],
-) -> StoreResult<()> {
+pub async fn record_all(conn: &mut dyn Sql, fx: &mut Effects, events: &[Event]) -> StoreResult<()> {
     if let [event] = events {
         return record(conn, fx, event).await;
     }
@@ -365,7 +362,7 @@ fn event(row: &impl Columns) -> StoreResult<Event> {
 /// At most `limit` events after revision `after` and up to `through`, in
 /// revision order.
 pub async fn read(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     after: i64,
     through: i64,
     limit: u32,
@@ -380,7 +377,7 @@ pub async fn read(
     rows.iter().map(event).collect()
 }
 
-pub async fn bounds(conn: &mut impl Sql) -> StoreResult<EventBounds> {
+pub async fn bounds(conn: &mut dyn Sql) -> StoreResult<EventBounds> {
     let pruned_through = one(
         conn,
         "SELECT pruned_through FROM event_log WHERE id = 1",
@@ -388,9 +385,8 @@ pub async fn bounds(conn: &mut impl Sql) -> StoreResult<EventBounds> {
     )
     .await?
     .int("pruned_through")?;
-    let head = one(conn, conn.texts().event_head, args![])
-        .await?
-        .int("head")?;
+    let text = conn.texts().event_head;
+    let head = one(conn, text, args![]).await?.int("head")?;
     Ok(EventBounds {
         pruned_through,
         head: head.max(pruned_through),
@@ -399,7 +395,7 @@ pub async fn bounds(conn: &mut impl Sql) -> StoreResult<EventBounds> {
 
 /// Begins a read in one snapshot (`Texts::snapshot_begin`) and answers the
 /// revision its reads reflect; `end_snapshot` ends it, whatever they answered.
-pub async fn begin_snapshot(conn: &mut impl Sql) -> StoreResult<i64> {
+pub async fn begin_snapshot(conn: &mut dyn Sql) -> StoreResult<i64> {
     let mut begun = Ok(());
     for statement in conn.texts().snapshot_begin {
         begun = conn.execute(*statement, args![]).await.map(drop);
@@ -421,7 +417,7 @@ pub async fn begin_snapshot(conn: &mut impl Sql) -> StoreResult<i64> {
 }
 
 /// Ends the read `begin_snapshot` began, and answers `result`.
-pub async fn end_snapshot<T>(conn: &mut impl Sql, result: StoreResult<T>) -> StoreResult<T> {
+pub async fn end_snapshot<T>(conn: &mut dyn Sql, result: StoreResult<T>) -> StoreResult<T> {
     let ended = conn.execute("COMMIT", args![]).await;
     let value = result?;
     ended?;
@@ -429,7 +425,7 @@ pub async fn end_snapshot<T>(conn: &mut impl Sql, result: StoreResult<T>) -> Sto
 }
 
 /// The highest revision committed now (or the pruned boundary of an empty log).
-pub async fn last_visible(conn: &mut impl Sql) -> StoreResult<i64> {
+pub async fn last_visible(conn: &mut dyn Sql) -> StoreResult<i64> {
     one(
         conn,
         "SELECT coalesce((SELECT max(revision) FROM events), \
@@ -440,7 +436,7 @@ pub async fn last_visible(conn: &mut impl Sql) -> StoreResult<i64> {
     .int("last")
 }
 
-pub async fn horizon(conn: &mut impl Sql) -> StoreResult<Option<Horizon>> {
+pub async fn horizon(conn: &mut dyn Sql) -> StoreResult<Option<Horizon>> {
     let Some(sql) = conn.texts().event_horizon else {
         return Ok(None);
     };
@@ -457,7 +453,7 @@ pub async fn horizon(conn: &mut impl Sql) -> StoreResult<Option<Horizon>> {
 /// `older_than` and beyond the newest `keep`, and any beyond the newest
 /// `max`; moves the pruned boundary up. Answers how many went.
 pub async fn prune(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     older_than: Millis,
     keep: u64,
     max: u64,

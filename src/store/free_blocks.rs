@@ -8,7 +8,7 @@ use crate::domain::allocator::{Grant, best_fit, carve, largest, usable};
 use crate::domain::cidr::Block;
 use crate::domain::subnet::Pool;
 
-pub(super) async fn insert_free(conn: &mut impl Sql, pool: &str, block: Block) -> StoreResult<()> {
+pub(super) async fn insert_free(conn: &mut dyn Sql, pool: &str, block: Block) -> StoreResult<()> {
     conn.execute(
         "INSERT INTO pool_free_blocks (pool, start, prefix_len) VALUES ($1, $2, $3)",
         args![
@@ -22,7 +22,7 @@ pub(super) async fn insert_free(conn: &mut impl Sql, pool: &str, block: Block) -
 }
 
 /// Removes a free block; answers whether it was there (1) or not (0).
-async fn remove_free(conn: &mut impl Sql, pool: &str, block: Block) -> StoreResult<u64> {
+async fn remove_free(conn: &mut dyn Sql, pool: &str, block: Block) -> StoreResult<u64> {
     conn.execute(
         "DELETE FROM pool_free_blocks WHERE pool = $1 AND start = $2 AND prefix_len = $3",
         args![
@@ -35,7 +35,7 @@ async fn remove_free(conn: &mut impl Sql, pool: &str, block: Block) -> StoreResu
 }
 
 /// Takes a grant out of the free space: its free block goes, the rest of it stays.
-pub(super) async fn take_free(conn: &mut impl Sql, pool: &str, grant: Grant) -> StoreResult<()> {
+pub(super) async fn take_free(conn: &mut dyn Sql, pool: &str, grant: Grant) -> StoreResult<()> {
     if remove_free(conn, pool, grant.from).await? != 1 {
         return Err(StoreError::Internal(format!("{} is not a free block", grant.from)).into());
     }
@@ -46,7 +46,7 @@ pub(super) async fn take_free(conn: &mut impl Sql, pool: &str, grant: Grant) -> 
 }
 
 /// Gives a block back to the free space, merged with its free buddies.
-pub(super) async fn give_back(conn: &mut impl Sql, pool: &Pool, block: Block) -> StoreResult<()> {
+pub(super) async fn give_back(conn: &mut dyn Sql, pool: &Pool, block: Block) -> StoreResult<()> {
     let mut block = block;
     while block != pool.cidr {
         let (Some(buddy), Some(parent)) = (block.buddy(), block.parent()) else {
@@ -62,7 +62,7 @@ pub(super) async fn give_back(conn: &mut impl Sql, pool: &Pool, block: Block) ->
 
 /// The free block starting last at or before `address`: the only one that can hold it.
 pub(super) async fn free_block_at(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     pool: &Pool,
     address: u128,
 ) -> StoreResult<Option<Block>> {
@@ -94,7 +94,7 @@ fn outside_excludes(excludes: &[Block], first_param: usize) -> String {
 /// The first free block in best-fit order (`prefix_len` from `max_len` down
 /// to the pool's, then lowest address) outside the excludes and not in `skip`.
 pub(super) async fn best_plain(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     pool: &Pool,
     max_len: u8,
     excludes: &[Block],
@@ -126,7 +126,7 @@ pub(super) async fn best_plain(
 /// The largest free block (lowest address among equals) outside the excludes
 /// and not in `skip`: one indexed probe per prefix length present.
 pub(super) async fn largest_plain(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     pool: &Pool,
     excludes: &[Block],
     skip: &[Block],
@@ -157,7 +157,7 @@ pub(super) async fn largest_plain(
 /// excludes, against the usable pieces of the few free blocks that contain an
 /// exclude. `Err` carries the largest usable block.
 pub(super) async fn find_grant(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     pool: &Pool,
     len: u8,
     excludes: &[Block],

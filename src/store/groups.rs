@@ -179,7 +179,7 @@ fn member_left(row: &impl Columns, reason: Reason, at: Millis) -> StoreResult<Ev
 
 /// Records the ends of the members in `rows` for `reason`.
 async fn record_left(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     rows: &[impl Columns],
     reason: impl Fn(&dyn Fn(&str) -> StoreResult<Option<String>>) -> StoreResult<Reason>,
@@ -204,7 +204,7 @@ fn expiry_reason(column: &dyn Fn(&str) -> StoreResult<Option<String>>) -> StoreR
 const ENDED_MEMBER: &str = "group_name, member, session_id, owner";
 
 pub async fn put(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
     meta: &Option<serde_json::Map<String, Value>>,
@@ -227,7 +227,7 @@ pub async fn put(
     Ok((created, group(&row)?))
 }
 
-pub async fn get(conn: &mut impl Sql, name: &str, now: Millis) -> StoreResult<Group> {
+pub async fn get(conn: &mut dyn Sql, name: &str, now: Millis) -> StoreResult<Group> {
     let row = conn.row(GROUP.as_str(), args![name, now]).await?;
     group(&row.ok_or(Error::from(Missing::Group))?)
 }
@@ -235,7 +235,7 @@ pub async fn get(conn: &mut impl Sql, name: &str, now: Millis) -> StoreResult<Gr
 /// The groups under each prefix of the query in turn, until `limit`, in
 /// one snapshot with the revision it reflects.
 pub async fn list(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     query: &GroupQuery,
     now: Millis,
 ) -> StoreResult<(Vec<Group>, i64)> {
@@ -244,7 +244,7 @@ pub async fn list(
     events::end_snapshot::<_>(conn, listed.map(|items| (items, revision))).await
 }
 
-async fn list_in(conn: &mut impl Sql, query: &GroupQuery, now: Millis) -> StoreResult<Vec<Group>> {
+async fn list_in(conn: &mut dyn Sql, query: &GroupQuery, now: Millis) -> StoreResult<Vec<Group>> {
     let after = query.after.as_deref().unwrap_or("");
     let mut items = Vec::new();
     for prefix in &query.prefixes {
@@ -269,7 +269,7 @@ async fn list_in(conn: &mut impl Sql, query: &GroupQuery, now: Millis) -> StoreR
 /// Deletes the group if no member is live in it; the expired members' rows
 /// go with it, their ends announced.
 pub async fn delete(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
     now: Millis,
@@ -316,7 +316,7 @@ pub async fn delete(
 /// holder's live member; the member's own TTL and token are drawn by the
 /// caller (`token`).
 pub async fn join(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     new: JoinMember,
     token: String,
@@ -450,7 +450,7 @@ pub async fn join(
 /// Replaces a live member's capabilities (and renews its own TTL, if it
 /// has one and `ttl_ms` is given), announced as one `group.member_updated`.
 async fn update(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     group_name: &str,
     member_name: &str,
@@ -477,7 +477,7 @@ async fn update(
 }
 
 async fn record_updated(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     row: &impl Columns,
     now: Millis,
@@ -504,7 +504,7 @@ async fn record_updated(
 /// capabilities when given (then announced as `group.member_updated`).
 #[allow(clippy::too_many_arguments)]
 pub async fn renew(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     group_name: &str,
     member_name: &str,
@@ -553,7 +553,7 @@ pub async fn renew(
 
 /// Ends a live member by its holder's proof, or (`None`) by an admin.
 pub async fn leave(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     group_name: &str,
     member_name: &str,
@@ -613,7 +613,7 @@ fn live_plain(n: u8) -> String {
 }
 
 pub async fn get_member(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     group_name: &str,
     member_name: &str,
     now: Millis,
@@ -630,7 +630,7 @@ pub async fn get_member(
     }
 }
 
-async fn exists(conn: &mut impl Sql, group_name: &str) -> StoreResult<()> {
+async fn exists(conn: &mut dyn Sql, group_name: &str) -> StoreResult<()> {
     conn.row("SELECT name FROM groups WHERE name = $1", args![group_name])
         .await?
         .map(|_| ())
@@ -640,7 +640,7 @@ async fn exists(conn: &mut impl Sql, group_name: &str) -> StoreResult<()> {
 /// One page of a group's live members, in one snapshot with the revision
 /// it reflects.
 pub async fn members(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     query: &MemberQuery,
     now: Millis,
 ) -> StoreResult<(Vec<Member>, i64)> {
@@ -650,7 +650,7 @@ pub async fn members(
 }
 
 async fn members_in(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     query: &MemberQuery,
     now: Millis,
 ) -> StoreResult<Vec<Member>> {
@@ -669,7 +669,7 @@ async fn members_in(
 /// Ends the members bound to the session `id` (closed, or expired and
 /// reaped), for `reason`.
 pub async fn end_bound(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     id: &str,
     reason: Reason,
@@ -688,7 +688,7 @@ pub async fn end_bound(
 /// One batch of the reaper: at most `batch` members past their own TTL or
 /// bound to an expired session (compare-and-delete).
 pub async fn reap(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     now: Millis,
     batch: u32,

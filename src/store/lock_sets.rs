@@ -16,7 +16,7 @@ use crate::domain::refusal::{OverQuota, Refused};
 /// any session row or lease row): a refusal is `Refused::SetKey`,
 /// and the write that meets it is undone by the dialect.
 pub async fn acquire(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     set: Vec<(AcquireLock, String)>,
     at: WriteTime,

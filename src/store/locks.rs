@@ -31,7 +31,7 @@ use crate::domain::{Lease, Millis};
 /// is read once it holds the key; its `Idempotency-Key` may name no live
 /// lease of its owner on another key.
 pub async fn acquire(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     new: AcquireLock,
     token: String,
@@ -44,7 +44,7 @@ pub async fn acquire(
 /// keys of a lock set), whose locks the caller holds; the
 /// `Idempotency-Key` may name live leases of its owner on those keys alone.
 pub async fn grant(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     mut new: AcquireLock,
     token: String,
@@ -175,7 +175,7 @@ fn granted(
 /// refusal if another holder's), or the refusal of a key that names a
 /// live lease on another key than the set's; `None` if neither.
 async fn idempotency(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     new: &AcquireLock,
     now: Millis,
     set: &[String],
@@ -219,7 +219,7 @@ enum Insert {
 /// token, as `when` says, and records its grant; answers its fencing token,
 /// or `None` when nothing was written.
 async fn insert_granted(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     new: &AcquireLock,
     token: &str,
@@ -336,13 +336,13 @@ impl<'a> NewLockRow<'a> {
 
 /// Inserts `row` with the next fencing token and answers it, or `None`
 /// when its conditions kept it out.
-async fn insert_row(conn: &mut impl Sql, row: &NewLockRow<'_>) -> StoreResult<Option<i64>> {
+async fn insert_row(conn: &mut dyn Sql, row: &NewLockRow<'_>) -> StoreResult<Option<i64>> {
     let inserted = conn.row(conn.texts().insert_lock, &row.args()).await?;
     inserted.map(|r| r.int("fencing_token")).transpose()
 }
 
 pub async fn renew(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     key: &str,
     token: &str,
@@ -389,7 +389,7 @@ pub async fn renew(
 /// Releases the lease of `key` with `token`, in a write on its key
 /// (`Atomicity::OnKeys`), at the time read once it holds the key.
 pub async fn release(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     key: &str,
     token: &str,
@@ -422,7 +422,7 @@ pub async fn release(
 
 /// Ends every lease of `key`, in a write on its key (`Atomicity::OnKeys`).
 pub async fn force_release(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     key: &str,
     at: WriteTime,
@@ -450,7 +450,7 @@ pub async fn force_release(
 /// Compare-and-delete: the DELETE itself checks the time again, and where
 /// several reapers run, each takes rows no other holds.
 pub async fn reap(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     now: Millis,
     batch: u32,
@@ -493,27 +493,28 @@ pub async fn reap(
 }
 
 /// The live leases on a key, oldest grant first.
-pub async fn get(conn: &mut impl Sql, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
+pub async fn get(conn: &mut dyn Sql, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
     rows::locks(&conn.rows(LIVE_LEASES.as_str(), args![key, now]).await?)
 }
 
 /// What `fencing_token` is to `key` now: its live leases and the last
 /// fencing token granted, read on one connection.
 pub async fn check_fencing(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     key: &str,
     fencing_token: i64,
     now: Millis,
 ) -> StoreResult<Fencing> {
     let live = get(conn, key, now).await?;
-    let last = super::sql::one(conn, conn.texts().last_fencing, args![])
+    let text = conn.texts().last_fencing;
+    let last = super::sql::one(conn, text, args![])
         .await?
         .int("fencing_token")?;
     Ok(fencing::check(fencing_token, &live, last, now))
 }
 
 pub async fn list(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     query: &LockQuery,
     now: Millis,
 ) -> StoreResult<Vec<LockLease>> {

@@ -47,7 +47,7 @@ static COUNT_ALL_LIVE: Text = Text::new(|| {
 });
 
 /// The live leases at `now`, by kind.
-pub async fn live_leases(conn: &mut impl Sql, now: Millis) -> StoreResult<LiveLeases> {
+pub async fn live_leases(conn: &mut dyn Sql, now: Millis) -> StoreResult<LiveLeases> {
     let row = one(conn, COUNT_ALL_LIVE.as_str(), args![now]).await?;
     let count = |column| row.int(column).map(|n| u64::try_from(n).unwrap_or(0));
     Ok(LiveLeases {
@@ -64,7 +64,7 @@ pub async fn live_leases(conn: &mut impl Sql, now: Millis) -> StoreResult<LiveLe
 pub const SAME_OWNER: &str = "coalesce(owner, '') = coalesce($4, '')";
 
 /// The live leases `owner` created, locks and reservations together.
-pub async fn count_live(conn: &mut impl Sql, owner: &str, now: Millis) -> StoreResult<u64> {
+pub async fn count_live(conn: &mut dyn Sql, owner: &str, now: Millis) -> StoreResult<u64> {
     let n = one(conn, COUNT_LIVE.as_str(), args![owner, now])
         .await?
         .int("n")?;
@@ -75,7 +75,7 @@ pub async fn count_live(conn: &mut impl Sql, owner: &str, now: Millis) -> StoreR
 /// last in a grant's transaction (after its key or pool lock), so no lock
 /// order cycles.
 pub async fn quota(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     owner: Option<&LeaseOwner>,
     now: Millis,
 ) -> StoreResult<Quota> {

@@ -19,19 +19,19 @@ use crate::domain::refusal::Missing;
 use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
 
 /// The pool, read without a lock.
-pub async fn find(conn: &mut impl Sql, name: &str) -> StoreResult<Option<Pool>> {
+pub async fn find(conn: &mut dyn Sql, name: &str) -> StoreResult<Option<Pool>> {
     let sql = format!("SELECT {POOL_COLUMNS} FROM subnet_pools WHERE name = $1");
     let row = conn.row(sql, args![name]).await?;
     row.as_ref().map(rows::pool).transpose()
 }
 
 /// The pool, read without a lock; `PoolNotFound`.
-pub async fn load(conn: &mut impl Sql, name: &str) -> StoreResult<Pool> {
+pub async fn load(conn: &mut dyn Sql, name: &str) -> StoreResult<Pool> {
     find(conn, name).await?.ok_or(Error::from(Missing::Pool))
 }
 
 /// The pool, locked until the transaction ends; `PoolNotFound`.
-pub async fn lock(conn: &mut impl Sql, name: &str) -> StoreResult<Pool> {
+pub async fn lock(conn: &mut dyn Sql, name: &str) -> StoreResult<Pool> {
     let sql = format!(
         "SELECT {POOL_COLUMNS} FROM subnet_pools WHERE name = $1{}",
         conn.texts().lock_pool_row
@@ -48,7 +48,7 @@ pub async fn lock(conn: &mut impl Sql, name: &str) -> StoreResult<Pool> {
 /// reservation is absent, whether or not the reaper has run). Answers how
 /// many went.
 pub async fn purge_expired(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &Pool,
     now: Millis,
@@ -98,7 +98,7 @@ pub async fn purge_expired(
 
 /// Locks a pool and purges all its expired reservations.
 async fn lock_purged(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
     now: Millis,
@@ -121,7 +121,7 @@ static COUNTS: Text = Text::new(|| {
 });
 
 /// Counts and free space of a pool whose expired reservations are purged.
-async fn usage(conn: &mut impl Sql, pool: Pool) -> StoreResult<PoolUsage> {
+async fn usage(conn: &mut dyn Sql, pool: Pool) -> StoreResult<PoolUsage> {
     let counts = one(conn, COUNTS.as_str(), args![&pool.name]).await?;
     let levels = conn
         .rows(
@@ -149,7 +149,7 @@ async fn usage(conn: &mut impl Sql, pool: Pool) -> StoreResult<PoolUsage> {
 
 /// Creates a pool, or checks that the existing one has the same definition.
 pub async fn put(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: Pool,
     now: Millis,
@@ -187,7 +187,7 @@ pub async fn put(
 
 /// The pool's usage, exact: its expired reservations are purged first.
 pub async fn usage_now(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
     now: Millis,
@@ -197,7 +197,7 @@ pub async fn usage_now(
 }
 
 /// Pools in name order, after `after`.
-pub async fn list(conn: &mut impl Sql, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
+pub async fn list(conn: &mut dyn Sql, after: Option<&str>, limit: u32) -> StoreResult<Vec<Pool>> {
     let sql =
         format!("SELECT {POOL_COLUMNS} FROM subnet_pools WHERE name > $1 ORDER BY name LIMIT $2");
     let rows = conn
@@ -208,7 +208,7 @@ pub async fn list(conn: &mut impl Sql, after: Option<&str>, limit: u32) -> Store
 
 /// Deletes a pool without live reservations (expired ones go with it).
 pub async fn delete(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
     now: Millis,

@@ -48,7 +48,7 @@ pub enum Update {
 /// `LeaseLost`, or `PoolNotFound` when the pool is gone. The subnet does not
 /// change, so no pool lock is needed.
 pub async fn update(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &str,
     id: &str,
@@ -126,7 +126,7 @@ pub async fn update(
 /// Confirms a live reservation of the token that is not confirmed yet, and
 /// records it; `None` when there is none (confirmed already, or lost).
 async fn confirm_reserved(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &str,
     id: &str,
@@ -168,7 +168,7 @@ async fn confirm_reserved(
 /// Deletes one live reservation (of `token` when given) and frees its block,
 /// under the pool's lock; answers whether there was one.
 pub async fn remove(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &str,
     id: &str,
@@ -201,7 +201,7 @@ pub async fn remove(
 /// blocks, each pool under its lock (confirmed ones are bound to nothing).
 /// Each is recorded as ended for `reason`.
 pub async fn remove_bound(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     session: &str,
     reason: Reason,
@@ -237,7 +237,7 @@ pub async fn remove_bound(
 
 /// A live reservation; `NotFound` (or `PoolNotFound`).
 pub async fn get(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     pool: &str,
     id: &str,
     now: Millis,
@@ -257,7 +257,7 @@ pub async fn get(
 
 /// One page of a pool's live reservations, in address order.
 pub async fn list(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     query: &ReservationQuery,
     now: Millis,
 ) -> StoreResult<Vec<Reservation>> {
@@ -278,7 +278,7 @@ pub async fn list(
 
 /// The pools holding reservations expired at `now`, among the first `batch`.
 pub async fn pools_to_reap(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     now: Millis,
     batch: u32,
 ) -> StoreResult<Vec<String>> {
@@ -309,7 +309,7 @@ pub async fn pools_to_reap(
 /// there, so every row is deleted, and counted, once. A pool deleted
 /// meanwhile has nothing left to reap.
 pub async fn reap_pool(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &str,
     now: Millis,

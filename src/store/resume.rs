@@ -104,7 +104,7 @@ pub struct Settled {
 }
 
 /// The window a start recorded, if leases still wait for their fresh TTL.
-async fn window(conn: &mut impl Sql) -> StoreResult<Option<(Millis, Millis)>> {
+async fn window(conn: &mut dyn Sql) -> StoreResult<Option<(Millis, Millis)>> {
     let row = one(
         conn,
         "SELECT resumed_alive_at, resumed_anchor FROM server_state WHERE id = 1",
@@ -116,7 +116,7 @@ async fn window(conn: &mut impl Sql) -> StoreResult<Option<(Millis, Millis)>> {
         .zip(row.opt_int("resumed_anchor")?))
 }
 
-async fn close_window(conn: &mut impl Sql) -> StoreResult<()> {
+async fn close_window(conn: &mut dyn Sql) -> StoreResult<()> {
     conn.execute(
         "UPDATE server_state SET resumed_alive_at = NULL, resumed_anchor = NULL WHERE id = 1",
         args![],
@@ -127,7 +127,7 @@ async fn close_window(conn: &mut impl Sql) -> StoreResult<()> {
 
 /// Writes the fresh TTL of at most `batch` rows, in primary key order after
 /// `at`; the step that finds the last table done closes the window.
-pub(crate) async fn settle(conn: &mut impl Sql, at: Settling, batch: u32) -> StoreResult<Settled> {
+pub(crate) async fn settle(conn: &mut dyn Sql, at: Settling, batch: u32) -> StoreResult<Settled> {
     if window(conn).await?.is_none() {
         return Ok(Settled {
             rewritten: 0,
@@ -206,7 +206,7 @@ pub(crate) async fn settle(conn: &mut impl Sql, at: Settling, batch: u32) -> Sto
 
 /// Writes every fresh TTL still waiting at once and closes the window: a
 /// start that finds the last run's pass unfinished.
-async fn settle_all(conn: &mut impl Sql) -> StoreResult<u64> {
+async fn settle_all(conn: &mut dyn Sql) -> StoreResult<u64> {
     let mut rewritten = 0;
     for (table, _) in KEYED {
         let sql = format!(
@@ -241,7 +241,7 @@ pub enum Applied {
 /// When `anchor` is not before `alive_at` (the usual case) no lease row is
 /// written: the start records the window that `expiry` reads. A window left
 /// by the last run, its pass unfinished, is written into the rows first.
-pub(super) async fn resume(conn: &mut impl Sql, anchor: Millis) -> StoreResult<Applied> {
+pub(super) async fn resume(conn: &mut dyn Sql, anchor: Millis) -> StoreResult<Applied> {
     let row = one(
         conn,
         "SELECT alive_at FROM server_state WHERE id = 1",

@@ -18,7 +18,7 @@ use crate::token::digest;
 /// not yet confirmed), in the transaction the caller runs; answers the keys
 /// freed (also in `fx`, for other replicas).
 pub async fn end(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     id: &str,
     end: SessionEnd,
@@ -78,7 +78,7 @@ pub async fn end(
 /// One batch: the leases bound to expired sessions, then the expired
 /// sessions that have none left. Each statement re-checks the time.
 pub async fn reap(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     now: Millis,
     batch: u32,

@@ -101,7 +101,7 @@ fn owned_by(owner: &Option<String>, caller: Option<&str>) -> bool {
 }
 
 pub async fn open(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     new: OpenSession,
     now: Millis,
@@ -208,7 +208,7 @@ static COUNT_OWNED: Text = Text::new(|| {
 
 /// The live sessions `owner` opened, counted after the owner's lock (where
 /// writes run side by side) so racing opens cannot pass its quota together.
-async fn sessions_quota(conn: &mut impl Sql, owner: &str, now: Millis) -> StoreResult<u64> {
+async fn sessions_quota(conn: &mut dyn Sql, owner: &str, now: Millis) -> StoreResult<u64> {
     if let Some(lock) = conn.texts().lock_owner {
         conn.execute(lock, args![owner]).await?;
     }
@@ -222,7 +222,7 @@ async fn sessions_quota(conn: &mut impl Sql, owner: &str, now: Millis) -> StoreR
 /// session is not found, whatever token was sent (its owner is checked
 /// before its secret); else no live session or a wrong token (`LeaseLost`).
 pub(super) async fn refusal(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     id: &str,
     caller: Option<&str>,
     now: Millis,
@@ -234,7 +234,7 @@ pub(super) async fn refusal(
 }
 
 pub async fn renew(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     id: &str,
     token: &str,
     caller: Option<&str>,
@@ -267,7 +267,7 @@ pub(super) fn keys_of<R: Columns>(rows: &[R]) -> StoreResult<Vec<String>> {
 /// Checks a grant's claim on a session inside the grant's transaction, and
 /// holds the session's row until it ends (where writes run side by side), so
 /// a close cannot slip between the check and the insert.
-pub async fn bind(conn: &mut impl Sql, claim: &SessionClaim, now: Millis) -> StoreResult<Session> {
+pub async fn bind(conn: &mut dyn Sql, claim: &SessionClaim, now: Millis) -> StoreResult<Session> {
     let held = check(conn, claim, now).await?;
     let bound = one(
         conn,
@@ -298,7 +298,7 @@ pub enum Held {
 impl Held {
     /// Takes `lifetime` in the grant's transaction: a session is checked and
     /// bound (`bind`) before anything changes.
-    pub async fn take(conn: &mut impl Sql, lifetime: &Lifetime, now: Millis) -> StoreResult<Held> {
+    pub async fn take(conn: &mut dyn Sql, lifetime: &Lifetime, now: Millis) -> StoreResult<Held> {
         Ok(match lifetime {
             Lifetime::Ttl(ttl) => Held::Ttl(*ttl),
             Lifetime::Session(claim) => Held::Bound(bind(conn, claim, now).await?),
@@ -333,7 +333,7 @@ impl Held {
 
 /// Checks a claim on a session (live, the caller's, its token) and holds
 /// the session's row until the transaction ends, where writes run side by side.
-pub async fn check(conn: &mut impl Sql, claim: &SessionClaim, now: Millis) -> StoreResult<Session> {
+pub async fn check(conn: &mut dyn Sql, claim: &SessionClaim, now: Millis) -> StoreResult<Session> {
     let sql = format!(
         "SELECT {SESSION_COLUMNS} {LIVE_SESSION}{}",
         conn.texts().lock_pool_row
@@ -373,7 +373,7 @@ static VIEW: Text = Text::new(|| {
 });
 
 /// A live session with the counts of what is bound to it.
-pub async fn get(conn: &mut impl Sql, id: &str, now: Millis) -> StoreResult<SessionView> {
+pub async fn get(conn: &mut dyn Sql, id: &str, now: Millis) -> StoreResult<SessionView> {
     let row = conn
         .row(VIEW.as_str(), args![id, now])
         .await?

@@ -1,17 +1,16 @@
 //! The narrow interface every transaction runs on: SQL text, arguments and
-//! rows, the same for both dialects. sqlx's SQLite driver reads `$N`
+//! rows, the same for both dialects. Both connections read `$N`
 //! placeholders as PostgreSQL does, so one text serves both wherever the
-//! SQL itself agrees; `Sql::texts` holds the few texts that do not.
-//!
-//! Both connections implement it through one generic impl, so binding and
-//! decoding are written once too.
+//! SQL itself agrees; `Sql::texts` holds the few texts that do not. Each
+//! dialect implements it on its own connection (`sqlite/conn.rs`,
+//! `postgres/conn.rs`); a transaction takes `&mut dyn Sql`, so it is one
+//! function for both.
 
 use std::borrow::Cow;
 
 use async_trait::async_trait;
-use sqlx::{ColumnIndex, Connection, Database, Decode, Encode, Executor, Row, Type};
 
-use super::texts::{DatabaseTexts, Texts};
+use super::texts::Texts;
 use super::{StoreError, StoreResult};
 
 /// What storage answers: its result, or what it did wrong.
@@ -100,155 +99,72 @@ pub trait Columns {
     fn bytes(&self, column: &str) -> StoreResult<Vec<u8>>;
 }
 
-/// A connection (or an open transaction on one) that runs statements.
-#[async_trait]
-pub trait Sql: Send {
-    type Row: Columns + Send + Sync;
-    /// The texts of this connection's dialect.
-    fn texts(&self) -> &'static Texts;
-    /// Runs a statement; answers how many rows it changed.
-    async fn execute(&mut self, sql: impl Into<Text> + Send, args: &[Arg<'_>]) -> StoreResult<u64>;
-    /// Every row the statement answers.
-    async fn rows(
-        &mut self,
-        sql: impl Into<Text> + Send,
-        args: &[Arg<'_>],
-    ) -> StoreResult<Vec<Self::Row>>;
-    /// The first row the statement answers, if any.
-    async fn row(
-        &mut self,
-        sql: impl Into<Text> + Send,
-        args: &[Arg<'_>],
-    ) -> StoreResult<Option<Self::Row>>;
-}
+/// A row as a connection answers it.
+pub type Row = Box<dyn Columns + Send + Sync>;
 
-impl<R> Columns for R
-where
-    R: Row,
-    for<'c> &'c str: ColumnIndex<R>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
-{
+impl<C: Columns + ?Sized> Columns for Box<C> {
     fn int(&self, column: &str) -> StoreResult<i64> {
-        Ok(self.try_get(column)?)
+        (**self).int(column)
     }
 
     fn opt_int(&self, column: &str) -> StoreResult<Option<i64>> {
-        Ok(self.try_get(column)?)
+        (**self).opt_int(column)
     }
 
     fn text(&self, column: &str) -> StoreResult<String> {
-        Ok(self.try_get(column)?)
+        (**self).text(column)
     }
 
     fn opt_text(&self, column: &str) -> StoreResult<Option<String>> {
-        Ok(self.try_get(column)?)
+        (**self).opt_text(column)
     }
 
     fn bytes(&self, column: &str) -> StoreResult<Vec<u8>> {
-        Ok(self.try_get(column)?)
+        (**self).bytes(column)
     }
 }
 
-type Query<DB> = sqlx::query::Query<'static, DB, <DB as Database>::Arguments>;
-
-/// The statement with its arguments bound.
-fn bound<DB>(sql: Text, args: &[Arg<'_>]) -> Query<DB>
-where
-    DB: Database,
-    for<'t> i64: Encode<'t, DB> + Type<DB>,
-    for<'a> &'a str: Encode<'a, DB> + Type<DB>,
-    for<'a> &'a [u8]: Encode<'a, DB> + Type<DB>,
-    for<'t> bool: Encode<'t, DB> + Type<DB>,
-    for<'t> Option<i64>: Encode<'t, DB> + Type<DB>,
-    for<'a> Option<&'a str>: Encode<'a, DB> + Type<DB>,
-{
-    let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql));
-    for arg in args {
-        query = match *arg {
-            Arg::Int(v) => query.bind(v),
-            Arg::OptInt(v) => query.bind(v),
-            Arg::Text(v) => query.bind(v),
-            Arg::OptText(v) => query.bind(v),
-            Arg::Bytes(v) => query.bind(v),
-            Arg::Bool(v) => query.bind(v),
-        };
-    }
-    query
-}
-
+/// A connection (or an open transaction on one) that runs statements. A
+/// transaction calls `execute`, `rows` and `row` on `dyn Sql`, which take
+/// any text; a dialect implements the three `run_` methods.
 #[async_trait]
-impl<C> Sql for C
-where
-    C: Connection,
-    C::Database: DatabaseTexts,
-    for<'c> &'c mut C: Executor<'c, Database = C::Database>,
-    <C::Database as Database>::Row: Columns + Send + Sync,
-    <C::Database as Database>::Arguments: Send,
-    <C::Database as Database>::QueryResult: RowsAffected,
-    for<'t> i64: Encode<'t, C::Database> + Type<C::Database>,
-    for<'a> &'a str: Encode<'a, C::Database> + Type<C::Database>,
-    for<'a> &'a [u8]: Encode<'a, C::Database> + Type<C::Database>,
-    for<'t> bool: Encode<'t, C::Database> + Type<C::Database>,
-    for<'t> Option<i64>: Encode<'t, C::Database> + Type<C::Database>,
-    for<'a> Option<&'a str>: Encode<'a, C::Database> + Type<C::Database>,
-    <C::Database as Database>::Arguments: sqlx::IntoArguments<C::Database>,
-{
-    type Row = <C::Database as Database>::Row;
-
-    fn texts(&self) -> &'static Texts {
-        <C::Database as DatabaseTexts>::TEXTS
-    }
-
-    async fn execute(&mut self, sql: impl Into<Text> + Send, args: &[Arg<'_>]) -> StoreResult<u64> {
-        let query = bound::<C::Database>(sql.into(), args);
-        let done = query.execute(&mut *self).await?;
-        Ok(RowsAffected::rows_affected(&done))
-    }
-
-    async fn rows(
+pub trait Sql: Send {
+    /// The texts of this connection's dialect.
+    fn texts(&self) -> &'static Texts;
+    /// Runs a statement; answers how many rows it changed.
+    async fn run_execute(&mut self, sql: Text, args: &[Arg<'_>]) -> StoreResult<u64>;
+    /// Runs a statement; answers at most `limit` of its rows.
+    async fn run_rows(
         &mut self,
-        sql: impl Into<Text> + Send,
+        sql: Text,
         args: &[Arg<'_>],
-    ) -> StoreResult<Vec<Self::Row>> {
-        let query = bound::<C::Database>(sql.into(), args);
-        Ok(query.fetch_all(&mut *self).await?)
+        limit: usize,
+    ) -> StoreResult<Vec<Row>>;
+}
+
+impl dyn Sql + '_ {
+    /// Runs a statement; answers how many rows it changed.
+    pub async fn execute(&mut self, sql: impl Into<Text>, args: &[Arg<'_>]) -> StoreResult<u64> {
+        self.run_execute(sql.into(), args).await
     }
 
-    async fn row(
+    /// Every row the statement answers.
+    pub async fn rows(&mut self, sql: impl Into<Text>, args: &[Arg<'_>]) -> StoreResult<Vec<Row>> {
+        self.run_rows(sql.into(), args, usize::MAX).await
+    }
+
+    /// The first row the statement answers, if any.
+    pub async fn row(
         &mut self,
-        sql: impl Into<Text> + Send,
+        sql: impl Into<Text>,
         args: &[Arg<'_>],
-    ) -> StoreResult<Option<Self::Row>> {
-        let query = bound::<C::Database>(sql.into(), args);
-        Ok(query.fetch_optional(&mut *self).await?)
-    }
-}
-
-/// How many rows a statement changed, in either dialect's answer.
-pub trait RowsAffected {
-    fn rows_affected(&self) -> u64;
-}
-
-impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
-    fn rows_affected(&self) -> u64 {
-        self.rows_affected()
-    }
-}
-
-impl RowsAffected for sqlx::postgres::PgQueryResult {
-    fn rows_affected(&self) -> u64 {
-        self.rows_affected()
+    ) -> StoreResult<Option<Row>> {
+        Ok(self.run_rows(sql.into(), args, 1).await?.pop())
     }
 }
 
 /// The one row an aggregate answers.
-pub async fn one<S: Sql + ?Sized>(
-    conn: &mut S,
-    sql: impl Into<Text> + Send,
-    args: &[Arg<'_>],
-) -> StoreResult<S::Row> {
+pub async fn one(conn: &mut dyn Sql, sql: impl Into<Text>, args: &[Arg<'_>]) -> StoreResult<Row> {
     conn.row(sql, args)
         .await?
         .ok_or_else(|| StoreError::Internal("a statement answered no row".into()).into())

@@ -29,7 +29,7 @@ use crate::domain::{Lease, Millis};
 /// pool is purged): the one starting before it if it reaches in, and those
 /// starting inside it.
 async fn conflicts(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     pool: &Pool,
     subnet: Block,
 ) -> StoreResult<Vec<Reservation>> {
@@ -57,7 +57,7 @@ async fn conflicts(
     Ok(found)
 }
 
-async fn earliest_expiry(conn: &mut impl Sql, pool: &str) -> StoreResult<Option<Millis>> {
+async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<Millis>> {
     one(
         conn,
         format!(
@@ -74,7 +74,7 @@ async fn earliest_expiry(conn: &mut impl Sql, pool: &str) -> StoreResult<Option<
 /// The same `Idempotency-Key` of the same owner on a live reservation of
 /// the pool: that reservation again, or a refusal when another holder has it.
 async fn replay(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     pool: &Pool,
     new: &ReserveSubnet,
     now: Millis,
@@ -115,7 +115,7 @@ async fn replay(
 
 /// The allocator's decision over the purged pool's free blocks.
 async fn decide(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     pool: &Pool,
     want: Want,
     excludes: &[Block],
@@ -203,7 +203,7 @@ impl NewReservationRow<'_> {
 /// expired reservations, the allocator's decision then the quota (in
 /// `domain::grant`'s order), and the insert.
 pub async fn reserve(
-    conn: &mut impl Sql,
+    conn: &mut dyn Sql,
     fx: &mut Effects,
     mut new: ReserveSubnet,
     token: String,
@@ -235,9 +235,8 @@ pub async fn reserve(
         Err(refusal) => return Ok(ReserveOutcome::Refused(refusal)),
     };
     take_free(conn, &pool.name, grant).await?;
-    let fencing_token = one(conn, conn.texts().next_fencing, args![])
-        .await?
-        .int("fencing_token")?;
+    let text = conn.texts().next_fencing;
+    let fencing_token = one(conn, text, args![]).await?.int("fencing_token")?;
     let metadata = metadata_text(&new.metadata);
     let (ttl_ms, expires_at) = held.columns(now);
     let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());

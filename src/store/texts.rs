@@ -82,8 +82,3 @@ pub struct RecordSelected {
     pub head: &'static str,
     pub tail: &'static str,
 }
-
-/// The texts of a sqlx database's dialect, for the connections sqlx drives.
-pub trait DatabaseTexts {
-    const TEXTS: &'static Texts;
-}

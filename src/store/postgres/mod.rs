@@ -14,12 +14,12 @@ use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres, Transaction};
 use tokio::sync::{Notify, broadcast};
 
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
-use super::texts::DatabaseTexts;
 use super::{KeyEvent, Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::telemetry::StoreStats;
 
 mod announcer;
+mod conn;
 mod connections;
 mod listener;
 mod replicas;
@@ -246,9 +246,7 @@ impl Dialect for PostgresStore {
 /// tag at that closing tag: nothing in the key can end the literal early,
 /// and the lock is the one `lock_key` takes for the same key.
 fn begin_holding(keys: &[String]) -> String {
-    let lock = <Postgres as DatabaseTexts>::TEXTS
-        .lock_key
-        .expect("PostgreSQL locks keys");
+    let lock = texts::TEXTS.lock_key.expect("PostgreSQL locks keys");
     let mut text = String::from("BEGIN");
     for key in keys {
         let tag = (0..)

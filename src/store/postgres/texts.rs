@@ -1,8 +1,6 @@
 //! PostgreSQL's texts of the statements that differ between dialects.
 
-use sqlx::Postgres;
-
-use crate::store::texts::{DatabaseTexts, RecordSelected, Texts};
+use crate::store::texts::{RecordSelected, Texts};
 
 /// The head of an insert of events from the rows of a `SELECT` that
 /// follows it (as `e`), each with the next revision and the transaction's
@@ -19,79 +17,77 @@ macro_rules! events_from_rows {
     };
 }
 
-impl DatabaseTexts for Postgres {
-    const TEXTS: &'static Texts = &Texts {
-        lock_key: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"),
-        // The two-key form: a key space apart from the per-key locks' bigint one.
-        lock_owner: Some("SELECT pg_advisory_xact_lock(1, hashtext($1))"),
-        lock_pool_row: " FOR UPDATE",
-        share_row: " FOR SHARE",
-        next_fencing: "SELECT nextval('fencing_tokens') AS fencing_token",
-        // Before its first nextval a sequence shows its start, not yet given.
-        last_fencing: "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END \
-                       AS fencing_token FROM fencing_tokens",
-        insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
-             max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
-             idempotency_key, owner, session_id) \
-             SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $7, $8, $9, \
-             $10, $11, $12, $13 WHERE NOT ($14 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
-             AND NOT ($15 AND EXISTS (SELECT 1 FROM lock_leases WHERE idempotency_key = $11 \
-             AND coalesce(owner, '') = coalesce($12, ''))) \
-             RETURNING fencing_token, key, holder, acquired_at, session_id, owner",
-        // The subnet also as `cidr`, for the exclusion constraint.
-        insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, \
-             first_addr, last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, \
-             metadata, idempotency_key, owner, session_id, subnet) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::cidr)",
-        // Rows another replica's reaper (or a grant) holds are left to it.
-        reap_rows: " FOR UPDATE SKIP LOCKED",
-        // The transaction id is taken before the revision (the subquery is
-        // evaluated first), so a reader that sees a later revision before
-        // this one finds this transaction in progress, or ended.
-        insert_event: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
-             subnet, holder, fencing_token, session_id, owner, reason, group_name, member) \
-             SELECT nextval('event_revisions'), x.xid, $1, $2, $3, $4, $5, $6, $7, $8, $9, \
-             $10, $11, $12, $13 FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
-             pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x \
-             RETURNING revision",
-        // As `insert_event`, the transaction id before the revision.
-        record_selected: Some(RecordSelected {
-            head: concat!(events_from_rows!(), "("),
-            tail: ") e RETURNING revision, fencing_token",
-        }),
-        insert_events: concat!(
-            events_from_rows!(),
-            "(SELECT * FROM ROWS FROM (jsonb_to_recordset($1::text::jsonb) AS (type text, \
-             at bigint, key text, pool text, reservation text, subnet text, holder text, \
-             fencing_token bigint, session_id text, owner text, reason text, group_name text, \
-             member text)) \
-             WITH ORDINALITY AS j(type, at, key, pool, reservation, subnet, holder, \
-             fencing_token, session_id, owner, reason, group_name, member, n) \
-             ORDER BY n) e \
-             RETURNING revision, type, at, key, pool, reservation, subnet, holder, \
-             fencing_token, session_id, owner, reason, group_name, member"
-        ),
-        // Every event insert shares lock (2, 0) until its commit; taken
-        // exclusively, it waits until no write holds a revision it has not
-        // committed, and the snapshot is taken (by the first statement of
-        // the transaction) before it is let go.
-        snapshot_begin: &[
-            "SELECT pg_advisory_lock(2, 0)",
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-            "SELECT pg_advisory_unlock(2, 0)",
-        ],
-        snapshot_abandon: &["ROLLBACK", "SELECT pg_advisory_unlock_all()"],
-        event_head: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS head \
-             FROM event_revisions",
-        delete_returning: true,
-        // Not the whole server's snapshot: another database's long
-        // transaction cannot take a revision here, and must not hold the
-        // watchers back. `backend_xid` is shown for every role's sessions.
-        event_horizon: Some(
-            "SELECT backend_xid::text::bigint AS xid FROM pg_stat_activity \
-             WHERE datname = current_database() AND backend_xid IS NOT NULL \
-             UNION ALL SELECT transaction::text::bigint FROM pg_prepared_xacts \
-             WHERE database = current_database()",
-        ),
-    };
-}
+pub const TEXTS: &Texts = &Texts {
+    lock_key: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"),
+    // The two-key form: a key space apart from the per-key locks' bigint one.
+    lock_owner: Some("SELECT pg_advisory_xact_lock(1, hashtext($1))"),
+    lock_pool_row: " FOR UPDATE",
+    share_row: " FOR SHARE",
+    next_fencing: "SELECT nextval('fencing_tokens') AS fencing_token",
+    // Before its first nextval a sequence shows its start, not yet given.
+    last_fencing: "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END \
+                   AS fencing_token FROM fencing_tokens",
+    insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
+         max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
+         idempotency_key, owner, session_id) \
+         SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $7, $8, $9, \
+         $10, $11, $12, $13 WHERE NOT ($14 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
+         AND NOT ($15 AND EXISTS (SELECT 1 FROM lock_leases WHERE idempotency_key = $11 \
+         AND coalesce(owner, '') = coalesce($12, ''))) \
+         RETURNING fencing_token, key, holder, acquired_at, session_id, owner",
+    // The subnet also as `cidr`, for the exclusion constraint.
+    insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, \
+         first_addr, last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, \
+         metadata, idempotency_key, owner, session_id, subnet) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::cidr)",
+    // Rows another replica's reaper (or a grant) holds are left to it.
+    reap_rows: " FOR UPDATE SKIP LOCKED",
+    // The transaction id is taken before the revision (the subquery is
+    // evaluated first), so a reader that sees a later revision before
+    // this one finds this transaction in progress, or ended.
+    insert_event: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
+         subnet, holder, fencing_token, session_id, owner, reason, group_name, member) \
+         SELECT nextval('event_revisions'), x.xid, $1, $2, $3, $4, $5, $6, $7, $8, $9, \
+         $10, $11, $12, $13 FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
+         pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x \
+         RETURNING revision",
+    // As `insert_event`, the transaction id before the revision.
+    record_selected: Some(RecordSelected {
+        head: concat!(events_from_rows!(), "("),
+        tail: ") e RETURNING revision, fencing_token",
+    }),
+    insert_events: concat!(
+        events_from_rows!(),
+        "(SELECT * FROM ROWS FROM (jsonb_to_recordset($1::text::jsonb) AS (type text, \
+         at bigint, key text, pool text, reservation text, subnet text, holder text, \
+         fencing_token bigint, session_id text, owner text, reason text, group_name text, \
+         member text)) \
+         WITH ORDINALITY AS j(type, at, key, pool, reservation, subnet, holder, \
+         fencing_token, session_id, owner, reason, group_name, member, n) \
+         ORDER BY n) e \
+         RETURNING revision, type, at, key, pool, reservation, subnet, holder, \
+         fencing_token, session_id, owner, reason, group_name, member"
+    ),
+    // Every event insert shares lock (2, 0) until its commit; taken
+    // exclusively, it waits until no write holds a revision it has not
+    // committed, and the snapshot is taken (by the first statement of
+    // the transaction) before it is let go.
+    snapshot_begin: &[
+        "SELECT pg_advisory_lock(2, 0)",
+        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        "SELECT pg_advisory_unlock(2, 0)",
+    ],
+    snapshot_abandon: &["ROLLBACK", "SELECT pg_advisory_unlock_all()"],
+    event_head: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS head \
+         FROM event_revisions",
+    delete_returning: true,
+    // Not the whole server's snapshot: another database's long
+    // transaction cannot take a revision here, and must not hold the
+    // watchers back. `backend_xid` is shown for every role's sessions.
+    event_horizon: Some(
+        "SELECT backend_xid::text::bigint AS xid FROM pg_stat_activity \
+         WHERE datname = current_database() AND backend_xid IS NOT NULL \
+         UNION ALL SELECT transaction::text::bigint FROM pg_prepared_xacts \
+         WHERE database = current_database()",
+    ),
+};

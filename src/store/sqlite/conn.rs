@@ -19,7 +19,7 @@ use rusqlite::{OpenFlags, ToSql};
 
 use super::Durability;
 use crate::store::sql::SqlResult;
-use crate::store::sql::{Arg, Columns, Sql, Text};
+use crate::store::sql::{Arg, Columns, Row, Sql, Text};
 use crate::store::texts::Texts;
 use crate::store::{Error, StoreError, StoreResult};
 
@@ -354,31 +354,23 @@ impl Columns for SqliteRow {
 
 #[async_trait]
 impl Sql for Conn {
-    type Row = SqliteRow;
-
     fn texts(&self) -> &'static Texts {
         super::texts::TEXTS
     }
 
-    async fn execute(&mut self, sql: impl Into<Text> + Send, args: &[Arg<'_>]) -> StoreResult<u64> {
-        self.run(&sql.into(), args, 0)?;
+    async fn run_execute(&mut self, sql: Text, args: &[Arg<'_>]) -> StoreResult<u64> {
+        self.run(&sql, args, 0)?;
         Ok(self.db.changes())
     }
 
-    async fn rows(
+    async fn run_rows(
         &mut self,
-        sql: impl Into<Text> + Send,
+        sql: Text,
         args: &[Arg<'_>],
-    ) -> StoreResult<Vec<SqliteRow>> {
-        Ok(self.run(&sql.into(), args, usize::MAX)?)
-    }
-
-    async fn row(
-        &mut self,
-        sql: impl Into<Text> + Send,
-        args: &[Arg<'_>],
-    ) -> StoreResult<Option<SqliteRow>> {
-        Ok(self.run(&sql.into(), args, 1)?.pop())
+        limit: usize,
+    ) -> StoreResult<Vec<Row>> {
+        let rows = self.run(&sql, args, limit)?;
+        Ok(rows.into_iter().map(|r| Box::new(r) as Row).collect())
     }
 }
 

@@ -174,6 +174,7 @@ impl Dialect for SqliteStore {
         self.writer
             .write_unguarded(move |conn| {
                 Box::pin(async move {
+                    let conn: &mut dyn Sql = conn;
                     conn.execute(
                         "UPDATE server_state SET alive_at = max(coalesce(alive_at, 0), $1) \
                          WHERE id = 1",

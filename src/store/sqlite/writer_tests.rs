@@ -8,6 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::*;
 use crate::store::sql::{Columns, Sql, args};
 
+/// The connection as a transaction runs statements on it.
+fn sql(conn: &mut Conn) -> &mut dyn Sql {
+    conn
+}
+
 /// The table's file, read by a connection of the test's own.
 struct File(std::path::PathBuf);
 
@@ -57,12 +62,15 @@ fn counted_insert(
         let k = k.clone();
         Box::pin(async move {
             // A second insert of one key sees the first, even in the same batch.
-            let taken = conn.row("SELECT k FROM t WHERE k = $1", args![&k]).await?;
+            let taken = sql(conn)
+                .row("SELECT k FROM t WHERE k = $1", args![&k])
+                .await?;
             if let Some(row) = taken {
                 assert_eq!(row.text("k")?, k);
                 return Ok(false);
             }
-            conn.execute("INSERT INTO t (k) VALUES ($1)", args![&k])
+            sql(conn)
+                .execute("INSERT INTO t (k) VALUES ($1)", args![&k])
                 .await?;
             if k.starts_with("fail") {
                 return Err(StoreError::Internal("this write fails after writing".into()).into());
@@ -121,13 +129,14 @@ async fn only_a_failure_that_must_be_undone_runs_its_batch_again() {
                     runs.fetch_add(1, Ordering::Relaxed);
                     Box::pin(async move {
                         if i % 10 == 0 {
-                            conn.row("SELECT 1 AS one", args![]).await?;
+                            sql(conn).row("SELECT 1 AS one", args![]).await?;
                             return Err(
                                 StoreError::Internal("refused before writing".into()).into()
                             );
                         }
                         let key = format!("a-{i}");
-                        conn.execute("INSERT INTO t (k) VALUES ($1)", args![&key])
+                        sql(conn)
+                            .execute("INSERT INTO t (k) VALUES ($1)", args![&key])
                             .await?;
                         Ok(())
                     })
@@ -187,7 +196,8 @@ async fn a_transaction_sqlite_rolled_back_itself_fails_as_unavailable() {
     let failed = writer
         .write(|conn| {
             Box::pin(async move {
-                conn.execute("INSERT INTO t (k) VALUES ('lost')", args![])
+                sql(conn)
+                    .execute("INSERT INTO t (k) VALUES ('lost')", args![])
                     .await?;
                 conn.batch("ROLLBACK")?;
                 Err::<(), _>(StoreError::Unavailable("database or disk is full".into()).into())
@@ -234,7 +244,8 @@ async fn a_failed_write_without_savepoint_leaves_the_batch_whole() {
                 .write_unguarded(move |conn| {
                     let key = key.clone();
                     Box::pin(async move {
-                        conn.execute("INSERT INTO t (k) VALUES ($1)", args![&key])
+                        sql(conn)
+                            .execute("INSERT INTO t (k) VALUES ($1)", args![&key])
                             .await?;
                         Ok(true)
                     })
@@ -275,16 +286,17 @@ async fn a_kept_statement_is_not_compiled_again_for_each_value_bound() {
     let (dir, _file, writer, _stats) = writer_on_a_fresh_file().await;
     writer.close().await;
     let mut conn = Conn::open_writer(&dir.path().join("w.db"), Durability::Full).unwrap();
-    conn.execute("INSERT INTO t (k) VALUES ('a'), ('b'), ('c')", args![])
+    sql(&mut conn)
+        .execute("INSERT INTO t (k) VALUES ('a'), ('b'), ('c')", args![])
         .await
         .unwrap();
     // A bound `LIMIT`, as every reaper batch and page of a listing has.
-    let sql = "SELECT k FROM t WHERE k > $1 ORDER BY k LIMIT $2";
+    let select = "SELECT k FROM t WHERE k > $1 ORDER BY k LIMIT $2";
     for limit in 1..=3_i64 {
-        let rows = conn.rows(sql, args!["", limit]).await.unwrap();
+        let rows = sql(&mut conn).rows(select, args!["", limit]).await.unwrap();
         assert_eq!(rows.len() as i64, limit);
     }
-    assert_eq!(conn.recompiled(sql), 0);
+    assert_eq!(conn.recompiled(select), 0);
 }
 
 #[tokio::test]
@@ -295,7 +307,7 @@ async fn a_text_of_several_statements_answers_the_rows_of_those_that_answer() {
     // Each statement binds the arguments it names, in whatever order.
     let insert = "INSERT INTO t (k) VALUES ($2); \
                   SELECT k, last_insert_rowid() AS id FROM t WHERE k = $2 AND changes() > 0; ";
-    let row = conn
+    let row = sql(&mut conn)
         .row(insert, args!["unused", "a"])
         .await
         .unwrap()
@@ -306,15 +318,27 @@ async fn a_text_of_several_statements_answers_the_rows_of_those_that_answer() {
     // read-back answers nothing rather than the row written before.
     let none = "INSERT INTO t (k) SELECT $1 WHERE $1 = 'never'; \
                 SELECT last_insert_rowid() AS id WHERE changes() > 0";
-    assert!(conn.row(none, args!["b"]).await.unwrap().is_none());
-    assert_eq!(conn.execute(insert, args!["", "b"]).await.unwrap(), 1);
+    assert!(
+        sql(&mut conn)
+            .row(none, args!["b"])
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        sql(&mut conn)
+            .execute(insert, args!["", "b"])
+            .await
+            .unwrap(),
+        1
+    );
     // Rows come from every statement that answers any, in order.
     let both = "SELECT k FROM t WHERE k = 'a'; DELETE FROM t WHERE k = 'z'; \
                 SELECT k FROM t WHERE k = 'b'";
-    let rows = conn.rows(both, args![]).await.unwrap();
+    let rows = sql(&mut conn).rows(both, args![]).await.unwrap();
     let keys: Vec<String> = rows.iter().map(|r| r.text("k").unwrap()).collect();
     assert_eq!(keys, ["a", "b"]);
-    let ids = conn
+    let ids = sql(&mut conn)
         .rows("SELECT rowid AS id FROM t ORDER BY rowid", args![])
         .await
         .unwrap();
