@@ -82,7 +82,7 @@ struct Live {
 }
 
 pub struct EventFeed {
-    store: Arc<dyn Store>,
+    store: Arc<Store>,
     buffer: usize,
     live: Arc<std::sync::Mutex<Live>>,
     ready: watch::Sender<bool>,
@@ -104,7 +104,7 @@ struct Gap {
 
 impl EventFeed {
     /// A feed whose watchers may each fall `buffer` events behind.
-    pub fn new(store: Arc<dyn Store>, buffer: usize) -> Self {
+    pub fn new(store: Arc<Store>, buffer: usize) -> Self {
         Self {
             store,
             buffer: buffer.max(1),
@@ -307,12 +307,7 @@ async fn follow(feed: &EventFeed) {
             tracing::warn!(error = %e, "cannot read the change log");
         }
         let wait = if gap.is_some() { GAP_POLL } else { POLL };
-        let woken = async {
-            match &signal {
-                Some(signal) => signal.notified().await,
-                None => std::future::pending().await,
-            }
-        };
+        let woken = signal.notified();
         tokio::select! {
             _ = woken => read_log = false,
             _ = tokio::time::sleep(wait) => read_log = true,
@@ -323,7 +318,7 @@ async fn follow(feed: &EventFeed) {
 /// One watcher: the history it missed, then the live events, each once, in
 /// revision order.
 pub struct Watch {
-    store: Arc<dyn Store>,
+    store: Arc<Store>,
     /// The last revision passed (shown or filtered out).
     last: i64,
     /// The history ends here; the fan-out has every event after it.

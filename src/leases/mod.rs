@@ -124,7 +124,7 @@ impl From<store::Error> for LeaseError {
 /// What every operation needs: the store, the clock, the limits.
 #[derive(Clone)]
 pub struct Leases {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<Store>,
     pub clock: SharedClock,
     pub limits: Limits,
     pub waiters: Arc<Waiters>,
@@ -136,7 +136,7 @@ pub struct Leases {
 }
 
 impl Leases {
-    pub fn new(store: Arc<dyn Store>, clock: SharedClock, limits: Limits) -> Self {
+    pub fn new(store: Arc<Store>, clock: SharedClock, limits: Limits) -> Self {
         Self {
             events: Arc::new(EventFeed::new(store.clone(), limits.event_buffer)),
             store,

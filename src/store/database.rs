@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{Durability, Engine, LeaseClock, PostgresStore, SqliteStore, Store, postgres, sqlite};
+use super::{Durability, LeaseClock, PostgresStore, SqliteStore, Store, postgres, sqlite};
 
 /// Opens the store `db` names: a `postgres://` or `postgresql://` URL is a
 /// PostgreSQL database, anything else a SQLite file.
@@ -16,13 +16,13 @@ pub async fn open(
     durability: Durability,
     timeout: std::time::Duration,
     clock: LeaseClock,
-) -> Result<Arc<dyn Store>, String> {
+) -> Result<Arc<Store>, String> {
     match db.to_str().filter(|d| postgres::is_postgres_url(d)) {
-        Some(url) => Ok(Arc::new(Engine::new(
+        Some(url) => Ok(Arc::new(Store::new(
             PostgresStore::open(url, timeout).await?,
             clock,
         ))),
-        None => Ok(Arc::new(Engine::new(
+        None => Ok(Arc::new(Store::new(
             SqliteStore::open(db, durability).await?,
             clock,
         ))),

@@ -3,6 +3,8 @@
 //! few SQL texts that differ, and what only one database does (PostgreSQL's
 //! replicas share a clock and announce freed keys).
 
+use std::any::Any;
+
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -42,32 +44,32 @@ pub struct Effects {
     pub recorded: Vec<crate::domain::events::Event>,
 }
 
+/// What a write or a read answers, its type known to the store's verb
+/// that asked for it (`hub`), not to the dialect that runs it.
+pub type Erased = Box<dyn Any + Send>;
+
 /// A write's work on the connection, run inside the dialect's transaction.
 /// It may run more than once: a dialect that undoes a whole transaction
 /// runs its writes again (each run on the state the undo left, with fresh
 /// `Effects`), so the work keeps what it was given and clones it per run.
-pub type WriteWork<C, T> =
-    Box<dyn for<'c> Fn(&'c mut C, &'c mut Effects) -> BoxFuture<'c, StoreResult<T>> + Send + Sync>;
+pub type WriteWork = Box<
+    dyn for<'c> Fn(&'c mut dyn Sql, &'c mut Effects) -> BoxFuture<'c, StoreResult<Erased>>
+        + Send
+        + Sync,
+>;
 
 /// A read's work on a connection of its own.
-pub type ReadWork<C, T> =
-    Box<dyn for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, StoreResult<T>> + Send>;
+pub type ReadWork =
+    Box<dyn for<'c> FnOnce(&'c mut dyn Sql) -> BoxFuture<'c, StoreResult<Erased>> + Send>;
 
-/// A database leasehold runs on. `Store` is implemented once for every
-/// dialect, by `store::engine::Engine`.
+/// A database leasehold runs on: the store (`hub::Store`) runs every verb
+/// through it.
 #[async_trait]
 pub trait Dialect: Send + Sync + 'static {
-    /// The connection statements run on.
-    type Conn: Sql + Send;
-
     /// Runs `work` in a write transaction and answers after it committed.
-    async fn write<T: Send + 'static>(
-        &self,
-        atomicity: Atomicity,
-        work: WriteWork<Self::Conn, T>,
-    ) -> StoreResult<T>;
+    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<Erased>;
     /// Runs `work` on a connection that only reads.
-    async fn read<T: Send + 'static>(&self, work: ReadWork<Self::Conn, T>) -> StoreResult<T>;
+    async fn read(&self, work: ReadWork) -> StoreResult<Erased>;
     /// See `Store::record_alive`.
     async fn record_alive(&self, now: Millis) -> StoreResult<()>;
     /// See `Store::resume_after_downtime`.

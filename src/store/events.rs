@@ -5,10 +5,55 @@
 
 use super::StoreResult;
 use super::dialect::Effects;
+use super::hub::Store;
 use super::rows::corrupt;
 use super::sql::{Columns, Sql, args, one};
 use crate::domain::Millis;
 use crate::domain::events::{Event, EventType, Reason, Resource};
+
+impl Store {
+    /// At most `limit` events of the change log after revision `after`, up
+    /// to `through`, in revision order.
+    pub async fn read_events(
+        &self,
+        after: i64,
+        through: i64,
+        limit: u32,
+    ) -> StoreResult<Vec<Event>> {
+        self.read((), move |c, ()| Box::pin(read(c, after, through, limit)))
+            .await
+    }
+
+    /// What the change log still holds, and the highest revision handed out.
+    pub async fn event_bounds(&self) -> StoreResult<EventBounds> {
+        self.read((), |c, ()| Box::pin(bounds(c))).await
+    }
+
+    /// The highest revision committed now.
+    pub async fn last_visible_revision(&self) -> StoreResult<i64> {
+        self.read((), |c, ()| Box::pin(last_visible(c))).await
+    }
+
+    /// The transactions in progress now, where writes commit side by side
+    /// (and so may commit out of revision order); `None` where they do not.
+    pub async fn event_horizon(&self) -> StoreResult<Option<Horizon>> {
+        self.read((), |c, ()| Box::pin(horizon(c))).await
+    }
+
+    /// Deletes at most `batch` of the oldest events: those recorded before
+    /// `older_than` and beyond the newest `keep`, and any beyond the newest
+    /// `max`; answers how many went.
+    pub async fn prune_events(
+        &self,
+        older_than: Millis,
+        keep: u64,
+        max: u64,
+        batch: u32,
+    ) -> StoreResult<u64> {
+        self.background_write(move |c, _| Box::pin(prune(c, older_than, keep, max, batch)))
+            .await
+    }
+}
 
 /// The columns a statement that ends a lock answers (`RETURNING`), for
 /// `ended_lock`.

@@ -9,10 +9,12 @@
 
 use serde_json::Value;
 
+use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Effects;
 use super::events;
 use super::expiry::live_by_session;
 use super::expiry::{self, Text};
+use super::hub::Store;
 use super::owners::{owner_name, quota};
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sessions;
@@ -26,9 +28,152 @@ use crate::domain::commands::{
 use crate::domain::events::{Event, EventType, Reason, Resource};
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::prefix_upper_bound;
+use crate::domain::names::GroupName;
+use crate::domain::names::MemberName;
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::session::BOUND;
 use crate::token::digest;
+use serde_json::Map;
+
+impl Store {
+    /// Creates a group (`true`), or answers the existing one (`false`).
+    pub async fn put_group(
+        &self,
+        name: &GroupName,
+        metadata: Option<Map<String, Value>>,
+        owner: Option<String>,
+        now: Millis,
+    ) -> StoreResult<(bool, Group)> {
+        let args = (name.as_str().to_owned(), metadata, owner);
+        self.write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
+            Box::pin(async move { put(c, fx, &name, &metadata, owner.as_deref(), now).await })
+        })
+        .await
+    }
+
+    /// A group with its count of live members; `GroupNotFound`.
+    pub async fn get_group(&self, name: &GroupName, now: Millis) -> StoreResult<Group> {
+        self.read(name.as_str().to_owned(), move |c, name| {
+            Box::pin(async move { get(c, &name, now).await })
+        })
+        .await
+    }
+
+    /// A page of groups and the change-log revision it reflects (one snapshot).
+    pub async fn list_groups(
+        &self,
+        query: &GroupQuery,
+        now: Millis,
+    ) -> StoreResult<(Vec<Group>, i64)> {
+        self.read(query.clone(), move |c, query| {
+            Box::pin(async move { list(c, &query, now).await })
+        })
+        .await
+    }
+
+    /// Deletes a group in which no member is live (`GroupNotEmpty`).
+    pub async fn delete_group(&self, name: &GroupName, now: Millis) -> StoreResult<()> {
+        self.write(
+            AllOrNothing,
+            name.as_str().to_owned(),
+            move |c, fx, name| Box::pin(async move { delete(c, fx, &name, now).await }),
+        )
+        .await
+    }
+
+    /// Joins a member (with `token` when it lives by its own TTL), checking
+    /// its group in the same transaction.
+    pub async fn join_group(
+        &self,
+        join: JoinMember,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<JoinOutcome> {
+        let at = self.time(now);
+        self.write(AllOrNothing, (join, token), move |c, fx, (join, token)| {
+            Box::pin(self::join(c, fx, join, token, at.clone()))
+        })
+        .await
+    }
+
+    /// Renews a member with a TTL of its own; replaces its capabilities when given.
+    pub async fn renew_member(
+        &self,
+        group: &GroupName,
+        member: &MemberName,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        capabilities: Option<Value>,
+        now: Millis,
+    ) -> StoreResult<Member> {
+        let args = (
+            group.as_str().to_owned(),
+            member.as_str().to_owned(),
+            token.to_owned(),
+            capabilities,
+        );
+        self.write(
+            AllOrNothing,
+            args,
+            move |c, fx, (group, member, token, caps)| {
+                Box::pin(
+                    async move { renew(c, fx, &group, &member, &token, ttl_ms, caps, now).await },
+                )
+            },
+        )
+        .await
+    }
+
+    /// Ends a live member by its holder's proof (`LeaseLost`), or by an
+    /// admin with `None` (`NotFound`).
+    pub async fn leave_group(
+        &self,
+        group: &GroupName,
+        member: &MemberName,
+        proof: Option<LeaveProof>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let args = (group.as_str().to_owned(), member.as_str().to_owned(), proof);
+        self.write(AllOrNothing, args, move |c, fx, (group, member, proof)| {
+            Box::pin(async move { leave(c, fx, &group, &member, proof, now).await })
+        })
+        .await
+    }
+
+    /// A live member; `NotFound`, or `GroupNotFound`.
+    pub async fn get_member(
+        &self,
+        group: &GroupName,
+        member: &MemberName,
+        now: Millis,
+    ) -> StoreResult<Member> {
+        self.read(
+            (group.as_str().to_owned(), member.as_str().to_owned()),
+            move |c, (group, member)| {
+                Box::pin(async move { get_member(c, &group, &member, now).await })
+            },
+        )
+        .await
+    }
+
+    /// A page of live members and the revision it reflects (one snapshot).
+    pub async fn list_members(
+        &self,
+        query: &MemberQuery,
+        now: Millis,
+    ) -> StoreResult<(Vec<Member>, i64)> {
+        self.read(query.clone(), move |c, query| {
+            Box::pin(async move { members(c, &query, now).await })
+        })
+        .await
+    }
+
+    /// Deletes at most `batch` members past their TTL or their session's.
+    pub async fn reap_members(&self, now: Millis, batch: u32) -> StoreResult<u64> {
+        self.background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
+            .await
+    }
+}
 
 /// A member row `m`, its expiry its session's when bound.
 static MEMBER_COLUMNS: Text = Text::new(|| {

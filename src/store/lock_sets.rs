@@ -4,12 +4,34 @@
 //! acquire would; the first
 //! refusal undoes the whole write, so no one ever holds part of a set.
 
+use super::dialect::Atomicity::OnKeys;
 use super::dialect::Effects;
+use super::hub::Store;
 use super::sql::Sql;
 use super::write_time::WriteTime;
 use super::{Error, StoreResult, locks};
+use crate::domain::Millis;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, GrantedSet};
 use crate::domain::refusal::{OverQuota, Refused};
+
+impl Store {
+    /// Grants every lock of the set (keys distinct, in key order), each with
+    /// its secret token, or none (`SetRefused`, naming the key).
+    pub async fn acquire_lock_set(
+        &self,
+        set: Vec<(AcquireLock, String)>,
+        now: Millis,
+    ) -> StoreResult<GrantedSet> {
+        let at = self.time(now);
+        // Every key's lock, in key order: the order a single acquire takes
+        // them in, so the two never wait for each other in a cycle.
+        let on = OnKeys(set.iter().map(|(l, _)| l.key.as_str().to_owned()).collect());
+        self.write(on, set, move |c, fx, set| {
+            Box::pin(acquire(c, fx, set, at.clone()))
+        })
+        .await
+    }
+}
 
 /// Grants every lock of `set` (in key order, keys distinct) or none, in a
 /// write on every key of the set (`Atomicity::OnKeys`, in key order, before

@@ -6,9 +6,13 @@
 //! `domain::lock::decide` and the quota in `domain::grant`'s order, the
 //! key's absent rows removed, and the insert.
 
+use super::dialect::Atomicity::AllOrNothing;
+use super::dialect::Atomicity::OnKeys;
+use super::dialect::Atomicity::Statement;
 use super::dialect::Effects;
 use super::events::{self, ANNOUNCING_LOCK, ENDED_LOCK, Holding, ended_lock, expired_locks};
 use super::expiry;
+use super::hub::Store;
 use super::lock_texts::{
     BOUND_LEASE, DELETE_ABSENT, DELETE_ALL, DELETE_LIVE, GRANT_RECORDED, IDEMPOTENCY_KEYS,
     KEY_ROWS, LIST, LIST_BELOW, LIVE_LEASES, RELEASE, RENEW, REPLAY,
@@ -24,8 +28,132 @@ use crate::domain::events::{EventType, Reason};
 use crate::domain::fencing::{self, Fencing};
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::names::IdempotencyKey;
+use crate::domain::names::LockKey;
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::{Lease, Millis};
+use serde_json::Map;
+use serde_json::Value;
+
+impl Store {
+    /// Compare-and-insert in one write transaction: expired rows of the key are
+    /// treated as absent (and deleted), the decision is `domain::lock::decide`.
+    pub async fn acquire_lock(
+        &self,
+        lock: AcquireLock,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<AcquireOutcome> {
+        // A grant and its event, and the expiries it records, stand or fall
+        // together, the only write of its key.
+        let at = self.time(now);
+        let on = OnKeys(vec![lock.key.as_str().to_owned()]);
+        self.write(on, (lock, token), move |c, fx, (lock, token)| {
+            Box::pin(acquire(c, fx, lock, token, at.clone()))
+        })
+        .await
+    }
+
+    /// Extends a live lease; `ttl_ms` of `None` reuses the lease's own TTL.
+    /// `metadata` replaces the lease's in the same transaction, recorded as
+    /// one `lock.updated`.
+    pub async fn renew_lock(
+        &self,
+        key: &LockKey,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        metadata: Option<Map<String, Value>>,
+        now: Millis,
+    ) -> StoreResult<LockLease> {
+        // A plain renewal is one statement; new metadata and its event are more.
+        let atomicity = match metadata {
+            None => Statement,
+            Some(_) => AllOrNothing,
+        };
+        let args = (key.as_str().to_owned(), token.to_owned(), metadata);
+        self.write(atomicity, args, move |c, fx, (key, token, metadata)| {
+            Box::pin(async move { renew(c, fx, &key, &token, ttl_ms, metadata, now).await })
+        })
+        .await
+    }
+
+    pub async fn release_lock(&self, key: &LockKey, token: &str, now: Millis) -> StoreResult<()> {
+        // The delete and its event, serialised with the key's grants: the
+        // release's time, read after, is after every grant before it and
+        // before every grant after it.
+        let args = (key.as_str().to_owned(), token.to_owned());
+        let at = self.time(now);
+        let on = OnKeys(vec![key.as_str().to_owned()]);
+        self.write(on, args, move |c, fx, (key, token)| {
+            let at = at.clone();
+            Box::pin(async move { release(c, fx, &key, &token, at).await })
+        })
+        .await
+    }
+
+    /// The live leases on a key, oldest grant first.
+    pub async fn get_lock(&self, key: &LockKey, now: Millis) -> StoreResult<Vec<LockLease>> {
+        self.read(key.as_str().to_owned(), move |c, key| {
+            Box::pin(async move { get(c, &key, now).await })
+        })
+        .await
+    }
+
+    /// What `fencing_token` is to `key` now (`domain::fencing::check`), read
+    /// at one instant: the key's live leases and the last token granted.
+    pub async fn check_fencing(
+        &self,
+        key: &LockKey,
+        fencing_token: i64,
+        now: Millis,
+    ) -> StoreResult<Fencing> {
+        self.read(key.as_str().to_owned(), move |c, key| {
+            Box::pin(async move { check_fencing(c, &key, fencing_token, now).await })
+        })
+        .await
+    }
+
+    /// The leases of each query in turn until the first one's `limit`, in
+    /// one snapshot with the change-log revision they reflect.
+    pub async fn list_locks(
+        &self,
+        queries: Vec<LockQuery>,
+        now: Millis,
+    ) -> StoreResult<(Vec<LockLease>, i64)> {
+        self.snapshot(queries, move |c, queries| {
+            Box::pin(async move {
+                let mut items = Vec::new();
+                for mut query in queries {
+                    let left = query.limit as usize - items.len().min(query.limit as usize);
+                    if left == 0 {
+                        break;
+                    }
+                    query.limit = left as u32;
+                    items.extend(list(c, &query, now).await?);
+                }
+                Ok(items)
+            })
+        })
+        .await
+    }
+
+    /// Removes every lease on the key; `NotFound` when none was live.
+    pub async fn force_release_lock(&self, key: &LockKey, now: Millis) -> StoreResult<u64> {
+        let at = self.time(now);
+        let on = OnKeys(vec![key.as_str().to_owned()]);
+        self.write(on, key.as_str().to_owned(), move |c, fx, key| {
+            let at = at.clone();
+            Box::pin(async move { force_release(c, fx, &key, at).await })
+        })
+        .await
+    }
+
+    /// Deletes at most `batch` lock rows past their expiry and lock delay, as a
+    /// compare-and-delete that re-checks the time, and returns their keys.
+    pub async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
+        self.background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
+            .await
+    }
+}
 
 /// A single acquire, in a write on its key (`Atomicity::OnKeys`): its time
 /// is read once it holds the key; its `Idempotency-Key` may name no live

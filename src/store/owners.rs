@@ -5,6 +5,7 @@
 
 use super::expiry::live_by_session;
 use super::expiry::{self, Text};
+use super::hub::Store;
 use super::sessions;
 use super::sql::Columns;
 use super::sql::{Sql, args, one};
@@ -12,6 +13,23 @@ use super::{LiveLeases, StoreResult};
 use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::grant::Quota;
+
+impl Store {
+    /// Counts the live leases at `now`.
+    pub async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
+        self.read((), move |c, ()| Box::pin(live_leases(c, now)))
+            .await
+    }
+
+    /// Counts the live leases (locks and reservations, allocated ones
+    /// included) that `owner` created.
+    pub async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {
+        self.read(owner.to_owned(), move |c, owner| {
+            Box::pin(async move { count_live(c, &owner, now).await })
+        })
+        .await
+    }
+}
 
 /// The owner's (`$1`) live leases at `$2`, bound ones while their session lives.
 static COUNT_LIVE: Text = Text::new(|| {

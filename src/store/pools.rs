@@ -3,11 +3,13 @@
 //! reservations first locks the pool's row (where writes run side by side),
 //! so writes to different pools never wait for each other.
 
+use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Effects;
 use super::events::{self, ENDED_RESERVATION, ended_reservation};
 use super::expiry::ended_by_session;
 use super::expiry::{self, Text};
 use super::free_blocks::{give_back, insert_free, largest_plain};
+use super::hub::Store;
 use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
 use super::sql::{Columns, Sql, args, one};
 use super::{Error, StoreError, StoreResult};
@@ -15,8 +17,58 @@ use crate::domain::Millis;
 use crate::domain::cidr::AddressCount;
 use crate::domain::commands::{DeletePoolOutcome, PutPoolOutcome};
 use crate::domain::events::Reason;
+use crate::domain::names::PoolName;
 use crate::domain::refusal::Missing;
 use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
+
+impl Store {
+    /// Creates a pool, or checks that the existing one has the same definition.
+    pub async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
+        self.write(AllOrNothing, pool, move |c, fx, pool| {
+            Box::pin(put(c, fx, pool, now))
+        })
+        .await
+    }
+
+    /// The pool and its usage over live reservations; `PoolNotFound`.
+    pub async fn get_pool_usage(&self, name: &PoolName, now: Millis) -> StoreResult<PoolUsage> {
+        // A short write: purging the pool's expired reservations first makes
+        // the counts and the free space exact.
+        self.write(
+            AllOrNothing,
+            name.as_str().to_owned(),
+            move |c, fx, name| Box::pin(async move { usage_now(c, fx, &name, now).await }),
+        )
+        .await
+    }
+
+    /// Pools in name order, after `after`.
+    /// With the change-log revision the page reflects (one snapshot).
+    pub async fn list_pools(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<(Vec<Pool>, i64)> {
+        self.snapshot(after.map(str::to_owned), move |c, after| {
+            Box::pin(async move { list(c, after.as_deref(), limit).await })
+        })
+        .await
+    }
+
+    /// Deletes a pool without live reservations (expired ones go with it).
+    pub async fn delete_pool(
+        &self,
+        name: &PoolName,
+        now: Millis,
+    ) -> StoreResult<DeletePoolOutcome> {
+        self.write(
+            AllOrNothing,
+            name.as_str().to_owned(),
+            move |c, fx, name| Box::pin(async move { delete(c, fx, &name, now).await }),
+        )
+        .await
+    }
+}
 
 /// The pool, read without a lock.
 pub async fn find(conn: &mut dyn Sql, name: &str) -> StoreResult<Option<Pool>> {

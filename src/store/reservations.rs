@@ -2,11 +2,14 @@
 //! dialects: renew, confirm, release, force release, reads, and the reaper's
 //! batches.
 
+use super::dialect::Atomicity::AllOrNothing;
+use super::dialect::Atomicity::Statement;
 use super::dialect::Effects;
 use super::events::{self, ENDED_RESERVATION, Holding, ended_reservation};
 use super::expiry;
 use super::expiry::{ended_by_session, live_by_session};
 use super::free_blocks::give_back;
+use super::hub::Store;
 use super::pools::{self, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of, metadata_text};
 use super::sql::{Columns, Sql, args};
@@ -14,9 +17,159 @@ use super::{Error, StoreResult};
 use crate::domain::Millis;
 use crate::domain::commands::ReservationQuery;
 use crate::domain::events::{EventType, Reason};
+use crate::domain::names::PoolName;
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::subnet::Reservation;
 use serde_json::{Map, Value};
+
+impl Store {
+    /// Extends a live reservation; an allocated one is returned unchanged
+    /// but for `metadata`, which replaces its own (one `reservation.updated`).
+    pub async fn renew_reservation(
+        &self,
+        pool: &PoolName,
+        id: &str,
+        token: &str,
+        ttl_ms: Option<Millis>,
+        metadata: Option<Map<String, Value>>,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        let update = Update::Renew { ttl_ms, metadata };
+        self.update_reservation(pool.as_str(), id, token, update, now)
+            .await
+    }
+
+    /// Makes a live reservation allocated (no expiry); idempotent.
+    pub async fn confirm_reservation(
+        &self,
+        pool: &PoolName,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        self.update_reservation(pool.as_str(), id, token, Update::Confirm, now)
+            .await
+    }
+
+    pub async fn release_reservation(
+        &self,
+        pool: &PoolName,
+        id: &str,
+        token: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        match self
+            .remove_reservation(pool.as_str(), id, Some(token), now)
+            .await?
+        {
+            true => Ok(()),
+            false => Err(Refused::LeaseLost.into()),
+        }
+    }
+
+    /// A live reservation; `NotFound` (or `PoolNotFound`).
+    pub async fn get_reservation(
+        &self,
+        pool: &PoolName,
+        id: &str,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        self.read(
+            (pool.as_str().to_owned(), id.to_owned()),
+            move |c, (pool, id)| Box::pin(async move { get(c, &pool, &id, now).await }),
+        )
+        .await
+    }
+
+    /// With the change-log revision the page reflects (one snapshot).
+    pub async fn list_reservations(
+        &self,
+        query: &ReservationQuery,
+        now: Millis,
+    ) -> StoreResult<(Vec<Reservation>, i64)> {
+        self.snapshot(query.clone(), move |c, query| {
+            Box::pin(async move { list(c, &query, now).await })
+        })
+        .await
+    }
+
+    /// Removes a live reservation whatever its token; `NotFound` when none.
+    pub async fn force_release_reservation(
+        &self,
+        pool: &PoolName,
+        id: &str,
+        now: Millis,
+    ) -> StoreResult<()> {
+        match self
+            .remove_reservation(pool.as_str(), id, None, now)
+            .await?
+        {
+            true => Ok(()),
+            false => Err(Refused::from(Missing::Reservation).into()),
+        }
+    }
+
+    /// Deletes at most `batch` expired reservations (compare-and-delete),
+    /// returns their blocks to the free space, and counts them.
+    pub async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64> {
+        let pools = self
+            .read((), move |c, ()| Box::pin(pools_to_reap(c, now, batch)))
+            .await?;
+        let mut left = i64::from(batch);
+        let mut removed = 0;
+        for pool in pools {
+            if left <= 0 {
+                break;
+            }
+            let freed = self
+                .background_write(move |c, fx| {
+                    let pool = pool.clone();
+                    Box::pin(async move { reap_pool(c, fx, &pool, now, left).await })
+                })
+                .await?;
+            left -= freed as i64;
+            removed += freed;
+        }
+        Ok(removed)
+    }
+}
+
+/// The writes two verbs each share.
+impl Store {
+    async fn update_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: &str,
+        update: Update,
+        now: Millis,
+    ) -> StoreResult<Reservation> {
+        // A renewal is one statement; a confirmation and its event are two.
+        let atomicity = match update {
+            Update::Renew { metadata: None, .. } => Statement,
+            Update::Renew { .. } | Update::Confirm => AllOrNothing,
+        };
+        let args = (pool.to_owned(), id.to_owned(), token.to_owned(), update);
+        self.write(atomicity, args, move |c, fx, (pool, id, token, update)| {
+            Box::pin(async move { self::update(c, fx, &pool, &id, &token, update, now).await })
+        })
+        .await
+    }
+
+    async fn remove_reservation(
+        &self,
+        pool: &str,
+        id: &str,
+        token: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<bool> {
+        let args = (pool.to_owned(), id.to_owned(), token.map(str::to_owned));
+        self.write(AllOrNothing, args, move |c, fx, (pool, id, token)| {
+            Box::pin(async move { remove(c, fx, &pool, &id, token.as_deref(), now).await })
+        })
+        .await
+    }
+}
 
 /// Live: allocated (no expiry) or not yet expired at `$3`, and bound to no
 /// session or to one live at `$3`.

@@ -14,8 +14,19 @@
 
 use super::StoreResult;
 use super::expiry;
+use super::hub::Store;
 use super::sql::{Columns, Sql, args, one};
 use crate::domain::Millis;
+
+impl Store {
+    /// Writes the fresh TTL (rule 7) of at most `batch` rows still reading
+    /// it from the window a start recorded, from `at` on; the last step
+    /// closes the window.
+    pub async fn settle_resumed(&self, at: Settling, batch: u32) -> StoreResult<Settled> {
+        self.background_write(move |c, _| Box::pin(settle(c, at.clone(), batch)))
+            .await
+    }
+}
 
 /// One statement of the resume, and whether the rows it changes count as
 /// extended leases.

@@ -2,17 +2,45 @@
 //! not yet confirmed and its group memberships end in the same transaction,
 //! whether the session is closed, force-closed or expired (rule 6).
 
+use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Effects;
 use super::events::{self, ENDED_LOCK, ended_lock, session_event};
 use super::expiry;
+use super::hub::Store;
 use super::sessions::{CLOSE, LIVE_SESSION, keys_of, refusal};
 use super::sql::{Columns, Sql, args};
 use super::{Error, StoreResult, groups, reservations};
 use crate::domain::Millis;
 use crate::domain::commands::SessionEnd;
 use crate::domain::events::{EventType, Reason};
+use crate::domain::names::SessionId;
 use crate::domain::refusal::Missing;
 use crate::token::digest;
+
+impl Store {
+    /// Ends a live session and, in the same transaction, every lease bound
+    /// to it (confirmed reservations stay); answers the keys it freed.
+    pub async fn end_session(
+        &self,
+        id: &SessionId,
+        end: SessionEnd,
+        now: Millis,
+    ) -> StoreResult<Vec<String>> {
+        self.write(
+            AllOrNothing,
+            (id.as_str().to_owned(), end),
+            move |c, fx, (id, end)| Box::pin(async move { self::end(c, fx, &id, end, now).await }),
+        )
+        .await
+    }
+
+    /// Deletes at most `batch` leases bound to expired sessions, then the
+    /// expired sessions left with none (compare-and-delete).
+    pub async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions> {
+        self.background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
+            .await
+    }
+}
 
 /// Ends the session and every lease bound to it (locks, and reservations
 /// not yet confirmed), in the transaction the caller runs; answers the keys

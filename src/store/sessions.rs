@@ -7,9 +7,12 @@
 //! leases are absent to every grant at once (rule 1) and the reaper deletes
 //! them in batches, then the session (rule 8).
 
+use super::dialect::Atomicity::AllOrNothing;
+use super::dialect::Atomicity::Statement;
 use super::dialect::Effects;
 use super::events::{self, session_event};
 use super::expiry::{self, Text};
+use super::hub::Store;
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use super::{Error, StoreResult};
@@ -17,10 +20,51 @@ use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::commands::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::events::EventType;
+use crate::domain::names::SessionId;
 use crate::domain::names::Ttl;
 use crate::domain::refusal::{Missing, OverQuota, QuotaOf, Refused};
 use crate::domain::session::{BOUND, Session, SessionView};
 use crate::token::digest;
+
+impl Store {
+    /// Opens a session, or replays the live one of the same idempotency key.
+    pub async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
+        self.write(AllOrNothing, new, move |c, fx, new| {
+            Box::pin(open(c, fx, new, now))
+        })
+        .await
+    }
+
+    /// Extends a live session (one row, however many leases are bound);
+    /// `caller` as in `SessionClaim`.
+    pub async fn renew_session(
+        &self,
+        id: &SessionId,
+        token: &str,
+        caller: Option<&str>,
+        ttl_ms: Option<Millis>,
+        now: Millis,
+    ) -> StoreResult<Session> {
+        // One row, however many leases are bound; a refusal only reads.
+        let args = (
+            id.as_str().to_owned(),
+            token.to_owned(),
+            caller.map(str::to_owned),
+        );
+        self.write(Statement, args, move |c, _, (id, token, caller)| {
+            Box::pin(async move { renew(c, &id, &token, caller.as_deref(), ttl_ms, now).await })
+        })
+        .await
+    }
+
+    /// A live session with what is bound to it; `NotFound`.
+    pub async fn get_session(&self, id: &SessionId, now: Millis) -> StoreResult<SessionView> {
+        self.read(id.as_str().to_owned(), move |c, id| {
+            Box::pin(async move { get(c, &id, now).await })
+        })
+        .await
+    }
+}
 
 static SESSION_COLUMNS: Text = Text::new(|| {
     format!(

@@ -4,11 +4,13 @@
 //! handful of indexed reads, and inserts. The cost does not grow with the
 //! number of live reservations.
 
+use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Effects;
 use super::events::{self, Holding};
 use super::expiry;
 use super::expiry::live_by_session;
 use super::free_blocks::{find_grant, free_block_at, take_free};
+use super::hub::Store;
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{lock, purge_expired};
 use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
@@ -24,6 +26,24 @@ use crate::domain::names::IdempotencyKey;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
 use crate::domain::{Lease, Millis};
+
+impl Store {
+    /// Compare-and-insert in one write transaction: the pool's expired
+    /// reservations are deleted and their blocks freed first, then the
+    /// allocator decides over the free blocks.
+    pub async fn reserve_subnet(
+        &self,
+        new: ReserveSubnet,
+        token: String,
+        now: Millis,
+    ) -> StoreResult<ReserveOutcome> {
+        let at = self.time(now);
+        self.write(AllOrNothing, (new, token), move |c, fx, (new, token)| {
+            Box::pin(reserve(c, fx, new, token, at.clone()))
+        })
+        .await
+    }
+}
 
 /// The live reservations overlapping `subnet` (all rows are live once the
 /// pool is purged): the one starting before it if it reaches in, and those

@@ -97,8 +97,8 @@ pub struct Snapshot<'a> {
     /// Open sessions, and live leases bound to them.
     pub live_sessions: u64,
     pub bound_leases: u64,
-    /// The store's own figures, where it keeps them.
-    pub store: Option<&'a StoreStats>,
+    /// The store's own figures.
+    pub store: &'a StoreStats,
     /// How far the wall clock is ahead of the lease clock, in milliseconds.
     pub wall_offset_ms: i64,
     /// The process's memory, CPU and files, where the system reports them.
@@ -166,9 +166,7 @@ impl Metrics {
             .sample(LIVE, &[("kind", "reservation")], now.live_reservations);
         self.sessions
             .render(&mut out, now.live_sessions, now.bound_leases);
-        if let Some(stats) = now.store {
-            stats.render(&mut out);
-        }
+        now.store.render(&mut out);
         render_clock(&mut out, now);
         if let Some(process) = &now.process {
             process.render(&mut out);
@@ -249,9 +247,7 @@ impl Metrics {
 
 /// The lease clock against the wall clock, and against the other replicas'.
 fn render_clock(out: &mut Exposition, now: &Snapshot<'_>) {
-    let skew = now
-        .store
-        .map_or(0, |s| s.clock_skew_ms.load(Ordering::Relaxed));
+    let skew = now.store.clock_skew_ms.load(Ordering::Relaxed);
     let seconds = |ms: i64| format!("{:.3}", ms as f64 / 1000.0);
     out.gauge(
         "leasehold_clock_wall_offset_seconds",

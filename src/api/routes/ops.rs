@@ -83,18 +83,15 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Probl
         .await
         .map_err(|_| Problem::unavailable("the database did not take a write within a second"))?
         .map_err(Problem::unavailable)?;
-    if let Some(stats) = leases.store.stats()
-        && stats.damaged()
-    {
+    let stats = leases.store.stats();
+    if stats.damaged() {
         let mut problem = Problem::unavailable("the database file is damaged");
         problem.detail = "the database file is damaged: restore it from a backup \
                           (`leasehold check` lists the problems)"
             .into();
         return Err(problem);
     }
-    if let Some(stats) = leases.store.stats()
-        && stats.storage_failed_within(UNREADY_AFTER_STORAGE_FAILURE)
-    {
+    if stats.storage_failed_within(UNREADY_AFTER_STORAGE_FAILURE) {
         return Err(Problem::unavailable(
             "a write was refused for storage in the last seconds",
         ));

@@ -13,7 +13,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres, Transaction};
 use tokio::sync::{Notify, broadcast};
 
-use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
+use super::dialect::{Atomicity, Dialect, Effects, Erased, ReadWork, WriteWork};
 use super::{KeyEvent, Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::telemetry::StoreStats;
@@ -147,13 +147,7 @@ impl PostgresStore {
 
 #[async_trait]
 impl Dialect for PostgresStore {
-    type Conn = PgConnection;
-
-    async fn write<T: Send + 'static>(
-        &self,
-        atomicity: Atomicity,
-        work: WriteWork<PgConnection, T>,
-    ) -> StoreResult<T> {
+    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<Erased> {
         let mut fx = Effects::default();
         let mut conn = self.connections.take().await?;
         let work = async {
@@ -162,7 +156,7 @@ impl Dialect for PostgresStore {
                 // time counts as the commit's.
                 Atomicity::Statement => {
                     let started = Instant::now();
-                    let value = work(&mut conn, &mut fx).await;
+                    let value = work(&mut *conn, &mut fx).await;
                     self.stats.observe_commit(started.elapsed(), 1);
                     value
                 }
@@ -173,7 +167,7 @@ impl Dialect for PostgresStore {
                         }
                         _ => conn.begin().await?,
                     };
-                    match work(&mut tx, &mut fx).await {
+                    match work(&mut *tx, &mut fx).await {
                         Ok(value) => self.commit(tx).await.map(|()| value),
                         // Rolled back now, not when the connection is next
                         // used: until then the transaction would hold its locks.
@@ -198,9 +192,9 @@ impl Dialect for PostgresStore {
         Ok(value)
     }
 
-    async fn read<T: Send + 'static>(&self, work: ReadWork<PgConnection, T>) -> StoreResult<T> {
+    async fn read(&self, work: ReadWork) -> StoreResult<Erased> {
         let mut conn = self.connections.take().await?;
-        let done = self.connections.answered(work(&mut conn)).await;
+        let done = self.connections.answered(work(&mut *conn)).await;
         conn.settle(done)
     }
 

@@ -12,7 +12,7 @@ use sqlx::ConnectOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use tokio::sync::Notify;
 
-use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
+use super::dialect::{Atomicity, Dialect, Effects, Erased, ReadWork, WriteWork};
 use super::resume::resume;
 use super::sql::{Sql, args};
 use super::{Error, Resumed, StoreError, StoreResult};
@@ -128,15 +128,16 @@ impl SqliteStore {
 
 /// The write as the writer runs it: its effects answered with its value,
 /// to be told once the batch has committed.
-fn with_effects<T: Send + 'static>(
-    work: WriteWork<Conn, T>,
-) -> impl for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<(T, Effects)>> + Send + 'static {
+fn with_effects(
+    work: WriteWork,
+) -> impl for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<(Erased, Effects)>> + Send + 'static
+{
     let work = Arc::new(work);
     move |conn| {
         let work = work.clone();
         Box::pin(async move {
             let mut fx = Effects::default();
-            let value = work(conn, &mut fx).await?;
+            let value = work(conn as &mut dyn Sql, &mut fx).await?;
             Ok((value, fx))
         })
     }
@@ -144,13 +145,7 @@ fn with_effects<T: Send + 'static>(
 
 #[async_trait]
 impl Dialect for SqliteStore {
-    type Conn = Conn;
-
-    async fn write<T: Send + 'static>(
-        &self,
-        atomicity: Atomicity,
-        work: WriteWork<Conn, T>,
-    ) -> StoreResult<T> {
+    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<Erased> {
         let work = with_effects(work);
         // A write that fails after changing something has only its own
         // changes undone (the writer runs its batch again, guarded).
@@ -166,7 +161,7 @@ impl Dialect for SqliteStore {
         Ok(value)
     }
 
-    async fn read<T: Send + 'static>(&self, work: ReadWork<Conn, T>) -> StoreResult<T> {
+    async fn read(&self, work: ReadWork) -> StoreResult<Erased> {
         self.noted(self.readers.read(work).await)
     }
 

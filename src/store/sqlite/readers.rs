@@ -8,7 +8,8 @@ use std::sync::Mutex;
 use tokio::sync::Semaphore;
 
 use super::conn::Conn;
-use crate::store::dialect::ReadWork;
+use crate::store::dialect::{Erased, ReadWork};
+use crate::store::sql::Sql;
 use crate::store::{Error, StoreError, StoreResult};
 
 /// The most reads that run at once.
@@ -31,7 +32,7 @@ impl Readers {
 
     /// Runs `work` on a reading connection. Its statements run on this
     /// thread as it polls them, without a hand-off.
-    pub async fn read<T: Send + 'static>(&self, work: ReadWork<Conn, T>) -> StoreResult<T> {
+    pub async fn read(&self, work: ReadWork) -> StoreResult<Erased> {
         let _turn = self
             .turns
             .acquire()
@@ -42,7 +43,7 @@ impl Readers {
             Some(conn) => conn,
             None => Conn::open_reader(&self.path)?,
         };
-        let result = work(&mut conn).await;
+        let result = work(&mut conn as &mut dyn Sql).await;
         let healthy = !matches!(
             result,
             Err(Error::Storage(
