@@ -9,7 +9,7 @@
 use axum::Router;
 use axum::http::{Method, Uri};
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use crate::auth::Tokens;
 use crate::leases::{LeaseError, Leases};
@@ -69,9 +69,40 @@ pub fn router(state: AppState, cors: Option<cors::Cors>) -> Router {
     stack::wrap(router, state.clone(), cors).with_state(state)
 }
 
+/// The routes' path templates, in segments, read from the document they
+/// are registered in.
+static TEMPLATES: LazyLock<Vec<Vec<String>>> = LazyLock::new(|| {
+    let doc = openapi();
+    let paths = doc.paths.paths.keys();
+    paths
+        .map(|t| t.split('/').map(str::to_owned).collect())
+        .collect()
+});
+
+/// The path parameter an unrouted `path` leaves empty where a route would
+/// take it filled in: `/v1/locks//acquire` leaves `key` empty.
+fn empty_parameter(path: &str) -> Option<&'static str> {
+    let segments: Vec<&str> = path.split('/').collect();
+    TEMPLATES.iter().find_map(|template| {
+        if template.len() != segments.len() {
+            return None;
+        }
+        let mut empty = None;
+        for (want, got) in template.iter().zip(&segments) {
+            match want.strip_prefix('{').and_then(|w| w.strip_suffix('}')) {
+                Some(parameter) if got.is_empty() => empty = empty.or(Some(parameter)),
+                Some(_) => {}
+                None if want == got => {}
+                None => return None,
+            }
+        }
+        empty
+    })
+}
+
 async fn no_route(method: Method, uri: Uri) -> Problem {
-    if uri.path().starts_with("/v1/locks//") {
-        return Problem::invalid("key", "must not be empty");
+    if let Some(parameter) = empty_parameter(uri.path()) {
+        return Problem::invalid(parameter, "must not be empty");
     }
     Problem::of(
         &kinds::NOT_FOUND,
@@ -80,6 +111,9 @@ async fn no_route(method: Method, uri: Uri) -> Problem {
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> Problem {
+    if let Some(parameter) = empty_parameter(uri.path()) {
+        return Problem::invalid(parameter, "must not be empty");
+    }
     Problem::of(
         &kinds::METHOD_NOT_ALLOWED,
         format!("{method} is not allowed on {}", uri.path()),

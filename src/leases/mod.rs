@@ -1,4 +1,4 @@
-//! The lease operations over a store: validation, time, tokens, waiting.
+//! The lease operations over a store: time, tokens, waiting, admission.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -41,7 +41,7 @@ pub struct Texts {
     /// Records an event (`store::events::record`) with the next revision:
     /// `$1` type, `$2` at, `$3` key, `$4` pool, `$5` reservation id, `$6`
     /// subnet, `$7` holder, `$8` fencing token, `$9` session, `$10` owner,
-    /// `$11` reason.
+    /// `$11` reason, `$12` group, `$13` member.
     pub insert_event: &'static str,
     /// Where one statement may both write lease rows and record their
     /// events (a data-modifying `WITH`), saving a round trip to the

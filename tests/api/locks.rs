@@ -323,6 +323,16 @@ async fn bad_keys_are_refused_as_problems() {
         assert_eq!(p["field"], "key", "{path}");
     }
     app.must_acquire(&"k".repeat(256), "h", 1000).await;
+    // Any route's empty path parameter is named, not a missing route.
+    for (path, field) in [
+        ("/v1/pools//reservations", "pool"),
+        ("/v1/groups//members/m", "group"),
+        ("/v1/groups/g/members/", "member"),
+    ] {
+        let response = app.post(path, body.clone()).await;
+        let p = problem(response, StatusCode::BAD_REQUEST, "invalid-request").await;
+        assert_eq!(p["field"], field, "{path}");
+    }
 }
 
 async fn unknown_routes_and_methods_are_problems() {

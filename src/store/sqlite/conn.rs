@@ -10,14 +10,13 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::config::DbConfig;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{OpenFlags, ToSql};
 
-use super::Durability;
+use super::{BUSY_TIMEOUT, Durability};
 use crate::store::sql::SqlResult;
 use crate::store::sql::{Arg, Columns, Row, Sql, Text};
 use crate::store::texts::Texts;
@@ -26,10 +25,6 @@ use crate::store::{Error, StoreError, StoreResult};
 /// How many statement texts a connection keeps prepared; the shared
 /// transactions have about a hundred, some built per request.
 const PREPARED: usize = 512;
-
-/// How long a statement waits for a lock another connection holds (a
-/// checkpoint, a backup) before it fails as unavailable.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The log's size, in pages, at which the writer checkpoints by itself: a
 /// backstop behind the checkpointer's own checkpoints.
@@ -40,13 +35,6 @@ const WRITER_CHECKPOINT_PAGES: u32 = 16_384;
 /// them seldom reads a page back from the file; a reader keeps less.
 const WRITER_CACHE_KIB: u32 = 64 * 1024;
 const READER_CACHE_KIB: u32 = 16 * 1024;
-
-fn synchronous(durability: Durability) -> &'static str {
-    match durability {
-        Durability::Full => "FULL",
-        Durability::Normal => "NORMAL",
-    }
-}
 
 /// A connection to the database file, writing or only reading.
 pub struct Conn {
@@ -104,7 +92,7 @@ impl Conn {
     pub fn open_writer(path: &Path, durability: Durability) -> SqlResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Self::open(path, flags)?;
-        let synchronous = synchronous(durability);
+        let synchronous = durability.synchronous();
         // The checkpoints run on a thread of their own; the writer's own
         // threshold is the backstop should they fall behind.
         conn.batch(format!(
@@ -120,7 +108,7 @@ impl Conn {
     pub fn open_checkpointer(path: &Path, durability: Durability) -> SqlResult<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Self::open(path, flags)?;
-        conn.batch(format!("PRAGMA synchronous = {}", synchronous(durability)))?;
+        conn.batch(format!("PRAGMA synchronous = {}", durability.synchronous()))?;
         Ok(conn)
     }
 

@@ -9,7 +9,6 @@
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::str::FromStr;
-use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{ConnectOptions, Connection};
@@ -31,7 +30,7 @@ async fn open_read_only(db: &Path) -> Result<SqliteConnection, String> {
         .filename(db)
         .read_only(true)
         .immutable(!in_use)
-        .busy_timeout(Duration::from_secs(10))
+        .busy_timeout(super::BUSY_TIMEOUT)
         .connect()
         .await
         .map_err(|e| unreadable(db, &e))

@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use sqlx::ConnectOptions;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
 use tokio::sync::Notify;
 
 use super::dialect::{Atomicity, Dialect, Effects, Erased, ReadWork, WriteWork};
@@ -49,6 +49,20 @@ pub enum Durability {
     Normal,
 }
 
+impl Durability {
+    /// The value of SQLite's `synchronous` pragma.
+    pub(super) fn synchronous(self) -> &'static str {
+        match self {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        }
+    }
+}
+
+/// How long a statement waits for a lock another connection holds (a
+/// checkpoint, a backup, a migration) before it fails as unavailable.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub struct SqliteStore {
     writer: Writer,
     readers: Readers,
@@ -70,16 +84,12 @@ impl SqliteStore {
             file::inspect(path)?;
         }
         file::secure(path)?;
-        let synchronous = match durability {
-            Durability::Full => SqliteSynchronous::Full,
-            Durability::Normal => SqliteSynchronous::Normal,
-        };
         let base = SqliteConnectOptions::from_str("sqlite://")
             .map_err(|e| e.to_string())?
             .filename(path)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(synchronous)
-            .busy_timeout(Duration::from_secs(10))
+            .pragma("synchronous", durability.synchronous())
+            .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
         let cannot_open = |e: sqlx::Error| format!("cannot open database {}: {e}", path.display());
         // One connection checks and migrates the file, then closes: no pool,
