@@ -47,6 +47,10 @@ impl Metadata {
         map.map(Self::parse).transpose()
     }
 
+    pub fn as_map(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
     pub fn into_map(self) -> Map<String, Value> {
         self.0
     }
@@ -127,15 +131,26 @@ impl KeySet {
 /// An id of any other shape names no reservation: it is not found, not
 /// refused as bad input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReservationId(String);
+pub struct ReservationId {
+    text: String,
+    fencing_token: i64,
+}
 
 impl ReservationId {
     pub fn parse(id: &str) -> Option<Self> {
-        subnet::parse_reservation_id(id).map(|_| Self(id.to_owned()))
+        subnet::parse_reservation_id(id).map(|fencing_token| Self {
+            text: id.to_owned(),
+            fencing_token,
+        })
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
+    }
+
+    /// The fencing token of the grant the id names.
+    pub fn fencing_token(&self) -> i64 {
+        self.fencing_token
     }
 }
 

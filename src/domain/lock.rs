@@ -3,6 +3,8 @@
 //! One key may carry several leases (a semaphore of `max_holders`, or shared
 //! leases); the decision below is the only place that says when they coexist.
 
+use std::num::NonZeroU32;
+
 use super::lease::{Lease, LockMode};
 use super::{InvalidInput, Millis};
 
@@ -13,7 +15,7 @@ pub struct LockLease {
     pub lease: Lease,
     pub mode: LockMode,
     /// The semaphore size every acquirer of the key must name; `None` when not named.
-    pub max_holders: Option<u32>,
+    pub max_holders: Option<NonZeroU32>,
     /// After this lease *expires*, the key stays unavailable this long.
     pub lock_delay_ms: Millis,
     pub idempotency_key: Option<String>,
@@ -39,7 +41,7 @@ impl LockLease {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claim {
     pub mode: LockMode,
-    pub max_holders: Option<u32>,
+    pub max_holders: Option<NonZeroU32>,
 }
 
 /// Why a key cannot be granted now.
@@ -53,7 +55,7 @@ pub enum Refusal {
     /// The key's live leases were granted with another `max_holders`; the
     /// last of them expires at `clears_at`.
     LimitMismatch {
-        current: Option<u32>,
+        current: Option<NonZeroU32>,
         clears_at: Millis,
     },
     /// A lease on the key expired recently and its lock delay runs until `until`.
@@ -80,12 +82,14 @@ pub fn decide(claim: Claim, rows: &[LockLease], now: Millis) -> Result<(), Refus
     }
     let fits = match claim.mode {
         LockMode::Exclusive => {
-            let capacity = claim.max_holders.unwrap_or(1) as usize;
+            let capacity = claim.max_holders.map_or(1, |n| n.get() as usize);
             live.iter().all(|r| r.mode == LockMode::Exclusive) && live.len() < capacity
         }
         LockMode::Shared => {
             live.iter().all(|r| r.mode == LockMode::Shared)
-                && claim.max_holders.is_none_or(|n| live.len() < n as usize)
+                && claim
+                    .max_holders
+                    .is_none_or(|n| live.len() < n.get() as usize)
         }
     };
     if fits {
@@ -160,7 +164,7 @@ mod tests {
                 metadata: None,
             },
             mode,
-            max_holders,
+            max_holders: max_holders.and_then(NonZeroU32::new),
             lock_delay_ms: delay,
             idempotency_key: None,
             session: None,
@@ -207,7 +211,7 @@ mod tests {
     fn a_semaphore_admits_up_to_its_size() {
         let three = Claim {
             mode: LockMode::Exclusive,
-            max_holders: Some(3),
+            max_holders: NonZeroU32::new(3),
         };
         let mut rows = vec![];
         for _ in 0..3 {
@@ -222,12 +226,12 @@ mod tests {
         let rows = [row(LockMode::Exclusive, Some(3), 9_000, 0)];
         let four = Claim {
             mode: LockMode::Exclusive,
-            max_holders: Some(4),
+            max_holders: NonZeroU32::new(4),
         };
         assert_eq!(
             decide(four, &rows, 0),
             Err(Refusal::LimitMismatch {
-                current: Some(3),
+                current: NonZeroU32::new(3),
                 clears_at: 9_000
             })
         );

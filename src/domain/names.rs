@@ -89,6 +89,29 @@ checked_text!(
     validate::key_prefix
 );
 
+/// The secret token a client sends to prove it holds a lease or a session:
+/// any text (a wrong one names no lease, which the rules answer as lost),
+/// compared by its digest where the store keeps one, and never shown: its
+/// `Debug` hides it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LeaseToken(String);
+
+impl LeaseToken {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for LeaseToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LeaseToken(…)")
+    }
+}
+
 /// How long a lease lives from its grant or renewal: `MIN_TTL_MS` to the
 /// server's maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

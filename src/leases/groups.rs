@@ -28,7 +28,6 @@ impl GroupService<'_> {
         metadata: Option<Metadata>,
         owner: Option<String>,
     ) -> Result<(bool, Group), LeaseError> {
-        let metadata = metadata.map(Metadata::into_map);
         let now = self.leases.now();
         Ok(self
             .leases

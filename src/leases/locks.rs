@@ -10,7 +10,7 @@ use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::fencing::Fencing;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
-use crate::domain::names::{KeyPrefix, LockKey, Ttl};
+use crate::domain::names::{KeyPrefix, LeaseToken, LockKey, Ttl};
 use crate::domain::{Missing, Refused};
 use crate::telemetry::Metrics;
 
@@ -119,10 +119,8 @@ impl LockService<'_> {
             if let Err(Ok(AcquireOutcome::Granted(lease))) = reply.send(outcome) {
                 // The client went away while its grant was being committed.
                 let now = leases.now();
-                let _ = leases
-                    .store
-                    .release_lock(&key, &lease.lease.token, now)
-                    .await;
+                let token = LeaseToken::new(lease.lease.token);
+                let _ = leases.store.release_lock(&key, &token, now).await;
                 leases.waiters.wake(&key);
             }
         });
@@ -186,22 +184,21 @@ impl LockService<'_> {
     pub async fn renew(
         &self,
         key: &LockKey,
-        token: &str,
+        token: &LeaseToken,
         ttl: Option<Ttl>,
         metadata: Option<Metadata>,
     ) -> Result<LockLease, LeaseError> {
         let now = self.leases.now();
-        let metadata = metadata.map(Metadata::into_map);
         let lease = self
             .leases
             .store
-            .renew_lock(key, token, ttl.map(Ttl::ms), metadata, now)
+            .renew_lock(key, token, ttl, metadata, now)
             .await?;
         Metrics::inc(&self.leases.metrics.lock_renewals);
         Ok(lease)
     }
 
-    pub async fn release(&self, key: &LockKey, token: &str) -> Result<(), LeaseError> {
+    pub async fn release(&self, key: &LockKey, token: &LeaseToken) -> Result<(), LeaseError> {
         let now = self.leases.now();
         self.leases.store.release_lock(key, token, now).await?;
         Metrics::inc(&self.leases.metrics.lock_releases);

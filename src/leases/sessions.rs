@@ -59,7 +59,7 @@ impl SessionService<'_> {
             token: token.clone(),
             holder: new.holder.into_string(),
             ttl_ms: new.ttl.ms(),
-            metadata: new.metadata.map(Metadata::into_map),
+            metadata: new.metadata,
             idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
             owner: new.owner,
             max_sessions: new.max_sessions,

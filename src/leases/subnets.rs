@@ -9,7 +9,7 @@ use crate::domain::commands::{
     DeletePoolOutcome, PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet,
 };
 use crate::domain::inputs::{Labels, Metadata, PageLimit, ReservationId};
-use crate::domain::names::{PoolName, Ttl};
+use crate::domain::names::{LeaseToken, PoolName, Ttl};
 use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
 use crate::telemetry::Metrics;
 
@@ -183,7 +183,11 @@ impl SubnetService<'_> {
         }))
     }
 
-    pub async fn get(&self, pool: &PoolName, id: &str) -> Result<Reservation, LeaseError> {
+    pub async fn get(
+        &self,
+        pool: &PoolName,
+        id: &ReservationId,
+    ) -> Result<Reservation, LeaseError> {
         let now = self.now();
         Ok(self.leases.store.get_reservation(pool, id, now).await?)
     }
@@ -194,16 +198,14 @@ impl SubnetService<'_> {
         &self,
         pool: &PoolName,
         id: &ReservationId,
-        token: &str,
+        token: &LeaseToken,
         ttl: Option<Ttl>,
         metadata: Option<Metadata>,
     ) -> Result<Reservation, LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        let (id, ttl_ms) = (id.as_str(), ttl.map(Ttl::ms));
-        let metadata = metadata.map(Metadata::into_map);
         Ok(store
-            .renew_reservation(pool, id, token, ttl_ms, metadata, now)
+            .renew_reservation(pool, id, token, ttl, metadata, now)
             .await?)
     }
 
@@ -211,13 +213,11 @@ impl SubnetService<'_> {
         &self,
         pool: &PoolName,
         id: &ReservationId,
-        token: &str,
+        token: &LeaseToken,
     ) -> Result<Reservation, LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        let r = store
-            .confirm_reservation(pool, id.as_str(), token, now)
-            .await?;
+        let r = store.confirm_reservation(pool, id, token, now).await?;
         Metrics::inc(&self.leases.metrics.reservation_confirms);
         Ok(r)
     }
@@ -226,18 +226,20 @@ impl SubnetService<'_> {
         &self,
         pool: &PoolName,
         id: &ReservationId,
-        token: &str,
+        token: &LeaseToken,
     ) -> Result<(), LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        store
-            .release_reservation(pool, id.as_str(), token, now)
-            .await?;
+        store.release_reservation(pool, id, token, now).await?;
         Metrics::inc(&self.leases.metrics.reservation_releases);
         Ok(())
     }
 
-    pub async fn force_release(&self, pool: &PoolName, id: &str) -> Result<(), LeaseError> {
+    pub async fn force_release(
+        &self,
+        pool: &PoolName,
+        id: &ReservationId,
+    ) -> Result<(), LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
         store.force_release_reservation(pool, id, now).await?;

@@ -27,26 +27,28 @@ use crate::domain::commands::{
 };
 use crate::domain::events::{Event, EventType, Reason, Resource};
 use crate::domain::group::{Group, Member};
+use crate::domain::inputs::Metadata;
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::names::GroupName;
 use crate::domain::names::MemberName;
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::session::BOUND;
 use crate::token::digest;
-use serde_json::Map;
 
 impl Store {
     /// Creates a group (`true`), or answers the existing one (`false`).
     pub async fn put_group(
         &self,
         name: &GroupName,
-        metadata: Option<Map<String, Value>>,
+        metadata: Option<Metadata>,
         owner: Option<String>,
         now: Millis,
     ) -> StoreResult<(bool, Group)> {
         let args = (name.as_str().to_owned(), metadata, owner);
         self.write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
-            Box::pin(async move { put(c, fx, &name, &metadata, owner.as_deref(), now).await })
+            Box::pin(
+                async move { put(c, fx, &name, metadata.as_ref(), owner.as_deref(), now).await },
+            )
         })
         .await
     }
@@ -352,7 +354,7 @@ pub async fn put(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
-    meta: &Option<serde_json::Map<String, Value>>,
+    meta: Option<&Metadata>,
     owner: Option<&str>,
     now: Millis,
 ) -> StoreResult<(bool, Group)> {

@@ -26,13 +26,12 @@ use super::{StoreError, StoreResult, grant_order};
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::{EventType, Reason};
 use crate::domain::fencing::{self, Fencing};
+use crate::domain::inputs::Metadata;
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
-use crate::domain::names::IdempotencyKey;
 use crate::domain::names::LockKey;
+use crate::domain::names::{IdempotencyKey, LeaseToken, Ttl};
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::{Lease, Millis};
-use serde_json::Map;
-use serde_json::Value;
 
 impl Store {
     /// Compare-and-insert in one write transaction: expired rows of the key are
@@ -59,9 +58,9 @@ impl Store {
     pub async fn renew_lock(
         &self,
         key: &LockKey,
-        token: &str,
-        ttl_ms: Option<Millis>,
-        metadata: Option<Map<String, Value>>,
+        token: &LeaseToken,
+        ttl: Option<Ttl>,
+        metadata: Option<Metadata>,
         now: Millis,
     ) -> StoreResult<LockLease> {
         // A plain renewal is one statement; new metadata and its event are more.
@@ -69,18 +68,23 @@ impl Store {
             None => Statement,
             Some(_) => AllOrNothing,
         };
-        let args = (key.as_str().to_owned(), token.to_owned(), metadata);
+        let args = (key.clone(), token.clone(), metadata);
         self.write(atomicity, args, move |c, fx, (key, token, metadata)| {
-            Box::pin(async move { renew(c, fx, &key, &token, ttl_ms, metadata, now).await })
+            Box::pin(async move { renew(c, fx, &key, &token, ttl, metadata, now).await })
         })
         .await
     }
 
-    pub async fn release_lock(&self, key: &LockKey, token: &str, now: Millis) -> StoreResult<()> {
+    pub async fn release_lock(
+        &self,
+        key: &LockKey,
+        token: &LeaseToken,
+        now: Millis,
+    ) -> StoreResult<()> {
         // The delete and its event, serialised with the key's grants: the
         // release's time, read after, is after every grant before it and
         // before every grant after it.
-        let args = (key.as_str().to_owned(), token.to_owned());
+        let args = (key.clone(), token.clone());
         let at = self.time(now);
         let on = OnKeys(vec![key.as_str().to_owned()]);
         self.write(on, args, move |c, fx, (key, token)| {
@@ -284,7 +288,7 @@ fn granted(
         fencing_token,
         now,
         ttl_ms,
-        new.metadata,
+        new.metadata.map(Metadata::into_map),
     );
     lease.expires_at = Some(expires_at);
     LockLease {
@@ -355,7 +359,7 @@ async fn insert_granted(
     held: &Held,
     when: Insert,
 ) -> StoreResult<Option<i64>> {
-    let metadata = metadata_text(&new.metadata);
+    let metadata = metadata_text(new.metadata.as_ref());
     let mut row = NewLockRow::of(new, token, now, held, metadata.as_deref());
     if let Insert::IfFree { idempotency_unused } = when {
         row.only_if_free = true;
@@ -427,7 +431,7 @@ impl<'a> NewLockRow<'a> {
             holder: new.holder.as_str(),
             token,
             mode: new.mode.as_str(),
-            max_holders: new.max_holders.map(i64::from),
+            max_holders: new.max_holders.map(|n| i64::from(n.get())),
             acquired_at: now,
             expires_at,
             ttl_ms,
@@ -473,17 +477,18 @@ pub async fn renew(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     key: &str,
-    token: &str,
-    ttl_ms: Option<Millis>,
-    metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    token: &LeaseToken,
+    ttl: Option<Ttl>,
+    metadata: Option<Metadata>,
     now: Millis,
 ) -> StoreResult<LockLease> {
+    let (token, ttl_ms) = (token.as_str(), ttl.map(Ttl::ms));
     let replace = metadata.is_some();
     if replace {
         // Undone with the whole write if the renewal finds no live lease.
         conn.execute(
             "UPDATE lock_leases SET metadata = $3 WHERE key = $1 AND token = $2",
-            args![key, token, &metadata_text(&metadata)],
+            args![key, token, &metadata_text(metadata.as_ref())],
         )
         .await?;
     }
@@ -520,10 +525,11 @@ pub async fn release(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     key: &str,
-    token: &str,
+    token: &LeaseToken,
     at: WriteTime,
 ) -> StoreResult<()> {
     let now = at.read();
+    let token = token.as_str();
     let reason = Reason::Released;
     // One statement where the dialect records the event with the delete.
     if let Some(text) = RELEASE.recorded(conn.texts(), 3) {

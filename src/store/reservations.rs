@@ -11,16 +11,17 @@ use super::expiry::{ended_by_session, live_by_session};
 use super::free_blocks::give_back;
 use super::hub::Store;
 use super::pools::{self, purge_expired};
-use super::rows::{self, RESERVATION_COLUMNS, block, fencing_of, metadata_text};
+use super::rows::{self, RESERVATION_COLUMNS, block, metadata_text};
 use super::sql::{Columns, Sql, args};
 use super::{Error, StoreResult};
 use crate::domain::Millis;
 use crate::domain::commands::ReservationQuery;
 use crate::domain::events::{EventType, Reason};
-use crate::domain::names::PoolName;
+use crate::domain::inputs::Metadata;
+use crate::domain::inputs::ReservationId;
+use crate::domain::names::{LeaseToken, PoolName, Ttl};
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::subnet::Reservation;
-use serde_json::{Map, Value};
 
 impl Store {
     /// Extends a live reservation; an allocated one is returned unchanged
@@ -28,56 +29,51 @@ impl Store {
     pub async fn renew_reservation(
         &self,
         pool: &PoolName,
-        id: &str,
-        token: &str,
-        ttl_ms: Option<Millis>,
-        metadata: Option<Map<String, Value>>,
+        id: &ReservationId,
+        token: &LeaseToken,
+        ttl: Option<Ttl>,
+        metadata: Option<Metadata>,
         now: Millis,
     ) -> StoreResult<Reservation> {
-        let update = Update::Renew { ttl_ms, metadata };
-        self.update_reservation(pool.as_str(), id, token, update, now)
-            .await
+        let update = Update::Renew { ttl, metadata };
+        self.update_reservation(pool, id, token, update, now).await
     }
 
     /// Makes a live reservation allocated (no expiry); idempotent.
     pub async fn confirm_reservation(
         &self,
         pool: &PoolName,
-        id: &str,
-        token: &str,
+        id: &ReservationId,
+        token: &LeaseToken,
         now: Millis,
     ) -> StoreResult<Reservation> {
-        self.update_reservation(pool.as_str(), id, token, Update::Confirm, now)
+        self.update_reservation(pool, id, token, Update::Confirm, now)
             .await
     }
 
     pub async fn release_reservation(
         &self,
         pool: &PoolName,
-        id: &str,
-        token: &str,
+        id: &ReservationId,
+        token: &LeaseToken,
         now: Millis,
     ) -> StoreResult<()> {
-        match self
-            .remove_reservation(pool.as_str(), id, Some(token), now)
-            .await?
-        {
+        match self.remove_reservation(pool, id, Some(token), now).await? {
             true => Ok(()),
             false => Err(Refused::LeaseLost.into()),
         }
     }
 
-    /// A live reservation; `NotFound` (or `PoolNotFound`).
+    /// A live reservation; `Missing::Reservation` (or `Missing::Pool`).
     pub async fn get_reservation(
         &self,
         pool: &PoolName,
-        id: &str,
+        id: &ReservationId,
         now: Millis,
     ) -> StoreResult<Reservation> {
-        self.read(
-            (pool.as_str().to_owned(), id.to_owned()),
-            move |c, (pool, id)| Box::pin(async move { get(c, &pool, &id, now).await }),
-        )
+        self.read((pool.clone(), id.clone()), move |c, (pool, id)| {
+            Box::pin(async move { get(c, &pool, &id, now).await })
+        })
         .await
     }
 
@@ -93,19 +89,17 @@ impl Store {
         .await
     }
 
-    /// Removes a live reservation whatever its token; `NotFound` when none.
+    /// Removes a live reservation whatever its token; `Missing::Reservation`
+    /// when none.
     pub async fn force_release_reservation(
         &self,
         pool: &PoolName,
-        id: &str,
+        id: &ReservationId,
         now: Millis,
     ) -> StoreResult<()> {
-        match self
-            .remove_reservation(pool.as_str(), id, None, now)
-            .await?
-        {
+        match self.remove_reservation(pool, id, None, now).await? {
             true => Ok(()),
-            false => Err(Refused::from(Missing::Reservation).into()),
+            false => Err(Missing::Reservation.into()),
         }
     }
 
@@ -132,15 +126,13 @@ impl Store {
         }
         Ok(removed)
     }
-}
 
-/// The writes two verbs each share.
-impl Store {
+    /// Runs `update` on one live reservation of the token.
     async fn update_reservation(
         &self,
-        pool: &str,
-        id: &str,
-        token: &str,
+        pool: &PoolName,
+        id: &ReservationId,
+        token: &LeaseToken,
         update: Update,
         now: Millis,
     ) -> StoreResult<Reservation> {
@@ -149,23 +141,24 @@ impl Store {
             Update::Renew { metadata: None, .. } => Statement,
             Update::Renew { .. } | Update::Confirm => AllOrNothing,
         };
-        let args = (pool.to_owned(), id.to_owned(), token.to_owned(), update);
+        let args = (pool.clone(), id.clone(), token.clone(), update);
         self.write(atomicity, args, move |c, fx, (pool, id, token, update)| {
             Box::pin(async move { self::update(c, fx, &pool, &id, &token, update, now).await })
         })
         .await
     }
 
+    /// Removes one live reservation: the token's (`Some`), or any (an admin).
     async fn remove_reservation(
         &self,
-        pool: &str,
-        id: &str,
-        token: Option<&str>,
+        pool: &PoolName,
+        id: &ReservationId,
+        token: Option<&LeaseToken>,
         now: Millis,
     ) -> StoreResult<bool> {
-        let args = (pool.to_owned(), id.to_owned(), token.map(str::to_owned));
+        let args = (pool.clone(), id.clone(), token.cloned());
         self.write(AllOrNothing, args, move |c, fx, (pool, id, token)| {
-            Box::pin(async move { remove(c, fx, &pool, &id, token.as_deref(), now).await })
+            Box::pin(async move { remove(c, fx, &pool, &id, token.as_ref(), now).await })
         })
         .await
     }
@@ -184,14 +177,14 @@ fn live() -> String {
 /// What an update of one live reservation does to it.
 #[derive(Debug, Clone)]
 pub enum Update {
-    /// A new expiry, `ttl_ms` from now (the reservation's own TTL when
+    /// A new expiry, `ttl` from now (the reservation's own TTL when
     /// `None`); an allocated reservation has nothing to renew and comes back
     /// unchanged.
     Renew {
-        ttl_ms: Option<Millis>,
+        ttl: Option<Ttl>,
         /// Replaces the reservation's metadata, recorded as one
         /// `reservation.updated`.
-        metadata: Option<Map<String, Value>>,
+        metadata: Option<Metadata>,
     },
     /// No expiry any more; idempotent.
     Confirm,
@@ -204,8 +197,8 @@ pub async fn update(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &str,
-    id: &str,
-    token: &str,
+    id: &ReservationId,
+    token: &LeaseToken,
     update: Update,
     now: Millis,
 ) -> StoreResult<Reservation> {
@@ -219,26 +212,29 @@ pub async fn update(
         metadata: Some(m), ..
     } = &update
     {
-        let text = metadata_text(&Some(m.clone()));
+        let text = metadata_text(Some(m));
         let sql = format!(
             "UPDATE subnet_reservations SET metadata = $5 \
              WHERE pool = $1 AND fencing_token = $2 AND token = $4 AND {} RETURNING owner",
             live()
         );
         let row = conn
-            .row(sql, args![pool, fencing_of(id), now, token, &text])
+            .row(
+                sql,
+                args![pool, id.fencing_token(), now, token.as_str(), &text],
+            )
             .await?;
         replaced = Some(row.ok_or(Refused::LeaseLost)?.opt_text("owner")?);
     }
     let (set, ttl_ms) = match update {
-        Update::Renew { ttl_ms, .. } => (
+        Update::Renew { ttl, .. } => (
             // A bound reservation lives by its session: nothing to renew.
             "ttl_ms = CASE WHEN expires_at IS NULL OR session_id IS NOT NULL THEN ttl_ms \
              ELSE coalesce($5, ttl_ms) END, \
              expires_at = CASE WHEN expires_at IS NULL THEN NULL \
              WHEN session_id IS NOT NULL THEN expires_at \
              ELSE $3 + coalesce($5, ttl_ms) END",
-            ttl_ms,
+            ttl.map(Ttl::ms),
         ),
         // Confirmed is permanent: no longer bound to its session.
         Update::Confirm => (
@@ -253,7 +249,10 @@ pub async fn update(
         live()
     );
     let row = conn
-        .row(sql, args![pool, fencing_of(id), now, token, ttl_ms])
+        .row(
+            sql,
+            args![pool, id.fencing_token(), now, token.as_str(), ttl_ms],
+        )
         .await?;
     let pool = pools::load(conn, pool).await?;
     let renewed = rows::reservation(pool.cidr.family(), &row.ok_or(Refused::LeaseLost)?)?;
@@ -282,8 +281,8 @@ async fn confirm_reserved(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &str,
-    id: &str,
-    token: &str,
+    id: &ReservationId,
+    token: &LeaseToken,
     now: Millis,
 ) -> StoreResult<Option<Reservation>> {
     let sql = format!(
@@ -293,7 +292,7 @@ async fn confirm_reserved(
         live()
     );
     let Some(row) = conn
-        .row(sql, args![pool, fencing_of(id), now, token])
+        .row(sql, args![pool, id.fencing_token(), now, token.as_str()])
         .await?
     else {
         return Ok(None);
@@ -324,8 +323,8 @@ pub async fn remove(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &str,
-    id: &str,
-    token: Option<&str>,
+    id: &ReservationId,
+    token: Option<&LeaseToken>,
     now: Millis,
 ) -> StoreResult<bool> {
     let pool = pools::lock(conn, pool).await?;
@@ -335,7 +334,15 @@ pub async fn remove(
         live()
     );
     let removed = conn
-        .row(sql, args![&pool.name, fencing_of(id), now, token])
+        .row(
+            sql,
+            args![
+                &pool.name,
+                id.fencing_token(),
+                now,
+                token.map(LeaseToken::as_str)
+            ],
+        )
         .await?;
     let Some(row) = removed else {
         return Ok(false);
@@ -392,7 +399,7 @@ pub async fn remove_bound(
 pub async fn get(
     conn: &mut dyn Sql,
     pool: &str,
-    id: &str,
+    id: &ReservationId,
     now: Millis,
 ) -> StoreResult<Reservation> {
     let pool = pools::load(conn, pool).await?;
@@ -402,7 +409,7 @@ pub async fn get(
         live()
     );
     let row = conn
-        .row(sql, args![&pool.name, fencing_of(id), now])
+        .row(sql, args![&pool.name, id.fencing_token(), now])
         .await?
         .ok_or(Error::from(Missing::Reservation))?;
     rows::reservation(pool.cidr.family(), &row)

@@ -2,14 +2,17 @@
 //! same in both dialects. A value that does not decode is corruption, never a
 //! client's fault.
 
+use std::num::NonZeroU32;
+
 use serde_json::{Map, Value};
 
 use super::expiry::{self, Text};
 use super::sql::Columns;
 use super::{Error, StoreError, StoreResult};
 use crate::domain::cidr::{Block, Family};
+use crate::domain::inputs::Metadata;
 use crate::domain::lock::LockLease;
-use crate::domain::subnet::{Pool, Reservation, parse_reservation_id};
+use crate::domain::subnet::{Pool, Reservation};
 use crate::domain::{Lease, LockMode};
 
 /// The columns `lock` decodes. A lease bound to a session shows the
@@ -60,10 +63,8 @@ pub(super) fn metadata(text: Option<String>) -> StoreResult<Option<Map<String, V
 }
 
 /// Metadata as stored: JSON text, or NULL.
-pub fn metadata_text(metadata: &Option<Map<String, Value>>) -> Option<String> {
-    metadata
-        .as_ref()
-        .map(|m| Value::Object(m.clone()).to_string())
+pub fn metadata_text(metadata: Option<&Metadata>) -> Option<String> {
+    metadata.map(|m| Value::Object(m.as_map().clone()).to_string())
 }
 
 /// How a pool's address family is stored.
@@ -83,11 +84,6 @@ pub fn block_of(family: Family, start: &[u8], prefix_len: i64) -> StoreResult<Bl
 /// A stored block read from the `start_column` and `prefix_len` of a row.
 pub fn block(row: &impl Columns, family: Family, start_column: &str) -> StoreResult<Block> {
     block_of(family, &row.bytes(start_column)?, row.int("prefix_len")?)
-}
-
-/// Ids this server never issued name no row (fencing tokens start at 1).
-pub fn fencing_of(id: &str) -> i64 {
-    parse_reservation_id(id).unwrap_or(0)
 }
 
 fn lease(row: &impl Columns) -> StoreResult<Lease> {
@@ -111,7 +107,12 @@ pub fn lock(row: &impl Columns) -> StoreResult<LockLease> {
         lease: lease(row)?,
         mode: LockMode::parse(&mode).ok_or_else(|| corrupt("lock mode"))?,
         max_holders: max_holders
-            .map(|n| u32::try_from(n).map_err(|_| corrupt("max_holders")))
+            .map(|n| {
+                u32::try_from(n)
+                    .ok()
+                    .and_then(NonZeroU32::new)
+                    .ok_or_else(|| corrupt("max_holders"))
+            })
             .transpose()?,
         lock_delay_ms: row.int("lock_delay_ms")?,
         idempotency_key: row.opt_text("idempotency_key")?,

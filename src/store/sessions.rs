@@ -20,6 +20,7 @@ use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::commands::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::events::EventType;
+use crate::domain::inputs::Metadata;
 use crate::domain::names::SessionId;
 use crate::domain::names::Ttl;
 use crate::domain::refusal::{Missing, OverQuota, QuotaOf, Refused};
@@ -194,7 +195,7 @@ pub async fn open(
             .into());
         }
     }
-    let meta = metadata_text(&new.metadata);
+    let meta = metadata_text(new.metadata.as_ref());
     let token_digest = digest(&new.token);
     let (owner, owner_quota) = match new.owner {
         Some(LeaseOwner {
@@ -237,7 +238,7 @@ pub async fn open(
         acquired_at: now,
         expires_at: now + new.ttl_ms,
         ttl_ms: new.ttl_ms,
-        metadata: new.metadata,
+        metadata: new.metadata.map(Metadata::into_map),
         idempotency_key,
     }))
 }

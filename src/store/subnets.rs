@@ -22,6 +22,7 @@ use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::commands::{ReserveOutcome, ReserveSubnet};
 use crate::domain::events::EventType;
+use crate::domain::inputs::Metadata;
 use crate::domain::names::IdempotencyKey;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
@@ -257,7 +258,7 @@ pub async fn reserve(
     take_free(conn, &pool.name, grant).await?;
     let text = conn.texts().next_fencing;
     let fencing_token = one(conn, text, args![]).await?.int("fencing_token")?;
-    let metadata = metadata_text(&new.metadata);
+    let metadata = metadata_text(new.metadata.as_ref());
     let (ttl_ms, expires_at) = held.columns(now);
     let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());
     let subnet = grant.block.to_string();
@@ -306,7 +307,7 @@ pub async fn reserve(
         fencing_token,
         now,
         ttl_ms,
-        new.metadata,
+        new.metadata.map(Metadata::into_map),
     );
     lease.expires_at = Some(expires_at);
     Ok(ReserveOutcome::Granted(Reservation {

@@ -5,6 +5,8 @@
 //! another `max_holders`), and a subnet that cannot be reserved (its pool
 //! exhausted, or the subnet asked for taken or excluded).
 
+use std::num::NonZeroU32;
+
 use serde_json::{Value, json};
 
 use super::kinds;
@@ -74,7 +76,7 @@ pub fn lock_refusal_problem(key: &str, refusal: &Refusal, now: Now) -> Problem {
             ),
         )
         .with("key", key)
-        .with("max_holders", *current)
+        .with("max_holders", current.map(NonZeroU32::get))
         .retry_after(retry_after_secs(*clears_at, now.at)),
     }
 }

@@ -3,6 +3,8 @@
 //! first bad field is the one a 400 names), and what reaches the service is
 //! the parsed value, never checked again.
 
+use std::num::NonZeroU32;
+
 use super::lease_requests::{AcquireRequest, LockSetRequest, ReserveRequest};
 use crate::domain::LockMode;
 use crate::domain::allocator::Want;
@@ -59,17 +61,21 @@ impl AcquireRequest {
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         let lock_delay_ms = self.lock_delay_ms.unwrap_or(0);
         validate::duration_up_to("lock_delay_ms", lock_delay_ms, limits.max_ttl_ms)?;
-        if self.max_holders == Some(0) {
-            return Err(InvalidInput::new("max_holders", "must be at least 1"));
-        }
-        let metadata = Metadata::parse_some(self.metadata)?.map(Metadata::into_map);
+        let max_holders = self
+            .max_holders
+            .map(|n| {
+                NonZeroU32::new(n)
+                    .ok_or_else(|| InvalidInput::new("max_holders", "must be at least 1"))
+            })
+            .transpose()?;
+        let metadata = Metadata::parse_some(self.metadata)?;
         let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         let lock = AcquireLock {
             key,
             holder,
             lifetime,
             mode: self.mode.unwrap_or_default().into(),
-            max_holders: self.max_holders,
+            max_holders,
             lock_delay_ms,
             metadata,
             idempotency_key,
@@ -120,7 +126,7 @@ impl ReserveRequest {
         // Without a TTL or a session, the server's default TTL.
         let lifetime = lifetime.parse(Some(limits.default_ttl_ms), "", limits)?;
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
-        let metadata = Metadata::parse_some(self.metadata)?.map(Metadata::into_map);
+        let metadata = Metadata::parse_some(self.metadata)?;
         let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         Ok(ReserveSubnet {
             pool,
@@ -161,7 +167,7 @@ impl LockSetRequest {
         )?;
         let wait_ms = self.wait_ms.unwrap_or(0);
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
-        let metadata = Metadata::parse_some(self.metadata)?.map(Metadata::into_map);
+        let metadata = Metadata::parse_some(self.metadata)?;
         let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         let template = AcquireLock {
             key: keys[0].clone(),

@@ -1,5 +1,7 @@
 //! The lock routes: acquire, renew, release, inspect, list, force release.
 
+use std::num::NonZeroU32;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -26,7 +28,7 @@ use crate::auth::Need;
 use crate::domain::Millis;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease};
-use crate::domain::names::{KeyPrefix, LockKey};
+use crate::domain::names::{KeyPrefix, LeaseToken, LockKey};
 use crate::domain::paths;
 use crate::domain::time::Now;
 use crate::leases::Acquired;
@@ -124,7 +126,7 @@ impl LockLeaseBody {
             expires_in_ms,
             metadata: lease.lease.metadata,
             mode: lease.mode.into(),
-            max_holders: lease.max_holders,
+            max_holders: lease.max_holders.map(NonZeroU32::get),
             session: lease.session,
             holders: None,
         }
@@ -225,7 +227,7 @@ pub async fn renew_lock(
     let lease = state
         .leases
         .locks()
-        .renew(&key, &body.token, ttl, metadata)
+        .renew(&key, &LeaseToken::new(body.token), ttl, metadata)
         .await
         .map_err(|e| state.problem(Subject::Lock(&key), e))?;
     Ok(Json(LockLeaseBody::new(lease, state.leases.moment())))
@@ -252,7 +254,7 @@ pub async fn release_lock(
     state
         .leases
         .locks()
-        .release(&key, &body.token)
+        .release(&key, &LeaseToken::new(body.token))
         .await
         .map_err(|e| state.problem(Subject::Lock(&key), e))?;
     Ok(StatusCode::NO_CONTENT)

@@ -27,7 +27,7 @@ use crate::api::problems::Subject;
 use crate::auth::Need;
 use crate::domain::Missing;
 use crate::domain::inputs::{self, Metadata, PageLimit, ReservationId};
-use crate::domain::names::PoolName;
+use crate::domain::names::{LeaseToken, PoolName};
 use crate::domain::paths;
 use crate::domain::subnet::{self, Reservation};
 use crate::domain::time::Now;
@@ -271,15 +271,21 @@ pub async fn get_reservation(
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
     let pool = PoolName::parse(pool)?;
-    let r = state.leases.subnets().get(&pool, &id).await.map_err(|e| {
-        state.problem(
-            Subject::Reservation {
-                pool: &pool,
-                id: Some(&id),
-            },
-            e,
-        )
-    })?;
+    let issued = issued(&state, &pool, &id)?;
+    let r = state
+        .leases
+        .subnets()
+        .get(&pool, &issued)
+        .await
+        .map_err(|e| {
+            state.problem(
+                Subject::Reservation {
+                    pool: &pool,
+                    id: Some(&id),
+                },
+                e,
+            )
+        })?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -308,7 +314,7 @@ pub async fn renew_reservation(
     let r = state
         .leases
         .subnets()
-        .renew(&pool, &issued, &body.token, ttl, metadata)
+        .renew(&pool, &issued, &LeaseToken::new(body.token), ttl, metadata)
         .await
         .map_err(|e| {
             state.problem(
@@ -344,7 +350,7 @@ pub async fn confirm_reservation(
     let r = state
         .leases
         .subnets()
-        .confirm(&pool, &issued, &body.token)
+        .confirm(&pool, &issued, &LeaseToken::new(body.token))
         .await
         .map_err(|e| {
             state.problem(
@@ -380,7 +386,7 @@ pub async fn release_reservation(
     state
         .leases
         .subnets()
-        .release(&pool, &issued, &body.token)
+        .release(&pool, &issued, &LeaseToken::new(body.token))
         .await
         .map_err(|e| {
             state.problem(
@@ -410,10 +416,11 @@ pub async fn force_release_reservation(
 ) -> Result<StatusCode, Problem> {
     caller.pool(&pool, Need::Admin)?;
     let pool = PoolName::parse(pool)?;
+    let issued = issued(&state, &pool, &id)?;
     state
         .leases
         .subnets()
-        .force_release(&pool, &id)
+        .force_release(&pool, &issued)
         .await
         .map_err(|e| {
             state.problem(

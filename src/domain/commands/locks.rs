@@ -1,9 +1,10 @@
 //! What a lock grant asks for and what it becomes, as the service and the
 //! store both take it.
 
-use serde_json::{Map, Value};
+use std::num::NonZeroU32;
 
 use super::{LeaseOwner, Lifetime, SessionClaim};
+use crate::domain::inputs::Metadata;
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{Holder, IdempotencyKey, LockKey};
 use crate::domain::{LockMode, Millis};
@@ -17,10 +18,9 @@ pub struct AcquireLock {
     pub holder: Holder,
     pub lifetime: Lifetime,
     pub mode: LockMode,
-    /// At least 1.
-    pub max_holders: Option<u32>,
+    pub max_holders: Option<NonZeroU32>,
     pub lock_delay_ms: Millis,
-    pub metadata: Option<Map<String, Value>>,
+    pub metadata: Option<Metadata>,
     pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,

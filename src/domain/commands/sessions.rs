@@ -1,10 +1,9 @@
 //! What a session's open and end ask for, and how a grant's lease lives:
 //! by a TTL of its own or by a session.
 
-use serde_json::{Map, Value};
-
 use super::LeaseOwner;
 use crate::domain::Millis;
+use crate::domain::inputs::Metadata;
 use crate::domain::names::Ttl;
 use crate::domain::session::Session;
 
@@ -47,7 +46,7 @@ pub struct OpenSession {
     pub token: String,
     pub holder: String,
     pub ttl_ms: Millis,
-    pub metadata: Option<Map<String, Value>>,
+    pub metadata: Option<Metadata>,
     pub idempotency_key: Option<String>,
     /// The API token opening it and its quota, which the leases bound to
     /// the session count against; `None` without an auth file.

@@ -1,10 +1,9 @@
 //! What a reservation and a pool's changes ask for, and what they answer.
 
-use serde_json::{Map, Value};
-
 use super::{LeaseOwner, Lifetime};
 use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
+use crate::domain::inputs::Metadata;
 use crate::domain::names::{Holder, IdempotencyKey, PoolName};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Millis};
@@ -20,7 +19,7 @@ pub struct ReserveSubnet {
     pub holder: Holder,
     /// Bound to a session, until confirmed.
     pub lifetime: Lifetime,
-    pub metadata: Option<Map<String, Value>>,
+    pub metadata: Option<Metadata>,
     pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
