@@ -275,27 +275,18 @@ pub async fn serve(
             accepted = Listener::accept(&mut listener) => accepted,
             () = stop.closed() => break,
         };
-        // Only this loop opens connections, so the check and the count agree.
-        if stats.open.load(Ordering::Relaxed) >= limits.max_connections as u64 {
-            stats.refused.fetch_add(1, Ordering::Relaxed);
-            let _ = io.try_write(&REFUSED);
-            tracing::debug!(remote = %remote, "connection refused: at the connection cap");
+        let Some(open) = admit(&io, remote, &limits, &stats) else {
             continue;
-        }
-        stats.open.fetch_add(1, Ordering::Relaxed);
-        let open = Open(stats.clone());
-        let _ = io.set_nodelay(true);
-        let _ = nix::sys::socket::setsockopt(
-            &io,
-            nix::sys::socket::sockopt::SndBuf,
-            &SEND_BUFFER_BYTES,
-        );
-        let app = app.clone();
-        let too_large = stats.clone();
+        };
+        let io = SendDeadline {
+            io,
+            limit: limits.send_timeout,
+            stalled: None,
+        };
+        let (app, too_large) = (app.clone(), stats.clone());
         let service = TowerToHyperService::new(tower::service_fn(
             move |request: hyper::Request<Incoming>| {
-                let app = app.clone();
-                let too_large = too_large.clone();
+                let (app, too_large) = (app.clone(), too_large.clone());
                 async move {
                     if head_bytes(&request) > MAX_HEAD_BYTES {
                         too_large.heads_too_large.fetch_add(1, Ordering::Relaxed);
@@ -310,15 +301,8 @@ pub async fn serve(
                 }
             },
         ));
-        let io = SendDeadline {
-            io,
-            limit: limits.send_timeout,
-            stalled: None,
-        };
         let connection = http.serve_connection(TokioIo::new(io), service);
-        let stop = stop.clone();
-        let finished = finished.clone();
-        let stats = stats.clone();
+        let (stop, finished, stats) = (stop.clone(), finished.clone(), stats.clone());
         tokio::spawn(async move {
             let _open = open;
             let mut connection = pin!(connection);
@@ -328,19 +312,7 @@ pub async fn serve(
                 tokio::select! {
                     result = connection.as_mut() => {
                         if let Err(e) = result {
-                            if e.is_parse_too_large() {
-                                stats.heads_too_large.fetch_add(1, Ordering::Relaxed);
-                            }
-                            if is_stalled(&e) {
-                                stats.stalled.fetch_add(1, Ordering::Relaxed);
-                                tracing::info!(
-                                    remote = %remote,
-                                    "connection closed: the client took nothing it was sent \
-                                     within the send timeout"
-                                );
-                            } else {
-                                tracing::debug!(error = %e, remote = %remote, "connection ended");
-                            }
+                            ended_badly(&e, &stats, remote);
                         }
                         break;
                     }
@@ -356,4 +328,40 @@ pub async fn serve(
     drop(listener);
     drop(finished);
     done.closed().await;
+}
+
+/// Counts a new connection open, or refuses it at the connection cap. Only
+/// the accept loop opens connections, so the check and the count agree.
+fn admit(
+    io: &tokio::net::TcpStream,
+    remote: SocketAddr,
+    limits: &ConnectionLimits,
+    stats: &Arc<ConnectionStats>,
+) -> Option<Open> {
+    if stats.open.load(Ordering::Relaxed) >= limits.max_connections as u64 {
+        stats.refused.fetch_add(1, Ordering::Relaxed);
+        let _ = io.try_write(&REFUSED);
+        tracing::debug!(remote = %remote, "connection refused: at the connection cap");
+        return None;
+    }
+    stats.open.fetch_add(1, Ordering::Relaxed);
+    let _ = io.set_nodelay(true);
+    let _ = nix::sys::socket::setsockopt(io, nix::sys::socket::sockopt::SndBuf, &SEND_BUFFER_BYTES);
+    Some(Open(stats.clone()))
+}
+
+/// Counts a connection that ended in an error, and says why.
+fn ended_badly(e: &hyper::Error, stats: &ConnectionStats, remote: SocketAddr) {
+    if e.is_parse_too_large() {
+        stats.heads_too_large.fetch_add(1, Ordering::Relaxed);
+    }
+    if is_stalled(e) {
+        stats.stalled.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(
+            remote = %remote,
+            "connection closed: the client took nothing it was sent within the send timeout"
+        );
+    } else {
+        tracing::debug!(error = %e, remote = %remote, "connection ended");
+    }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::api::middleware::cors::Cors;
@@ -140,38 +141,8 @@ impl Application {
             cors,
             config,
         } = self;
-        let reaper = tokio::spawn(crate::reaper::run(
-            leases.clone(),
-            crate::reaper::Schedule {
-                interval: config.reaper_interval,
-                batch: config.reaper_batch,
-                retention: crate::reaper::Retention {
-                    age_ms: millis(config.event_retention),
-                    count: config.event_retention_count,
-                    max: config.event_retention_max,
-                },
-            },
-            leases.stopping(),
-        ));
-        let log = tokio::spawn(crate::leases::events::run(
-            leases.events.clone(),
-            leases.stopping(),
-        ));
-        let events = tokio::spawn(forward_key_events(leases.clone()));
-        screen::prepare();
-        let rates = Arc::new(WriteRates::new(tokens.as_deref()));
-        let app = api::router(
-            AppState {
-                leases: Arc::new(leases.clone()),
-                tokens,
-                rates,
-                request_log: RequestLog {
-                    every: config.log_requests,
-                    slow: config.slow_request,
-                },
-            },
-            cors,
-        );
+        let background = Background::start(&leases, &config);
+        let app = app(&leases, tokens, cors, &config);
         let stopping = leases.clone();
         let connections = ConnectionLimits {
             header_timeout: config.header_timeout,
@@ -207,17 +178,7 @@ impl Application {
         }
         leases.shutdown();
         let deadline = stop_began.borrow().unwrap_or_else(Instant::now) + limit;
-        let goodbye = async {
-            // They stop at once, abandoning any call they had on the database.
-            let _ = reaper.await;
-            let _ = log.await;
-            events.abort();
-            if let Err(e) = leases.store.record_alive(leases.now()).await {
-                tracing::warn!(error = %e, "cannot record the stop time");
-            }
-            leases.store.close().await;
-        };
-        match tokio::time::timeout_at(deadline, goodbye).await {
+        match tokio::time::timeout_at(deadline, background.stop(&leases)).await {
             Ok(()) => tracing::info!("stopped"),
             Err(_) => tracing::warn!(
                 shutdown_timeout = %format_duration(limit),
@@ -226,6 +187,76 @@ impl Application {
             ),
         }
         Ok(())
+    }
+}
+
+/// The router over the running service.
+fn app(
+    leases: &Leases,
+    tokens: Option<Arc<Tokens>>,
+    cors: Option<Cors>,
+    config: &ServeConfig,
+) -> axum::Router {
+    screen::prepare();
+    let rates = Arc::new(WriteRates::new(tokens.as_deref()));
+    api::router(
+        AppState {
+            leases: Arc::new(leases.clone()),
+            tokens,
+            rates,
+            request_log: RequestLog {
+                every: config.log_requests,
+                slow: config.slow_request,
+            },
+        },
+        cors,
+    )
+}
+
+/// The server's own work beside the requests: the reaper, the change log's
+/// reader, and the keys other replicas free.
+struct Background {
+    reaper: JoinHandle<()>,
+    log: JoinHandle<()>,
+    events: JoinHandle<()>,
+}
+
+impl Background {
+    fn start(leases: &Leases, config: &ServeConfig) -> Self {
+        let schedule = crate::reaper::Schedule {
+            interval: config.reaper_interval,
+            batch: config.reaper_batch,
+            retention: crate::reaper::Retention {
+                age_ms: millis(config.event_retention),
+                count: config.event_retention_count,
+                max: config.event_retention_max,
+            },
+        };
+        Self {
+            reaper: tokio::spawn(crate::reaper::run(
+                leases.clone(),
+                schedule,
+                leases.stopping(),
+            )),
+            log: tokio::spawn(crate::leases::events::run(
+                leases.events.clone(),
+                leases.stopping(),
+            )),
+            events: tokio::spawn(forward_key_events(leases.clone())),
+        }
+    }
+
+    /// Once the service stops: the reaper and the log's reader stop at
+    /// once (abandoning any call they had on the database), the stop time
+    /// is recorded and the database closed.
+    async fn stop(self, leases: &Leases) {
+        let _ = self.reaper.await;
+        let _ = self.log.await;
+        self.events.abort();
+        if let Err(e) = leases.store.record_alive(leases.now()).await {
+            tracing::warn!(error = %e, "cannot record the stop time");
+        }
+        leases.store.close().await;
     }
 }
 

@@ -159,35 +159,7 @@ pub async fn set(
     budget: Budget,
     wait: Wait,
 ) -> Result<Holding, CliError> {
-    let sent = Instant::now();
-    let session = client
-        .open_session(&OpenSessionBody {
-            holder: holder.to_owned(),
-            ttl_ms: millis(budget.ttl()),
-            metadata: None,
-            idempotency_key: None,
-        })
-        .await?;
-    let SessionJson { id, token, .. } = session.clone();
-    let token = token.ok_or_else(|| {
-        CliError::new(exit::OTHER, "the server opened the session without a token")
-    })?;
-    let bound = SessionRef {
-        id: id.clone(),
-        token: token.clone(),
-    };
-    let kept = Kept::Session {
-        id: id.clone(),
-        token,
-    };
-    let keeper = Keeper::new(
-        client.clone(),
-        budget,
-        sent,
-        session.expires_in_ms,
-        kept.clone(),
-    );
-    let mut holding = Holding::start(kept, keeper);
+    let (mut holding, bound) = open_session(client, holder, budget).await?;
     holding.what = format!("{} (keys {})", holding.kept, keys.join(", "));
 
     // The session must live while the request waits for the keys; a set
@@ -223,6 +195,53 @@ pub async fn set(
             return Err(e);
         }
     };
+    set_env(&mut holding, &keys, &leases, bound.id, holder);
+    Ok(holding)
+}
+
+/// Opens a session with the TTL and keeps it alive from then on.
+async fn open_session(
+    client: &Client,
+    holder: &str,
+    budget: Budget,
+) -> Result<(Holding, SessionRef), CliError> {
+    let sent = Instant::now();
+    let session = client
+        .open_session(&OpenSessionBody {
+            holder: holder.to_owned(),
+            ttl_ms: millis(budget.ttl()),
+            metadata: None,
+            idempotency_key: None,
+        })
+        .await?;
+    let SessionJson { id, token, .. } = session.clone();
+    let token = token.ok_or_else(|| {
+        CliError::new(exit::OTHER, "the server opened the session without a token")
+    })?;
+    let bound = SessionRef {
+        id: id.clone(),
+        token: token.clone(),
+    };
+    let kept = Kept::Session { id, token };
+    let keeper = Keeper::new(
+        client.clone(),
+        budget,
+        sent,
+        session.expires_in_ms,
+        kept.clone(),
+    );
+    Ok((Holding::start(kept, keeper), bound))
+}
+
+/// What the command of a held set finds in its environment: the keys and
+/// their fencing tokens, in the order given, the session and the holder.
+fn set_env(
+    holding: &mut Holding,
+    keys: &[String],
+    leases: &[LockJson],
+    session: String,
+    holder: &str,
+) {
     let fencing: HashMap<&str, i64> = leases
         .iter()
         .map(|l| (l.key.as_str(), l.fencing_token))
@@ -235,17 +254,16 @@ pub async fn set(
                 .map_or_else(String::new, i64::to_string)
         })
         .collect();
-    if let ([key], [token]) = (keys.as_slice(), tokens.as_slice()) {
+    if let ([key], [token]) = (keys, tokens.as_slice()) {
         holding.env.push(("LEASEHOLD_KEY", key.clone()));
         holding.env.push(("LEASEHOLD_FENCING_TOKEN", token.clone()));
     }
     holding.env.extend([
         ("LEASEHOLD_KEYS", keys.join("\n")),
         ("LEASEHOLD_FENCING_TOKENS", tokens.join("\n")),
-        ("LEASEHOLD_SESSION", id),
+        ("LEASEHOLD_SESSION", session),
         ("LEASEHOLD_HOLDER", holder.to_owned()),
     ]);
-    Ok(holding)
 }
 
 /// Sends requests until one is not refused as `lock-held` or the wait has

@@ -42,45 +42,7 @@ pub enum LockAction {
     Run(RunArgs),
     /// Acquire a lease on a key and print it with its secret lease token.
     #[command(after_help = examples::LOCK_ACQUIRE)]
-    Acquire {
-        key: String,
-        /// How long the lease lives unless renewed.
-        #[arg(long, default_value = "30s", value_parser = parse_duration)]
-        ttl: Duration,
-        /// How long to wait for the key if it is held (at most the server's maximum).
-        #[arg(long, default_value = "0s", value_parser = parse_duration)]
-        wait: Duration,
-        /// Who holds it (informational); `host/pid-N` by default.
-        #[arg(long)]
-        holder: Option<String>,
-        /// A shared lease: coexists with other shared leases, not with an exclusive one.
-        #[arg(long)]
-        shared: bool,
-        /// Make the key a semaphore of N leases (every acquirer names the same N).
-        #[arg(long, value_name = "N")]
-        max_holders: Option<u32>,
-        /// After this lease expires (not when released), keep the key unavailable this long.
-        #[arg(long, value_parser = parse_duration)]
-        lock_delay: Option<Duration>,
-        /// A JSON object stored with the lease.
-        #[arg(long, value_parser = parse_metadata)]
-        metadata: Option<Map<String, Value>>,
-        /// Retrying with the same key returns the same live lease.
-        #[arg(long)]
-        idempotency_key: Option<String>,
-        /// Bind the lease to this session (from `session open`) instead of
-        /// a TTL of its own: it lives exactly as long as the session.
-        #[arg(
-            long,
-            value_name = "ID",
-            requires = "session_token",
-            conflicts_with = "ttl"
-        )]
-        session: Option<String>,
-        /// The session token `session open` printed.
-        #[arg(long, value_name = "SESSION_TOKEN", requires = "session")]
-        session_token: Option<String>,
-    },
+    Acquire(AcquireArgs),
     /// Renew a lease, keeping its fencing token.
     #[command(after_help = examples::LOCK_RENEW)]
     Renew {
@@ -127,6 +89,70 @@ pub enum LockAction {
     },
 }
 
+/// What `lock acquire` takes.
+#[derive(Debug, Args)]
+pub struct AcquireArgs {
+    key: String,
+    /// How long the lease lives unless renewed.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    ttl: Duration,
+    /// How long to wait for the key if it is held (at most the server's maximum).
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    wait: Duration,
+    /// Who holds it (informational); `host/pid-N` by default.
+    #[arg(long)]
+    holder: Option<String>,
+    /// A shared lease: coexists with other shared leases, not with an exclusive one.
+    #[arg(long)]
+    shared: bool,
+    /// Make the key a semaphore of N leases (every acquirer names the same N).
+    #[arg(long, value_name = "N")]
+    max_holders: Option<u32>,
+    /// After this lease expires (not when released), keep the key unavailable this long.
+    #[arg(long, value_parser = parse_duration)]
+    lock_delay: Option<Duration>,
+    /// A JSON object stored with the lease.
+    #[arg(long, value_parser = parse_metadata)]
+    metadata: Option<Map<String, Value>>,
+    /// Retrying with the same key returns the same live lease.
+    #[arg(long)]
+    idempotency_key: Option<String>,
+    /// Bind the lease to this session (from `session open`) instead of
+    /// a TTL of its own: it lives exactly as long as the session.
+    #[arg(
+        long,
+        value_name = "ID",
+        requires = "session_token",
+        conflicts_with = "ttl"
+    )]
+    session: Option<String>,
+    /// The session token `session open` printed.
+    #[arg(long, value_name = "SESSION_TOKEN", requires = "session")]
+    session_token: Option<String>,
+}
+
+impl AcquireArgs {
+    /// The request these arguments make.
+    fn body(&self) -> AcquireBody {
+        // clap asks for the session's token with the session, and refuses
+        // --ttl beside them.
+        let tenure = match self.session.clone().zip(self.session_token.clone()) {
+            Some((id, token)) => Tenure::Session(SessionRef { id, token }),
+            None => Tenure::Ttl(millis(self.ttl)),
+        };
+        AcquireBody {
+            holder: self.holder.clone().unwrap_or_else(default_holder),
+            tenure,
+            wait_ms: (!self.wait.is_zero()).then(|| millis(self.wait)),
+            mode: self.shared.then_some(LockMode::Shared),
+            max_holders: self.max_holders,
+            lock_delay_ms: self.lock_delay.map(millis),
+            metadata: self.metadata.clone(),
+            idempotency_key: self.idempotency_key.clone(),
+        }
+    }
+}
+
 pub fn parse_metadata(text: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
@@ -140,36 +166,8 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
     let client = args.client()?;
     match cmd.action {
         LockAction::Run(run) => return super::run::execute(&client, run).await,
-        LockAction::Acquire {
-            key,
-            ttl,
-            wait,
-            holder,
-            shared,
-            max_holders,
-            lock_delay,
-            metadata,
-            idempotency_key,
-            session,
-            session_token,
-        } => {
-            // clap asks for the session's token with the session, and
-            // refuses --ttl beside them.
-            let tenure = match session.zip(session_token) {
-                Some((id, token)) => Tenure::Session(SessionRef { id, token }),
-                None => Tenure::Ttl(millis(ttl)),
-            };
-            let request = AcquireBody {
-                holder: holder.unwrap_or_else(default_holder),
-                tenure,
-                wait_ms: (!wait.is_zero()).then(|| millis(wait)),
-                mode: shared.then_some(LockMode::Shared),
-                max_holders,
-                lock_delay_ms: lock_delay.map(millis),
-                metadata,
-                idempotency_key,
-            };
-            let lease = client.acquire_lock(&key, &request).await?;
+        LockAction::Acquire(acquire) => {
+            let lease = client.acquire_lock(&acquire.key, &acquire.body()).await?;
             args.print(&lease, |l| {
                 format!(
                     "acquired {} (fencing token {}), {}\ntoken: {}\n",

@@ -106,9 +106,9 @@ pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
             holder,
         } => {
             if exclude_local {
-                let local =
-                    local_networks::local_networks().map_err(|e| CliError::new(exit::OTHER, e))?;
-                exclude.extend(local);
+                exclude.extend(
+                    local_networks::local_networks().map_err(|e| CliError::new(exit::OTHER, e))?,
+                );
             }
             let request = ReserveBody {
                 holder: holder.unwrap_or_else(default_holder),
@@ -159,25 +159,24 @@ pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
                 .list_reservations(&pool, limit, cursor.as_deref())
                 .await?;
             args.print(&page, |p| {
-                let rows: Vec<Vec<String>> = p
-                    .items
-                    .iter()
-                    .map(|r| {
-                        vec![
-                            r.id.clone(),
-                            r.subnet.clone(),
-                            r.holder.clone(),
-                            r.fencing_token.to_string(),
-                            status(r),
-                        ]
-                    })
-                    .collect();
+                let rows: Vec<Vec<String>> = p.items.iter().map(row).collect();
                 table(&["id", "subnet", "holder", "fencing", "state"], &rows)
                     + &more(p.next_cursor.as_deref())
             });
         }
     }
     Ok(exit::OK)
+}
+
+/// A reservation as a line of `subnet list`.
+fn row(r: &ReservationJson) -> Vec<String> {
+    vec![
+        r.id.clone(),
+        r.subnet.clone(),
+        r.holder.clone(),
+        r.fencing_token.to_string(),
+        status(r),
+    ]
 }
 
 /// `reserved, expires in 40s` or `allocated`.

@@ -26,6 +26,7 @@ use super::{StoreError, StoreResult, grant_order};
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::{EventType, Reason};
 use crate::domain::fencing::{self, Fencing};
+use crate::domain::grant::Quota;
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::{self, Claim, LockLease, prefix_upper_bound};
 use crate::domain::names::LockKey;
@@ -229,6 +230,21 @@ pub async fn grant(
     {
         return Ok(replayed);
     }
+    decide(conn, fx, new, token, now, &held, quota).await
+}
+
+/// The grant of a key that has rows: the rule decides over its live leases
+/// (`domain::lock::decide`, then the quota), rows past their time are
+/// removed either way, and the lease is inserted if granted.
+async fn decide(
+    conn: &mut dyn Sql,
+    fx: &mut Effects,
+    new: AcquireLock,
+    token: String,
+    now: Millis,
+    held: &Held,
+    quota: Quota,
+) -> StoreResult<AcquireOutcome> {
     let mut rows = rows::locks(
         &conn
             .rows(KEY_ROWS.as_str(), args![new.key.as_str()])
@@ -259,7 +275,7 @@ pub async fn grant(
         // Nothing was changed but the removal of absent rows; keep it.
         return Ok(AcquireOutcome::Refused(refusal));
     }
-    let fencing_token = insert_granted(conn, fx, &new, &token, now, &held, Insert::Always)
+    let fencing_token = insert_granted(conn, fx, &new, &token, now, held, Insert::Always)
         .await?
         .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
     Ok(AcquireOutcome::Granted(granted(
@@ -267,7 +283,7 @@ pub async fn grant(
         token,
         now,
         fencing_token,
-        &held,
+        held,
     )))
 }
 

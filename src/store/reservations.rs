@@ -207,25 +207,12 @@ pub async fn update(
     {
         return Ok(confirmed);
     }
-    let mut replaced = None;
-    if let Update::Renew {
-        metadata: Some(m), ..
-    } = &update
-    {
-        let text = metadata_text(Some(m));
-        let sql = format!(
-            "UPDATE subnet_reservations SET metadata = $5 \
-             WHERE pool = $1 AND fencing_token = $2 AND token = $4 AND {} RETURNING owner",
-            live()
-        );
-        let row = conn
-            .row(
-                sql,
-                args![pool, id.fencing_token(), now, token.as_str(), &text],
-            )
-            .await?;
-        replaced = Some(row.ok_or(Refused::LeaseLost)?.opt_text("owner")?);
-    }
+    let replaced = match &update {
+        Update::Renew {
+            metadata: Some(m), ..
+        } => Some(replace_metadata(conn, pool, id, token, m, now).await?),
+        _ => None,
+    };
     let (set, ttl_ms) = match update {
         Update::Renew { ttl, .. } => (
             // A bound reservation lives by its session: nothing to renew.
@@ -273,6 +260,27 @@ pub async fn update(
         events::record(conn, fx, &event).await?;
     }
     Ok(renewed)
+}
+
+/// Replaces the metadata of the token's live reservation; answers its owner
+/// (for the event); no row is `LeaseLost`, the whole write undone.
+async fn replace_metadata(
+    conn: &mut dyn Sql,
+    pool: &str,
+    id: &ReservationId,
+    token: &LeaseToken,
+    metadata: &Metadata,
+    now: Millis,
+) -> StoreResult<Option<String>> {
+    let text = metadata_text(Some(metadata));
+    let sql = format!(
+        "UPDATE subnet_reservations SET metadata = $5 \
+         WHERE pool = $1 AND fencing_token = $2 AND token = $4 AND {} RETURNING owner",
+        live()
+    );
+    let args = args![pool, id.fencing_token(), now, token.as_str(), &text];
+    let row = conn.row(sql, args).await?;
+    row.ok_or(Refused::LeaseLost)?.opt_text("owner")
 }
 
 /// Confirms a live reservation of the token that is not confirmed yet, and

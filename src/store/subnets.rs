@@ -220,6 +220,15 @@ impl NewReservationRow<'_> {
     }
 }
 
+/// A reservation the pool can give: the pool, the block, how it lives,
+/// and the time of the grant.
+struct Decided {
+    pool: Pool,
+    grant: Grant,
+    held: Held,
+    now: Millis,
+}
+
 /// The reserve transaction: the pool's lock, replay, purge of the pool's
 /// expired reservations, the allocator's decision then the quota (in
 /// `domain::grant`'s order), and the insert.
@@ -230,30 +239,14 @@ pub async fn reserve(
     token: String,
     at: WriteTime,
 ) -> StoreResult<ReserveOutcome> {
-    // The session's row before the pool's, as a close takes them.
-    let held = Held::take(conn, &new.lifetime, at.read()).await?;
-    // A bound lease is its session's opener's, and counts against its quota.
-    if let Some(s) = held.session() {
-        new.owner = sessions::owner_of(s);
-    }
-    let pool = lock(conn, &new.pool).await?;
-    // The time of the grant, read once it holds the pool.
-    let now = at.read();
-    if let Err(invalid) = check_want(pool.cidr, new.want) {
-        return Ok(ReserveOutcome::Invalid(invalid));
-    }
-    if let Some(reservation) = replay(conn, &pool, &new, now).await? {
-        return Ok(ReserveOutcome::Replayed(reservation));
-    }
-    purge_expired(conn, fx, &pool, now, i64::MAX).await?;
-    let excludes = relevant_excludes(pool.cidr, &new.excludes);
-    let decision = decide(conn, &pool, new.want, &excludes).await?;
-    // The pool's decision answers before the quota: `domain::grant`'s order.
-    // Over the quota the whole write is undone, purge included.
-    let quota = quota(conn, new.owner.as_ref(), now).await?;
-    let grant = match grant_order(decision, quota)? {
-        Ok(grant) => grant,
-        Err(refusal) => return Ok(ReserveOutcome::Refused(refusal)),
+    let Decided {
+        pool,
+        grant,
+        held,
+        now,
+    } = match decide_grant(conn, fx, &mut new, at).await? {
+        Ok(decided) => decided,
+        Err(answer) => return Ok(answer),
     };
     take_free(conn, &pool.name, grant).await?;
     let text = conn.texts().next_fencing;
@@ -317,4 +310,45 @@ pub async fn reserve(
         idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
         session: held.session().map(|s| s.id.clone()),
     }))
+}
+
+/// The grant a reservation gets, once its session is bound and its pool
+/// locked, or the answer it gets instead: a replay, a request that does not
+/// fit the pool, the pool's refusal (over the quota: refused, the whole
+/// write undone, purge included).
+async fn decide_grant(
+    conn: &mut dyn Sql,
+    fx: &mut Effects,
+    new: &mut ReserveSubnet,
+    at: WriteTime,
+) -> StoreResult<Result<Decided, ReserveOutcome>> {
+    // The session's row before the pool's, as a close takes them.
+    let held = Held::take(conn, &new.lifetime, at.read()).await?;
+    // A bound lease is its session's opener's, and counts against its quota.
+    if let Some(s) = held.session() {
+        new.owner = sessions::owner_of(s);
+    }
+    let pool = lock(conn, &new.pool).await?;
+    // The time of the grant, read once it holds the pool.
+    let now = at.read();
+    if let Err(invalid) = check_want(pool.cidr, new.want) {
+        return Ok(Err(ReserveOutcome::Invalid(invalid)));
+    }
+    if let Some(reservation) = replay(conn, &pool, new, now).await? {
+        return Ok(Err(ReserveOutcome::Replayed(reservation)));
+    }
+    purge_expired(conn, fx, &pool, now, i64::MAX).await?;
+    let excludes = relevant_excludes(pool.cidr, &new.excludes);
+    let decision = decide(conn, &pool, new.want, &excludes).await?;
+    // The pool's decision answers before the quota: `domain::grant`'s order.
+    let quota = quota(conn, new.owner.as_ref(), now).await?;
+    Ok(match grant_order(decision, quota)? {
+        Ok(grant) => Ok(Decided {
+            pool,
+            grant,
+            held,
+            now,
+        }),
+        Err(refusal) => Err(ReserveOutcome::Refused(refusal)),
+    })
 }
