@@ -9,7 +9,7 @@ use super::dialect::Effects;
 use super::hub::Store;
 use super::sql::Sql;
 use super::write_time::WriteTime;
-use super::{Error, StoreResult, locks};
+use super::{Error, StoreResult, lock_grants};
 use crate::domain::Millis;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, GrantedSet};
 use crate::domain::refusal::{OverQuota, Refused};
@@ -54,7 +54,7 @@ pub async fn acquire(
         .collect();
     for (i, (new, token)) in set.into_iter().enumerate() {
         let key = new.key.as_str().to_owned();
-        let outcome = match locks::grant(conn, fx, new, token, now, &keys).await {
+        let outcome = match lock_grants::grant(conn, fx, new, token, now, &keys).await {
             // The quota counted this set's own grants so far: the answer
             // gives what the caller held before the set, and what the set
             // (but for its replays so far) needs.

@@ -1,0 +1,352 @@
+//! The grant of a lock lease, written once for both dialects: the key's
+//! lock (where writes run side by side), an idempotent replay, the owner's
+//! quota counted, a free key granted in one statement, else the key's rows
+//! read, the decision of `domain::lock::decide` and the quota in
+//! `domain::grant`'s order, the key's absent rows removed, and the insert.
+
+use super::dialect::Effects;
+use super::events::{self, Holding, expired_locks};
+use super::lock_texts::{DELETE_ABSENT, GRANT_RECORDED, IDEMPOTENCY_KEYS, KEY_ROWS, REPLAY};
+use super::owners::{owner_name, quota};
+use super::rows::{self, metadata_text};
+use super::sessions::{self, Held};
+use super::sql::{Arg, Columns, Sql, args};
+use super::write_time::WriteTime;
+use super::{StoreError, StoreResult, grant_order};
+use crate::domain::commands::{AcquireLock, AcquireOutcome};
+use crate::domain::events::EventType;
+use crate::domain::grant::Quota;
+use crate::domain::inputs::Metadata;
+use crate::domain::lock::{self, Claim, LockLease};
+use crate::domain::names::IdempotencyKey;
+use crate::domain::refusal::Refused;
+use crate::domain::{Lease, Millis};
+
+/// A single acquire, in a write on its key (`Atomicity::OnKeys`): its time
+/// is read once it holds the key; its `Idempotency-Key` may name no live
+/// lease of its owner on another key.
+pub async fn acquire(
+    conn: &mut dyn Sql,
+    fx: &mut Effects,
+    new: AcquireLock,
+    token: String,
+    at: WriteTime,
+) -> StoreResult<AcquireOutcome> {
+    grant(conn, fx, new, token, at.read(), &[]).await
+}
+
+/// Grants one key of a request for the keys `set` (its own key, or the
+/// keys of a lock set), whose locks the caller holds; the
+/// `Idempotency-Key` may name live leases of its owner on those keys alone.
+pub async fn grant(
+    conn: &mut dyn Sql,
+    fx: &mut Effects,
+    mut new: AcquireLock,
+    token: String,
+    now: Millis,
+    set: &[String],
+) -> StoreResult<AcquireOutcome> {
+    // Checked before anything changes; its row is held until the commit.
+    let held = Held::take(conn, &new.lifetime, now).await?;
+    // A bound lease is its session's opener's, and counts against its quota.
+    if let Some(s) = held.session() {
+        new.owner = sessions::owner_of(s);
+    }
+    // A set's own keys may carry its Idempotency-Key: checked first.
+    if !set.is_empty()
+        && let Some(replayed) = idempotency(conn, &new, now, set).await?
+    {
+        return Ok(replayed);
+    }
+    // Counted here, answered after the key's decision: the order of answers
+    // is `domain::grant`'s.
+    let quota = quota(conn, new.owner.as_ref(), now).await?;
+    // A key with no rows at all grants any claim, and a single acquire
+    // whose Idempotency-Key no row carries is neither a replay nor a key
+    // used elsewhere: the insert that checks both, and records the grant
+    // where the dialect can, is the whole write.
+    if quota.has_room()
+        && let Some(fencing_token) = insert_granted(
+            conn,
+            fx,
+            &new,
+            &token,
+            now,
+            &held,
+            Insert::IfFree {
+                idempotency_unused: set.is_empty(),
+            },
+        )
+        .await?
+    {
+        return Ok(AcquireOutcome::Granted(granted(
+            new,
+            token,
+            now,
+            fencing_token,
+            &held,
+        )));
+    }
+    if set.is_empty()
+        && let Some(replayed) = idempotency(conn, &new, now, set).await?
+    {
+        return Ok(replayed);
+    }
+    decide(conn, fx, new, token, now, &held, quota).await
+}
+
+/// The grant of a key that has rows: the rule decides over its live leases
+/// (`domain::lock::decide`, then the quota), rows past their time are
+/// removed either way, and the lease is inserted if granted.
+async fn decide(
+    conn: &mut dyn Sql,
+    fx: &mut Effects,
+    new: AcquireLock,
+    token: String,
+    now: Millis,
+    held: &Held,
+    quota: Quota,
+) -> StoreResult<AcquireOutcome> {
+    let mut rows = rows::locks(
+        &conn
+            .rows(KEY_ROWS.as_str(), args![new.key.as_str()])
+            .await?,
+    )?;
+    let absent = rows.iter().any(|r| r.gone_at() <= now);
+    rows.retain(|r| r.gone_at() > now);
+    let claim = Claim {
+        mode: new.mode,
+        max_holders: new.max_holders,
+    };
+    // Over the quota the write fails before it has changed anything.
+    let decision = grant_order(lock::decide(claim, &rows, now), quota)?;
+    // Rows past their expiry and lock delay are absent (a bound row: past
+    // its session's): remove them here, so correctness never waits for the
+    // reaper.
+    if absent {
+        let gone = conn
+            .rows(
+                DELETE_ABSENT.text(conn.texts()),
+                args![new.key.as_str(), now],
+            )
+            .await?;
+        fx.expired_locks += gone.len() as u64;
+        events::record_all(conn, fx, &expired_locks(&gone, now)?).await?;
+    }
+    if let Err(refusal) = decision {
+        // Nothing was changed but the removal of absent rows; keep it.
+        return Ok(AcquireOutcome::Refused(refusal));
+    }
+    let fencing_token = insert_granted(conn, fx, &new, &token, now, held, Insert::Always)
+        .await?
+        .ok_or_else(|| StoreError::Internal("the granted lease was not inserted".into()))?;
+    Ok(AcquireOutcome::Granted(granted(
+        new,
+        token,
+        now,
+        fencing_token,
+        held,
+    )))
+}
+
+/// The lease `new` became, once stored with `token` and `fencing_token` at
+/// `now`, living as `held`.
+fn granted(
+    new: AcquireLock,
+    token: String,
+    now: Millis,
+    fencing_token: i64,
+    held: &Held,
+) -> LockLease {
+    let session = held.session().map(|s| s.id.clone());
+    let (ttl_ms, expires_at) = held.answered(now);
+    let mut lease = Lease::granted(
+        new.holder.into_string(),
+        token,
+        fencing_token,
+        now,
+        ttl_ms,
+        new.metadata.map(Metadata::into_map),
+    );
+    lease.expires_at = Some(expires_at);
+    LockLease {
+        key: new.key.into_string(),
+        lease,
+        mode: new.mode,
+        max_holders: new.max_holders,
+        lock_delay_ms: new.lock_delay_ms,
+        idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
+        owner: new.owner.map(|o| o.name),
+        session,
+    }
+}
+
+/// The replay of the live lease its Idempotency-Key names on this key (a
+/// refusal if another holder's), or the refusal of a key that names a
+/// live lease on another key than the set's; `None` if neither.
+async fn idempotency(
+    conn: &mut dyn Sql,
+    new: &AcquireLock,
+    now: Millis,
+    set: &[String],
+) -> StoreResult<Option<AcquireOutcome>> {
+    let Some(idem) = &new.idempotency_key else {
+        return Ok(None);
+    };
+    let owner = owner_name(&new.owner);
+    let args = args![new.key.as_str(), idem.as_str(), now, owner];
+    if let Some(row) = conn.row(REPLAY.as_str(), args).await? {
+        let lease = rows::lock(&row)?;
+        if lease.lease.holder != new.holder.as_str() {
+            return Err(Refused::IdempotencyMismatch {
+                holder: lease.lease.holder,
+            }
+            .into());
+        }
+        return Ok(Some(AcquireOutcome::Replayed(lease)));
+    }
+    for row in &conn.rows(IDEMPOTENCY_KEYS.as_str(), args).await? {
+        let key = row.text("key")?;
+        if !set.contains(&key) {
+            return Err(Refused::IdempotencyKeyElsewhere { key }.into());
+        }
+    }
+    Ok(None)
+}
+
+/// When a grant's row goes in.
+#[derive(Clone, Copy)]
+enum Insert {
+    Always,
+    /// Only if its key has no row at all and, when `idempotency_unused`,
+    /// no row of its owner carries its Idempotency-Key.
+    IfFree {
+        idempotency_unused: bool,
+    },
+}
+
+/// Inserts the lease `new` with its secret `token` and the next fencing
+/// token, as `when` says, and records its grant; answers its fencing token,
+/// or `None` when nothing was written.
+async fn insert_granted(
+    conn: &mut dyn Sql,
+    fx: &mut Effects,
+    new: &AcquireLock,
+    token: &str,
+    now: Millis,
+    held: &Held,
+    when: Insert,
+) -> StoreResult<Option<i64>> {
+    let metadata = metadata_text(new.metadata.as_ref());
+    let mut row = NewLockRow::of(new, token, now, held, metadata.as_deref());
+    if let Insert::IfFree { idempotency_unused } = when {
+        row.only_if_free = true;
+        // Without an Idempotency-Key there is nothing to look up.
+        row.only_if_idempotency_unused = idempotency_unused && new.idempotency_key.is_some();
+    }
+    let event = |fencing_token| {
+        let holding = Holding {
+            holder: new.holder.as_str(),
+            fencing_token,
+            session: held.session().map(|s| s.id.as_str()),
+            owner: owner_name(&new.owner),
+        };
+        holding.lock(EventType::LockAcquired, new.key.as_str(), None, now)
+    };
+    // One statement where the dialect records the event with the row.
+    if let Some(text) = GRANT_RECORDED.text(conn.texts()) {
+        let mut args = row.args().to_vec();
+        args.push(EventType::LockAcquired.as_str().into());
+        let Some(granted) = conn.row(text, &args).await? else {
+            return Ok(None);
+        };
+        let fencing_token = granted.int("fencing_token")?;
+        events::recorded(fx, event(fencing_token), granted.int("revision")?);
+        return Ok(Some(fencing_token));
+    }
+    let Some(fencing_token) = insert_row(conn, &row).await? else {
+        return Ok(None);
+    };
+    events::record(conn, fx, &event(fencing_token)).await?;
+    Ok(Some(fencing_token))
+}
+
+/// A lock row as `insert_lock` writes it, its fields in the order of the
+/// statement's placeholders (`$1` to `$15`).
+struct NewLockRow<'a> {
+    key: &'a str,
+    holder: &'a str,
+    token: &'a str,
+    mode: &'a str,
+    max_holders: Option<i64>,
+    acquired_at: Millis,
+    expires_at: Millis,
+    ttl_ms: i64,
+    lock_delay_ms: i64,
+    metadata: Option<&'a str>,
+    idempotency_key: Option<&'a str>,
+    owner: Option<&'a str>,
+    session_id: Option<&'a str>,
+    /// Only if the key has no row at all.
+    only_if_free: bool,
+    /// Only if no row of its owner carries its idempotency key.
+    only_if_idempotency_unused: bool,
+}
+
+impl<'a> NewLockRow<'a> {
+    /// The row of `new` granted at `now`, with its secret `token`, as
+    /// `held`, written whatever the key's rows.
+    fn of(
+        new: &'a AcquireLock,
+        token: &'a str,
+        now: Millis,
+        held: &'a Held,
+        metadata: Option<&'a str>,
+    ) -> Self {
+        let (ttl_ms, expires_at) = held.columns(now);
+        Self {
+            key: new.key.as_str(),
+            holder: new.holder.as_str(),
+            token,
+            mode: new.mode.as_str(),
+            max_holders: new.max_holders.map(|n| i64::from(n.get())),
+            acquired_at: now,
+            expires_at,
+            ttl_ms,
+            lock_delay_ms: new.lock_delay_ms,
+            metadata,
+            idempotency_key: new.idempotency_key.as_deref(),
+            owner: owner_name(&new.owner),
+            session_id: held.session().map(|s| s.id.as_str()),
+            only_if_free: false,
+            only_if_idempotency_unused: false,
+        }
+    }
+
+    fn args(&self) -> [Arg<'_>; 15] {
+        [
+            self.key.into(),
+            self.holder.into(),
+            self.token.into(),
+            self.mode.into(),
+            self.max_holders.into(),
+            self.acquired_at.into(),
+            self.expires_at.into(),
+            self.ttl_ms.into(),
+            self.lock_delay_ms.into(),
+            self.metadata.into(),
+            self.idempotency_key.into(),
+            self.owner.into(),
+            self.session_id.into(),
+            self.only_if_free.into(),
+            self.only_if_idempotency_unused.into(),
+        ]
+    }
+}
+
+/// Inserts `row` with the next fencing token and answers it, or `None`
+/// when its conditions kept it out.
+async fn insert_row(conn: &mut dyn Sql, row: &NewLockRow<'_>) -> StoreResult<Option<i64>> {
+    let inserted = conn.row(conn.texts().insert_lock, &row.args()).await?;
+    inserted.map(|r| r.int("fencing_token")).transpose()
+}
