@@ -7,6 +7,7 @@ use super::StoreResult;
 use super::dialect::Effects;
 use super::hub::Store;
 use super::rows::corrupt;
+use super::snapshots::last_visible;
 use super::sql::{Columns, Sql, args, one};
 use crate::domain::Millis;
 use crate::domain::events::{Event, EventType, Reason, Resource};
@@ -436,49 +437,6 @@ pub async fn bounds(conn: &mut dyn Sql) -> StoreResult<EventBounds> {
         pruned_through,
         head: head.max(pruned_through),
     })
-}
-
-/// Begins a read in one snapshot (`Texts::snapshot_begin`) and answers the
-/// revision its reads reflect; `end_snapshot` ends it, whatever they answered.
-pub async fn begin_snapshot(conn: &mut dyn Sql) -> StoreResult<i64> {
-    let mut begun = Ok(());
-    for statement in conn.texts().snapshot_begin {
-        begun = conn.execute(*statement, args![]).await.map(drop);
-        if begun.is_err() {
-            break;
-        }
-    }
-    let revision = match begun {
-        Ok(()) => last_visible(conn).await,
-        Err(e) => Err(e),
-    };
-    if revision.is_err() {
-        // Nothing of it may outlive the failure on a connection used again.
-        for statement in conn.texts().snapshot_abandon {
-            let _ = conn.execute(*statement, args![]).await;
-        }
-    }
-    revision
-}
-
-/// Ends the read `begin_snapshot` began, and answers `result`.
-pub async fn end_snapshot<T>(conn: &mut dyn Sql, result: StoreResult<T>) -> StoreResult<T> {
-    let ended = conn.execute("COMMIT", args![]).await;
-    let value = result?;
-    ended?;
-    Ok(value)
-}
-
-/// The highest revision committed now (or the pruned boundary of an empty log).
-pub async fn last_visible(conn: &mut dyn Sql) -> StoreResult<i64> {
-    one(
-        conn,
-        "SELECT coalesce((SELECT max(revision) FROM events), \
-         (SELECT pruned_through FROM event_log WHERE id = 1)) AS last",
-        args![],
-    )
-    .await?
-    .int("last")
 }
 
 pub async fn horizon(conn: &mut dyn Sql) -> StoreResult<Option<Horizon>> {

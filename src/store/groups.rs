@@ -18,6 +18,7 @@ use super::hub::Store;
 use super::owners::{owner_name, quota};
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sessions;
+use super::snapshots;
 use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{Error, StoreError, StoreResult, grant_order};
@@ -386,9 +387,9 @@ pub async fn list(
     query: &GroupQuery,
     now: Millis,
 ) -> StoreResult<(Vec<Group>, i64)> {
-    let revision = events::begin_snapshot(conn).await?;
+    let revision = snapshots::begin_snapshot(conn).await?;
     let listed = list_in(conn, query, now).await;
-    events::end_snapshot::<_>(conn, listed.map(|items| (items, revision))).await
+    snapshots::end_snapshot::<_>(conn, listed.map(|items| (items, revision))).await
 }
 
 async fn list_in(conn: &mut dyn Sql, query: &GroupQuery, now: Millis) -> StoreResult<Vec<Group>> {
@@ -791,9 +792,9 @@ pub async fn members(
     query: &MemberQuery,
     now: Millis,
 ) -> StoreResult<(Vec<Member>, i64)> {
-    let revision = events::begin_snapshot(conn).await?;
+    let revision = snapshots::begin_snapshot(conn).await?;
     let listed = members_in(conn, query, now).await;
-    events::end_snapshot::<_>(conn, listed.map(|items| (items, revision))).await
+    snapshots::end_snapshot::<_>(conn, listed.map(|items| (items, revision))).await
 }
 
 async fn members_in(

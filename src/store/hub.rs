@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{Notify, broadcast};
 
 use super::dialect::{Atomicity, Dialect, Effects, Erased, ReadWork, WriteWork};
-use super::events;
+use super::snapshots;
 use super::sql::Sql;
 use super::write_time::{LeaseClock, WriteTime};
 use super::{KeyEvent, Resumed, StoreResult};
@@ -121,9 +121,9 @@ impl Store {
     {
         self.read(args, move |c, args| {
             Box::pin(async move {
-                let revision = events::begin_snapshot(c).await?;
+                let revision = snapshots::begin_snapshot(c).await?;
                 let read = work(c, args).await;
-                events::end_snapshot(c, read.map(|t| (t, revision))).await
+                snapshots::end_snapshot(c, read.map(|t| (t, revision))).await
             })
         })
         .await

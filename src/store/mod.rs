@@ -26,6 +26,7 @@ mod resume;
 mod rows;
 mod session_ends;
 mod sessions;
+mod snapshots;
 mod sql;
 pub mod sqlite;
 mod subnets;

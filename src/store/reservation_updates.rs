@@ -5,9 +5,9 @@
 use super::StoreResult;
 use super::dialect::Effects;
 use super::events::{self, ENDED_RESERVATION, Holding, ended_reservation};
+use super::expiry::{self, live_by_session};
 use super::free_blocks::give_back;
 use super::pools;
-use super::reservations::live;
 use super::rows::{self, RESERVATION_COLUMNS, block, metadata_text};
 use super::sql::{Columns, Sql, args};
 use crate::domain::Millis;
@@ -16,6 +16,16 @@ use crate::domain::inputs::{Metadata, ReservationId};
 use crate::domain::names::{LeaseToken, Ttl};
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::Reservation;
+
+/// Live: allocated (no expiry) or not yet expired at `$3`, and bound to no
+/// session or to one live at `$3`.
+pub(super) fn live() -> String {
+    format!(
+        "(expires_at IS NULL OR {}) AND {}",
+        expiry::live("subnet_reservations", "$3"),
+        live_by_session("subnet_reservations", 3)
+    )
+}
 
 /// What an update of one live reservation does to it.
 #[derive(Debug, Clone)]

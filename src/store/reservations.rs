@@ -8,11 +8,11 @@ use super::dialect::Atomicity::Statement;
 use super::dialect::Effects;
 use super::events::{self, ENDED_RESERVATION, ended_reservation};
 use super::expiry;
-use super::expiry::{ended_by_session, live_by_session};
+use super::expiry::ended_by_session;
 use super::free_blocks::give_back;
 use super::hub::Store;
 use super::pools::{self, purge_expired};
-use super::reservation_updates::{Update, remove, update};
+use super::reservation_updates::{Update, live, remove, update};
 use super::rows::{self, RESERVATION_COLUMNS, block};
 use super::sql::{Columns, Sql, args};
 use super::{Error, StoreResult};
@@ -164,16 +164,6 @@ impl Store {
         })
         .await
     }
-}
-
-/// Live: allocated (no expiry) or not yet expired at `$3`, and bound to no
-/// session or to one live at `$3`.
-pub(super) fn live() -> String {
-    format!(
-        "(expires_at IS NULL OR {}) AND {}",
-        expiry::live("subnet_reservations", "$3"),
-        live_by_session("subnet_reservations", 3)
-    )
 }
 
 /// Deletes the unconfirmed reservations bound to `session` and frees their
