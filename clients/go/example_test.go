@@ -94,7 +94,7 @@ func ExampleClient_Join() {
 	}
 	defer m.Leave(context.Background())
 
-	page, err := c.Members(ctx, "workers", 1000, "")
+	page, err := c.ListMembers(ctx, "workers", leasehold.ListOptions{Limit: 1000})
 	if err != nil {
 		log.Fatal(err)
 	}
