@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,6 +94,7 @@ func (s *server) stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot stop
 	_ = s.cmd.Process.Signal(os.Interrupt)
 	done := make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(done) }()
@@ -107,6 +108,22 @@ func (s *server) stop() {
 	s.log.Close()
 }
 
+// pause stops the server process (SIGSTOP): it keeps its connections and
+// accepts new ones in the kernel's backlog, and answers nothing, as a hung
+// server does. resume (SIGCONT) lets it go on.
+func (s *server) pause() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *server) resume() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
 func (s *server) url() string { return "http://" + s.addr }
 
 func (s *server) client(t testing.TB, opts ...leasehold.ClientOption) *leasehold.Client {
@@ -115,102 +132,6 @@ func (s *server) client(t testing.TB, opts ...leasehold.ClientOption) *leasehold
 		t.Fatal(err)
 	}
 	return c
-}
-
-// proxy forwards TCP to a server until cut: then every connection is closed
-// and new ones are refused, as when the server is unreachable.
-type proxy struct {
-	l      net.Listener
-	target string
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	closed bool
-	// lose is how many of the next connections lose their answer: the
-	// request reaches the server, the connection is cut as the answer
-	// starts back.
-	lose int
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{l: l, target: target, conns: map[net.Conn]bool{}}
-	go p.serve()
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) url() string { return "http://" + p.l.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		in, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		if !p.track(in, out) {
-			return
-		}
-		p.mu.Lock()
-		lose := p.lose > 0
-		if lose {
-			p.lose--
-		}
-		p.mu.Unlock()
-		go func() { _, _ = io.Copy(out, in); out.Close() }()
-		if lose {
-			go func() {
-				var b [1]byte
-				_, _ = out.Read(b[:])
-				in.Close()
-				out.Close()
-			}()
-			continue
-		}
-		go func() { _, _ = io.Copy(in, out); in.Close() }()
-	}
-}
-
-func (p *proxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range cs {
-			c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = true
-	}
-	return true
-}
-
-// loseAnswers makes the next n connections lose their answers.
-func (p *proxy) loseAnswers(n int) {
-	p.mu.Lock()
-	p.lose = n
-	p.mu.Unlock()
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	p.closed = true
-	p.l.Close()
-	for c := range p.conns {
-		c.Close()
-	}
 }
 
 func ctxT(t testing.TB, d time.Duration) context.Context {
