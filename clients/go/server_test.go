@@ -29,18 +29,26 @@ type server struct {
 }
 
 func binary(t testing.TB) string {
+	bin, err := binaryPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func binaryPath() (string, error) {
 	bin := os.Getenv("LEASEHOLD_BIN")
 	if bin == "" {
 		bin = filepath.Join("..", "..", "target", "debug", "leasehold")
 	}
 	abs, err := filepath.Abs(bin)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if _, err := os.Stat(abs); err != nil {
-		t.Fatalf("no leasehold binary at %s (build it with `cargo build`, or set LEASEHOLD_BIN): %v", abs, err)
+		return "", fmt.Errorf("no leasehold binary at %s (build it with `cargo build`, or set LEASEHOLD_BIN): %v", abs, err)
 	}
-	return abs
+	return abs, nil
 }
 
 func freePort(t testing.TB) string {
@@ -145,7 +153,8 @@ func uniqueKey(t testing.TB) string {
 }
 
 // TestMain runs the tests, or, in a child process started by a test, that
-// child's part.
+// child's part. The examples share one server of their own, named to them
+// by LEASEHOLD_URL as it would be to a program.
 func TestMain(m *testing.M) {
 	if url := os.Getenv("LEASEHOLD_HELPER_URL"); url != "" {
 		n, _ := strconv.Atoi(os.Getenv("LEASEHOLD_HELPER_N"))
@@ -155,5 +164,51 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	stop, err := exampleServer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// exampleServer starts a server on a free port with a fresh database and
+// sets LEASEHOLD_URL to it.
+func exampleServer() (stop func(), err error) {
+	bin, err := binaryPath()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "leasehold-examples")
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "serve", "--listen", addr, "--db", filepath.Join(dir, "leasehold.db"))
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		os.RemoveAll(dir)
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				os.Setenv("LEASEHOLD_URL", "http://"+addr)
+				return stop, nil
+			}
+		}
+	}
+	stop()
+	return nil, fmt.Errorf("the examples' server did not become ready on %s", addr)
 }
