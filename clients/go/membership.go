@@ -144,7 +144,7 @@ func (m *Membership) UpdateCapabilities(ctx context.Context, capabilities any) e
 // Leave ends the membership (one group.member_left event, reason "left"):
 // Lost closes (ErrUnlocked) first. A membership that is already gone is no
 // error to leave. It waits on the network no longer than the membership's
-// own life, and after a known loss at most 1 s.
+// own life, and after a known loss at most 1 s, returning nil.
 func (m *Membership) Leave(ctx context.Context) error {
 	bound := time.Now()
 	switch {
@@ -155,7 +155,8 @@ func (m *Membership) Leave(ctx context.Context) error {
 		m.unbind()
 		bound = m.session.deadline()
 	}
-	if !m.ending.end(&LostError{Reason: ErrUnlocked}) {
+	lostBefore := !m.ending.end(&LostError{Reason: ErrUnlocked})
+	if lostBefore {
 		why := m.Err()
 		if errors.Is(why, ErrReleasedElsewhere) || errors.Is(why, ErrSessionEnded) || errors.Is(why, ErrUnlocked) {
 			return nil
@@ -175,8 +176,8 @@ func (m *Membership) Leave(ctx context.Context) error {
 		body.Session, body.Token = m.session.ref(), ""
 	}
 	_, err := m.c.do(lctx, &call{method: http.MethodPost, path: memberPath(m.group, m.member) + "/leave", body: body}, nil)
-	if err != nil && IsLeaseLost(err) {
-		err = nil
+	if lostBefore || IsLeaseLost(err) {
+		return nil // the loss was told already; the leave was a courtesy
 	}
 	return err
 }

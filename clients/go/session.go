@@ -165,11 +165,12 @@ func (s *Session) Info(ctx context.Context) (*SessionInfo, error) {
 // (ErrSessionEnded) first, then the server releases them all at once.
 // Closing a session that is already gone is no error. It waits on the
 // network no longer than the session's own life, and after a known loss
-// at most 1 s.
+// at most 1 s, returning nil.
 func (s *Session) Close(ctx context.Context) error {
 	s.k.halt()
 	bound := s.deadline()
-	if s.ending.ended() {
+	lostBefore := s.ending.ended()
+	if lostBefore {
 		// Lost before: the server said it is gone, or it may still hold it
 		// a little while (then one bounded try frees its leases sooner).
 		why := s.Err()
@@ -190,8 +191,8 @@ func (s *Session) Close(ctx context.Context) error {
 			Token string `json:"token"`
 		}{s.token}}
 	_, err := s.c.do(cctx, cl, nil)
-	if err != nil && IsLeaseLost(err) {
-		err = nil
+	if lostBefore || IsLeaseLost(err) {
+		return nil // the loss was told already; the close was a courtesy
 	}
 	return err
 }
