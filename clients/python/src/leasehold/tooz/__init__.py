@@ -27,7 +27,7 @@ group's events after that revision, firing one callback per
 """
 
 from .common import decode_id, encode_id
-from .driver import LeaseholdDriver
+from .driver import LeaseholdDriver, SessionEnded
 from .lock import LeaseholdLock
 
-__all__ = ["LeaseholdDriver", "LeaseholdLock", "decode_id", "encode_id"]
+__all__ = ["LeaseholdDriver", "LeaseholdLock", "SessionEnded", "decode_id", "encode_id"]
