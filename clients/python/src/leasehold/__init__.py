@@ -51,6 +51,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
+from .localnet import local_networks
 from .lock import Lock
 from .loss import LossReason, OnLost, default_margin
 from .models import (
@@ -60,6 +61,8 @@ from .models import (
     LockLease,
     Member,
     Page,
+    Pool,
+    Reservation,
     SessionInfo,
 )
 from .session import LOST_RELEASE_BOUND, Session
@@ -67,9 +70,10 @@ from .watch import Watch, list_then_watch
 
 __all__ = [
     "Client", "Lock", "Session", "Watch", "list_then_watch",
-    "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND",
+    "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND", "local_networks",
     "JSON", "JSONObject",
-    "Event", "Group", "LockHolder", "LockLease", "Member", "Page", "SessionInfo",
+    "Event", "Group", "LockHolder", "LockLease", "Member", "Page", "Pool",
+    "Reservation", "SessionInfo",
     "PROBLEM_TYPES", "LeaseholdError", "ConnectionFailed", "Cancelled", "Lost", "Problem",
     "InvalidRequest", "Unauthorized", "Forbidden", "NotFound", "LockNotFound",
     "PoolNotFound", "ReservationNotFound", "SessionNotFound", "GroupNotFound",

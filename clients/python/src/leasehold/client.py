@@ -15,11 +15,12 @@ from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as
 from .groups import GroupsMixin
 from .models import Event, LockLease, Page, SessionInfo
 from .session import Session, session_ref
+from .subnets import SubnetsMixin
 
 T = TypeVar("T")
 
 
-class Client(GroupsMixin):
+class Client(GroupsMixin, SubnetsMixin):
     """A client of one leasehold server.
 
     Args:

@@ -9,6 +9,7 @@ server (see the README's "A lease's life").
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Generic, Iterator, TypeVar
 
@@ -174,6 +175,100 @@ class Member:
             joined_at=opt_text(doc, "joined_at"),
             expires_at=opt_text(doc, "expires_at"),
             token=opt_text(doc, "token"),
+            raw=doc,
+        )
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A subnet pool. The usage fields are set by ``get_pool`` alone;
+    address counts are exact (IPv6 counts exceed 2**53)."""
+
+    name: str
+    cidr: str
+    family: str
+    labels: dict[str, str]
+    created_at: str | None
+    reserved_count: int | None = None
+    allocated_count: int | None = None
+    free_addresses: int | None = None
+    total_addresses: int | None = None
+    largest_free: str | None = None
+    #: ``True`` when ``put_pool`` created it, ``False`` when it existed.
+    created: bool = False
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: JSONObject, created: bool = False) -> "Pool":
+        labels = opt_object(doc, "labels") or {}
+        return cls(
+            name=text(doc, "name"),
+            cidr=text(doc, "cidr"),
+            family=text(doc, "family"),
+            labels={k: v for k, v in labels.items() if isinstance(v, str)},
+            created_at=opt_text(doc, "created_at"),
+            reserved_count=opt_int(doc, "reserved_count"),
+            allocated_count=opt_int(doc, "allocated_count"),
+            free_addresses=opt_int(doc, "free_addresses"),
+            total_addresses=opt_int(doc, "total_addresses"),
+            largest_free=opt_text(doc, "largest_free"),
+            created=created,
+            raw=doc,
+        )
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A subnet reserved out of a pool: ``state`` is ``reserved`` (it expires
+    unless renewed or confirmed) or ``allocated`` (confirmed, no expiry).
+    ``token`` is kept from the grant by every call that returns it."""
+
+    id: str
+    pool: str
+    subnet: str
+    prefix_len: int
+    state: str
+    holder: str
+    fencing_token: int
+    acquired_at: str | None
+    expires_at: str | None
+    expires_in_ms: int | None
+    metadata: JSONObject | None
+    session: str | None
+    token: str | None
+    sent: float | None = field(default=None, compare=False)
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def network(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+        """The reserved subnet."""
+        return ipaddress.ip_network(self.subnet)
+
+    @property
+    def deadline(self) -> float | None:
+        """The local deadline (monotonic) of a reserved subnet; ``None`` once
+        allocated."""
+        return _deadline(self.sent, 0, self.expires_in_ms)
+
+    @classmethod
+    def from_json(
+        cls, doc: JSONObject, sent: float | None = None, token: str | None = None
+    ) -> "Reservation":
+        return cls(
+            id=text(doc, "id"),
+            pool=text(doc, "pool"),
+            subnet=text(doc, "subnet"),
+            prefix_len=integer(doc, "prefix_len"),
+            state=text(doc, "state"),
+            holder=text(doc, "holder"),
+            fencing_token=integer(doc, "fencing_token"),
+            acquired_at=opt_text(doc, "acquired_at"),
+            expires_at=opt_text(doc, "expires_at"),
+            expires_in_ms=opt_int(doc, "expires_in_ms"),
+            metadata=opt_object(doc, "metadata"),
+            session=opt_text(doc, "session"),
+            token=opt_text(doc, "token") or token,
+            sent=sent,
             raw=doc,
         )
 
