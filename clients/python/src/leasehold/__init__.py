@@ -11,6 +11,7 @@
 
 from ._json import JSON, JSONObject
 from .client import Client
+from .election import Election, Observer
 from .errors import (
     PROBLEM_TYPES,
     Cancelled,
@@ -69,7 +70,7 @@ from .session import LOST_RELEASE_BOUND, Session
 from .watch import Watch, list_then_watch
 
 __all__ = [
-    "Client", "Lock", "Session", "Watch", "list_then_watch",
+    "Client", "Lock", "Session", "Election", "Observer", "Watch", "list_then_watch",
     "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND", "local_networks",
     "JSON", "JSONObject",
     "Event", "Group", "LockHolder", "LockLease", "Member", "Page", "Pool",
