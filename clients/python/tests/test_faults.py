@@ -36,16 +36,13 @@ Figure = Callable[[str], None]
 LATE = 0.025
 
 
-def when_set(event: threading.Event) -> list[float]:
-    """The monotonic time ``event`` gets set, filled in by a watching thread."""
-    out: list[float] = []
-
-    def watch() -> None:
-        event.wait()
-        out.append(time.monotonic())
-
-    threading.Thread(target=watch, daemon=True).start()
-    return out
+def server_end(client: Client, key: str) -> tuple[float, float]:
+    """Where the end of ``key``'s lease on the server lies on this side's
+    monotonic clock: between the look's send and its answer, plus what the
+    server said was left."""
+    sent = time.monotonic()
+    left = (client.get_lock(key).expires_in_ms or 0) / 1000.0
+    return sent + left, time.monotonic() + left
 
 
 def held_for(client: Client, lock: Lock, seconds: float) -> int:
@@ -113,7 +110,6 @@ def _stalled_holder_scenario(
     holder = Client(proxy.url)
     lock = Lock(holder, key, ttl=ttl)
     assert lock.acquire()
-    lost_at = when_set(lock.lost)
     time.sleep(ttl / 2)  # a renewal or so
     direct = srv.client()
     granted: dict[str, float] = {}
@@ -129,8 +125,7 @@ def _stalled_holder_scenario(
     time.sleep(0.1)
     if fault == "sigstop":
         # The server's end of the lease, read before it stops.
-        look = time.monotonic()
-        end_low = look + (direct.get_lock(key).expires_in_ms or 0) / 1000.0
+        end = server_end(direct, key)
         fault_at = time.monotonic()
         srv.pause()
         threading.Timer(ttl + 0.5, srv.resume).start()
@@ -138,24 +133,26 @@ def _stalled_holder_scenario(
         fault_at = time.monotonic()
         proxy.stall() if fault == "stall" else proxy.refuse()
         time.sleep(0.05)  # a renewal already forwarded lands
-        look = time.monotonic()
-        end_low = look + (direct.get_lock(key).expires_in_ms or 0) / 1000.0
+        end = server_end(direct, key)
     assert lock.lost.wait(2 * ttl), "the loss was never said"
     waiter.join(6 * ttl)
     assert got, "the other client was never granted the key"
-    t_lost = lost_at[0] if lost_at else time.monotonic()
+    assert lock.lost_at is not None and lock.deadline is not None
+    t_lost, deadline, margin = lock.lost_at, lock.deadline, lock.lost_margin
     grant_low = granted["sent"] + got[0].waited_ms / 1000.0
-    margin = lock.lost_margin
     assert lock.lost_reason is LossReason.EXPIRED
-    lead_end, lead_grant = end_low - t_lost, grant_low - t_lost
+    late = t_lost - (deadline - margin)
     figure(
         f"{fault}: lost ({lock.lost_reason}) {(t_lost - fault_at) * 1000:.0f} ms after the "
-        f"fault (TTL {ttl * 1000:.0f} ms, margin {margin * 1000:.0f} ms), "
-        f"{lead_end * 1000:.0f} ms before the lease's end on the server, "
-        f"{lead_grant * 1000:.0f} ms before the other client was granted"
+        f"fault (TTL {ttl * 1000:.0f} ms, margin {margin * 1000:.0f} ms, timer "
+        f"{late * 1000:.1f} ms late), {(end[0] - t_lost) * 1000:.0f}-{(end[1] - t_lost) * 1000:.0f}"
+        f" ms before the lease's end on the server, {(grant_low - t_lost) * 1000:.0f} ms before "
+        f"the other client was granted"
     )
-    assert lead_end >= margin - LATE, "lost less than the margin before the lease's end"
-    assert lead_grant > 0, "another client was granted the key before the loss was said"
+    assert late <= LATE, "the loss was said late"
+    assert deadline <= end[1], "the local deadline is after the lease's end on the server"
+    assert end[1] - t_lost >= margin - LATE, "lost less than the margin before the lease's end"
+    assert grant_low > t_lost, "another client was granted the key before the loss was said"
     assert lock.release() is False
 
 

@@ -86,6 +86,11 @@ class Election:
         return self._lock.lost_reason
 
     @property
+    def lost_at(self) -> float | None:
+        """When the loss of leadership was said (monotonic), once it is."""
+        return self._lock.lost_at
+
+    @property
     def lease(self) -> LockLease | None:
         """The leader's lease while this campaigner leads."""
         return self._lock.lease

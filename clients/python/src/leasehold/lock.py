@@ -90,6 +90,8 @@ class Lock:
         self.lost = threading.Event()
         #: Why the lease was lost, once it is.
         self.lost_reason: LossReason | None = None
+        #: When the loss was said (monotonic clock), once it is.
+        self.lost_at: float | None = None
         #: The lease held (``None`` before acquire and after release).
         self.lease: LockLease | None = None
         #: The last refusal of :meth:`acquire`, with ``holder`` and ``expires_at``.
@@ -215,7 +217,7 @@ class Lock:
 
     def _hold(self, lease: LockLease) -> None:
         self.lease = lease
-        self.lost_reason = None
+        self.lost_reason = self.lost_at = None
         self.lost.clear()
         if self.session is not None:
             self._life = None
@@ -239,6 +241,7 @@ class Lock:
         return renewed.sent or 0.0, (renewed.expires_in_ms or 0) / 1000.0
 
     def _mark(self, reason: LossReason) -> Callable[[LossReason], object] | None:
+        self.lost_at = time.monotonic()
         self.lost_reason = reason
         self.lost.set()
         return adapt(self.on_lost)

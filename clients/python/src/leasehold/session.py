@@ -80,6 +80,8 @@ class Session:
         self.ended = threading.Event()
         #: Why it was lost, once it is.
         self.lost_reason: LossReason | None = None
+        #: When the loss was said (monotonic clock), once it is.
+        self.lost_at: float | None = None
         self._info: SessionInfo | None = None
         #: The id of the session last opened, also once it has ended.
         self.last_id: str | None = None
@@ -113,7 +115,7 @@ class Session:
         life = LeaseLife(self.lost_margin, self._lose)
         with self._lock:
             self._info, self._life, self.last_id = info, life, info.id
-            self.lost_reason = None
+            self.lost_reason = self.lost_at = None
             self.lost.clear()
             self.ended.clear()
         life.confirm(info.sent or 0.0, (info.expires_in_ms or 0) / 1000.0)
@@ -174,6 +176,7 @@ class Session:
         return calls
 
     def _lose(self, reason: LossReason) -> None:
+        self.lost_at = time.monotonic()
         self.lost_reason = reason
         self.lost.set()
         calls = self._end_bound()
