@@ -346,13 +346,10 @@ pub enum StoreError {
     #[error("the token holds {current} live sessions, its limit is {limit}")]
     SessionQuotaExceeded { limit: u32, current: u64 },
     /// The database cannot take writes now (disk full, read-only, I/O error).
-    /// The session a grant names is not live (`field` says which part of
-    /// the claim failed: its id, or its token).
+    /// The session a grant names is not live, or is another API token's
+    /// (`field` says which part of the claim failed: its id, or its token).
     #[error("the session is not live or its token is wrong")]
     SessionLost { field: &'static str },
-    /// The session belongs to another API token.
-    #[error("the session belongs to another token")]
-    NotSessionOwner,
     /// A key of a set refused its grant; nothing of the set was granted.
     #[error("the key {key} of the set cannot be granted now")]
     SetRefused { key: String, refusal: Box<Refusal> },

@@ -10,6 +10,7 @@ mod clock_steps;
 mod cors;
 mod events;
 mod fencing;
+mod foreign_sessions;
 mod groups;
 mod harness;
 mod helpers;
@@ -50,6 +51,7 @@ fn main() {
         cors::tests(),
         events::tests(),
         fencing::tests(),
+        foreign_sessions::tests(),
         groups::tests(),
         hostile_clients::tests(),
         idempotency::tests(),

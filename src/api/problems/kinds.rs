@@ -150,8 +150,8 @@ pub const KINDS: &[Kind] = &[
     kind("group-not-empty", 409, "members are live in the group; they leave (or are removed) \
         first", &[req("members", Ty::Int, "How many members are live in it.")]),
     kind("member-exists", 409, "another session or holder has the member id in the group", &[]),
-    kind("session-lost", 409, "the session a grant names is not live, or its token is wrong; \
-        nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]),
+    kind("session-lost", 409, "the session a grant names is not live (or is another token's: \
+        the same answer), or its token is wrong; nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]),
     kind("session-full", 409, "the session holds its limit of bound leases", &[
         req("field", Ty::Text, "`session`."),
         req("limit", Ty::Int, "How many leases one session may hold."),

@@ -192,7 +192,6 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
         // The set's service answers it with the time of the refusal.
         LeaseError::Store(e @ StoreError::SetRefused { .. }) => Problem::internal(e),
         e @ (LeaseError::Store(StoreError::SessionLost { .. })
-        | LeaseError::Store(StoreError::NotSessionOwner)
         | LeaseError::Store(StoreError::SessionFull { .. })) => {
             super::sessions::binding_problem(&e).unwrap_or_else(|| Problem::internal(e))
         }
