@@ -154,7 +154,8 @@ fn verb(need: Need) -> &'static str {
 
 fn forbidden(grant: &ApiToken, what: &str, name: &str, need: Need, denial: Denial) -> Problem {
     let why = match denial {
-        Denial::OutOfScope if what == "lock" => format!(
+        // Group names are scoped as lock keys are.
+        Denial::OutOfScope if what == "lock" || what == "group" => format!(
             "its lock key prefixes are {}",
             list(&grant.lock_prefixes, "\"\" (every key)")
         ),
@@ -209,6 +210,17 @@ impl Caller {
             Caller::Token(g) => g
                 .may_lock(key, need)
                 .map_err(|d| forbidden(g, "lock", key, need, d)),
+        }
+    }
+
+    /// 403 unless the caller may do `need` on the group `name` (scoped as
+    /// lock keys are; the refusal names the group).
+    pub fn group(&self, name: &str, need: Need) -> Result<(), Problem> {
+        match self {
+            Caller::Open => Ok(()),
+            Caller::Token(g) => g
+                .may_lock(name, need)
+                .map_err(|d| forbidden(g, "group", name, need, d)),
         }
     }
 

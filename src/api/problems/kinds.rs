@@ -119,11 +119,12 @@ pub const KINDS: &[Kind] = &[
     ]),
     kind("malformed-json", 400, "the body is not valid JSON", &[]),
     kind("unauthorized", 401, "no token, or one the server does not know", &[]),
-    kind("forbidden", 403, "the key or pool is outside the token's scope, the token is \
+    kind("forbidden", 403, "the key, group or pool is outside the token's scope, the token is \
         read-only, or the operation needs an admin token", &[
         req("token", Ty::Text, "The name of the token."),
         opt("lock", Ty::Text, "The lock key that was refused."),
         opt("pool", Ty::Text, "The pool that was refused."),
+        opt("group", Ty::Text, "The group that was refused."),
         req("lock_prefixes", Ty::Texts, "The key prefixes the token may use."),
         req("pools", Ty::Texts, "The pools the token may use (`*`: every pool)."),
         req("access", Ty::OneOf(ACCESS), "What the token may do."),

@@ -374,7 +374,7 @@ pub async fn watch_events(
         caller.pool(pool, Need::Read)?;
     }
     if let Some(group) = &query.group {
-        caller.lock(group, Need::Read)?;
+        caller.group(group, Need::Read)?;
     }
     let stream = wants_stream(&headers);
     let limits = state.leases.limits;

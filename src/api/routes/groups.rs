@@ -84,7 +84,7 @@ pub async fn put_group(
     AppPath(name): AppPath<String>,
     AppJsonOrEmpty(body): AppJsonOrEmpty<PutGroupRequest>,
 ) -> Result<Response, Problem> {
-    caller.lock(&name, Need::Write)?;
+    caller.group(&name, Need::Write)?;
     let name = GroupName::parse(name)?;
     let metadata = Metadata::parse_some(body.metadata)?;
     let owner = caller.owner().map(|o| o.name);
@@ -112,7 +112,7 @@ pub async fn get_group(
     State(state): State<AppState>,
     AppPath(name): AppPath<String>,
 ) -> Result<Json<GroupBody>, Problem> {
-    caller.lock(&name, Need::Read)?;
+    caller.group(&name, Need::Read)?;
     let name = GroupName::parse(name)?;
     let group = state
         .leases
@@ -177,7 +177,7 @@ pub async fn delete_group(
     State(state): State<AppState>,
     AppPath(name): AppPath<String>,
 ) -> Result<StatusCode, Problem> {
-    caller.lock(&name, Need::Admin)?;
+    caller.group(&name, Need::Admin)?;
     let name = GroupName::parse(name)?;
     state
         .leases
@@ -209,7 +209,7 @@ pub async fn join_group(
     AppPath((group, member)): AppPath<(String, String)>,
     AppJson(body): AppJson<JoinRequest>,
 ) -> Result<Response, Problem> {
-    caller.lock(&group, Need::Write)?;
+    caller.group(&group, Need::Write)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let tenure = match lifetime(&state, &caller, body.ttl_ms, body.session)? {
@@ -282,7 +282,7 @@ pub async fn renew_member(
     AppPath((group, member)): AppPath<(String, String)>,
     AppJson(body): AppJson<RenewMemberRequest>,
 ) -> Result<Json<MemberBody>, Problem> {
-    caller.lock(&group, Need::Write)?;
+    caller.group(&group, Need::Write)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
@@ -315,7 +315,7 @@ pub async fn leave_group(
     AppPath((group, member)): AppPath<(String, String)>,
     AppJson(body): AppJson<LeaveRequest>,
 ) -> Result<StatusCode, Problem> {
-    caller.lock(&group, Need::Write)?;
+    caller.group(&group, Need::Write)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let proof = match (body.session, body.token) {
@@ -354,7 +354,7 @@ pub async fn get_member(
     State(state): State<AppState>,
     AppPath((group, member)): AppPath<(String, String)>,
 ) -> Result<Json<MemberBody>, Problem> {
-    caller.lock(&group, Need::Read)?;
+    caller.group(&group, Need::Read)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let found = state
@@ -381,7 +381,7 @@ pub async fn list_members(
     AppPath(group): AppPath<String>,
     AppQuery(query): AppQuery<MemberListQuery>,
 ) -> Result<Json<MemberPageBody>, Problem> {
-    caller.lock(&group, Need::Read)?;
+    caller.group(&group, Need::Read)?;
     let group = GroupName::parse(group)?;
     let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
     let after = inputs::name_cursor(query.cursor.as_deref())?;
@@ -420,7 +420,7 @@ pub async fn remove_member(
     State(state): State<AppState>,
     AppPath((group, member)): AppPath<(String, String)>,
 ) -> Result<StatusCode, Problem> {
-    caller.lock(&group, Need::Admin)?;
+    caller.group(&group, Need::Admin)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     state
