@@ -20,8 +20,8 @@ use super::{
     ReserveSubnet, Resumed, SessionEnd, Settled, Settling, Store, StoreError, StoreResult,
 };
 use super::{
-    GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, groups, lock_sets, locks,
-    owners, pools, reservations, resume, session_ends, sessions, subnets,
+    GroupOwner, GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, groups,
+    lock_sets, locks, owners, pools, reservations, resume, session_ends, sessions, subnets,
 };
 use crate::domain::Millis;
 use crate::domain::events::Event;
@@ -476,14 +476,12 @@ impl<D: Dialect> Store for Engine<D> {
         &self,
         name: &GroupName,
         metadata: Option<Map<String, Value>>,
-        owner: Option<String>,
+        owner: Option<GroupOwner>,
         now: Millis,
     ) -> StoreResult<(bool, Group)> {
         let args = (name.as_str().to_owned(), metadata, owner);
         self.write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
-            Box::pin(
-                async move { groups::put(c, fx, &name, &metadata, owner.as_deref(), now).await },
-            )
+            Box::pin(async move { groups::put(c, fx, &name, &metadata, owner.as_ref(), now).await })
         })
         .await
     }
@@ -502,12 +500,16 @@ impl<D: Dialect> Store for Engine<D> {
         .await
     }
 
-    async fn delete_group(&self, name: &GroupName, now: Millis) -> StoreResult<()> {
-        self.write(
-            AllOrNothing,
-            name.as_str().to_owned(),
-            move |c, fx, name| Box::pin(async move { groups::delete(c, fx, &name, now).await }),
-        )
+    async fn delete_group(
+        &self,
+        name: &GroupName,
+        by: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let args = (name.as_str().to_owned(), by.map(str::to_owned));
+        self.write(AllOrNothing, args, move |c, fx, (name, by)| {
+            Box::pin(async move { groups::delete(c, fx, &name, by.as_deref(), now).await })
+        })
         .await
     }
 

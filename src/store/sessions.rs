@@ -16,6 +16,7 @@ use super::{LeaseOwner, StoreError, StoreResult};
 use super::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::Millis;
 use crate::domain::events::EventType;
+use crate::domain::grant::QuotaKind;
 use crate::domain::names::Ttl;
 use crate::domain::session::{BOUND, Session, SessionView};
 use crate::token::digest;
@@ -135,7 +136,12 @@ pub async fn open(
     if let (Some(owner), Some(limit)) = (&new.owner, new.max_sessions) {
         let current = sessions_quota(conn, &owner.name, now).await?;
         if current >= u64::from(limit) {
-            return Err(StoreError::SessionQuotaExceeded { limit, current });
+            return Err(StoreError::QuotaExceeded {
+                quota: QuotaKind::Sessions,
+                limit,
+                current,
+                needed: 1,
+            });
         }
     }
     let meta = metadata_text(&new.metadata);

@@ -11,6 +11,7 @@ mod cors;
 mod events;
 mod fencing;
 mod foreign_sessions;
+mod group_quota;
 mod groups;
 mod harness;
 mod helpers;
@@ -52,6 +53,7 @@ fn main() {
         events::tests(),
         fencing::tests(),
         foreign_sessions::tests(),
+        group_quota::tests(),
         groups::tests(),
         hostile_clients::tests(),
         idempotency::tests(),

@@ -20,7 +20,7 @@ use crate::api::problems::Problem;
 use crate::auth::{ANY_POOL, Access, ApiToken, Denial, Need};
 use crate::domain::session::SessionAccess;
 use crate::leases::ClientId;
-use crate::store::LeaseOwner;
+use crate::store::{GroupOwner, LeaseOwner};
 
 /// The `WWW-Authenticate` challenge of every 401.
 const CHALLENGE: &str = r#"Bearer realm="leasehold""#;
@@ -297,6 +297,17 @@ impl Caller {
         match self {
             Caller::Open => None,
             Caller::Token(g) => Some(g.digest()),
+        }
+    }
+
+    /// The creator recorded with a new group, with its quota of groups.
+    pub fn group_owner(&self) -> Option<GroupOwner> {
+        match self {
+            Caller::Open => None,
+            Caller::Token(g) => Some(GroupOwner {
+                name: g.name.clone(),
+                max_groups: g.group_quota(),
+            }),
         }
     }
 

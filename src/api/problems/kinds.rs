@@ -206,12 +206,14 @@ pub const KINDS: &[Kind] = &[
     kind("idempotency-key-reused", 422, "the Idempotency-Key holds another request's lease", &[
         opt("key", Ty::Text, "The other key on which the Idempotency-Key holds a live lease."),
     ]),
-    kind("quota-exceeded", 429, "the token holds its quota of live leases (or of sessions)", &[
-        req("limit", Ty::Int, "How many live leases (or sessions) the token may hold."),
+    kind("quota-exceeded", 429, "the token holds its quota of live leases, of sessions or of \
+        groups (`quota` names it)", &[
+        req("limit", Ty::Int, "How many live leases (sessions, groups) the token may hold."),
         req("current", Ty::Int, "How many it holds."),
         opt("needed", Ty::Int, "How many leases the refused request needed at once (a lock \
-            set needs one per key)."),
-        opt("quota", Ty::OneOf(&["sessions"]), "Present when the quota of sessions refused."),
+            set needs one per key); on a quota of leases."),
+        req("quota", Ty::OneOf(&["leases", "sessions", "groups"]), "The quota that refused: \
+            `max_live_leases`, `max_live_sessions` or `max_groups`."),
     ]),
     clears(kind("rate-limited", 429, "the token sent writes faster than its \
         `max_writes_per_second`", &[

@@ -18,7 +18,8 @@ use super::sessions::{claim, lifetime};
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
-    GroupDeleteRefusals, GroupUnknown, JoinRefusals, LeaveRefusals, MemberUnknown, QueryRefusals,
+    GroupCreateRefusals, GroupDeleteRefusals, GroupUnknown, JoinRefusals, LeaveRefusals,
+    MemberUnknown, QueryRefusals,
 };
 use crate::api::problems::Problem;
 use crate::api::problems::lease_problem;
@@ -76,6 +77,7 @@ fn capabilities(
         (status = 201, description = "Created", body = GroupBody,
             headers(("Location" = String, description = "The group: `/v1/groups/{group}`"))),
         (status = 200, description = "It exists (its metadata is kept)", body = GroupBody),
+        GroupCreateRefusals,
     )
 )]
 pub async fn put_group(
@@ -87,11 +89,10 @@ pub async fn put_group(
     caller.group(&name, Need::Write)?;
     let name = GroupName::parse(name)?;
     let metadata = Metadata::parse_some(body.metadata)?;
-    let owner = caller.owner().map(|o| o.name);
     let (created, group) = state
         .leases
         .groups()
-        .put(&name, metadata, owner)
+        .put(&name, metadata, caller.group_owner())
         .await
         .map_err(|e| group_problem(&name, e))?;
     let body = GroupBody::new(group, state.leases.moment());
@@ -163,7 +164,8 @@ pub async fn list_groups(
     }))
 }
 
-/// Delete a group in which no member is live.
+/// Delete a group in which no member is live: the token that created it
+/// may, and an admin token may delete any in its scope.
 #[utoipa::path(
     delete, path = "/v1/groups/{group}", operation_id = "deleteGroup", tag = "groups",
     params(("group" = String, Path, description = "The group name")),
@@ -177,14 +179,24 @@ pub async fn delete_group(
     State(state): State<AppState>,
     AppPath(name): AppPath<String>,
 ) -> Result<StatusCode, Problem> {
-    caller.group(&name, Need::Admin)?;
+    caller.group(&name, Need::Write)?;
     let name = GroupName::parse(name)?;
+    // Any other writer in scope deletes only a group it created: what an
+    // admin check refuses, unless the store finds the caller its creator.
+    let not_admin = caller.group(&name, Need::Admin).err();
+    let by = not_admin.as_ref().map(|_| caller.name());
     state
         .leases
         .groups()
-        .delete(&name)
+        .delete(&name, by)
         .await
-        .map_err(|e| group_problem(&name, e))?;
+        .map_err(|e| match (e, not_admin) {
+            (LeaseError::Store(StoreError::NotGroupCreator), Some(mut refusal)) => {
+                refusal.detail.push_str(", nor did it create the group");
+                refusal
+            }
+            (e, _) => group_problem(&name, e),
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }
 
