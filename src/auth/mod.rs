@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::domain::session::SessionAccess;
 
 mod file;
+mod selection;
 
 pub use file::{TokenEntry, load, parse};
 

@@ -12,6 +12,7 @@ use tokio::sync::{Notify, broadcast};
 use super::dialect::Atomicity::{AllOrNothing, OnKeys, Statement};
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
 use super::events::{EventBounds, Horizon};
+use super::history::{self, HistoryPage, HistoryQuery};
 use super::reservations::Update;
 use super::write_time::{LeaseClock, WriteTime};
 use super::{
@@ -35,17 +36,27 @@ use crate::telemetry::StoreStats;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+/// Pages of history read at once, whatever the readers: fewer than the
+/// connections a dialect reads on (SQLite 8, PostgreSQL 20), so that every
+/// other read finds one.
+const HISTORY_LANES: usize = 4;
+
 /// The store on the database `D` runs on.
 pub struct Engine<D> {
     db: D,
     /// Read again by a grant once it holds its key (`WriteTime`).
     clock: LeaseClock,
+    history_lanes: tokio::sync::Semaphore,
 }
 
 impl<D: Dialect> Engine<D> {
     /// The store on `db`; a grant reads `clock` once it holds its key.
     pub fn new(db: D, clock: LeaseClock) -> Self {
-        Self { db, clock }
+        Self {
+            db,
+            clock,
+            history_lanes: tokio::sync::Semaphore::new(HISTORY_LANES),
+        }
     }
 
     fn time(&self, asked: Millis) -> WriteTime {
@@ -608,6 +619,19 @@ impl<D: Dialect> Store for Engine<D> {
     async fn read_events(&self, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>> {
         self.read((), move |c, ()| {
             Box::pin(events::read(c, after, through, limit))
+        })
+        .await
+    }
+
+    async fn read_history(&self, query: HistoryQuery) -> StoreResult<HistoryPage> {
+        // A few at a time, so that other reads always find a connection.
+        let _lane = self
+            .history_lanes
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Unavailable("the database is closed".into()))?;
+        self.read(query, |c, query| {
+            Box::pin(async move { history::page(c, &query).await })
         })
         .await
     }

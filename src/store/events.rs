@@ -25,7 +25,7 @@ pub const ANNOUNCING_LOCK: &str =
 pub const ENDED_RESERVATION: &str =
     "fencing_token, first_addr, prefix_len, holder, session_id, owner";
 
-const EVENT_COLUMNS: &str = "revision, type, at, key, pool, reservation, subnet, holder, \
+pub(super) const EVENT_COLUMNS: &str = "revision, type, at, key, pool, reservation, subnet, holder, \
      fencing_token, session_id, owner, reason, group_name, member";
 
 /// Where the log stands: every revision up to `pruned_through` is gone, and
@@ -325,7 +325,7 @@ pub fn session_event(
     }
 }
 
-fn event(row: &impl Columns) -> StoreResult<Event> {
+pub(super) fn event(row: &impl Columns) -> StoreResult<Event> {
     let kind = EventType::parse(&row.text("type")?).ok_or_else(|| corrupt("event type"))?;
     let resource = match (
         row.opt_text("key")?,

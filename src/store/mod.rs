@@ -25,6 +25,7 @@ mod events;
 mod expiry;
 mod free_blocks;
 mod groups;
+mod history;
 mod lock_sets;
 mod lock_texts;
 mod locks;
@@ -46,6 +47,7 @@ mod write_time;
 pub use database::{backup, describe, integrity_check, open};
 pub use engine::Engine;
 pub use events::{EventBounds, Horizon};
+pub use history::{HistoryPage, HistoryQuery};
 pub use lock_sets::GrantedSet;
 pub use postgres::PostgresStore;
 pub use resume::{Applied, Settled, Settling};
@@ -623,6 +625,11 @@ pub trait Store: Send + Sync + 'static {
     /// At most `limit` events of the change log after revision `after`, up
     /// to `through`, in revision order.
     async fn read_events(&self, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>>;
+    /// A page of history for one reader: the events after `after` up to
+    /// `through` that its selection selects, at most `limit`, examining at
+    /// most about `scan` rows; with the revision through which every event
+    /// was examined (where the next page starts).
+    async fn read_history(&self, query: HistoryQuery) -> StoreResult<HistoryPage>;
     /// What the change log still holds, and the highest revision handed out.
     async fn event_bounds(&self) -> StoreResult<EventBounds>;
     /// The highest revision committed now.

@@ -8,6 +8,8 @@ mod backend;
 mod bodies;
 mod clock_steps;
 mod cors;
+mod event_filters;
+mod event_reads;
 mod events;
 mod fencing;
 mod foreign_sessions;
@@ -50,6 +52,8 @@ fn main() {
         bodies::tests(),
         clock_steps::tests(),
         cors::tests(),
+        event_filters::tests(),
+        event_reads::tests(),
         events::tests(),
         fencing::tests(),
         foreign_sessions::tests(),

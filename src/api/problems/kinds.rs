@@ -104,6 +104,8 @@ const SHED: &[&str] = &[
     "watchers",
     "client_waiters",
     "client_watchers",
+    "history_reads",
+    "client_history_reads",
 ];
 const ACCESS: &[&str] = &["read-only", "read-write"];
 
@@ -227,7 +229,8 @@ pub const KINDS: &[Kind] = &[
     clears(kind("overloaded", 503, "the server is at one of its load bounds (`reason` names it)", &[
         req("reason", Ty::OneOf(SHED), "The bound: requests in flight, waiting acquires, the \
             caller's share of requests in flight, connections, open event streams, or the \
-            caller's share of waiting acquires or of event streams."),
+            caller's share of waiting acquires or of event streams; reads of the change log's \
+            history, or the caller's share of them."),
     ])),
 ];
 
