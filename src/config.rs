@@ -166,7 +166,7 @@ pub struct ServeConfig {
     /// Reads of the change log's history at once: event pages and streams
     /// that start before the newest revision. Past it a new one answers 503
     /// `overloaded` (reason `history_reads`).
-    #[arg(long, env = "LEASEHOLD_MAX_HISTORY_READS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "LEASEHOLD_MAX_HISTORY_READS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_history_reads: u32,
     /// Reads of history of any one client at once; past it that client's
     /// new ones answer 503 `overloaded` (reason `client_history_reads`)
@@ -384,7 +384,7 @@ impl ServeConfig {
             max_connections: 16_384,
             max_watchers: 10_000,
             max_watchers_per_client: None,
-            max_history_reads: 64,
+            max_history_reads: 16,
             max_history_reads_per_client: None,
             event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
             event_buffer: 1_024,

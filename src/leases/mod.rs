@@ -92,8 +92,8 @@ impl Default for Limits {
             max_watchers: 10_000,
             max_watchers_per_client: 5_000,
             event_buffer: 1_024,
-            max_history_reads: 64,
-            max_history_reads_per_client: 32,
+            max_history_reads: 16,
+            max_history_reads_per_client: 8,
             event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
         }
     }

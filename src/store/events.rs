@@ -379,17 +379,15 @@ pub async fn read(
     rows.iter().map(event).collect()
 }
 
+/// Both bounds in one statement: each watch that resumes asks for them.
 pub async fn bounds(conn: &mut impl Sql) -> StoreResult<EventBounds> {
-    let pruned_through = one(
-        conn,
-        "SELECT pruned_through FROM event_log WHERE id = 1",
-        args![],
-    )
-    .await?
-    .int("pruned_through")?;
-    let head = one(conn, conn.texts().event_head, args![])
-        .await?
-        .int("head")?;
+    let sql = format!(
+        "SELECT (SELECT pruned_through FROM event_log WHERE id = 1) AS pruned_through, \
+         ({}) AS head",
+        conn.texts().event_head
+    );
+    let row = one(conn, sql, args![]).await?;
+    let (pruned_through, head) = (row.int("pruned_through")?, row.int("head")?);
     Ok(EventBounds {
         pruned_through,
         head: head.max(pruned_through),

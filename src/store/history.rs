@@ -22,7 +22,7 @@
 
 use super::StoreResult;
 use super::events::{EVENT_COLUMNS, event};
-use super::sql::{Arg, Sql, args};
+use super::sql::{Arg, Columns, Sql, args};
 use crate::domain::events::Event;
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::selection::{Selection, Term};
@@ -188,19 +188,21 @@ async fn in_order(
 }
 
 /// By the terms' indexes, if each reads few enough of its entries; `None`
-/// when one holds more than its share of `scan` in the whole log.
+/// when one holds more than its share of `scan` in the whole log. Every
+/// term's read is one branch of one statement: one round trip.
 async fn by_index(
     conn: &mut impl Sql,
     q: &HistoryQuery,
     terms: &[Term],
 ) -> StoreResult<Option<HistoryPage>> {
     let share = (i64::from(q.scan) / terms.len() as i64).max(1);
-    let mut found: Vec<i64> = Vec::new();
-    // Every event each term selects is known up to here.
-    let mut known = q.through;
-    for term in terms {
-        let c = condition(term, 4);
-        let sql = if c.ordered() {
+    let mut branches = Vec::with_capacity(terms.len());
+    let mut ordered = Vec::with_capacity(terms.len());
+    let mut bound: Vec<Arg<'_>> = args![q.after, q.through, share + 1].to_vec();
+    let mut values = Vec::new();
+    for (i, term) in terms.iter().enumerate() {
+        let c = condition(term, 4 + values.len());
+        let read = if c.ordered() {
             format!(
                 "SELECT revision FROM events WHERE {} AND revision > $1 AND revision <= $2 \
                  ORDER BY revision LIMIT $3",
@@ -212,16 +214,27 @@ async fn by_index(
                 c.sql, c.order
             )
         };
-        let mut bound: Vec<Arg<'_>> = args![q.after, q.through, share + 1].to_vec();
-        bound.extend(c.values.iter().map(Arg::from));
-        let mut revisions = Vec::new();
-        for row in conn.rows(sql, &bound).await? {
-            revisions.push(super::sql::Columns::int(&row, "revision")?);
-        }
+        branches.push(format!(
+            "SELECT CAST({i} AS bigint) AS term, revision FROM ({read}) t{i}"
+        ));
+        ordered.push(c.ordered());
+        values.extend(c.values);
+    }
+    bound.extend(values.iter().map(Arg::from));
+    let mut read: Vec<Vec<i64>> = vec![Vec::new(); terms.len()];
+    for row in conn.rows(branches.join(" UNION ALL "), &bound).await? {
+        let term = usize::try_from(row.int("term")?).unwrap_or(0);
+        read[term.min(terms.len() - 1)].push(row.int("revision")?);
+    }
+    let mut found: Vec<i64> = Vec::new();
+    // Every event each term selects is known up to here.
+    let mut known = q.through;
+    for (mut revisions, ordered) in read.into_iter().zip(ordered) {
         if revisions.len() as i64 > share {
-            if !c.ordered() {
+            if !ordered {
                 return Ok(None);
             }
+            revisions.sort_unstable();
             revisions.truncate(share as usize);
             known = known.min(revisions.last().copied().unwrap_or(q.after));
         }
