@@ -12,6 +12,7 @@ pub mod lease;
 pub mod lock;
 pub mod names;
 pub mod paths;
+pub mod selection;
 pub mod session;
 pub mod subnet;
 pub mod time;

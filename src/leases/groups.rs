@@ -5,7 +5,7 @@ use super::{LeaseError, Leases, new_token};
 use crate::domain::group::{self, Group, Member};
 use crate::domain::inputs::{Capabilities, Metadata, PageLimit};
 use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
-use crate::store::{GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery};
+use crate::store::{GroupOwner, GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery};
 
 /// One page and the cursor of the next, if any.
 #[derive(Debug, Clone)]
@@ -21,12 +21,13 @@ pub struct GroupService<'a> {
 }
 
 impl GroupService<'_> {
-    /// Creates the group, or answers the existing one (`false`).
+    /// Creates the group, or answers the existing one (`false`); a new one
+    /// counts toward `owner`'s quota of groups.
     pub async fn put(
         &self,
         name: &GroupName,
         metadata: Option<Metadata>,
-        owner: Option<String>,
+        owner: Option<GroupOwner>,
     ) -> Result<(bool, Group), LeaseError> {
         let metadata = metadata.map(Metadata::into_map);
         let now = self.leases.now();
@@ -41,11 +42,13 @@ impl GroupService<'_> {
         Ok(self.leases.store.get_group(name, self.leases.now()).await?)
     }
 
-    pub async fn delete(&self, name: &GroupName) -> Result<(), LeaseError> {
+    /// Deletes an empty group: one `by` created when it names an API
+    /// token, any with `None` (an admin).
+    pub async fn delete(&self, name: &GroupName, by: Option<&str>) -> Result<(), LeaseError> {
         Ok(self
             .leases
             .store
-            .delete_group(name, self.leases.now())
+            .delete_group(name, by, self.leases.now())
             .await?)
     }
 

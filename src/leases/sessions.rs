@@ -85,8 +85,8 @@ impl SessionService<'_> {
     /// The API token a statement on session `id` must find as its opener,
     /// for a caller with `access` (`None`: any). A caller who may see the
     /// sessions of several tokens has the session's opener read first; a
-    /// session it may not see is `NotFound`, decided before its token is
-    /// compared. `missing` is the answer when there is no live session.
+    /// session it may not see is answered `missing`, as one that is not
+    /// live, decided before its token is compared.
     async fn opener(
         &self,
         id: &SessionId,
@@ -104,7 +104,7 @@ impl SessionService<'_> {
                 };
                 let owner = view.session.owner;
                 if !access.allows(owner.as_deref()) {
-                    return Err(StoreError::NotFound.into());
+                    return Err(missing.into());
                 }
                 Ok(owner)
             }
@@ -112,7 +112,7 @@ impl SessionService<'_> {
     }
 
     /// Extends the session of a caller with `access`; another token's
-    /// session is `NotFound` whatever token is sent.
+    /// session is `LeaseLost` whatever token is sent, as a missing one.
     pub async fn renew(
         &self,
         id: &SessionId,

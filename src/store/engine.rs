@@ -12,6 +12,7 @@ use tokio::sync::{Notify, broadcast};
 use super::dialect::Atomicity::{AllOrNothing, OnKeys, Statement};
 use super::dialect::{Atomicity, Dialect, Effects, ReadWork, WriteWork};
 use super::events::{EventBounds, Horizon};
+use super::history::{self, HistoryPage, HistoryQuery};
 use super::reservations::Update;
 use super::write_time::{LeaseClock, WriteTime};
 use super::{
@@ -20,8 +21,8 @@ use super::{
     ReserveSubnet, Resumed, SessionEnd, Settled, Settling, Store, StoreError, StoreResult,
 };
 use super::{
-    GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, groups, lock_sets, locks,
-    owners, pools, reservations, resume, session_ends, sessions, subnets,
+    GroupOwner, GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery, events, groups,
+    lock_sets, locks, owners, pools, reservations, resume, session_ends, sessions, subnets,
 };
 use crate::domain::Millis;
 use crate::domain::events::Event;
@@ -35,17 +36,27 @@ use crate::telemetry::StoreStats;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+/// Pages of history read at once, whatever the readers: fewer than the
+/// connections a dialect reads on (SQLite 8, PostgreSQL 20), so that every
+/// other read finds one.
+const HISTORY_LANES: usize = 4;
+
 /// The store on the database `D` runs on.
 pub struct Engine<D> {
     db: D,
     /// Read again by a grant once it holds its key (`WriteTime`).
     clock: LeaseClock,
+    history_lanes: tokio::sync::Semaphore,
 }
 
 impl<D: Dialect> Engine<D> {
     /// The store on `db`; a grant reads `clock` once it holds its key.
     pub fn new(db: D, clock: LeaseClock) -> Self {
-        Self { db, clock }
+        Self {
+            db,
+            clock,
+            history_lanes: tokio::sync::Semaphore::new(HISTORY_LANES),
+        }
     }
 
     fn time(&self, asked: Millis) -> WriteTime {
@@ -476,14 +487,12 @@ impl<D: Dialect> Store for Engine<D> {
         &self,
         name: &GroupName,
         metadata: Option<Map<String, Value>>,
-        owner: Option<String>,
+        owner: Option<GroupOwner>,
         now: Millis,
     ) -> StoreResult<(bool, Group)> {
         let args = (name.as_str().to_owned(), metadata, owner);
         self.write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
-            Box::pin(
-                async move { groups::put(c, fx, &name, &metadata, owner.as_deref(), now).await },
-            )
+            Box::pin(async move { groups::put(c, fx, &name, &metadata, owner.as_ref(), now).await })
         })
         .await
     }
@@ -502,12 +511,16 @@ impl<D: Dialect> Store for Engine<D> {
         .await
     }
 
-    async fn delete_group(&self, name: &GroupName, now: Millis) -> StoreResult<()> {
-        self.write(
-            AllOrNothing,
-            name.as_str().to_owned(),
-            move |c, fx, name| Box::pin(async move { groups::delete(c, fx, &name, now).await }),
-        )
+    async fn delete_group(
+        &self,
+        name: &GroupName,
+        by: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let args = (name.as_str().to_owned(), by.map(str::to_owned));
+        self.write(AllOrNothing, args, move |c, fx, (name, by)| {
+            Box::pin(async move { groups::delete(c, fx, &name, by.as_deref(), now).await })
+        })
         .await
     }
 
@@ -606,6 +619,19 @@ impl<D: Dialect> Store for Engine<D> {
     async fn read_events(&self, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>> {
         self.read((), move |c, ()| {
             Box::pin(events::read(c, after, through, limit))
+        })
+        .await
+    }
+
+    async fn read_history(&self, query: HistoryQuery) -> StoreResult<HistoryPage> {
+        // A few at a time, so that other reads always find a connection.
+        let _lane = self
+            .history_lanes
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Unavailable("the database is closed".into()))?;
+        self.read(query, |c, query| {
+            Box::pin(async move { history::page(c, &query).await })
         })
         .await
     }

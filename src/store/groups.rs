@@ -19,11 +19,12 @@ use super::sessions;
 use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{
-    GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery, StoreError,
-    StoreResult, grant_order,
+    GroupOwner, GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery,
+    StoreError, StoreResult, grant_order,
 };
 use crate::domain::Millis;
 use crate::domain::events::{Event, EventType, Reason, Resource};
+use crate::domain::grant::QuotaKind;
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::session::BOUND;
@@ -202,14 +203,47 @@ fn expiry_reason(column: &dyn Fn(&str) -> StoreResult<Option<String>>) -> StoreR
 
 const ENDED_MEMBER: &str = "group_name, member, session_id, owner";
 
+/// Creates the group, or answers the existing one. A creation counts
+/// toward its owner's quota of groups, counted after the owner's lock
+/// (where writes run side by side) and before the group is looked up, so
+/// racing creations of one owner pass its quota exactly, and one that
+/// waited finds a group created meanwhile as existing.
 pub async fn put(
     conn: &mut impl Sql,
     fx: &mut Effects,
     name: &str,
     meta: &Option<serde_json::Map<String, Value>>,
-    owner: Option<&str>,
+    owner: Option<&GroupOwner>,
     now: Millis,
 ) -> StoreResult<(bool, Group)> {
+    let counted = owner.and_then(|o| Some((o.name.as_str(), o.max_groups?)));
+    if let Some((owner, _)) = counted
+        && let Some(lock) = conn.texts().lock_owner
+    {
+        conn.execute(lock, args![owner]).await?;
+    }
+    if let Some(row) = conn.row(GROUP.as_str(), args![name, now]).await? {
+        return Ok((false, group(&row)?));
+    }
+    if let Some((owner, limit)) = counted {
+        let current = one(
+            conn,
+            "SELECT count(*) AS n FROM groups WHERE owner = $1",
+            args![owner],
+        )
+        .await?
+        .int("n")?;
+        let current = u64::try_from(current).unwrap_or(0);
+        if current >= u64::from(limit) {
+            return Err(StoreError::QuotaExceeded {
+                quota: QuotaKind::Groups,
+                limit,
+                current,
+                needed: 1,
+            });
+        }
+    }
+    let owner = owner.map(|o| o.name.as_str());
     let created = conn
         .execute(
             "INSERT INTO groups (name, metadata, owner, created_at) VALUES ($1, $2, $3, $4) \
@@ -265,12 +299,14 @@ async fn list_in(conn: &mut impl Sql, query: &GroupQuery, now: Millis) -> StoreR
     Ok(items)
 }
 
-/// Deletes the group if no member is live in it; the expired members' rows
-/// go with it, their ends announced.
+/// Deletes the group if no member is live in it (and, when `by` names an
+/// API token, if that token created it); the expired members' rows go with
+/// it, their ends announced.
 pub async fn delete(
     conn: &mut impl Sql,
     fx: &mut Effects,
     name: &str,
+    by: Option<&str>,
     now: Millis,
 ) -> StoreResult<()> {
     // The row's lock first: the count after it reads every join committed
@@ -283,13 +319,16 @@ pub async fn delete(
         .row(sql, args![name])
         .await?
         .ok_or(StoreError::GroupNotFound)?;
+    let owner = row.opt_text("owner")?;
+    if by.is_some_and(|by| owner.as_deref() != Some(by)) {
+        return Err(StoreError::NotGroupCreator);
+    }
     let sql = format!("SELECT {} FROM groups g WHERE g.name = $1", live_count(2));
     let members =
         u64::try_from(one(conn, sql, args![name, now]).await?.int("members")?).unwrap_or(0);
     if members > 0 {
         return Err(StoreError::GroupNotEmpty { members });
     }
-    let owner = row.opt_text("owner")?;
     let gone = conn
         .rows(
             format!("DELETE FROM group_members WHERE group_name = $1 RETURNING {ENDED_MEMBER}"),

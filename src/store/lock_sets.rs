@@ -44,8 +44,14 @@ pub async fn acquire(
             // The quota counted this set's own grants so far: the answer
             // gives what the caller held before the set, and what the set
             // (but for its replays so far) needs.
-            Err(StoreError::QuotaExceeded { limit, current, .. }) => {
+            Err(StoreError::QuotaExceeded {
+                quota,
+                limit,
+                current,
+                ..
+            }) => {
                 return Err(StoreError::QuotaExceeded {
+                    quota,
                     limit,
                     current: current.saturating_sub(fresh),
                     needed: (keys.len() - (i - fresh as usize)) as u32,

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
 use crate::domain::fencing::Fencing;
-use crate::domain::grant::{self, Quota, Refused};
+use crate::domain::grant::{self, Quota, QuotaKind, Refused};
 use crate::domain::group::{Group, Member};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{
@@ -25,6 +25,7 @@ mod events;
 mod expiry;
 mod free_blocks;
 mod groups;
+mod history;
 mod lock_sets;
 mod lock_texts;
 mod locks;
@@ -46,6 +47,7 @@ mod write_time;
 pub use database::{backup, describe, integrity_check, open};
 pub use engine::Engine;
 pub use events::{EventBounds, Horizon};
+pub use history::{HistoryPage, HistoryQuery};
 pub use lock_sets::GrantedSet;
 pub use postgres::PostgresStore;
 pub use resume::{Applied, Settled, Settling};
@@ -175,6 +177,7 @@ pub(crate) fn grant_order<G, R>(resource: Result<G, R>, quota: Quota) -> StoreRe
         Ok(granted) => Ok(Ok(granted)),
         Err(Refused::Resource(refusal)) => Ok(Err(refusal)),
         Err(Refused::OverQuota { limit, current }) => Err(StoreError::QuotaExceeded {
+            quota: QuotaKind::Leases,
             limit,
             current,
             needed: 1,
@@ -258,6 +261,15 @@ pub struct ReservationQuery {
     pub limit: u32,
 }
 
+/// The API token that creates a group, and how many groups it may have
+/// created at once (counted in the creation's own transaction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOwner {
+    /// The token's name; stored with the group, which it may delete.
+    pub name: String,
+    pub max_groups: Option<u32>,
+}
+
 /// A member to join: its group and id, its capabilities, and how it lives.
 #[derive(Debug, Clone)]
 pub struct JoinMember {
@@ -334,25 +346,21 @@ pub enum StoreError {
     /// on another key: a key per request, not one for several.
     #[error("the idempotency key holds a live lease on {key}")]
     IdempotencyKeyElsewhere { key: String },
-    /// The owner already holds its quota of live leases: it holds
-    /// `current`, and the grant needed `needed` more (a lock set, several).
-    #[error("the token holds {current} live leases, its limit is {limit}")]
+    /// The owner already holds its `quota` (of live leases, sessions or
+    /// groups): it holds `current`, and the request needed `needed` more (a
+    /// lock set, several).
+    #[error("the token holds {current} of its {limit} {}", .quota.as_str())]
     QuotaExceeded {
+        quota: QuotaKind,
         limit: u32,
         current: u64,
         needed: u32,
     },
-    /// The owner already holds its quota of open sessions.
-    #[error("the token holds {current} live sessions, its limit is {limit}")]
-    SessionQuotaExceeded { limit: u32, current: u64 },
     /// The database cannot take writes now (disk full, read-only, I/O error).
-    /// The session a grant names is not live (`field` says which part of
-    /// the claim failed: its id, or its token).
+    /// The session a grant names is not live, or is another API token's
+    /// (`field` says which part of the claim failed: its id, or its token).
     #[error("the session is not live or its token is wrong")]
     SessionLost { field: &'static str },
-    /// The session belongs to another API token.
-    #[error("the session belongs to another token")]
-    NotSessionOwner,
     /// A key of a set refused its grant; nothing of the set was granted.
     #[error("the key {key} of the set cannot be granted now")]
     SetRefused { key: String, refusal: Box<Refusal> },
@@ -364,6 +372,10 @@ pub enum StoreError {
     /// No group of that name.
     #[error("no such group")]
     GroupNotFound,
+    /// The group was created by another API token (or without one): only
+    /// its creator, or an admin, deletes it.
+    #[error("the group was created by another token")]
+    NotGroupCreator,
     /// Members are live in the group.
     #[error("the group has {members} live members")]
     GroupNotEmpty { members: u64 },
@@ -541,20 +553,28 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes at most `batch` leases bound to expired sessions, then the
     /// expired sessions left with none (compare-and-delete).
     async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions>;
-    /// Creates a group (`true`), or answers the existing one (`false`).
+    /// Creates a group (`true`), or answers the existing one (`false`); a
+    /// creation past the owner's quota of groups is `QuotaExceeded`.
     async fn put_group(
         &self,
         name: &GroupName,
         metadata: Option<Map<String, Value>>,
-        owner: Option<String>,
+        owner: Option<GroupOwner>,
         now: Millis,
     ) -> StoreResult<(bool, Group)>;
     /// A group with its count of live members; `GroupNotFound`.
     async fn get_group(&self, name: &GroupName, now: Millis) -> StoreResult<Group>;
     /// A page of groups and the change-log revision it reflects (one snapshot).
     async fn list_groups(&self, query: &GroupQuery, now: Millis) -> StoreResult<(Vec<Group>, i64)>;
-    /// Deletes a group in which no member is live (`GroupNotEmpty`).
-    async fn delete_group(&self, name: &GroupName, now: Millis) -> StoreResult<()>;
+    /// Deletes a group in which no member is live (`GroupNotEmpty`); `by`
+    /// names the API token that must have created it (`NotGroupCreator`),
+    /// `None` any.
+    async fn delete_group(
+        &self,
+        name: &GroupName,
+        by: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<()>;
     /// Joins a member (with `token` when it lives by its own TTL), checking
     /// its group in the same transaction.
     async fn join_group(
@@ -605,6 +625,11 @@ pub trait Store: Send + Sync + 'static {
     /// At most `limit` events of the change log after revision `after`, up
     /// to `through`, in revision order.
     async fn read_events(&self, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>>;
+    /// A page of history for one reader: the events after `after` up to
+    /// `through` that its selection selects, at most `limit`, examining at
+    /// most about `scan` rows; with the revision through which every event
+    /// was examined (where the next page starts).
+    async fn read_history(&self, query: HistoryQuery) -> StoreResult<HistoryPage>;
     /// What the change log still holds, and the highest revision handed out.
     async fn event_bounds(&self) -> StoreResult<EventBounds>;
     /// The highest revision committed now.

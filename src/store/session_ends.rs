@@ -5,7 +5,7 @@
 use super::dialect::Effects;
 use super::events::{self, ENDED_LOCK, ended_lock, session_event};
 use super::expiry;
-use super::sessions::{CLOSE, LIVE_SESSION, keys_of, refusal};
+use super::sessions::{CLOSE, LIVE_SESSION, keys_of};
 use super::sql::{Columns, Sql, args};
 use super::{ReapedSessions, SessionEnd, StoreError, StoreResult, groups, reservations};
 use crate::domain::Millis;
@@ -31,8 +31,9 @@ pub async fn end(
                     args![id, now, token, caller.as_deref(), &sent],
                 )
                 .await?;
+            // Not live, not the caller's or a wrong token: one answer.
             let Some(row) = row else {
-                return Err(refusal(conn, id, caller.as_deref(), now).await?);
+                return Err(StoreError::LeaseLost);
             };
             (row, Reason::Released)
         }

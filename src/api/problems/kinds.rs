@@ -104,6 +104,8 @@ const SHED: &[&str] = &[
     "watchers",
     "client_waiters",
     "client_watchers",
+    "history_reads",
+    "client_history_reads",
 ];
 const ACCESS: &[&str] = &["read-only", "read-write"];
 
@@ -119,11 +121,12 @@ pub const KINDS: &[Kind] = &[
     ]),
     kind("malformed-json", 400, "the body is not valid JSON", &[]),
     kind("unauthorized", 401, "no token, or one the server does not know", &[]),
-    kind("forbidden", 403, "the key or pool is outside the token's scope, the token is \
+    kind("forbidden", 403, "the key, group or pool is outside the token's scope, the token is \
         read-only, or the operation needs an admin token", &[
         req("token", Ty::Text, "The name of the token."),
         opt("lock", Ty::Text, "The lock key that was refused."),
         opt("pool", Ty::Text, "The pool that was refused."),
+        opt("group", Ty::Text, "The group that was refused."),
         req("lock_prefixes", Ty::Texts, "The key prefixes the token may use."),
         req("pools", Ty::Texts, "The pools the token may use (`*`: every pool)."),
         req("access", Ty::OneOf(ACCESS), "What the token may do."),
@@ -150,8 +153,8 @@ pub const KINDS: &[Kind] = &[
     kind("group-not-empty", 409, "members are live in the group; they leave (or are removed) \
         first", &[req("members", Ty::Int, "How many members are live in it.")]),
     kind("member-exists", 409, "another session or holder has the member id in the group", &[]),
-    kind("session-lost", 409, "the session a grant names is not live, or its token is wrong; \
-        nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]),
+    kind("session-lost", 409, "the session a grant names is not live (or is another token's: \
+        the same answer), or its token is wrong; nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]),
     kind("session-full", 409, "the session holds its limit of bound leases", &[
         req("field", Ty::Text, "`session`."),
         req("limit", Ty::Int, "How many leases one session may hold."),
@@ -205,12 +208,14 @@ pub const KINDS: &[Kind] = &[
     kind("idempotency-key-reused", 422, "the Idempotency-Key holds another request's lease", &[
         opt("key", Ty::Text, "The other key on which the Idempotency-Key holds a live lease."),
     ]),
-    kind("quota-exceeded", 429, "the token holds its quota of live leases (or of sessions)", &[
-        req("limit", Ty::Int, "How many live leases (or sessions) the token may hold."),
+    kind("quota-exceeded", 429, "the token holds its quota of live leases, of sessions or of \
+        groups (`quota` names it)", &[
+        req("limit", Ty::Int, "How many live leases (sessions, groups) the token may hold."),
         req("current", Ty::Int, "How many it holds."),
         opt("needed", Ty::Int, "How many leases the refused request needed at once (a lock \
-            set needs one per key)."),
-        opt("quota", Ty::OneOf(&["sessions"]), "Present when the quota of sessions refused."),
+            set needs one per key); on a quota of leases."),
+        req("quota", Ty::OneOf(&["leases", "sessions", "groups"]), "The quota that refused: \
+            `max_live_leases`, `max_live_sessions` or `max_groups`."),
     ]),
     clears(kind("rate-limited", 429, "the token sent writes faster than its \
         `max_writes_per_second`", &[
@@ -224,7 +229,8 @@ pub const KINDS: &[Kind] = &[
     clears(kind("overloaded", 503, "the server is at one of its load bounds (`reason` names it)", &[
         req("reason", Ty::OneOf(SHED), "The bound: requests in flight, waiting acquires, the \
             caller's share of requests in flight, connections, open event streams, or the \
-            caller's share of waiting acquires or of event streams."),
+            caller's share of waiting acquires or of event streams; reads of the change log's \
+            history, or the caller's share of them."),
     ])),
 ];
 

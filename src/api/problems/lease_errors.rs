@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::problem::Problem;
 use super::refused::{lock_refusal_problem, reserve_refusal_problem};
+use crate::domain::grant::QuotaKind;
 use crate::domain::lease::retry_after_secs;
 use crate::leases::LeaseError;
 use crate::store::StoreError;
@@ -122,47 +123,11 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
         )
         .with("key", key),
         LeaseError::Store(StoreError::QuotaExceeded {
+            quota,
             limit,
             current,
             needed,
-        }) => {
-            let detail = if needed > limit {
-                format!(
-                    "the request needs {needed} live leases at once and the token may hold \
-                     {limit}: it can never be granted; ask for fewer keys"
-                )
-            } else if needed > 1 {
-                let over = (current + u64::from(needed)).saturating_sub(u64::from(limit));
-                format!(
-                    "the token holds {current} live leases and may hold {limit}; the request \
-                     needs {needed}: release {over} first"
-                )
-            } else {
-                format!(
-                    "the token holds {current} live leases and may hold {limit}; release one first"
-                )
-            };
-            Problem::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "quota-exceeded",
-                "The token holds its quota of live leases",
-                detail,
-            )
-            .with("limit", limit)
-            .with("current", current)
-            .with("needed", needed)
-        }
-        LeaseError::Store(StoreError::SessionQuotaExceeded { limit, current }) => Problem::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "quota-exceeded",
-            "The token holds its quota of live sessions",
-            format!(
-                "the token holds {current} live sessions and may hold {limit}; close one first"
-            ),
-        )
-        .with("limit", limit)
-        .with("current", current)
-        .with("quota", "sessions"),
+        }) => quota_problem(quota, limit, current, needed),
         LeaseError::Store(StoreError::Unavailable(m) | StoreError::Damaged(m)) => {
             Problem::unavailable(m)
         }
@@ -189,10 +154,11 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
             format!("{resource} is a live member of another session or holder"),
         ),
         LeaseError::Store(StoreError::Duplicate(m)) => Problem::internal(m),
+        // The group routes answer it with the caller's refusal.
+        LeaseError::Store(e @ StoreError::NotGroupCreator) => Problem::internal(e),
         // The set's service answers it with the time of the refusal.
         LeaseError::Store(e @ StoreError::SetRefused { .. }) => Problem::internal(e),
         e @ (LeaseError::Store(StoreError::SessionLost { .. })
-        | LeaseError::Store(StoreError::NotSessionOwner)
         | LeaseError::Store(StoreError::SessionFull { .. })) => {
             super::sessions::binding_problem(&e).unwrap_or_else(|| Problem::internal(e))
         }
@@ -202,5 +168,58 @@ pub fn lease_problem(resource: &str, error: LeaseError) -> Problem {
         | LeaseError::PoolInUse { .. }
         | LeaseError::SubnetRefused { .. }
         | LeaseError::Store(StoreError::SubnetOverlap)) => subnet_problem(resource, None, e),
+    }
+}
+
+/// The one refusal of every quota: 429 `quota-exceeded` with the quota's
+/// name, its `limit` and what the token holds; a grant of leases also says
+/// how many it `needed` at once.
+fn quota_problem(quota: QuotaKind, limit: u32, current: u64, needed: u32) -> Problem {
+    let (title, detail) = match quota {
+        QuotaKind::Leases => {
+            let detail = if needed > limit {
+                format!(
+                    "the request needs {needed} live leases at once and the token may hold \
+                     {limit}: it can never be granted; ask for fewer keys"
+                )
+            } else if needed > 1 {
+                let over = (current + u64::from(needed)).saturating_sub(u64::from(limit));
+                format!(
+                    "the token holds {current} live leases and may hold {limit}; the request \
+                     needs {needed}: release {over} first"
+                )
+            } else {
+                format!(
+                    "the token holds {current} live leases and may hold {limit}; release one first"
+                )
+            };
+            ("The token holds its quota of live leases", detail)
+        }
+        QuotaKind::Sessions => (
+            "The token holds its quota of live sessions",
+            format!(
+                "the token holds {current} live sessions and may hold {limit}; close one first"
+            ),
+        ),
+        QuotaKind::Groups => (
+            "The token holds its quota of groups",
+            format!(
+                "the token created {current} groups and may have {limit}; delete one of them \
+                 (an empty one) first"
+            ),
+        ),
+    };
+    let problem = Problem::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "quota-exceeded",
+        title,
+        detail,
+    )
+    .with("limit", limit)
+    .with("current", current)
+    .with("quota", quota.as_str());
+    match quota {
+        QuotaKind::Leases => problem.with("needed", needed),
+        QuotaKind::Sessions | QuotaKind::Groups => problem,
     }
 }

@@ -1,6 +1,6 @@
 //! The problems of a grant that names a session it may not bind to: a
-//! session that is not live or a wrong session token, another token's
-//! session, a session at its cap of leases.
+//! session that is not live (or is another token's: the same answer), a
+//! wrong session token, a session at its cap of leases.
 
 use axum::http::StatusCode;
 
@@ -21,13 +21,6 @@ pub fn binding_problem(error: &LeaseError) -> Option<Problem> {
             ),
         )
         .with("field", *field),
-        LeaseError::Store(StoreError::NotSessionOwner) => Problem::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "The token may not do this",
-            "session: belongs to another API token; only it (or an admin) may use it",
-        )
-        .with("field", "session"),
         LeaseError::Store(StoreError::SessionFull { limit }) => Problem::new(
             StatusCode::CONFLICT,
             "session-full",
