@@ -255,7 +255,9 @@ def events(client):
     check(acquired.revision < released.revision <= since, "revisions grow, next_revision follows them")
 
     quiet = watch_events.sync(client=client, prefix=prefix, since=since, wait_ms=300)
-    check(quiet.items == [] and quiet.next_revision == since, "nothing else under the prefix")
+    # The page may pass over the event of sdk/elsewhere (outside the prefix):
+    # its next_revision never goes back, and it carries nothing.
+    check(quiet.items == [] and quiet.next_revision >= since, "nothing else under the prefix")
 
     future = watch_events.sync_detailed(client=client, since=since + 1_000_000)
     check(future.status_code == 400, "a revision from the future is refused")

@@ -163,6 +163,21 @@ pub struct ServeConfig {
     /// half of `--max-watchers`.
     #[arg(long, env = "LEASEHOLD_MAX_WATCHERS_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_watchers_per_client: Option<u32>,
+    /// Reads of the change log's history at once: event pages and streams
+    /// that start before the newest revision. Past it a new one answers 503
+    /// `overloaded` (reason `history_reads`).
+    #[arg(long, env = "LEASEHOLD_MAX_HISTORY_READS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_history_reads: u32,
+    /// Reads of history of any one client at once; past it that client's
+    /// new ones answer 503 `overloaded` (reason `client_history_reads`)
+    /// while others still read. Default: half of `--max-history-reads`.
+    #[arg(long, env = "LEASEHOLD_MAX_HISTORY_READS_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_history_reads_per_client: Option<u32>,
+    /// The rows one page of history examines at most, however few of them
+    /// the reader may see: a page answers what it found and a
+    /// `next_revision` past what it examined.
+    #[arg(long, env = "LEASEHOLD_EVENT_SCAN_ROWS", default_value_t = crate::domain::selection::DEFAULT_SCAN_ROWS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub event_scan_rows: u32,
     /// Events a watcher may fall behind the newest before its stream is
     /// ended (it resumes from its last event id).
     #[arg(long, env = "LEASEHOLD_EVENT_BUFFER", default_value_t = 1_024, value_parser = clap::value_parser!(u32).range(1..))]
@@ -343,6 +358,11 @@ impl ServeConfig {
         share(self.max_watchers_per_client, self.max_watchers)
     }
 
+    /// The share of `--max-history-reads` one client may hold.
+    pub fn history_reads_per_client(&self) -> u32 {
+        share(self.max_history_reads_per_client, self.max_history_reads)
+    }
+
     /// The defaults, on another address and database (for tests and embedding).
     pub fn new(listen: SocketAddr, db: PathBuf) -> Self {
         Self {
@@ -364,6 +384,9 @@ impl ServeConfig {
             max_connections: 16_384,
             max_watchers: 10_000,
             max_watchers_per_client: None,
+            max_history_reads: 16,
+            max_history_reads_per_client: None,
+            event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
             event_buffer: 1_024,
             event_retention: Duration::from_secs(3600),
             event_retention_count: 100_000,

@@ -105,6 +105,9 @@ impl Application {
             max_watchers: config.max_watchers as usize,
             max_watchers_per_client: config.watchers_per_client() as usize,
             event_buffer: config.event_buffer as usize,
+            max_history_reads: config.max_history_reads as usize,
+            max_history_reads_per_client: config.history_reads_per_client() as usize,
+            event_scan_rows: config.event_scan_rows,
             ..Limits::default()
         };
         let leases = Leases::new(store, clock, limits);

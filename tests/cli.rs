@@ -444,7 +444,7 @@ async fn refusals_map_to_documented_exit_codes() {
 async fn a_token_from_token_new_is_sent_and_refusals_exit_7_and_8() {
     let made = Command::new(leasehold_binary())
         .args(["token", "new", "--name", "ci", "--lock-prefix", "ci/"])
-        .args(["--max-live-leases", "1"])
+        .args(["--max-live-leases", "1", "--max-groups", "4"])
         .output()
         .await
         .unwrap();
@@ -453,6 +453,10 @@ async fn a_token_from_token_new_is_sent_and_refusals_exit_7_and_8() {
     let (token, entry) = made.trim().split_once('\n').expect("token, then entry");
     let entry: serde_json::Value = serde_json::from_str(entry).unwrap();
     assert_eq!(entry["access"], "read-write");
+    assert_eq!(
+        (&entry["max_live_leases"], &entry["max_groups"]),
+        (&1.into(), &4.into())
+    );
 
     let mut hash = Command::new(leasehold_binary())
         .args(["token", "hash"])

@@ -61,23 +61,6 @@ type RetryPolicy struct {
 // DefaultRetry is the policy of a client made without WithRetry.
 var DefaultRetry = RetryPolicy{Attempts: 8, First: 50 * time.Millisecond, Max: 2 * time.Second}
 
-// ClientOption configures a Client.
-type ClientOption func(*Client)
-
-// WithToken sends an API token (as a Bearer token) with every request.
-func WithToken(token string) ClientOption { return func(c *Client) { c.token = token } }
-
-// WithHTTPClient makes requests through hc instead of the client's own.
-// A long-polling acquire or watch needs hc without a short Timeout.
-func WithHTTPClient(hc *http.Client) ClientOption { return func(c *Client) { c.hc = hc } }
-
-// WithHolder names this client in the leases it takes (informational only;
-// default: host name and process id).
-func WithHolder(holder string) ClientOption { return func(c *Client) { c.holder = holder } }
-
-// WithRetry replaces DefaultRetry.
-func WithRetry(p RetryPolicy) ClientOption { return func(c *Client) { c.retry = p } }
-
 // New returns a client of the server at server ("http://host:port"; a URL
 // without a scheme gets "http://"; empty: DefaultURL).
 func New(server string, opts ...ClientOption) (*Client, error) {
@@ -102,7 +85,9 @@ func New(server string, opts ...ClientOption) (*Client, error) {
 	u.Path = strings.TrimRight(u.Path, "/")
 	c := &Client{base: u, hc: defaultHTTPClient(), holder: defaultHolder(), retry: DefaultRetry}
 	for _, o := range opts {
-		o(c)
+		if o != nil {
+			o.applyClient(c)
+		}
 	}
 	if c.retry.Attempts < 1 {
 		c.retry.Attempts = 1
@@ -156,8 +141,9 @@ type call struct {
 	// grant marks a request that creates a lease: it is retried only when it
 	// carries an Idempotency-Key.
 	grant bool
-	// sent is set to the moment the last attempt was sent.
-	sent time.Time
+	// sent is set to the moment the last attempt was sent, received to when
+	// its answer arrived (both with their monotonic readings).
+	sent, received time.Time
 	// retried says whether an earlier attempt may have reached the server.
 	retried bool
 }
@@ -229,6 +215,7 @@ func (c *Client) once(ctx context.Context, cl *call, payload []byte, out any) (i
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	cl.received = time.Now()
 	if err != nil {
 		if ctx.Err() != nil {
 			return resp.StatusCode, -1, ctx.Err()

@@ -1,118 +1,279 @@
 package leasehold_test
 
+// The examples of README.md and of the repository's README.md, character
+// for character (TestReadmeGoBlocksAreTheseExamples checks it). go test runs
+// each against a fresh server (TestMain starts it and sets LEASEHOLD_URL)
+// and compares what it prints with its Output comment.
+
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
+	"os"
 	"time"
 
 	leasehold "github.com/leasehold/leasehold/clients/go"
 )
 
-// A controller serialises reconciles per service across processes.
-func ExampleClient_NewKeyedMutex() {
-	c, err := leasehold.New("127.0.0.1:8474")
+func ExampleNew() {
+	hc := &http.Client{Transport: leasehold.NewHTTPTransport()} // no Timeout: Lock long-polls
+	// LEASEHOLD_URL names the server, as it does for the command line;
+	// unset, the client reaches http://127.0.0.1:8474.
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"),
+		leasehold.WithToken(os.Getenv("LEASEHOLD_API_TOKEN")), // Authorization: Bearer, when set
+		leasehold.WithHolder("controller-1"),                  // default: host/pid-N
+		leasehold.WithHTTPClient(hc))                          // default: its own transport
 	if err != nil {
 		log.Fatal(err)
 	}
-	services := c.NewKeyedMutex("svc/", leasehold.WithTTL(15*time.Second))
-	ensure := func(ctx context.Context, uid string) error {
-		m, err := services.Lock(ctx, uid)
-		if err != nil {
-			return err
-		}
-		defer m.Unlock(context.Background())
-		select {
-		case <-m.Lost():
-			return errors.New("lost the service's lock")
-		default:
-		}
-		fmt.Println("reconciling", uid, "with fencing token", m.FencingToken())
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := ensure(ctx, "3f2a"); err != nil {
-		log.Print(err)
-	}
+	fmt.Println(c.Holder())
+	// Output: controller-1
 }
 
-// A network creator takes a free /24 that skips this host's own networks,
-// and confirms it once the network exists.
-func ExampleClient_Reserve() {
-	c, err := leasehold.New("http://127.0.0.1:8474")
+func ExampleProblem() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	r, err := c.Reserve(ctx, "docker", 24, leasehold.ExcludeLocal(), leasehold.WithTTL(time.Minute))
-	if leasehold.IsPoolExhausted(err) {
-		log.Fatal("no /24 left")
+	if _, err := c.Acquire(ctx, "jobs/report", leasehold.WithHolder("nightly")); err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.Acquire(ctx, "jobs/report") // held: a lock-held *Problem
+	var p *leasehold.Problem
+	if errors.As(err, &p) && p.Type == leasehold.TypeLockHeld {
+		fmt.Println("held by", p.Holder, "- retry after", p.RetryAfter > 0) // p.ExpiresAt says until when
+	}
+	// Output: held by nightly - retry after true
+}
+
+func ExampleMutex() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	m := c.NewMutex("jobs/backup", leasehold.WithTTL(15*time.Second))
+	if err := m.Lock(ctx); err != nil { // waits; ctx.Err() when ctx ends
+		log.Fatal(err)
+	}
+	defer m.Unlock(context.Background()) // bounded by the lease's life, 1 s after a loss
+	for _, chunk := range []string{"a", "b", "c"} {
+		select {
+		case <-m.Lost(): // closed the lost margin before the lease can end
+			fmt.Println("stopped writing:", m.Err()) // errors.Is(err, leasehold.ErrExpired), …
+			return
+		default:
+		}
+		fmt.Println("wrote", chunk) // with m.FencingToken(), for the store to check
+	}
+	// Output:
+	// wrote a
+	// wrote b
+	// wrote c
+}
+
+// Controller reconciles services: one reconcile of a service at a time,
+// across every goroutine of every replica of the controller.
+type Controller struct {
+	services *leasehold.KeyedMutex
+}
+
+func (ctl *Controller) EnsureLoadBalancer(ctx context.Context, uid string) error {
+	m, err := ctl.services.Lock(ctx, uid) // waits; gives up when ctx ends
+	if err != nil {
+		return err
+	}
+	defer m.Unlock(context.Background()) // nothing of the key is kept after this
+	select {
+	case <-m.Lost(): // closed before another can be granted the key
+		return m.Err()
+	default:
+	}
+	fmt.Println("ensuring the load balancer of", uid) // with m.FencingToken()
+	return nil
+}
+
+func ExampleKeyedMutex() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL")) // "": http://127.0.0.1:8474
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctl := &Controller{services: c.NewKeyedMutex("svc/", leasehold.WithTTL(15*time.Second))}
+	if err := ctl.EnsureLoadBalancer(context.Background(), "3f2a"); err != nil {
+		log.Fatal(err)
+	}
+	// Output: ensuring the load balancer of 3f2a
+}
+
+func ExampleSession() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := c.NewSession(ctx, leasehold.WithTTL(30*time.Second)) // kept alive in the background
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, vol := range []string{"vol-1", "vol-2", "vol-3"} {
+		m := c.NewMutex("volumes/"+vol, leasehold.WithSession(s)) // no keep-alive of its own
+		if err := m.Lock(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(*info.Locks, "locks, one keep-alive")
+	if err := s.Close(ctx); err != nil { // releases every lease bound to it
+		log.Fatal(err)
+	}
+	<-s.Done() // closed when the session ends: closed, or lost (s.Err() says why)
+	fmt.Println("closed here:", errors.Is(s.Err(), leasehold.ErrUnlocked))
+	// Output:
+	// 3 locks, one keep-alive
+	// closed here: true
+}
+
+func ExampleElection() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	show := func(leader *leasehold.Lease) {
+		if leader == nil {
+			fmt.Println("no leader")
+		} else {
+			fmt.Println("leader:", leader.Holder)
+		}
+	}
+	leaders := c.NewElection("jobs/scheduler").Observe(ctx) // the leader at start and at each change
+	show(<-leaders)
+
+	e := c.NewElection("jobs/scheduler", leasehold.WithTTL(10*time.Second), leasehold.WithHolder("scheduler-1"))
+	lost := e.Lost()                        // valid before Campaign: the leadership it wins
+	if err := e.Campaign(ctx); err != nil { // waits until this one leads
+		log.Fatal(err)
+	}
+	show(<-leaders)
+	if err := e.Resign(ctx); err != nil { // the next campaigner leads at once
+		log.Fatal(err)
+	}
+	<-lost // closed when leadership ends: lost, or resigned
+	fmt.Println("resigned:", errors.Is(e.Err(), leasehold.ErrUnlocked))
+	show(<-leaders)
+	// Output:
+	// no leader
+	// leader: scheduler-1
+	// resigned: true
+	// no leader
+}
+
+func ExampleClient_Join() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.CreateGroup(ctx, "workers", map[string]any{"team": "net"}); err != nil {
+		log.Fatal(err)
+	}
+	page, err := c.ListMembers(ctx, "workers", leasehold.ListOptions{Limit: 100}) // who is there
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := c.Watch(ctx, leasehold.WatchOptions{Group: "workers", Since: page.Revision}) // and each change after
+
+	m, err := c.Join(ctx, "workers", "node-7",
+		leasehold.WithTTL(30*time.Second),                     // or leasehold.WithSession(s)
+		leasehold.WithCapabilities(map[string]int{"gpus": 2})) // any JSON value
+	if leasehold.IsMemberExists(err) {
+		log.Fatal("another session or holder is node-7")
 	} else if err != nil {
 		log.Fatal(err)
 	}
-	if err := createNetwork(r.Subnet); err != nil {
-		_ = c.ReleaseReservation(ctx, r)
+	if err := m.UpdateCapabilities(ctx, map[string]int{"gpus": 4}); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := c.Confirm(ctx, r); err != nil {
+	if err := m.Leave(ctx); err != nil { // m.Lost() closes, m.Err() is ErrUnlocked
 		log.Fatal(err)
 	}
-}
-
-func createNetwork(subnet string) error { return nil }
-
-// A refusal carries the problem's fields.
-func ExampleProblem() {
-	c, _ := leasehold.New("http://127.0.0.1:8474")
-	_, err := c.Acquire(context.Background(), "jobs/backup")
-	var p *leasehold.Problem
-	if errors.As(err, &p) && p.Type == leasehold.TypeLockHeld {
-		fmt.Printf("held by %s; retry in %v\n", p.Holder, p.RetryAfter)
-	}
-}
-
-// A worker joins a group with what it can do, kept alive in the background;
-// a scheduler lists the group, then watches it from the page's revision:
-// every later join, update and leave arrives once, none the listing shows.
-func ExampleClient_Join() {
-	c, err := leasehold.New("127.0.0.1:8474")
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := c.CreateGroup(ctx, "workers", nil); err != nil {
-		log.Fatal(err)
-	}
-	m, err := c.Join(ctx, "workers", "node-7", leasehold.WithTTL(30*time.Second),
-		leasehold.WithCapabilities(map[string]int{"gpus": 2}))
-	if err != nil {
-		log.Fatal(err) // IsMemberExists: another holder is node-7
-	}
-	defer m.Leave(context.Background())
-
-	page, err := c.Members(ctx, "workers", 1000, "")
-	if err != nil {
-		log.Fatal(err)
-	}
-	live := map[string]json.RawMessage{}
-	for _, it := range page.Items {
-		live[it.Member] = it.Capabilities
-	}
-	w := c.Watch(ctx, leasehold.WatchOptions{Group: "workers", Since: page.Revision})
 	for ev := range w.Events() {
-		switch ev.Type {
-		case leasehold.EventMemberJoined, leasehold.EventMemberUpdated:
-			info, err := c.Member(ctx, "workers", ev.Member)
-			if err == nil {
-				live[ev.Member] = info.Capabilities
-			}
-		case leasehold.EventMemberLeft:
-			delete(live, ev.Member)
+		fmt.Println(ev.Type, ev.Member)
+		if ev.Type == leasehold.EventMemberLeft {
+			break
 		}
-		fmt.Println(ev.Revision, ev.Type, ev.Member, ev.Reason, len(live))
 	}
+	// Output:
+	// group.member_joined node-7
+	// group.member_updated node-7
+	// group.member_left node-7
+}
+
+func ExampleClient_Watch() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	page, err := c.ListLocks(ctx, "deploy/", leasehold.ListOptions{}) // what is held now
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := c.Watch(ctx, leasehold.WatchOptions{Prefix: "deploy/", Since: page.Revision}) // what changes after
+
+	l, err := c.Acquire(ctx, "deploy/web")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := c.Release(ctx, "deploy/web", l.Token); err != nil {
+		log.Fatal(err)
+	}
+	for ev := range w.Events() {
+		fmt.Printf("%s %s reason=%q\n", ev.Type, ev.Key, ev.Reason)
+		if ev.Type == leasehold.EventLockReleased {
+			break
+		}
+	}
+	if leasehold.IsHistoryCompacted(w.Err()) { // 410: list again, then watch from the new page
+		log.Fatal(w.Err())
+	}
+	// Output:
+	// lock.acquired deploy/web reason=""
+	// lock.released deploy/web reason="released"
+}
+
+// createNetwork stands for the real work: docker network create --subnet ….
+func createNetwork(ctx context.Context, name, subnet string) error { return nil }
+
+func ExampleClient_Reserve() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.PutPool(ctx, "docker", "192.168.0.0/16", nil); err != nil { // or finds it as it is
+		log.Fatal(err)
+	}
+	r, err := c.Reserve(ctx, "docker", 24, leasehold.ExcludeLocal(), leasehold.WithTTL(time.Minute))
+	if err != nil {
+		log.Fatal(err) // leasehold.IsPoolExhausted(err) when no /24 is left
+	}
+	if err := createNetwork(ctx, "minikube", r.Subnet); err != nil {
+		_ = c.ReleaseReservation(ctx, r) // or let it lapse
+		log.Fatal(err)
+	}
+	if r, err = c.Confirm(ctx, r); err != nil { // allocated: no longer expires
+		log.Fatal(err)
+	}
+	fmt.Println(r.State)
+	// Output: allocated
 }

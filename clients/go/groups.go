@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -79,15 +77,11 @@ func (c *Client) Group(ctx context.Context, group string) (*Group, error) {
 	return &g, nil
 }
 
-// ListGroups returns one page of the groups whose names start with prefix;
-// pass the page's NextCursor for the next (limit 0: the server's).
-func (c *Client) ListGroups(ctx context.Context, prefix string, limit int, cursor string) (*GroupPage, error) {
-	q := pageQuery(limit, cursor)
-	if prefix != "" {
-		q.Set("prefix", prefix)
-	}
+// ListGroups returns one page of the groups whose names start with prefix
+// ("": every group).
+func (c *Client) ListGroups(ctx context.Context, prefix string, opts ListOptions) (*GroupPage, error) {
 	var p GroupPage
-	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/groups", query: q}, &p); err != nil {
+	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/groups", query: prefixQuery(prefix, opts)}, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -100,10 +94,10 @@ func (c *Client) DeleteGroup(ctx context.Context, group string) error {
 	return err
 }
 
-// Members returns one page of group's live members (limit 0: the server's).
-func (c *Client) Members(ctx context.Context, group string, limit int, cursor string) (*MemberPage, error) {
+// ListMembers returns one page of group's live members.
+func (c *Client) ListMembers(ctx context.Context, group string, opts ListOptions) (*MemberPage, error) {
 	var p MemberPage
-	cl := &call{method: http.MethodGet, path: groupPath(group) + "/members", query: pageQuery(limit, cursor)}
+	cl := &call{method: http.MethodGet, path: groupPath(group) + "/members", query: opts.query()}
 	if _, err := c.do(ctx, cl, &p); err != nil {
 		return nil, err
 	}
@@ -130,6 +124,16 @@ func (c *Client) RemoveMember(ctx context.Context, group, member string) error {
 // in the same transaction (one group.member_updated event). A Membership
 // does this in the background already.
 func (c *Client) RenewMember(ctx context.Context, group, member, token string, ttl time.Duration, capabilities any) (*MemberInfo, time.Time, error) {
+	info, deadline, err := c.renewMember(ctx, group, member, token, ttl, capabilities)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return info, deadline.Add(-time.Duration(info.ExpiresInMS) * time.Millisecond), nil
+}
+
+// renewMember renews as RenewMember does and returns the member's new local
+// deadline.
+func (c *Client) renewMember(ctx context.Context, group, member, token string, ttl time.Duration, capabilities any) (*MemberInfo, time.Time, error) {
 	body := struct {
 		Token        string `json:"token"`
 		TTL          *int64 `json:"ttl_ms,omitempty"`
@@ -140,16 +144,5 @@ func (c *Client) RenewMember(ctx context.Context, group, member, token string, t
 	if _, err := c.do(ctx, cl, &m); err != nil {
 		return nil, time.Time{}, err
 	}
-	return &m, cl.sent, nil
-}
-
-func pageQuery(limit int, cursor string) url.Values {
-	q := url.Values{}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	return q
+	return &m, localDeadline(cl.sent, cl.received, 0, m.ExpiresInMS), nil
 }

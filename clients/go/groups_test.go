@@ -32,7 +32,7 @@ func TestGroupRoutesAndTypedErrors(t *testing.T) {
 	if _, err := c.CreateGroup(ctx, "other", nil); err != nil {
 		t.Fatal(err)
 	}
-	page, err := c.ListGroups(ctx, "work", 0, "")
+	page, err := c.ListGroups(ctx, "work", leasehold.ListOptions{})
 	if err != nil || len(page.Items) != 1 || page.Items[0].Name != "workers" || page.Revision < 2 {
 		t.Fatalf("list: %+v, %v", page, err)
 	}
@@ -58,12 +58,12 @@ func TestGroupRoutesAndTypedErrors(t *testing.T) {
 	if err := m.UpdateCapabilities(ctx, map[string]int{"gpus": 4}); err != nil {
 		t.Fatal(err)
 	}
-	members, err := c.Members(ctx, "workers", 0, "")
+	members, err := c.ListMembers(ctx, "workers", leasehold.ListOptions{})
 	if err != nil || len(members.Items) != 1 || string(members.Items[0].Capabilities) != `{"gpus":4}` ||
 		members.Revision <= page.Revision {
 		t.Fatalf("members: %+v, %v", members, err)
 	}
-	if _, err := c.Members(ctx, "nobody", 0, ""); !leasehold.IsGroupNotFound(err) {
+	if _, err := c.ListMembers(ctx, "nobody", leasehold.ListOptions{}); !leasehold.IsGroupNotFound(err) {
 		t.Fatalf("members of a group that does not exist: %v", err)
 	}
 	if err := m.Leave(ctx); err != nil {
@@ -129,7 +129,7 @@ func TestSessionBoundMemberLeavesWhenItsSessionCloses(t *testing.T) {
 			if _, err := c.CreateGroup(ctx, "svc", nil); err != nil {
 				t.Fatal(err)
 			}
-			page, err := c.Members(ctx, "svc", 0, "")
+			page, err := c.ListMembers(ctx, "svc", leasehold.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +200,7 @@ func TestTTLMemberIsKeptAlivePastItsTTLThenLeaves(t *testing.T) {
 	if _, err := c.CreateGroup(ctx, "svc", nil); err != nil {
 		t.Fatal(err)
 	}
-	groups, err := c.ListGroups(ctx, "", 0, "")
+	groups, err := c.ListGroups(ctx, "", leasehold.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestUnreachableTTLMemberIsLostBeforeTheServerSaysItExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := direct.Members(ctx, "svc", 0, "")
+	page, err := direct.ListMembers(ctx, "svc", leasehold.ListOptions{})
 	if err != nil || len(page.Items) != 1 {
 		t.Fatalf("members: %+v, %v", page, err)
 	}

@@ -6,125 +6,158 @@ import (
 	"time"
 )
 
-// keeper renews a lease (or a session) in the background and closes lost
-// when it is lost: when the server says so, or when its deadline (measured
-// from when the last successful grant or renewal was SENT) passes without a
-// successful renewal. The server measures the lease from when it received
-// the request, so the deadline falls no later than the real end.
+// keeper renews one lease (a lock, a session, a member) in the background
+// by the rule in life.go, and calls onLost once when the lease is lost:
+// when the server answers that it is gone or refuses it, or, by a timer of
+// its own, at the local deadline minus the margin when no renewal was
+// confirmed in time. A renewal call runs in a goroutine of its own, so a
+// call that hangs never delays that timer.
 type keeper struct {
-	lost     chan struct{}
+	ttl    time.Duration
+	margin time.Duration
+	renew  renewFunc
+	onLost func(error)
+
 	stop     chan struct{}
-	done     chan struct{}
-	lostOnce sync.Once
 	stopOnce sync.Once
+	done     chan struct{}
+
 	mu       sync.Mutex
+	deadline time.Time
+}
+
+// renewFunc renews once and returns the lease's new local deadline.
+type renewFunc func(ctx context.Context) (time.Time, error)
+
+type renewal struct {
+	deadline time.Time
 	err      error
 }
 
-// renewFunc renews once and returns the new deadline.
-type renewFunc func(ctx context.Context) (time.Time, error)
-
-func startKeeper(deadline time.Time, ttl time.Duration, renew renewFunc) *keeper {
-	k := &keeper{lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	go k.run(deadline, ttl, renew)
+func startKeeper(deadline time.Time, ttl, margin time.Duration, renew renewFunc, onLost func(error)) *keeper {
+	k := &keeper{ttl: ttl, margin: margin, renew: renew, onLost: onLost, deadline: deadline,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go k.run()
 	return k
 }
 
-// safetyMargin is how much before the computed deadline a lease counts as
-// lost: room for the local clock to run slower than the server's, and for
-// the holder to stop acting on Lost.
-func safetyMargin(ttl time.Duration) time.Duration {
-	m := ttl / 20
-	if m > time.Second {
-		m = time.Second
-	}
-	return m
+// lostAt is when the lease counts as lost unless a renewal is confirmed.
+func (k *keeper) lostAt() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.deadline.Add(-k.margin)
 }
 
-// interval between renewals: a third of the TTL, so two renewals can fail
-// before the lease ends.
-func renewInterval(ttl time.Duration) time.Duration {
-	d := ttl / 3
-	if d < 30*time.Millisecond {
-		d = 30 * time.Millisecond
+// renewDelay is how long until the next renewal of a lease whose deadline
+// is deadline: a third of the TTL after the request that gave it was sent,
+// at once if that is past.
+func (k *keeper) renewDelay(deadline time.Time) time.Duration {
+	d := time.Until(deadline.Add(-2 * k.ttl / 3))
+	if d < 0 {
+		return 0
 	}
 	return d
 }
 
-func (k *keeper) run(deadline time.Time, ttl time.Duration, renew renewFunc) {
+// retryDelay is the pause after a renewal that got no usable answer (the
+// client already retried within the call).
+func (k *keeper) retryDelay() time.Duration {
+	d := k.ttl / 12
+	if d < 20*time.Millisecond {
+		d = 20 * time.Millisecond
+	}
+	if d > 500*time.Millisecond {
+		d = 500 * time.Millisecond
+	}
+	return d
+}
+
+func (k *keeper) run() {
 	defer close(k.done)
-	interval := renewInterval(ttl)
-	margin := safetyMargin(ttl)
-	end := time.NewTimer(time.Until(deadline) - margin)
-	defer end.Stop()
-	next := time.NewTimer(interval)
+	lostAt := k.lostAt()
+	lost := time.NewTimer(time.Until(lostAt))
+	defer lost.Stop()
+	next := time.NewTimer(k.renewDelay(lostAt.Add(k.margin)))
 	defer next.Stop()
+	var (
+		inflight <-chan renewal // nil while no renewal is in flight
+		cancel   context.CancelFunc
+		lastErr  error
+	)
+	defer func() {
+		if cancel != nil {
+			cancel()
+		}
+	}()
 	for {
 		select {
 		case <-k.stop:
 			return
-		case <-end.C:
-			k.markLost(context.DeadlineExceeded)
+		case <-lost.C:
+			k.onLost(&LostError{Reason: ErrExpired, Err: lastErr})
 			return
 		case <-next.C:
-		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		stopped := make(chan struct{})
-		go func() {
-			select {
-			case <-k.stop:
-				cancel()
-			case <-stopped:
+			// Each call ends by the time loss is declared, and after a third
+			// of the TTL at most, so that one hung connection leaves time to
+			// try another.
+			end := time.Now().Add(k.ttl / 3)
+			if lostAt.Before(end) {
+				end = lostAt
 			}
-		}()
-		d, err := renew(ctx)
-		close(stopped)
-		cancel()
-		switch {
-		case err == nil:
-			deadline = d
-			if !end.Stop() {
-				select {
-				case <-end.C:
-				default:
-				}
+			inflight, cancel = k.startRenewal(end)
+		case r := <-inflight:
+			cancel()
+			cancel, inflight = nil, nil
+			switch {
+			case r.err == nil:
+				lostAt = k.extend(r.deadline)
+				resetTimer(lost, time.Until(lostAt))
+				next.Reset(k.renewDelay(lostAt.Add(k.margin)))
+			case final(r.err):
+				k.onLost(lostBy(r.err))
+				return
+			default:
+				lastErr = r.err
+				next.Reset(k.retryDelay())
 			}
-			end.Reset(time.Until(deadline) - margin)
-			next.Reset(interval)
-		case AsProblem(err) != nil && AsProblem(err).Status < 500 && AsProblem(err).Status != 429 &&
-			AsProblem(err).Status != 408:
-			// The server answered: the lease is gone (or the request can
-			// never succeed). Nothing will bring it back.
-			k.markLost(err)
-			return
-		default:
-			// No answer: try again soon, until the deadline.
-			retry := interval / 4
-			if retry < 20*time.Millisecond {
-				retry = 20 * time.Millisecond
-			}
-			next.Reset(retry)
 		}
 	}
 }
 
-func (k *keeper) markLost(err error) {
-	k.lostOnce.Do(func() {
-		k.mu.Lock()
-		k.err = err
-		k.mu.Unlock()
-		close(k.lost)
-	})
+// startRenewal sends one renewal in a goroutine of its own, ending by end.
+func (k *keeper) startRenewal(end time.Time) (<-chan renewal, context.CancelFunc) {
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	out := make(chan renewal, 1)
+	go func() {
+		d, err := k.renew(ctx)
+		out <- renewal{d, err}
+	}()
+	return out, cancel
 }
 
-// halt stops renewing and waits until the renewer is gone.
+// extend moves the deadline to d (never back) and returns the new lostAt.
+func (k *keeper) extend(d time.Time) time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if d.After(k.deadline) {
+		k.deadline = d
+	}
+	return k.deadline.Add(-k.margin)
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
+// halt stops renewing (a renewal in flight is cancelled) and waits until the
+// keeper is gone; onLost is not called after halt returns.
 func (k *keeper) halt() {
 	k.stopOnce.Do(func() { close(k.stop) })
 	<-k.done
-}
-
-func (k *keeper) cause() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.err
 }

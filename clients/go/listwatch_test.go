@@ -61,7 +61,7 @@ func (ch *churn) run(ctx context.Context, t *testing.T, c *leasehold.Client, gro
 // listAll lists every member of group in one page.
 func listAll(ctx context.Context, t *testing.T, c *leasehold.Client, group string) (map[string]bool, int64) {
 	t.Helper()
-	page, err := c.Members(ctx, group, 1000, "")
+	page, err := c.ListMembers(ctx, group, leasehold.ListOptions{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,23 +236,23 @@ func TestEveryListPageCarriesItsRevisionAndUpdatesAreEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locks, err := c.ListLocks(ctx, "svc/", 0, "")
+	locks, err := c.ListLocks(ctx, "svc/", leasehold.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pools, err := c.ListPools(ctx, "")
+	pools, err := c.ListPools(ctx, leasehold.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reservations, err := c.ListReservations(ctx, "docker", "")
+	reservations, err := c.ListReservations(ctx, "docker", leasehold.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := c.ListGroups(ctx, "", 0, "")
+	groups, err := c.ListGroups(ctx, "", leasehold.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	members, err := c.Members(ctx, "workers", 0, "")
+	members, err := c.ListMembers(ctx, "workers", leasehold.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

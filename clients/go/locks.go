@@ -3,7 +3,6 @@ package leasehold
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 )
@@ -22,12 +21,17 @@ type Lease struct {
 	Session      string         `json:"session,omitempty"`
 	Holders      []LockHolder   `json:"holders,omitempty"`
 	Token        string         `json:"token,omitempty"`
+	// WaitedMS is, in the answer to a grant, how long the request waited
+	// on the server before ExpiresInMS was computed (0 for a renewal).
+	WaitedMS int64 `json:"waited_ms,omitempty"`
 
 	// Replayed is true when the grant was an idempotent replay (200).
 	Replayed bool `json:"-"`
-	// Sent is when the request that granted or renewed it was sent: the
-	// lease lasts at least ExpiresInMS from then.
+	// Sent is when the request that granted, renewed or read it was sent
+	// (with the monotonic reading of time.Now).
 	Sent time.Time `json:"-"`
+	// received is when its answer arrived.
+	received time.Time
 }
 
 // LockHolder is one lease of a shared or semaphore key.
@@ -42,9 +46,28 @@ type LockHolder struct {
 // ExpiresIn is the lease's remaining life as the server computed it.
 func (l *Lease) ExpiresIn() time.Duration { return time.Duration(l.ExpiresInMS) * time.Millisecond }
 
-// Deadline is the latest local time by which the lease is certainly still
-// live: when its request was sent plus the remaining life the server gave.
-func (l *Lease) Deadline() time.Time { return l.Sent.Add(l.ExpiresIn()) }
+// Deadline is the lease's local deadline: a time on this process's
+// monotonic clock by which the server certainly still holds it. It is when
+// the request that granted, renewed or read it was sent, plus how long the
+// server says a grant waited (never past the answer's arrival), plus the
+// remaining life the server gave. Zero for a lease not read from the server.
+func (l *Lease) Deadline() time.Time {
+	if l.Sent.IsZero() {
+		return time.Time{}
+	}
+	return localDeadline(l.Sent, l.received, l.WaitedMS, l.ExpiresInMS)
+}
+
+// localDeadline is the rule of a lease's life (life.go): sent, plus waited
+// (bounded by when the answer arrived: the server cannot have waited longer
+// than the client did), plus the remaining life.
+func localDeadline(sent, received time.Time, waitedMS, expiresInMS int64) time.Time {
+	start := sent.Add(time.Duration(waitedMS) * time.Millisecond)
+	if !received.IsZero() && start.After(received) {
+		start = received
+	}
+	return start.Add(time.Duration(expiresInMS) * time.Millisecond)
+}
 
 type sessionRef struct {
 	ID    string `json:"id"`
@@ -106,7 +129,7 @@ func (c *Client) acquire(ctx context.Context, key string, g *grant) (*Lease, err
 		return nil, err
 	}
 	l.Replayed = status == http.StatusOK
-	l.Sent = cl.sent
+	l.Sent, l.received = cl.sent, cl.received
 	return &l, nil
 }
 
@@ -129,7 +152,8 @@ func (c *Client) RenewWithMetadata(ctx context.Context, key, token string, ttl t
 	if _, err := c.do(ctx, cl, &l); err != nil {
 		return nil, err
 	}
-	l.Sent = cl.sent
+	l.Sent, l.received = cl.sent, cl.received
+	l.WaitedMS = 0 // a renewal does not wait
 	l.Token = token
 	return &l, nil
 }
@@ -152,9 +176,11 @@ func (c *Client) Release(ctx context.Context, key, token string) error {
 // holds is a lock-not-found *Problem (IsNotFound).
 func (c *Client) Inspect(ctx context.Context, key string) (*Lease, error) {
 	var l Lease
-	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/locks/" + escape(key)}, &l); err != nil {
+	cl := &call{method: http.MethodGet, path: "/v1/locks/" + escape(key)}
+	if _, err := c.do(ctx, cl, &l); err != nil {
 		return nil, err
 	}
+	l.Sent, l.received = cl.sent, cl.received
 	return &l, nil
 }
 
@@ -174,20 +200,11 @@ type LockPage struct {
 }
 
 // ListLocks returns one page of the live leases whose keys start with
-// prefix; pass the page's NextCursor for the next (limit 0: the server's).
-func (c *Client) ListLocks(ctx context.Context, prefix string, limit int, cursor string) (*LockPage, error) {
-	q := url.Values{}
-	if prefix != "" {
-		q.Set("prefix", prefix)
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
+// prefix ("": every key).
+func (c *Client) ListLocks(ctx context.Context, prefix string, opts ListOptions) (*LockPage, error) {
 	var p LockPage
-	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/locks", query: q}, &p); err != nil {
+	cl := &call{method: http.MethodGet, path: "/v1/locks", query: prefixQuery(prefix, opts)}
+	if _, err := c.do(ctx, cl, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -240,7 +257,7 @@ func (c *Client) AcquireSet(ctx context.Context, keys []string, opts ...Option) 
 		return nil, err
 	}
 	for i := range out.Items {
-		out.Items[i].Sent = cl.sent
+		out.Items[i].Sent, out.Items[i].received = cl.sent, cl.received
 		out.Items[i].Replayed = status == http.StatusOK
 	}
 	return out.Items, nil

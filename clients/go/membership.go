@@ -2,14 +2,11 @@ package leasehold
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
 )
-
-// WithCapabilities sets what a member can do (any value that encodes as
-// JSON) when it joins a group.
-func WithCapabilities(v any) Option { return func(g *grant) { g.capabilities = v } }
 
 // Membership is this client's member in a group. Bound to a session
 // (WithSession) it lives exactly as long as the session; with a TTL of its
@@ -24,6 +21,8 @@ type Membership struct {
 	session *Session
 	ttl     time.Duration
 	k       *keeper
+	unbind  func()
+	ending  *ending
 
 	// Joined is true when the join created the member (201); false when the
 	// same session replaced the capabilities of its member (200).
@@ -31,9 +30,6 @@ type Membership struct {
 
 	mu   sync.Mutex
 	info MemberInfo
-	lost chan struct{}
-	once sync.Once
-	err  error
 }
 
 // Join makes member a live member of group: bound to the session of
@@ -68,35 +64,25 @@ func (c *Client) Join(ctx context.Context, group, member string, opts ...Option)
 		return nil, err
 	}
 	m := &Membership{c: c, group: group, member: member, token: info.Token, session: g.session,
-		ttl: ttl, info: info, lost: make(chan struct{}), Joined: status == http.StatusCreated}
+		ttl: ttl, info: info, ending: newEnding(), Joined: status == http.StatusCreated}
 	if g.session != nil {
-		done := g.session.Done()
-		go func() {
-			select {
-			case <-done:
-				m.end(g.session.Err())
-			case <-m.lost:
-			}
-		}()
+		m.unbind = g.session.notify(func(err error) {
+			m.ending.end(&LostError{Reason: ErrSessionEnded, Err: cause(err)})
+		})
 		return m, nil
 	}
-	deadline := cl.sent.Add(time.Duration(info.ExpiresInMS) * time.Millisecond)
-	m.k = startKeeper(deadline, ttl, func(ctx context.Context) (time.Time, error) {
-		r, sent, err := c.RenewMember(ctx, group, member, m.token, ttl, nil)
-		if err != nil {
-			return time.Time{}, err
-		}
-		m.setInfo(r)
-		return sent.Add(time.Duration(r.ExpiresInMS) * time.Millisecond), nil
-	})
-	go func() {
-		select {
-		case <-m.k.lost:
-			m.end(m.k.cause())
-		case <-m.lost:
-		}
-	}()
+	deadline := localDeadline(cl.sent, cl.received, 0, info.ExpiresInMS)
+	m.k = startKeeper(deadline, ttl, lostMargin(ttl, g.margin), m.renew, func(err error) { m.ending.end(err) })
 	return m, nil
+}
+
+func (m *Membership) renew(ctx context.Context) (time.Time, error) {
+	r, deadline, err := m.c.renewMember(ctx, m.group, m.member, m.token, m.ttl, nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	m.setInfo(r)
+	return deadline, nil
 }
 
 // Group is the membership's group.
@@ -115,31 +101,20 @@ func (m *Membership) Info() MemberInfo {
 	return m.info
 }
 
-// Lost is closed when the membership has ended: left, its session ended, the
-// server refused a renewal, or no renewal succeeded before its end.
-func (m *Membership) Lost() <-chan struct{} { return m.lost }
+// Lost is closed when the membership has ended: left (ErrUnlocked), its
+// session ended (ErrSessionEnded), removed or expired on the server
+// (ErrReleasedElsewhere), refused (ErrRefused), or no renewal confirmed
+// in time (ErrExpired), the lost margin before its local deadline.
+func (m *Membership) Lost() <-chan struct{} { return m.ending.ch }
 
 // Err says why Lost was closed (nil while the membership lives).
-func (m *Membership) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.err
-}
+func (m *Membership) Err() error { return m.ending.reason() }
 
 func (m *Membership) setInfo(info *MemberInfo) {
 	m.mu.Lock()
 	m.info = *info
 	m.info.Token = m.token
 	m.mu.Unlock()
-}
-
-func (m *Membership) end(err error) {
-	m.once.Do(func() {
-		m.mu.Lock()
-		m.err = err
-		m.mu.Unlock()
-		close(m.lost)
-	})
 }
 
 // UpdateCapabilities replaces what the member can do, in one transaction
@@ -166,12 +141,33 @@ func (m *Membership) UpdateCapabilities(ctx context.Context, capabilities any) e
 	return nil
 }
 
-// Leave ends the membership (one group.member_left event, reason "left").
-// A membership that is already gone is no error to leave.
+// Leave ends the membership (one group.member_left event, reason "left"):
+// Lost closes (ErrUnlocked) first. A membership that is already gone is no
+// error to leave. It waits on the network no longer than the membership's
+// own life, and after a known loss at most 1 s, returning nil.
 func (m *Membership) Leave(ctx context.Context) error {
-	if m.k != nil {
+	bound := time.Now()
+	switch {
+	case m.k != nil:
 		m.k.halt()
+		bound = m.k.lostAt()
+	case m.unbind != nil:
+		m.unbind()
+		bound = m.session.deadline()
 	}
+	lostBefore := !m.ending.end(&LostError{Reason: ErrUnlocked})
+	if lostBefore {
+		why := m.Err()
+		if errors.Is(why, ErrReleasedElsewhere) || errors.Is(why, ErrSessionEnded) || errors.Is(why, ErrUnlocked) {
+			return nil
+		}
+		bound = time.Now()
+	}
+	if min := time.Now().Add(lostReleaseTimeout); bound.Before(min) {
+		bound = min
+	}
+	lctx, cancel := context.WithDeadline(ctx, bound)
+	defer cancel()
 	body := struct {
 		Session *sessionRef `json:"session,omitempty"`
 		Token   string      `json:"token,omitempty"`
@@ -179,18 +175,9 @@ func (m *Membership) Leave(ctx context.Context) error {
 	if m.session != nil {
 		body.Session, body.Token = m.session.ref(), ""
 	}
-	_, err := m.c.do(ctx, &call{method: http.MethodPost, path: memberPath(m.group, m.member) + "/leave", body: body}, nil)
-	if err != nil && IsLeaseLost(err) {
-		err = nil
+	_, err := m.c.do(lctx, &call{method: http.MethodPost, path: memberPath(m.group, m.member) + "/leave", body: body}, nil)
+	if lostBefore || IsLeaseLost(err) {
+		return nil // the loss was told already; the leave was a courtesy
 	}
-	// Not kept alive any longer, whatever the answer: a member whose leave
-	// got no answer ends at its TTL (or with its session).
-	m.end(errLeft)
 	return err
 }
-
-type leftError struct{}
-
-func (leftError) Error() string { return "leasehold: left the group" }
-
-var errLeft error = leftError{}

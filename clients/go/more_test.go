@@ -58,7 +58,7 @@ func TestSessionEndFreesEveryKey(t *testing.T) {
 			t.Fatalf("%s: Lost open after its session closed", m.Key())
 		}
 	}
-	page, err := c.ListLocks(ctx, "sess/", 0, "")
+	page, err := c.ListLocks(ctx, "sess/", leasehold.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestWatchOfCompactedHistoryIsTyped410(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		w := c.Watch(ctx, leasehold.WatchOptions{FromStart: true, PollWait: 100 * time.Millisecond})
+		w := c.Watch(ctx, leasehold.WatchOptions{PollWait: 100 * time.Millisecond})
 		for range w.Events() {
 			break
 		}
@@ -175,7 +175,7 @@ func TestWatchOfCompactedHistoryIsTyped410(t *testing.T) {
 				t.Fatalf("410 problem %+v", p)
 			}
 			// The event stream says the same.
-			sw := c.Watch(ctx, leasehold.WatchOptions{FromStart: true, Stream: true})
+			sw := c.Watch(ctx, leasehold.WatchOptions{Stream: true})
 			for range sw.Events() {
 				t.Fatal("an event from a compacted history")
 			}
@@ -267,7 +267,7 @@ func TestExcludeLocalSkipsThisHostsNetworks(t *testing.T) {
 	if _, err := c.PutPool(ctx, "local", pool.String(), nil); err != nil {
 		t.Fatal(err)
 	}
-	pools, err := c.ListPools(ctx, "")
+	pools, err := c.ListPools(ctx, leasehold.ListOptions{})
 	if err != nil || len(pools.Items) != 1 || pools.Items[0].Family != "ipv4" || pools.Items[0].CIDR != pool.String() {
 		t.Fatalf("pools: %+v %v", pools, err)
 	}

@@ -10,6 +10,10 @@ import (
 // ErrNotLocked is returned by Unlock of a Mutex that holds no lease.
 var ErrNotLocked = errors.New("leasehold: mutex is not locked")
 
+// ErrLocked is returned by Lock of a Mutex that holds a live lease already:
+// leases are not re-entrant, a second Lock would wait on itself.
+var ErrLocked = errors.New("leasehold: mutex is locked already")
+
 // ErrNoClient is returned by a Mutex that was not made by Client.NewMutex.
 var ErrNoClient = errors.New("leasehold: mutex made without a client (use Client.NewMutex)")
 
@@ -22,9 +26,9 @@ const longestPoll = 30 * time.Second
 const cleanupTimeout = 5 * time.Second
 
 // Mutex is a lock on one key across processes and hosts. Lock waits for it,
-// a background renewal keeps the lease alive, and Lost is closed when the
-// lease is lost. A Mutex is for one holder at a time: Lock it again only
-// after Unlock.
+// a background renewal keeps the lease alive (or its Session does), and
+// Lost is closed when the lease ends. A Mutex is for one holder at a time:
+// Lock it again only after Unlock.
 type Mutex struct {
 	c    *Client
 	key  string
@@ -32,14 +36,18 @@ type Mutex struct {
 
 	mu    sync.Mutex
 	lease *Lease
-	k     *keeper
-	lost  chan struct{}
+	life  *held
+	// next is the Lost channel of the lease held, or of the next one.
+	next *ending
+	// last is the ending of the lease held, or of the last one (nil before
+	// the first Lock): Err reads it.
+	last *ending
 }
 
-// NewMutex returns a mutex on key; opts (WithTTL, WithSession, WithMetadata,
-// WithLeaseHolder) apply to every Lock.
+// NewMutex returns a mutex on key; opts (WithTTL, WithLostMargin,
+// WithSession, WithMetadata, WithHolder) apply to every Lock.
 func (c *Client) NewMutex(key string, opts ...Option) *Mutex {
-	return &Mutex{c: c, key: key, opts: opts}
+	return &Mutex{c: c, key: key, opts: opts, next: newEnding()}
 }
 
 // Key is the mutex's lock key.
@@ -59,6 +67,9 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	if m.c == nil {
 		return ErrNoClient
 	}
+	if err := m.discardLost(ctx); err != nil {
+		return err
+	}
 	g := m.c.grantOf(m.opts)
 	g.idemKey = newIdempotencyKey()
 	for {
@@ -76,7 +87,12 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		}
 		lease, err := m.c.acquire(ctx, m.key, &g)
 		if err == nil {
-			m.install(lease, &g)
+			life, err := m.c.keep(ctx, lease, &g)
+			if err != nil {
+				m.c.undo(m.key, g)
+				return err
+			}
+			m.install(lease, life)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -94,6 +110,22 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	}
 }
 
+// discardLost unlocks a lease that was lost and not unlocked (bounded as
+// Unlock is after a loss), so that the mutex can be locked again; a live
+// lease is ErrLocked.
+func (m *Mutex) discardLost(ctx context.Context) error {
+	m.mu.Lock()
+	held, lost := m.lease != nil, m.last != nil && m.last.ended()
+	m.mu.Unlock()
+	switch {
+	case held && !lost:
+		return ErrLocked
+	case held:
+		_ = m.Unlock(ctx)
+	}
+	return nil
+}
+
 // undo releases whatever lease an acquire with g's Idempotency-Key was
 // granted: a repeat with the same key and no wait returns that lease (or
 // takes the free key), and it is released at once. It runs in the
@@ -109,47 +141,41 @@ func (c *Client) undo(key string, g grant) {
 	}()
 }
 
-func (m *Mutex) install(l *Lease, g *grant) {
+// install makes l the held lease; its Lost channel is the one Lost gave
+// out before, unless that one belonged to an earlier lease.
+func (m *Mutex) install(l *Lease, life *held) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.lease = l
-	if g.session != nil {
-		m.k = nil
-		m.lost = make(chan struct{})
-		lost, done := m.lost, g.session.Done()
-		go func() {
-			select {
-			case <-done:
-				close(lost)
-			case <-lost:
-			}
-		}()
-		return
+	if m.next.ended() {
+		m.next = newEnding()
 	}
-	ttl := g.ttl
-	if ttl == 0 {
-		ttl = DefaultTTL
-	}
-	key, token := m.key, l.Token
-	m.k = startKeeper(l.Deadline(), ttl, func(ctx context.Context) (time.Time, error) {
-		r, err := m.c.Renew(ctx, key, token, ttl)
-		if err != nil {
-			return time.Time{}, err
-		}
-		return r.Deadline(), nil
-	})
-	m.lost = m.k.lost
+	m.lease, m.life, m.last = l, life, m.next
+	life.start(m.next)
 }
 
-// Lost is closed when the lease is lost: the server said so, or no renewal
-// succeeded before the lease's end as measured from when the last grant or
-// renewal was sent (the moment it fires falls before the server can grant
-// the key to another). It is also closed by Unlock. Before the first Lock it
-// returns nil (a channel that never closes).
+// Lost returns the channel of the lease held, closed when it ends: lost
+// (Err says why) or released by Unlock (Err is ErrUnlocked). Lost before
+// Lock returns the channel of the next lease, the one that Lock then
+// takes; after a loss the channel stays closed until Unlock, which gives
+// Lost a fresh channel for the next lease. A channel once taken is never
+// reopened or replaced, so it can be taken once and kept.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.lost
+	return m.next.ch
+}
+
+// Err says why the lease ended: nil while it is held (and before the first
+// Lock); once it ended, an error matching one of ErrExpired,
+// ErrReleasedElsewhere, ErrRefused, ErrSessionEnded or ErrUnlocked, until
+// the next Lock.
+func (m *Mutex) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		return nil
+	}
+	return m.last.reason()
 }
 
 // FencingToken is the fencing token of the current lease (0 when unlocked).
@@ -163,69 +189,55 @@ func (m *Mutex) FencingToken() int64 {
 	return m.lease.FencingToken
 }
 
-// Lease is the current lease (nil when unlocked).
+// Lease is the current lease as it was granted (nil when unlocked).
 func (m *Mutex) Lease() *Lease {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lease
 }
 
-// Unlock stops the renewal and releases the lease. A lease that was lost
-// already is no error to release: Unlock then returns nil.
+// Deadline is the held lease's local deadline (zero when unlocked): the
+// monotonic time by which the server certainly still holds it, as of the
+// last confirmed renewal. Lost closes the lost margin before it.
+func (m *Mutex) Deadline() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.life == nil {
+		return time.Time{}
+	}
+	return m.life.deadline()
+}
+
+// Unlock stops the renewal, closes Lost (ErrUnlocked, unless the lease was
+// lost already) and releases the lease. It waits on the network no longer
+// than the lease's own life, and after a known loss at most 1 s (one
+// release is still tried: the server may hold the lease a little longer);
+// a lease that is gone already is no error.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
-	l, k, lost := m.lease, m.k, m.lost
-	m.lease, m.k = nil, nil
+	l, life, e := m.lease, m.life, m.last
+	m.lease, m.life = nil, nil
+	if l != nil {
+		m.next = newEnding()
+	}
 	m.mu.Unlock()
 	if l == nil {
 		return ErrNotLocked
 	}
-	if k != nil {
-		k.halt()
-		k.markLost(ErrNotLocked)
-	} else {
-		select {
-		case <-lost:
-		default:
-			close(lost)
+	bound := life.stop()
+	lostBefore := !e.end(&LostError{Reason: ErrUnlocked})
+	if lostBefore {
+		why := e.reason()
+		if errors.Is(why, ErrReleasedElsewhere) || errors.Is(why, ErrSessionEnded) {
+			return nil // the server said it is gone: nothing to release
 		}
+		bound = time.Now().Add(lostReleaseTimeout)
 	}
-	err := m.c.Release(ctx, m.key, l.Token)
-	if IsLeaseLost(err) {
+	rctx, cancel := context.WithDeadline(ctx, bound)
+	defer cancel()
+	err := m.c.Release(rctx, m.key, l.Token)
+	if err == nil || IsLeaseLost(err) || lostBefore {
 		return nil
 	}
 	return err
-}
-
-// KeyedMutex is a lock per object (a service, a volume, a node) under one
-// key prefix: what a controller uses to serialise reconciles per object. It
-// keeps no state per key: Lock returns the locked *Mutex, which the caller
-// unlocks, and nothing remains of a key once it is unlocked.
-type KeyedMutex struct {
-	c      *Client
-	prefix string
-	opts   []Option
-}
-
-// NewKeyedMutex returns a keyed mutex whose lock keys are prefix+key.
-func (c *Client) NewKeyedMutex(prefix string, opts ...Option) *KeyedMutex {
-	return &KeyedMutex{c: c, prefix: prefix, opts: opts}
-}
-
-// Lock waits for the lock of key and returns it held.
-func (km *KeyedMutex) Lock(ctx context.Context, key string) (*Mutex, error) {
-	m := km.c.NewMutex(km.prefix+key, km.opts...)
-	if err := m.Lock(ctx); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// TryLock takes the lock of key only if it is free now.
-func (km *KeyedMutex) TryLock(ctx context.Context, key string) (*Mutex, error) {
-	m := km.c.NewMutex(km.prefix+key, km.opts...)
-	if err := m.TryLock(ctx); err != nil {
-		return nil, err
-	}
-	return m, nil
 }

@@ -223,7 +223,7 @@ func TestCancelledLockLeavesNoWaiterGranted(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	for i := 0; i < 12; i++ {
 		key := fmt.Sprintf("%s/%d", uniqueKey(t), i)
-		holder, err := c.Acquire(ctx, key, leasehold.WithTTL(30*time.Second), leasehold.WithLeaseHolder("first"))
+		holder, err := c.Acquire(ctx, key, leasehold.WithTTL(30*time.Second), leasehold.WithHolder("first"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +231,7 @@ func TestCancelledLockLeavesNoWaiterGranted(t *testing.T) {
 		// server grants the waiter just as it stops waiting.
 		giveUp := 150*time.Millisecond + time.Duration(i%4)*time.Millisecond
 		waitCtx, cancel := context.WithTimeout(ctx, giveUp)
-		waiter := c.NewMutex(key, leasehold.WithTTL(30*time.Second), leasehold.WithLeaseHolder("waiter"))
+		waiter := c.NewMutex(key, leasehold.WithTTL(30*time.Second), leasehold.WithHolder("waiter"))
 		done := make(chan error, 1)
 		go func() { done <- waiter.Lock(waitCtx) }()
 		time.Sleep(giveUp - time.Duration(i%3)*time.Millisecond)
@@ -272,7 +272,7 @@ func TestHeldKeyAnswersTyped409WithHolder(t *testing.T) {
 	c := srv.client(t)
 	ctx := ctxT(t, 20*time.Second)
 	key := uniqueKey(t)
-	if _, err := c.Acquire(ctx, key, leasehold.WithLeaseHolder("alpha"), leasehold.WithTTL(10*time.Second)); err != nil {
+	if _, err := c.Acquire(ctx, key, leasehold.WithHolder("alpha"), leasehold.WithTTL(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	m := c.NewMutex(key)
@@ -290,8 +290,13 @@ func TestHeldKeyAnswersTyped409WithHolder(t *testing.T) {
 	if p.RetryAfter <= 0 {
 		t.Fatalf("no Retry-After on a conflict that clears by itself")
 	}
-	if m.FencingToken() != 0 || m.Lost() != nil {
+	if m.FencingToken() != 0 || m.Err() != nil || m.Lease() != nil {
 		t.Fatal("a refused TryLock left state behind")
+	}
+	select {
+	case <-m.Lost():
+		t.Fatal("the Lost channel of the next lease is closed after a refused TryLock")
+	default:
 	}
 }
 
@@ -323,7 +328,7 @@ func TestKeyedMutexAndIdempotentReplay(t *testing.T) {
 	if err := b.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	page, err := c.ListLocks(ctx, "svc/", 0, "")
+	page, err := c.ListLocks(ctx, "svc/", leasehold.ListOptions{})
 	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("locks left after unlock: %v %v", page, err)
 	}
@@ -387,7 +392,7 @@ func TestAGrantWhoseAnswerIsLostIsRetriedWithItsIdempotencyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := c.ListReservations(ctx, "lost", "")
+	page, err := c.ListReservations(ctx, "lost", leasehold.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

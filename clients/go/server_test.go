@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,18 +29,26 @@ type server struct {
 }
 
 func binary(t testing.TB) string {
+	bin, err := binaryPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func binaryPath() (string, error) {
 	bin := os.Getenv("LEASEHOLD_BIN")
 	if bin == "" {
 		bin = filepath.Join("..", "..", "target", "debug", "leasehold")
 	}
 	abs, err := filepath.Abs(bin)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if _, err := os.Stat(abs); err != nil {
-		t.Fatalf("no leasehold binary at %s (build it with `cargo build`, or set LEASEHOLD_BIN): %v", abs, err)
+		return "", fmt.Errorf("no leasehold binary at %s (build it with `cargo build`, or set LEASEHOLD_BIN): %v", abs, err)
 	}
-	return abs
+	return abs, nil
 }
 
 func freePort(t testing.TB) string {
@@ -94,6 +102,7 @@ func (s *server) stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot stop
 	_ = s.cmd.Process.Signal(os.Interrupt)
 	done := make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(done) }()
@@ -107,6 +116,22 @@ func (s *server) stop() {
 	s.log.Close()
 }
 
+// pause stops the server process (SIGSTOP): it keeps its connections and
+// accepts new ones in the kernel's backlog, and answers nothing, as a hung
+// server does. resume (SIGCONT) lets it go on.
+func (s *server) pause() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *server) resume() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
 func (s *server) url() string { return "http://" + s.addr }
 
 func (s *server) client(t testing.TB, opts ...leasehold.ClientOption) *leasehold.Client {
@@ -115,102 +140,6 @@ func (s *server) client(t testing.TB, opts ...leasehold.ClientOption) *leasehold
 		t.Fatal(err)
 	}
 	return c
-}
-
-// proxy forwards TCP to a server until cut: then every connection is closed
-// and new ones are refused, as when the server is unreachable.
-type proxy struct {
-	l      net.Listener
-	target string
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	closed bool
-	// lose is how many of the next connections lose their answer: the
-	// request reaches the server, the connection is cut as the answer
-	// starts back.
-	lose int
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{l: l, target: target, conns: map[net.Conn]bool{}}
-	go p.serve()
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) url() string { return "http://" + p.l.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		in, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		if !p.track(in, out) {
-			return
-		}
-		p.mu.Lock()
-		lose := p.lose > 0
-		if lose {
-			p.lose--
-		}
-		p.mu.Unlock()
-		go func() { _, _ = io.Copy(out, in); out.Close() }()
-		if lose {
-			go func() {
-				var b [1]byte
-				_, _ = out.Read(b[:])
-				in.Close()
-				out.Close()
-			}()
-			continue
-		}
-		go func() { _, _ = io.Copy(in, out); in.Close() }()
-	}
-}
-
-func (p *proxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range cs {
-			c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = true
-	}
-	return true
-}
-
-// loseAnswers makes the next n connections lose their answers.
-func (p *proxy) loseAnswers(n int) {
-	p.mu.Lock()
-	p.lose = n
-	p.mu.Unlock()
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	p.closed = true
-	p.l.Close()
-	for c := range p.conns {
-		c.Close()
-	}
 }
 
 func ctxT(t testing.TB, d time.Duration) context.Context {
@@ -224,7 +153,8 @@ func uniqueKey(t testing.TB) string {
 }
 
 // TestMain runs the tests, or, in a child process started by a test, that
-// child's part.
+// child's part. The examples share one server of their own, named to them
+// by LEASEHOLD_URL as it would be to a program.
 func TestMain(m *testing.M) {
 	if url := os.Getenv("LEASEHOLD_HELPER_URL"); url != "" {
 		n, _ := strconv.Atoi(os.Getenv("LEASEHOLD_HELPER_N"))
@@ -234,5 +164,51 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	stop, err := exampleServer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// exampleServer starts a server on a free port with a fresh database and
+// sets LEASEHOLD_URL to it.
+func exampleServer() (stop func(), err error) {
+	bin, err := binaryPath()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "leasehold-examples")
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "serve", "--listen", addr, "--db", filepath.Join(dir, "leasehold.db"))
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		os.RemoveAll(dir)
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				os.Setenv("LEASEHOLD_URL", "http://"+addr)
+				return stop, nil
+			}
+		}
+	}
+	stop()
+	return nil, fmt.Errorf("the examples' server did not become ready on %s", addr)
 }

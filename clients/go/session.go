@@ -2,6 +2,7 @@ package leasehold
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -21,26 +22,30 @@ type SessionInfo struct {
 	Token        string         `json:"token,omitempty"`
 }
 
-// Session is one heartbeat for many leases: locks and reservations bound to
-// it (WithSession) live exactly as long as it does. It is kept alive in the
-// background; Done is closed when it ends (closed, or lost).
+// Session is one heartbeat for many leases: locks, elections, members and
+// reservations bound to it (WithSession) live exactly as long as it does,
+// as with etcd's concurrency.Session. It is kept alive in the background by
+// the rule of a lease's life; Done is closed when it ends, and every lease
+// bound to it is then lost with ErrSessionEnded, at the same instant.
 type Session struct {
-	c     *Client
-	id    string
-	token string
-	ttl   time.Duration
-	k     *keeper
-	once  sync.Once
+	c      *Client
+	id     string
+	token  string
+	ttl    time.Duration
+	margin time.Duration
+	k      *keeper
+	ending *ending
+
+	mu       sync.Mutex
+	watchers map[uint64]func(error)
+	nextID   uint64
 }
 
 // NewSession opens a session with the TTL of WithTTL (default DefaultTTL)
-// and keeps it alive until Close.
+// and keeps it alive until Close. WithLostMargin and WithHolder apply.
 func (c *Client) NewSession(ctx context.Context, opts ...Option) (*Session, error) {
 	g := c.grantOf(opts)
-	ttl := g.ttl
-	if ttl == 0 {
-		ttl = DefaultTTL
-	}
+	ttl := g.ttlOrDefault()
 	body := struct {
 		Holder   string         `json:"holder"`
 		TTL      int64          `json:"ttl_ms"`
@@ -53,17 +58,51 @@ func (c *Client) NewSession(ctx context.Context, opts ...Option) (*Session, erro
 	if _, err := c.do(ctx, cl, &info); err != nil {
 		return nil, err
 	}
-	s := &Session{c: c, id: info.ID, token: info.Token, ttl: ttl}
-	s.k = startKeeper(cl.sent.Add(time.Duration(info.ExpiresInMS)*time.Millisecond), ttl, s.renew)
+	s := &Session{c: c, id: info.ID, token: info.Token, ttl: ttl, margin: lostMargin(ttl, g.margin),
+		ending: newEnding(), watchers: map[uint64]func(error){}}
+	deadline := localDeadline(cl.sent, cl.received, 0, info.ExpiresInMS)
+	s.k = startKeeper(deadline, ttl, s.margin, s.renew, s.end)
 	return s, nil
 }
 
 func (s *Session) renew(ctx context.Context) (time.Time, error) {
-	info, sent, err := s.Renew(ctx, 0)
-	if err != nil {
-		return time.Time{}, err
+	_, deadline, err := s.renewOnce(ctx, 0)
+	return deadline, err
+}
+
+// end closes Done with err and tells every lease bound to the session, in
+// this goroutine, so that they are all lost by the time end returns.
+func (s *Session) end(err error) {
+	if !s.ending.end(err) {
+		return
 	}
-	return sent.Add(time.Duration(info.ExpiresInMS) * time.Millisecond), nil
+	s.mu.Lock()
+	ws := s.watchers
+	s.watchers = nil
+	s.mu.Unlock()
+	for _, f := range ws {
+		f(err)
+	}
+}
+
+// notify runs f once when the session ends (at once if it has); cancel
+// forgets f. The session keeps nothing else per bound lease.
+func (s *Session) notify(f func(error)) (cancel func()) {
+	s.mu.Lock()
+	if s.watchers == nil {
+		s.mu.Unlock()
+		f(s.ending.reason())
+		return func() {}
+	}
+	id := s.nextID
+	s.nextID++
+	s.watchers[id] = f
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.watchers, id)
+		s.mu.Unlock()
+	}
 }
 
 // ID is the session's id.
@@ -74,16 +113,33 @@ func (s *Session) Token() string { return s.token }
 
 func (s *Session) ref() *sessionRef { return &sessionRef{ID: s.id, Token: s.token} }
 
-// Done is closed when the session has ended: closed by Close, or lost
-// (expired, or closed by another), as far as this client can tell.
-func (s *Session) Done() <-chan struct{} { return s.k.lost }
+// Done is closed when the session has ended: closed by Close, or lost.
+func (s *Session) Done() <-chan struct{} { return s.ending.ch }
 
-// Err says why Done was closed (nil while the session lives).
-func (s *Session) Err() error { return s.k.cause() }
+// Err says why Done was closed (nil while the session lives): an error
+// matching ErrUnlocked (Close), ErrExpired, ErrReleasedElsewhere (the
+// server says it is gone: closed by another, or expired there) or
+// ErrRefused.
+func (s *Session) Err() error { return s.ending.reason() }
 
-// Renew keeps the session alive once, by ttl (zero: its own TTL). The
-// background keep-alive does this already.
+// Deadline is the session's local deadline as of its last confirmed
+// keep-alive; Done closes the lost margin before it.
+func (s *Session) Deadline() time.Time { return s.deadline() }
+
+func (s *Session) deadline() time.Time { return s.k.lostAt().Add(s.margin) }
+
+// Renew keeps the session alive once, by ttl (zero: its own TTL), and
+// returns when the request was sent. The background keep-alive does this
+// already.
 func (s *Session) Renew(ctx context.Context, ttl time.Duration) (*SessionInfo, time.Time, error) {
+	info, deadline, err := s.renewOnce(ctx, ttl)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return info, deadline.Add(-time.Duration(info.ExpiresInMS) * time.Millisecond), nil
+}
+
+func (s *Session) renewOnce(ctx context.Context, ttl time.Duration) (*SessionInfo, time.Time, error) {
 	body := struct {
 		Token string `json:"token"`
 		TTL   *int64 `json:"ttl_ms,omitempty"`
@@ -93,7 +149,7 @@ func (s *Session) Renew(ctx context.Context, ttl time.Duration) (*SessionInfo, t
 	if _, err := s.c.do(ctx, cl, &info); err != nil {
 		return nil, time.Time{}, err
 	}
-	return &info, cl.sent, nil
+	return &info, localDeadline(cl.sent, cl.received, 0, info.ExpiresInMS), nil
 }
 
 // Info reads the session as the server has it, with how many leases it holds.
@@ -105,27 +161,41 @@ func (s *Session) Info(ctx context.Context) (*SessionInfo, error) {
 	return &info, nil
 }
 
-// Close ends the session: every lock and unconfirmed reservation bound to it
-// is released at once. Closing a session that is already gone is no error.
+// Close ends the session: Done closes and every lease bound to it is lost
+// (ErrSessionEnded) first, then the server releases them all at once.
+// Closing a session that is already gone is no error. It waits on the
+// network no longer than the session's own life, and after a known loss
+// at most 1 s, returning nil.
 func (s *Session) Close(ctx context.Context) error {
 	s.k.halt()
+	bound := s.deadline()
+	lostBefore := s.ending.ended()
+	if lostBefore {
+		// Lost before: the server said it is gone, or it may still hold it
+		// a little while (then one bounded try frees its leases sooner).
+		why := s.Err()
+		if errors.Is(why, ErrReleasedElsewhere) || errors.Is(why, ErrUnlocked) {
+			return nil
+		}
+		bound = time.Now()
+	} else {
+		s.end(&LostError{Reason: ErrUnlocked})
+	}
+	if min := time.Now().Add(lostReleaseTimeout); bound.Before(min) {
+		bound = min
+	}
+	cctx, cancel := context.WithDeadline(ctx, bound)
+	defer cancel()
 	cl := &call{method: http.MethodPost, path: "/v1/sessions/" + escape(s.id) + "/close",
 		body: struct {
 			Token string `json:"token"`
 		}{s.token}}
-	_, err := s.c.do(ctx, cl, nil)
-	if err != nil && IsLeaseLost(err) {
-		err = nil
+	_, err := s.c.do(cctx, cl, nil)
+	if lostBefore || IsLeaseLost(err) {
+		return nil // the loss was told already; the close was a courtesy
 	}
-	s.k.markLost(errSessionClosed)
 	return err
 }
-
-type closedError struct{}
-
-func (closedError) Error() string { return "leasehold: session closed" }
-
-var errSessionClosed error = closedError{}
 
 // ForceCloseSession ends a session by id (an admin call), releasing every
 // lease bound to it.

@@ -95,13 +95,9 @@ type PoolPage struct {
 }
 
 // ListPools returns a page of the pools the caller may see.
-func (c *Client) ListPools(ctx context.Context, cursor string) (*PoolPage, error) {
-	cl := &call{method: http.MethodGet, path: "/v1/pools"}
-	if cursor != "" {
-		cl.query = map[string][]string{"cursor": {cursor}}
-	}
+func (c *Client) ListPools(ctx context.Context, opts ListOptions) (*PoolPage, error) {
 	var p PoolPage
-	if _, err := c.do(ctx, cl, &p); err != nil {
+	if _, err := c.do(ctx, &call{method: http.MethodGet, path: "/v1/pools", query: opts.query()}, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -256,12 +252,9 @@ type ReservationPage struct {
 }
 
 // ListReservations returns a page of pool's live reservations.
-func (c *Client) ListReservations(ctx context.Context, pool, cursor string) (*ReservationPage, error) {
-	cl := &call{method: http.MethodGet, path: poolPath(pool) + "/reservations"}
-	if cursor != "" {
-		cl.query = map[string][]string{"cursor": {cursor}}
-	}
+func (c *Client) ListReservations(ctx context.Context, pool string, opts ListOptions) (*ReservationPage, error) {
 	var p ReservationPage
+	cl := &call{method: http.MethodGet, path: poolPath(pool) + "/reservations", query: opts.query()}
 	if _, err := c.do(ctx, cl, &p); err != nil {
 		return nil, err
 	}

@@ -68,10 +68,15 @@ type WatchOptions struct {
 	Group string
 	// Since: every event after this revision: the Revision of a list page
 	// (list, then watch: nothing missed, nothing twice), or the last event
-	// seen. Zero: from now on, unless FromStart.
+	// seen. Zero means after revision 0: from the beginning, every event the
+	// server keeps (a fresh server's list pages are at revision 0, so a
+	// watch from such a page misses nothing). On a server that has
+	// compacted its history, the watch ends with a history-compacted
+	// *Problem naming the oldest revision it keeps.
 	Since int64
-	// FromStart: every event the server still keeps.
-	FromStart bool
+	// FromNow ignores Since and starts at the server's newest revision when
+	// the watch starts: only the changes made after that.
+	FromNow bool
 	// PollWait bounds one long poll (default 25 s).
 	PollWait time.Duration
 	// Stream receives the events as one server-sent-event stream
@@ -145,7 +150,7 @@ func (w *Watcher) run(ctx context.Context, c *Client, opts WatchOptions) {
 	if wait <= 0 {
 		wait = 25 * time.Second
 	}
-	started := opts.Since > 0 || opts.FromStart
+	started := !opts.FromNow
 	since := opts.Since
 	failures := 0
 	for {

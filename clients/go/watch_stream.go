@@ -14,7 +14,7 @@ import (
 // stream follows the events as server-sent events, reopening the stream
 // after the last revision delivered whenever it drops.
 func (w *Watcher) stream(ctx context.Context, c *Client, opts WatchOptions) {
-	since, started := opts.Since, opts.Since > 0 || opts.FromStart
+	since, started := opts.Since, !opts.FromNow
 	failures := 0
 	for {
 		var err error

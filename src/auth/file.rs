@@ -39,6 +39,10 @@ pub struct TokenEntry {
     /// Sessions the token may hold open at once; unset: `max_live_leases`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_live_sessions: Option<u32>,
+    /// Groups the token may have created and not deleted; unset:
+    /// `max_live_leases`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_groups: Option<u32>,
     /// Requests that change something, per second (429 past it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_writes_per_second: Option<u32>,
@@ -59,6 +63,7 @@ impl TokenEntry {
         for (field, value) in [
             ("max_live_leases", self.max_live_leases),
             ("max_live_sessions", self.max_live_sessions),
+            ("max_groups", self.max_groups),
             ("max_writes_per_second", self.max_writes_per_second),
         ] {
             if value == Some(0) {
@@ -83,6 +88,7 @@ impl TokenEntry {
             admin: self.admin,
             max_live_leases: self.max_live_leases,
             max_live_sessions: self.max_live_sessions,
+            max_groups: self.max_groups,
             max_writes_per_second: self.max_writes_per_second,
             sessions: SessionAccess::Owners(Vec::new()),
         })

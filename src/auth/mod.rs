@@ -1,7 +1,7 @@
 //! API tokens and what each may touch. The auth file names every token by the
 //! SHA-256 of its text (never the text itself), with its scopes: lock key
-//! prefixes, pools, read-only or read-write, admin, quotas of live leases and
-//! sessions, and a write rate. Pure rules over the loaded file; the HTTP side
+//! prefixes, pools, read-only or read-write, admin, quotas of live leases,
+//! sessions and groups, and a write rate. Pure rules over the loaded file; the HTTP side
 //! is `api::middleware::auth`.
 
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::domain::session::SessionAccess;
 
 mod file;
+mod selection;
 
 pub use file::{TokenEntry, load, parse};
 
@@ -48,6 +49,9 @@ pub struct ApiToken {
     pub max_live_leases: Option<u32>,
     /// Sessions the token may hold open at once (unset: `max_live_leases`).
     pub max_live_sessions: Option<u32>,
+    /// Groups the token may have created and not deleted at once (unset:
+    /// `max_live_leases`).
+    pub max_groups: Option<u32>,
     /// Writes (requests that change something) per second, as a token bucket
     /// holding one second's worth; unset: no limit.
     pub max_writes_per_second: Option<u32>,
@@ -132,6 +136,11 @@ impl ApiToken {
     /// The quota of live sessions: `max_live_sessions`, else `max_live_leases`.
     pub fn session_quota(&self) -> Option<u32> {
         self.max_live_sessions.or(self.max_live_leases)
+    }
+
+    /// The quota of groups: `max_groups`, else `max_live_leases`.
+    pub fn group_quota(&self) -> Option<u32> {
+        self.max_groups.or(self.max_live_leases)
     }
 
     pub fn may_lock(&self, key: &str, need: Need) -> Result<(), Denial> {

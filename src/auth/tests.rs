@@ -11,6 +11,7 @@ fn grant(prefixes: &[&str], pools: &[&str], access: Access, admin: bool) -> ApiT
         admin,
         max_live_leases: None,
         max_live_sessions: None,
+        max_groups: None,
         max_writes_per_second: None,
         sessions: SessionAccess::Owners(Vec::new()),
     }
@@ -100,7 +101,26 @@ fn the_auth_file_is_read_and_checked() {
     let tokens = parse(&text).unwrap();
     let g = tokens.find("secret").unwrap();
     assert_eq!(g.max_live_leases, Some(3));
+    assert_eq!(
+        g.group_quota(),
+        Some(3),
+        "groups default to max_live_leases"
+    );
     assert!(!g.admin);
+    let text = format!(
+        r#"{{"tokens": [{{"name": "ci", "sha256": "{hash}", "access": "read-write",
+            "max_live_leases": 3, "max_groups": 7}}]}}"#
+    );
+    assert_eq!(
+        parse(&text).unwrap().find("secret").unwrap().group_quota(),
+        Some(7)
+    );
+    let text =
+        format!(r#"{{"tokens": [{{"name": "ci", "sha256": "{hash}", "access": "read-write"}}]}}"#);
+    assert_eq!(
+        parse(&text).unwrap().find("secret").unwrap().group_quota(),
+        None
+    );
 
     let bad = |text: String, needle: &str| {
         let e = parse(&text).unwrap_err();
@@ -133,6 +153,12 @@ fn the_auth_file_is_read_and_checked() {
             r#"{{"tokens": [{{"name": "a", "sha256": "{hash}", "access": "read-only", "pools": ["Bad Name"]}}]}}"#
         ),
         "pools",
+    );
+    bad(
+        format!(
+            r#"{{"tokens": [{{"name": "a", "sha256": "{hash}", "access": "read-write", "max_groups": 0}}]}}"#
+        ),
+        "tokens[0].max_groups",
     );
     bad(r#"{"tokens": [], "extra": 1}"#.into(), "extra");
 }

@@ -39,6 +39,9 @@ pub enum TokenAction {
         /// Sessions it may hold open at once (default: --max-live-leases).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         max_live_sessions: Option<u32>,
+        /// Groups it may have created at once (default: --max-live-leases).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        max_groups: Option<u32>,
         /// Requests that change something it may send per second.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         max_writes_per_second: Option<u32>,
@@ -57,6 +60,7 @@ pub fn execute(cmd: TokenCommand) -> Result<(), String> {
             admin,
             max_live_leases,
             max_live_sessions,
+            max_groups,
             max_writes_per_second,
         } => {
             if lock_prefixes.is_empty() && pools.is_empty() {
@@ -79,6 +83,7 @@ pub fn execute(cmd: TokenCommand) -> Result<(), String> {
                 admin,
                 max_live_leases,
                 max_live_sessions,
+                max_groups,
                 max_writes_per_second,
             };
             println!("{token}");

@@ -15,6 +15,30 @@
 //! waiting instead of failing with 429, and meets the quota only once the key
 //! is free for it.
 
+/// Which of a token's quotas refused a request: one refusal for each, the
+/// same 429 with `limit`, `current` and the quota's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuotaKind {
+    /// Live leases: locks, reservations, memberships (`max_live_leases`).
+    Leases,
+    /// Open sessions (`max_live_sessions`).
+    Sessions,
+    /// Groups created and not deleted (`max_groups`).
+    Groups,
+}
+
+pub const QUOTA_KINDS: [QuotaKind; 3] = [QuotaKind::Leases, QuotaKind::Sessions, QuotaKind::Groups];
+
+impl QuotaKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuotaKind::Leases => "leases",
+            QuotaKind::Sessions => "sessions",
+            QuotaKind::Groups => "groups",
+        }
+    }
+}
+
 /// How many live leases the caller holds against its quota, counted in the
 /// grant's own transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

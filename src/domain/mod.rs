@@ -14,6 +14,7 @@ pub mod lock;
 pub mod names;
 pub mod paths;
 pub mod refusal;
+pub mod selection;
 pub mod session;
 pub mod subnet;
 pub mod time;

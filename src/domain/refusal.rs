@@ -4,6 +4,7 @@
 //! storage (`store::StoreError`). Each refusal becomes its problem from the
 //! catalogue alone (`api::problems`).
 
+use super::grant::QuotaKind;
 use super::lock::Refusal;
 use super::subnet::{Pool, ReserveRefusal};
 use super::{InvalidInput, Millis};
@@ -45,13 +46,10 @@ pub enum Refused {
     /// The owner holds its quota.
     #[error("{0}")]
     OverQuota(OverQuota),
-    /// The session a grant names is not live (`field` says which part of
-    /// the claim failed: its id, or its token).
+    /// The session a grant names is not live, or is another API token's
+    /// (`field` says which part of the claim failed: its id, or its token).
     #[error("the session is not live or its token is wrong")]
     SessionLost { field: &'static str },
-    /// The session belongs to another API token.
-    #[error("the session belongs to another token")]
-    NotSessionOwner,
     /// The session already holds its cap of bound leases.
     #[error("the session holds {limit} leases, its limit")]
     SessionFull { limit: u32 },
@@ -69,6 +67,10 @@ pub enum Refused {
         allocated: u64,
         clears_at: Option<Millis>,
     },
+    /// The group was created by another API token (or without one): only
+    /// its creator, or an admin, deletes it.
+    #[error("the group was created by another token")]
+    NotGroupCreator,
     /// Members are live in the group.
     #[error("the group has {members} live members")]
     GroupNotEmpty { members: u64 },
@@ -98,20 +100,12 @@ pub enum Missing {
     Member,
 }
 
-/// Which quota refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuotaOf {
-    /// Live leases: locks, reservations and memberships.
-    Leases,
-    Sessions,
-}
-
 /// The owner holds `current` of what its quota allows `limit` of, and the
 /// request needed `needed` more (a lock set needs one per key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the token holds {current} of its {limit} {of:?}")]
+#[error("the token holds {current} of its {limit} {}", .quota.as_str())]
 pub struct OverQuota {
-    pub of: QuotaOf,
+    pub quota: QuotaKind,
     pub limit: u32,
     pub current: u64,
     pub needed: u32,

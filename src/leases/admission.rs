@@ -1,5 +1,6 @@
 //! Load shedding: a bound on requests in flight, a separate bound on
-//! acquires parked waiting for a key, and one on open event streams. Past
+//! acquires parked waiting for a key, one on open event streams, and one on
+//! reads of the change log's history. Past
 //! any bound a request is refused at once (the caller answers 503 with
 //! `Retry-After`) instead of queueing without bound.
 //!
@@ -55,15 +56,21 @@ pub enum Shed {
     ClientWaiters,
     /// The client holds its whole share of the watcher bound.
     ClientWatchers,
+    /// Too many reads of the change log's history at once.
+    HistoryReads,
+    /// The client holds its whole share of the history reads.
+    ClientHistoryReads,
 }
 
-pub const SHED_REASONS: [Shed; 6] = [
+pub const SHED_REASONS: [Shed; 8] = [
     Shed::InFlight,
     Shed::Waiters,
     Shed::ClientInFlight,
     Shed::Watchers,
     Shed::ClientWaiters,
     Shed::ClientWatchers,
+    Shed::HistoryReads,
+    Shed::ClientHistoryReads,
 ];
 
 impl Shed {
@@ -75,6 +82,8 @@ impl Shed {
             Shed::Watchers => "watchers",
             Shed::ClientWaiters => "client_waiters",
             Shed::ClientWatchers => "client_watchers",
+            Shed::HistoryReads => "history_reads",
+            Shed::ClientHistoryReads => "client_history_reads",
         }
     }
 }
@@ -88,6 +97,8 @@ pub struct Bounds {
     pub waiters_per_client: usize,
     pub watchers: usize,
     pub watchers_per_client: usize,
+    pub history_reads: usize,
+    pub history_reads_per_client: usize,
 }
 
 /// One bound: slots for everyone, a share per client, and what each refused.
@@ -141,6 +152,7 @@ pub struct Admission {
     in_flight: Bound,
     waiting: Bound,
     watching: Bound,
+    reading_history: Bound,
 }
 
 /// Whether the request the wrapped future served gave its in-flight slot up
@@ -168,6 +180,11 @@ impl Admission {
                 bounds.watchers_per_client,
                 [Shed::Watchers, Shed::ClientWatchers],
             ),
+            reading_history: Bound::new(
+                bounds.history_reads,
+                bounds.history_reads_per_client,
+                [Shed::HistoryReads, Shed::ClientHistoryReads],
+            ),
         }
     }
 
@@ -192,16 +209,19 @@ impl Admission {
         })
     }
 
+    /// The client the current request counts against. Outside `admit`
+    /// (the reaper, a test calling the service) there is none.
+    fn client() -> Option<ClientId> {
+        SERVING
+            .try_with(|s| s.borrow().client.clone())
+            .ok()
+            .flatten()
+    }
+
     /// Moves the current request from its in-flight slot to a slot of `to`,
     /// counted against the same client's share of it.
     fn move_to(&self, to: &Bound) -> Result<Slot, Shed> {
-        // Outside `admit` (the reaper, a test calling the service) there is
-        // no client and no in-flight slot to give back.
-        let client = SERVING
-            .try_with(|s| s.borrow().client.clone())
-            .ok()
-            .flatten();
-        let slot = to.take(client.as_ref())?;
+        let slot = to.take(Self::client().as_ref())?;
         let _ = SERVING.try_with(|s| {
             let mut serving = s.borrow_mut();
             serving.slot = None;
@@ -223,6 +243,21 @@ impl Admission {
     pub fn watch(&self) -> Result<WatcherSlot, Shed> {
         self.move_to(&self.watching)
             .map(|slot| WatcherSlot { _slot: slot })
+    }
+
+    /// A slot for a read of the change log's history (an event page or a
+    /// stream that starts before the newest revision), beside the slot the
+    /// request holds, counted against its client's share; refused when
+    /// every one (or its client's share) is taken.
+    pub fn read_history(&self) -> Result<HistorySlot, Shed> {
+        self.reading_history
+            .take(Self::client().as_ref())
+            .map(|slot| HistorySlot { _slot: slot })
+    }
+
+    /// Reads of history going on now.
+    pub fn history_reads(&self) -> usize {
+        self.reading_history.taken()
     }
 
     /// Event streams open now.
@@ -254,6 +289,8 @@ impl Admission {
             Shed::ClientWaiters => &self.waiting.shed_client,
             Shed::Watchers => &self.watching.shed_total,
             Shed::ClientWatchers => &self.watching.shed_client,
+            Shed::HistoryReads => &self.reading_history.shed_total,
+            Shed::ClientHistoryReads => &self.reading_history.shed_client,
         };
         counter.load(Ordering::Relaxed)
     }
@@ -269,6 +306,11 @@ pub struct WatcherSlot {
     _slot: Slot,
 }
 
+/// A read of history's slot, held while the watch reads history.
+pub struct HistorySlot {
+    _slot: Slot,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +323,8 @@ mod tests {
             waiters_per_client: waiters,
             watchers: 8,
             watchers_per_client: 8,
+            history_reads: 8,
+            history_reads_per_client: 8,
         }
     }
 
@@ -371,6 +415,8 @@ mod tests {
             waiters_per_client: 2,
             watchers: 4,
             watchers_per_client: 2,
+            history_reads: 4,
+            history_reads_per_client: 2,
         });
         let greedy = ClientId::Token("b".into());
         let other = ClientId::Token("a".into());
@@ -390,8 +436,19 @@ mod tests {
         assert!(matches!(third, Ok(Err(Shed::ClientWatchers))));
         let theirs = run(&admission, Some(&other), async { admission.watch() }).await;
         assert!(matches!(theirs, Ok(Ok(_))), "another client still watches");
+        // History reads are taken beside the request's own slot.
+        let watching = run(&admission, Some(&greedy), async {
+            let reads = [admission.read_history(), admission.read_history()];
+            let third = admission.read_history();
+            (reads.map(|r| r.is_ok()), third.err())
+        })
+        .await
+        .unwrap();
+        assert_eq!(watching, ([true, true], Some(Shed::ClientHistoryReads)));
+        assert_eq!(admission.history_reads(), 0, "given back with the request");
         assert_eq!(admission.shed(Shed::ClientWaiters), 1);
         assert_eq!(admission.shed(Shed::ClientWatchers), 1);
+        assert_eq!(admission.shed(Shed::ClientHistoryReads), 1);
         drop(kept);
         let again = run(&admission, Some(&greedy), async { admission.park() }).await;
         assert!(

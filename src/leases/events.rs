@@ -21,22 +21,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
-use tokio::time::Instant;
 
-use super::admission::WatcherSlot;
+use super::admission::{Admission, Shed, WatcherSlot};
 use super::fanout::{Index, Subscriber};
+use super::watcher::Registered;
+pub use super::watcher::Watch;
 use crate::domain::events::{Event, EventFilter};
+use crate::domain::selection::Selection;
 use crate::store::{self, Horizon, Store, StoreError, StoreResult};
 
 /// Events read from the store at once.
-const PAGE: u32 = 512;
+pub(super) const PAGE: u32 = 512;
 /// How often the reader looks at the log when nothing woke it.
 const POLL: Duration = Duration::from_secs(1);
 /// How often a reader held at a gap looks whether it may go on.
 const GAP_POLL: Duration = Duration::from_millis(10);
-
-/// Whether a watcher may see an event (its token's scope).
-pub type Visible = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
 
 /// Why a watch cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +47,10 @@ pub enum WatchError {
     /// The revision asked for was never handed out.
     #[error("revision {since} is past the newest revision")]
     Future { since: i64 },
+    /// The watch would read history, and the reads of history (or the
+    /// client's share of them) are at their bound.
+    #[error("overloaded: too many {}", .0.as_str())]
+    Overloaded(Shed),
     /// Storage failed the read of the history.
     #[error(transparent)]
     Store(StoreError),
@@ -76,14 +79,16 @@ pub enum Ended {
 
 /// The watchers, and the last revision delivered to them: sending and
 /// moving it happen together, under one lock.
-struct Live {
-    index: Index,
+pub(super) struct Live {
+    pub(super) index: Index,
     delivered: i64,
 }
 
 pub struct EventFeed {
     store: Arc<Store>,
     buffer: usize,
+    /// The rows a page of history examines at most.
+    scan: u32,
     live: Arc<std::sync::Mutex<Live>>,
     ready: watch::Sender<bool>,
     slow_ended: Arc<AtomicU64>,
@@ -103,11 +108,13 @@ struct Gap {
 }
 
 impl EventFeed {
-    /// A feed whose watchers may each fall `buffer` events behind.
-    pub fn new(store: Arc<Store>, buffer: usize) -> Self {
+    /// A feed whose watchers may each fall `buffer` events behind, and
+    /// whose pages of history examine at most `scan` rows each.
+    pub fn new(store: Arc<Store>, buffer: usize, scan: u32) -> Self {
         Self {
             store,
             buffer: buffer.max(1),
+            scan: scan.max(1),
             live: Arc::new(std::sync::Mutex::new(Live {
                 index: Index::default(),
                 delivered: 0,
@@ -149,13 +156,16 @@ impl EventFeed {
     }
 
     /// Starts a watch of the events after `since` (none: from now on) that
-    /// `filter` selects and `visible` lets the watcher see, holding `slot`.
+    /// `selection` selects (`filter` is what the fan-out indexes it by),
+    /// holding `slot`; one that must read history first holds a slot of
+    /// `admission`'s history reads too, until it has.
     pub async fn watch(
         &self,
         since: Option<i64>,
         filter: EventFilter,
-        visible: Visible,
+        selection: Selection,
         slot: WatcherSlot,
+        admission: &Admission,
     ) -> Result<Watch, WatchError> {
         let mut ready = self.ready.subscribe();
         let _ = ready.wait_for(|r| *r).await;
@@ -183,22 +193,30 @@ impl EventFeed {
             (id, live.delivered)
         };
         drop(queue);
+        let registered = Registered {
+            live: self.live.clone(),
+            id,
+            filter,
+        };
+        let last = since.unwrap_or(through);
+        let history = if last < through {
+            Some(admission.read_history().map_err(WatchError::Overloaded)?)
+        } else {
+            None
+        };
         Ok(Watch {
             store: self.store.clone(),
-            last: since.unwrap_or(through),
+            last,
             through,
+            scan: self.scan,
             page: VecDeque::new(),
             events,
             slow,
-            _registered: Registered {
-                live: self.live.clone(),
-                id,
-                filter: filter.clone(),
-            },
-            filter,
-            visible,
+            _registered: registered,
+            selection,
             slow_ended: self.slow_ended.clone(),
             _slot: slot,
+            history,
         })
     }
 
@@ -311,96 +329,6 @@ async fn follow(feed: &EventFeed) {
         tokio::select! {
             _ = woken => read_log = false,
             _ = tokio::time::sleep(wait) => read_log = true,
-        }
-    }
-}
-
-/// One watcher: the history it missed, then the live events, each once, in
-/// revision order.
-pub struct Watch {
-    store: Arc<Store>,
-    /// The last revision passed (shown or filtered out).
-    last: i64,
-    /// The history ends here; the fan-out has every event after it.
-    through: i64,
-    page: VecDeque<Event>,
-    events: mpsc::Receiver<Arc<Event>>,
-    /// Set when the fan-out dropped this watcher for a full queue.
-    slow: Arc<AtomicBool>,
-    _registered: Registered,
-    filter: EventFilter,
-    visible: Visible,
-    slow_ended: Arc<AtomicU64>,
-    _slot: WatcherSlot,
-}
-
-/// A watcher's place in the fan-out's index, given up when it goes.
-struct Registered {
-    live: Arc<std::sync::Mutex<Live>>,
-    id: u64,
-    filter: EventFilter,
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        live.index.remove(self.id, &self.filter);
-    }
-}
-
-impl Watch {
-    /// The revision to resume after: the last one this watch passed.
-    pub fn last(&self) -> i64 {
-        self.last
-    }
-
-    fn wanted(&self, event: &Event) -> bool {
-        self.filter.matches(event) && (self.visible)(event)
-    }
-
-    /// The next event the watcher wants; `Ok(None)` when none came by
-    /// `deadline` (none: wait as long as it takes).
-    pub async fn next(&mut self, deadline: Option<Instant>) -> Result<Option<Arc<Event>>, Ended> {
-        loop {
-            if let Some(event) = self.page.pop_front() {
-                self.last = event.revision;
-                if self.wanted(&event) {
-                    return Ok(Some(Arc::new(event)));
-                }
-                continue;
-            }
-            if self.last < self.through {
-                match self.store.read_events(self.last, self.through, PAGE).await {
-                    Ok(events) if !events.is_empty() => self.page.extend(events),
-                    Ok(_) => self.last = self.through,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot read the change log for a watcher");
-                        return Err(Ended::Closed);
-                    }
-                }
-                continue;
-            }
-            let received = match deadline {
-                Some(at) => match tokio::time::timeout_at(at, self.events.recv()).await {
-                    Ok(received) => received,
-                    Err(_) => return Ok(None),
-                },
-                None => self.events.recv().await,
-            };
-            match received {
-                Some(event) if event.revision <= self.last => {}
-                Some(event) => {
-                    self.last = event.revision;
-                    if self.wanted(&event) {
-                        return Ok(Some(event));
-                    }
-                }
-                None if self.slow.load(Ordering::Relaxed) => {
-                    self.slow_ended.fetch_add(1, Ordering::Relaxed);
-                    return Err(Ended::TooSlow);
-                }
-                None => return Err(Ended::Closed),
-            }
         }
     }
 }

@@ -2,7 +2,9 @@
 //! inspect and list members, remove.
 
 use super::{LeaseError, Leases, new_token};
-use crate::domain::commands::{GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery};
+use crate::domain::commands::{
+    GroupOwner, GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery,
+};
 use crate::domain::group::{self, Group, Member};
 use crate::domain::inputs::{Capabilities, Metadata, PageLimit};
 use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
@@ -21,12 +23,13 @@ pub struct GroupService<'a> {
 }
 
 impl GroupService<'_> {
-    /// Creates the group, or answers the existing one (`false`).
+    /// Creates the group, or answers the existing one (`false`); a new one
+    /// counts toward `owner`'s quota of groups.
     pub async fn put(
         &self,
         name: &GroupName,
         metadata: Option<Metadata>,
-        owner: Option<String>,
+        owner: Option<GroupOwner>,
     ) -> Result<(bool, Group), LeaseError> {
         let now = self.leases.now();
         Ok(self
@@ -40,11 +43,13 @@ impl GroupService<'_> {
         Ok(self.leases.store.get_group(name, self.leases.now()).await?)
     }
 
-    pub async fn delete(&self, name: &GroupName) -> Result<(), LeaseError> {
+    /// Deletes an empty group: one `by` created when it names an API
+    /// token, any with `None` (an admin).
+    pub async fn delete(&self, name: &GroupName, by: Option<&str>) -> Result<(), LeaseError> {
         Ok(self
             .leases
             .store
-            .delete_group(name, self.leases.now())
+            .delete_group(name, by, self.leases.now())
             .await?)
     }
 

@@ -21,11 +21,12 @@ pub mod sessions;
 pub mod shares;
 pub mod subnets;
 pub mod waiters;
+mod watcher;
 
 pub use crate::domain::commands::AcquireLock;
 pub use crate::domain::commands::ReserveSubnet;
 pub use crate::token::new_token;
-pub use admission::{Admission, Shed, WatcherSlot};
+pub use admission::{Admission, HistorySlot, Shed, WatcherSlot};
 pub use events::{EventFeed, Watch, WatchError};
 pub use locks::{Acquired, LockService};
 pub use sessions::{Opened, SessionService};
@@ -63,6 +64,13 @@ pub struct Limits {
     pub max_watchers_per_client: usize,
     /// Events a watcher may fall behind before its stream is ended.
     pub event_buffer: usize,
+    /// Reads of the change log's history at once (event pages and streams
+    /// that start before the newest revision); past it, 503.
+    pub max_history_reads: usize,
+    /// Of those, reads of any one client.
+    pub max_history_reads_per_client: usize,
+    /// The rows one page of history examines at most.
+    pub event_scan_rows: u32,
 }
 
 impl Default for Limits {
@@ -82,6 +90,9 @@ impl Default for Limits {
             max_watchers: 10_000,
             max_watchers_per_client: 5_000,
             event_buffer: 1_024,
+            max_history_reads: 16,
+            max_history_reads_per_client: 8,
+            event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
         }
     }
 }
@@ -138,7 +149,11 @@ pub struct Leases {
 impl Leases {
     pub fn new(store: Arc<Store>, clock: SharedClock, limits: Limits) -> Self {
         Self {
-            events: Arc::new(EventFeed::new(store.clone(), limits.event_buffer)),
+            events: Arc::new(EventFeed::new(
+                store.clone(),
+                limits.event_buffer,
+                limits.event_scan_rows,
+            )),
             store,
             clock,
             limits,
@@ -151,6 +166,8 @@ impl Leases {
                 waiters_per_client: limits.max_waiters_per_client,
                 watchers: limits.max_watchers,
                 watchers_per_client: limits.max_watchers_per_client,
+                history_reads: limits.max_history_reads,
+                history_reads_per_client: limits.max_history_reads_per_client,
             })),
             stop: Arc::new(watch::Sender::new(false)),
         }

@@ -86,8 +86,8 @@ impl SessionService<'_> {
     /// The API token a statement on session `id` must find as its opener,
     /// for a caller with `access` (`None`: any). A caller who may see the
     /// sessions of several tokens has the session's opener read first; a
-    /// session it may not see is `NotFound`, decided before its token is
-    /// compared. `missing` is the answer when there is no live session.
+    /// session it may not see is answered `missing`, as one that is not
+    /// live, decided before its token is compared.
     async fn opener(
         &self,
         id: &SessionId,
@@ -107,7 +107,7 @@ impl SessionService<'_> {
                 };
                 let owner = view.session.owner;
                 if !access.allows(owner.as_deref()) {
-                    return Err(Missing::Session.into());
+                    return Err(missing.into());
                 }
                 Ok(owner)
             }
@@ -115,7 +115,7 @@ impl SessionService<'_> {
     }
 
     /// Extends the session of a caller with `access`; another token's
-    /// session is `NotFound` whatever token is sent.
+    /// session is `LeaseLost` whatever token is sent, as a missing one.
     pub async fn renew(
         &self,
         id: &SessionId,

@@ -71,7 +71,7 @@ pub const ANNOUNCING_LOCK: &str =
 pub const ENDED_RESERVATION: &str =
     "fencing_token, first_addr, prefix_len, holder, session_id, owner";
 
-const EVENT_COLUMNS: &str = "revision, type, at, key, pool, reservation, subnet, holder, \
+pub(super) const EVENT_COLUMNS: &str = "revision, type, at, key, pool, reservation, subnet, holder, \
      fencing_token, session_id, owner, reason, group_name, member";
 
 /// Where the log stands: every revision up to `pruned_through` is gone, and
@@ -369,7 +369,7 @@ pub fn session_event(
     }
 }
 
-fn event(row: &impl Columns) -> StoreResult<Event> {
+pub(super) fn event(row: &impl Columns) -> StoreResult<Event> {
     let kind = EventType::parse(&row.text("type")?).ok_or_else(|| corrupt("event type"))?;
     let resource = match (
         row.opt_text("key")?,
@@ -423,16 +423,15 @@ pub async fn read(
     rows.iter().map(event).collect()
 }
 
+/// Both bounds in one statement: each watch that resumes asks for them.
 pub async fn bounds(conn: &mut dyn Sql) -> StoreResult<EventBounds> {
-    let pruned_through = one(
-        conn,
-        "SELECT pruned_through FROM event_log WHERE id = 1",
-        args![],
-    )
-    .await?
-    .int("pruned_through")?;
-    let text = conn.texts().event_head;
-    let head = one(conn, text, args![]).await?.int("head")?;
+    let sql = format!(
+        "SELECT (SELECT pruned_through FROM event_log WHERE id = 1) AS pruned_through, \
+         ({}) AS head",
+        conn.texts().event_head
+    );
+    let row = one(conn, sql, args![]).await?;
+    let (pruned_through, head) = (row.int("pruned_through")?, row.int("head")?);
     Ok(EventBounds {
         pruned_through,
         head: head.max(pruned_through),

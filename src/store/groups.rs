@@ -24,15 +24,16 @@ use super::write_time::WriteTime;
 use super::{Error, StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
 use crate::domain::commands::{
-    GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery,
+    GroupOwner, GroupQuery, JoinMember, JoinOutcome, JoinTenure, LeaveProof, MemberQuery,
 };
 use crate::domain::events::{Event, EventType, Reason, Resource};
+use crate::domain::grant::QuotaKind;
 use crate::domain::group::{Group, Member};
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::names::GroupName;
 use crate::domain::names::MemberName;
-use crate::domain::refusal::{Missing, Refused};
+use crate::domain::refusal::{Missing, OverQuota, Refused};
 use crate::domain::session::BOUND;
 use crate::token::digest;
 
@@ -42,14 +43,12 @@ impl Store {
         &self,
         name: &GroupName,
         metadata: Option<Metadata>,
-        owner: Option<String>,
+        owner: Option<GroupOwner>,
         now: Millis,
     ) -> StoreResult<(bool, Group)> {
         let args = (name.as_str().to_owned(), metadata, owner);
         self.write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
-            Box::pin(
-                async move { put(c, fx, &name, metadata.as_ref(), owner.as_deref(), now).await },
-            )
+            Box::pin(async move { put(c, fx, &name, metadata.as_ref(), owner.as_ref(), now).await })
         })
         .await
     }
@@ -75,12 +74,16 @@ impl Store {
     }
 
     /// Deletes a group in which no member is live (`GroupNotEmpty`).
-    pub async fn delete_group(&self, name: &GroupName, now: Millis) -> StoreResult<()> {
-        self.write(
-            AllOrNothing,
-            name.as_str().to_owned(),
-            move |c, fx, name| Box::pin(async move { delete(c, fx, &name, now).await }),
-        )
+    pub async fn delete_group(
+        &self,
+        name: &GroupName,
+        by: Option<&str>,
+        now: Millis,
+    ) -> StoreResult<()> {
+        let args = (name.as_str().to_owned(), by.map(str::to_owned));
+        self.write(AllOrNothing, args, move |c, fx, (name, by)| {
+            Box::pin(async move { delete(c, fx, &name, by.as_deref(), now).await })
+        })
         .await
     }
 
@@ -351,14 +354,48 @@ fn expiry_reason(column: &dyn Fn(&str) -> StoreResult<Option<String>>) -> StoreR
 
 const ENDED_MEMBER: &str = "group_name, member, session_id, owner";
 
+/// Creates the group, or answers the existing one. A creation counts
+/// toward its owner's quota of groups, counted after the owner's lock
+/// (where writes run side by side) and before the group is looked up, so
+/// racing creations of one owner pass its quota exactly, and one that
+/// waited finds a group created meanwhile as existing.
 pub async fn put(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
     meta: Option<&Metadata>,
-    owner: Option<&str>,
+    owner: Option<&GroupOwner>,
     now: Millis,
 ) -> StoreResult<(bool, Group)> {
+    let counted = owner.and_then(|o| Some((o.name.as_str(), o.max_groups?)));
+    if let Some((owner, _)) = counted
+        && let Some(lock) = conn.texts().lock_owner
+    {
+        conn.execute(lock, args![owner]).await?;
+    }
+    if let Some(row) = conn.row(GROUP.as_str(), args![name, now]).await? {
+        return Ok((false, group(&row)?));
+    }
+    if let Some((owner, limit)) = counted {
+        let current = one(
+            conn,
+            "SELECT count(*) AS n FROM groups WHERE owner = $1",
+            args![owner],
+        )
+        .await?
+        .int("n")?;
+        let current = u64::try_from(current).unwrap_or(0);
+        if current >= u64::from(limit) {
+            return Err(OverQuota {
+                quota: QuotaKind::Groups,
+                limit,
+                current,
+                needed: 1,
+            }
+            .into());
+        }
+    }
+    let owner = owner.map(|o| o.name.as_str());
     let created = conn
         .execute(
             "INSERT INTO groups (name, metadata, owner, created_at) VALUES ($1, $2, $3, $4) \
@@ -414,12 +451,14 @@ async fn list_in(conn: &mut dyn Sql, query: &GroupQuery, now: Millis) -> StoreRe
     Ok(items)
 }
 
-/// Deletes the group if no member is live in it; the expired members' rows
-/// go with it, their ends announced.
+/// Deletes the group if no member is live in it (and, when `by` names an
+/// API token, if that token created it); the expired members' rows go with
+/// it, their ends announced.
 pub async fn delete(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
+    by: Option<&str>,
     now: Millis,
 ) -> StoreResult<()> {
     // The row's lock first: the count after it reads every join committed
@@ -432,13 +471,16 @@ pub async fn delete(
         .row(sql, args![name])
         .await?
         .ok_or(Error::from(Missing::Group))?;
+    let owner = row.opt_text("owner")?;
+    if by.is_some_and(|by| owner.as_deref() != Some(by)) {
+        return Err(Refused::NotGroupCreator.into());
+    }
     let sql = format!("SELECT {} FROM groups g WHERE g.name = $1", live_count(2));
     let members =
         u64::try_from(one(conn, sql, args![name, now]).await?.int("members")?).unwrap_or(0);
     if members > 0 {
         return Err(Refused::GroupNotEmpty { members }.into());
     }
-    let owner = row.opt_text("owner")?;
     let gone = conn
         .rows(
             format!("DELETE FROM group_members WHERE group_name = $1 RETURNING {ENDED_MEMBER}"),

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::{Notify, Semaphore, broadcast};
 
 use super::dialect::{Atomicity, Dialect, Effects, Erased, ReadWork, WriteWork};
 use super::snapshots;
@@ -26,7 +26,14 @@ pub struct Store {
     db: Box<dyn Dialect>,
     /// Read again by a grant once it holds its key (`WriteTime`).
     clock: LeaseClock,
+    /// Pages of history read at once, whatever the readers (`history`).
+    pub(super) history_lanes: Semaphore,
 }
+
+/// Pages of history read at once, whatever the readers: fewer than the
+/// connections a dialect reads on (SQLite 8, PostgreSQL 20), so that every
+/// other read finds one.
+const HISTORY_LANES: usize = 4;
 
 /// What a verb's work answered, as the verb asked for it.
 fn answered<T: 'static>(value: Erased) -> T {
@@ -41,6 +48,7 @@ impl Store {
         Self {
             db: Box::new(db),
             clock,
+            history_lanes: Semaphore::new(HISTORY_LANES),
         }
     }
 

@@ -2,8 +2,8 @@
 //! and its implementations. All SQL lives under this module.
 
 use crate::domain::Millis;
-use crate::domain::grant::{self, Denial, Quota};
-use crate::domain::refusal::{Missing, OverQuota, QuotaOf, Refused};
+use crate::domain::grant::{self, Denial, Quota, QuotaKind};
+use crate::domain::refusal::{Missing, OverQuota, Refused};
 
 mod database;
 mod dialect;
@@ -12,6 +12,7 @@ mod events;
 mod expiry;
 mod free_blocks;
 mod groups;
+mod history;
 mod hub;
 mod lock_grants;
 mod lock_sets;
@@ -35,6 +36,7 @@ mod write_time;
 
 pub use database::{backup, describe, integrity_check, open};
 pub use events::{EventBounds, Horizon};
+pub use history::{HistoryPage, HistoryQuery};
 pub use hub::Store;
 pub use postgres::PostgresStore;
 pub use resume::{Applied, Settled, Settling};
@@ -79,7 +81,7 @@ pub(crate) fn grant_order<G, R>(resource: Result<G, R>, quota: Quota) -> StoreRe
         Ok(granted) => Ok(Ok(granted)),
         Err(Denial::Resource(refusal)) => Ok(Err(refusal)),
         Err(Denial::OverQuota { limit, current }) => Err(OverQuota {
-            of: QuotaOf::Leases,
+            quota: QuotaKind::Leases,
             limit,
             current,
             needed: 1,

@@ -7,14 +7,14 @@ use super::dialect::Effects;
 use super::events::{self, ENDED_LOCK, ended_lock, session_event};
 use super::expiry;
 use super::hub::Store;
-use super::sessions::{CLOSE, LIVE_SESSION, keys_of, refusal};
+use super::sessions::{CLOSE, LIVE_SESSION, keys_of};
 use super::sql::{Columns, Sql, args};
 use super::{Error, StoreResult, groups, reservations};
 use crate::domain::Millis;
 use crate::domain::commands::SessionEnd;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::names::SessionId;
-use crate::domain::refusal::Missing;
+use crate::domain::refusal::{Missing, Refused};
 use crate::token::digest;
 
 impl Store {
@@ -61,8 +61,9 @@ pub async fn end(
                     args![id, now, token, caller.as_deref(), &sent],
                 )
                 .await?;
+            // Not live, not the caller's or a wrong token: one answer.
             let Some(row) = row else {
-                return Err(refusal(conn, id, caller.as_deref(), now).await?.into());
+                return Err(Refused::LeaseLost.into());
             };
             (row, Reason::Released)
         }

@@ -20,10 +20,11 @@ use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::commands::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::events::EventType;
+use crate::domain::grant::QuotaKind;
 use crate::domain::inputs::Metadata;
 use crate::domain::names::SessionId;
 use crate::domain::names::Ttl;
-use crate::domain::refusal::{Missing, OverQuota, QuotaOf, Refused};
+use crate::domain::refusal::{Missing, OverQuota, Refused};
 use crate::domain::session::{BOUND, Session, SessionView};
 use crate::token::digest;
 
@@ -82,9 +83,6 @@ static SESSION_COLUMNS: Text = Text::new(|| {
 fn token_is(d: u8, p: u8) -> String {
     format!("(token = ${d} OR (length(token) = 32 AND token = ${p}))")
 }
-
-/// The live session of `$1` at `$2`, as `session` reads it.
-static SESSION_AT: Text = Text::new(|| format!("SELECT {SESSION_COLUMNS} {LIVE_SESSION}"));
 
 /// Keeps the session `$1` alive at `$2` for the TTL `$4` or its own, if
 /// the token `$3` (digest `$6`) is its own and the caller `$5` may.
@@ -187,7 +185,7 @@ pub async fn open(
         let current = sessions_quota(conn, &owner.name, now).await?;
         if current >= u64::from(limit) {
             return Err(OverQuota {
-                of: QuotaOf::Sessions,
+                quota: QuotaKind::Sessions,
                 limit,
                 current,
                 needed: 1,
@@ -263,21 +261,6 @@ async fn sessions_quota(conn: &mut dyn Sql, owner: &str, now: Millis) -> StoreRe
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-/// Why a session's holder could not renew or close it: another API token's
-/// session is not found, whatever token was sent (its owner is checked
-/// before its secret); else no live session or a wrong token (`LeaseLost`).
-pub(super) async fn refusal(
-    conn: &mut dyn Sql,
-    id: &str,
-    caller: Option<&str>,
-    now: Millis,
-) -> StoreResult<Refused> {
-    Ok(match conn.row(SESSION_AT.as_str(), args![id, now]).await? {
-        Some(row) if !owned_by(&session(&row)?.owner, caller) => Refused::from(Missing::Session),
-        _ => Refused::LeaseLost,
-    })
-}
-
 pub async fn renew(
     conn: &mut dyn Sql,
     id: &str,
@@ -291,8 +274,10 @@ pub async fn renew(
         .row(RENEW.as_str(), args![id, now, token, ttl_ms, caller, &sent])
         .await?
     {
+        // Not live, not the caller's or a wrong token: one answer, as for
+        // a session that never existed.
         Some(row) => session(&row),
-        None => Err(refusal(conn, id, caller, now).await?.into()),
+        None => Err(Refused::LeaseLost.into()),
     }
 }
 
@@ -383,20 +368,19 @@ pub async fn check(conn: &mut dyn Sql, claim: &SessionClaim, now: Millis) -> Sto
         "SELECT {SESSION_COLUMNS} {LIVE_SESSION}{}",
         conn.texts().lock_pool_row
     );
+    // Another token's session is answered as a missing one, before its
+    // secret is compared: the answer says nothing of whether it lives, nor
+    // of a token guessed for it.
     let held = match conn.row(sql, args![&claim.id, now]).await? {
-        Some(row) => session(&row)?,
-        None => {
-            return Err(Refused::SessionLost {
-                field: "session.id",
-            }
-            .into());
-        }
+        Some(row) => Some(session(&row)?),
+        None => None,
     };
-    // Another token's session is refused before its secret is compared, so
-    // the answer says nothing of a token guessed for it.
-    if !owned_by(&held.owner, claim.caller.as_deref()) {
-        return Err(Refused::NotSessionOwner.into());
-    }
+    let Some(held) = held.filter(|s| owned_by(&s.owner, claim.caller.as_deref())) else {
+        return Err(Refused::SessionLost {
+            field: "session.id",
+        }
+        .into());
+    };
     if !token_matches(&held, &claim.token) {
         return Err(Refused::SessionLost {
             field: "session.token",

@@ -88,6 +88,8 @@ pub struct Snapshot<'a> {
     /// read too slowly for its buffer.
     pub watchers: usize,
     pub slow_watchers_ended: u64,
+    /// Event pages and streams reading the change log's history now.
+    pub history_reads: usize,
     /// Requests being served, and the clients they belong to.
     pub in_flight: usize,
     pub clients_in_flight: usize,
@@ -159,6 +161,11 @@ impl Metrics {
             "leasehold_watchers_ended_slow_total",
             "Event streams ended because the client read too slowly for its buffer",
             now.slow_watchers_ended,
+        )
+        .gauge(
+            "leasehold_history_reads",
+            "Event pages and streams reading the change log's history now",
+            now.history_reads,
         );
         const LIVE: &str = "leasehold_live_leases";
         out.family(LIVE, Kind::Gauge, "Live leases in the store by kind")

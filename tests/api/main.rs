@@ -8,8 +8,12 @@ mod backend;
 mod bodies;
 mod clock_steps;
 mod cors;
+mod event_filters;
+mod event_reads;
 mod events;
 mod fencing;
+mod foreign_sessions;
+mod group_quota;
 mod groups;
 mod harness;
 mod helpers;
@@ -48,8 +52,12 @@ fn main() {
         bodies::tests(),
         clock_steps::tests(),
         cors::tests(),
+        event_filters::tests(),
+        event_reads::tests(),
         events::tests(),
         fencing::tests(),
+        foreign_sessions::tests(),
+        group_quota::tests(),
         groups::tests(),
         hostile_clients::tests(),
         idempotency::tests(),

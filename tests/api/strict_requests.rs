@@ -1,6 +1,7 @@
 //! Requests held to the letter: a lock set the quota can never hold says so,
 //! an Idempotency-Key names one request, every query parameter is one the
-//! route takes and given once, event prefixes are bounded like keys, a future
+//! route takes, given once and UTF-8 text, a refusal on a group names the
+//! group, event prefixes are bounded like keys, a future
 //! revision tells nothing of others' traffic; and the log keeps what an
 //! operator needs: admin actions with their token, not a line per request.
 
@@ -219,7 +220,61 @@ async fn admin_actions_log_who_ended_what_and_requests_log_only_when_asked() {
     assert!(served >= 21, "{served} request lines: {every:?}");
 }
 
+/// Bytes that are not UTF-8 in a query parameter are refused naming it, as
+/// the same bytes in a path are, on every route; never read as U+FFFD.
+async fn a_query_parameter_that_is_not_utf8_is_refused_naming_it() {
+    let app = spawn_secured().await;
+    for (path, field) in [
+        ("/v1/events?group=b%2F%FF", "group"),
+        ("/v1/events?prefix=b/%FF", "prefix"),
+        ("/v1/events?since=0&pool=p%C3", "pool"),
+        ("/v1/locks?prefix=ci/%E2%82", "prefix"),
+        ("/v1/groups?prefix=%FF&limit=5", "prefix"),
+        ("/v1/groups?cursor=%C0%80", "cursor"),
+        ("/v1/pools?cursor=%80", "cursor"),
+    ] {
+        let r = send(&app, ADMIN, "GET", path, None).await;
+        let body = problem(r, StatusCode::BAD_REQUEST, "invalid-request").await;
+        assert_eq!(body["field"], field, "{path}");
+        assert!(body["detail"].as_str().unwrap().contains("UTF-8"), "{body}");
+    }
+    // Percent-encoded UTF-8 is text like any other.
+    let r = send(&app, ADMIN, "GET", "/v1/groups?prefix=%C3%A9t%C3%A9", None).await;
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
+/// A 403 on a group route names the group, not a lock.
+async fn a_refusal_on_a_group_route_names_the_group() {
+    let app = spawn_secured().await;
+    for (method, path, body) in [
+        ("GET", "/v1/groups/db%2Fg1", None),
+        ("PUT", "/v1/groups/db%2Fg1", None),
+        ("DELETE", "/v1/groups/ci%2Fg1", None),
+        (
+            "PUT",
+            "/v1/groups/db%2Fg1/members/m",
+            Some(json!({"ttl_ms": 1_000})),
+        ),
+        ("GET", "/v1/events?group=db%2Fg1", None),
+    ] {
+        let token = if method == "DELETE" {
+            crate::auth::READER
+        } else {
+            crate::auth::CI
+        };
+        let r = send(&app, token, method, path, body).await;
+        let body = problem(r, StatusCode::FORBIDDEN, "forbidden").await;
+        let name = if method == "DELETE" { "ci/g1" } else { "db/g1" };
+        assert_eq!(body["group"], name, "{method} {path}: {body}");
+        assert!(body.get("lock").is_none(), "{body}");
+        let detail = body["detail"].as_str().unwrap();
+        assert!(detail.contains(&format!("group {name}")), "{detail}");
+    }
+}
+
 crate::harness::tests! {
+    a_query_parameter_that_is_not_utf8_is_refused_naming_it,
+    a_refusal_on_a_group_route_names_the_group,
     a_lock_set_the_quota_can_never_hold_says_so,
     an_idempotency_key_names_one_request_not_several_keys,
     every_route_refuses_unknown_and_repeated_query_parameters,

@@ -70,7 +70,8 @@ async fn a_scoped_admin_neither_sees_nor_ends_another_tenants_session() {
         assert_eq!(r.status(), status, "{token}");
         let r = send(&app, token, "GET", &path, None).await;
         problem(r, StatusCode::NOT_FOUND, "session-not-found").await;
-        // The same answer with the right session token as with a wrong one.
+        // The same answer with the right session token as with a wrong
+        // one: that of a session that is not live.
         for secret in [
             s["token"].clone(),
             json!("0123456789abcdef0123456789abcdef"),
@@ -83,7 +84,7 @@ async fn a_scoped_admin_neither_sees_nor_ends_another_tenants_session() {
                 Some(json!({"token": secret})),
             )
             .await;
-            problem(r, StatusCode::NOT_FOUND, "session-not-found").await;
+            problem(r, StatusCode::CONFLICT, "lease-lost").await;
         }
     }
     // A's session and lock are untouched.

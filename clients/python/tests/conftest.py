@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
+from faultproxy import FaultProxy
 from leasehold import Client
 
 
@@ -66,6 +68,25 @@ class Server:
                 self.proc.wait()
             self.proc = None
 
+    def pause(self) -> None:
+        """SIGSTOP: the server hangs, its connections stay open."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def metric(self, name: str) -> float:
+        """A counter or gauge of ``/metrics`` (summed over its labels)."""
+        text = urllib.request.urlopen(self.url + "/metrics", timeout=5).read().decode()
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name) and line[len(name):len(name) + 1] in (" ", "{"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
     def client(self, **options: object) -> Client:
         return Client(self.url, **options)  # type: ignore[arg-type]
 
@@ -114,3 +135,44 @@ def client(server: Server) -> Iterator[Client]:
 def key(request: pytest.FixtureRequest) -> str:
     """A key of the test's own."""
     return f"test/{request.node.name}/{time.monotonic_ns()}"
+
+
+@pytest.fixture
+def proxies(server: Server) -> Iterator[Callable[..., FaultProxy]]:
+    """Makes fault proxies to a server (the shared one unless given)."""
+    made: list[FaultProxy] = []
+
+    def make(to: Server | None = None) -> FaultProxy:
+        proxy = FaultProxy((to or server).port)
+        made.append(proxy)
+        return proxy
+
+    yield make
+    for proxy in made:
+        proxy.close()
+
+
+#: The figures the fault scenarios measured, printed at the end of the run.
+FIGURES: list[str] = []
+
+
+@pytest.fixture
+def figure(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Records one measured figure of the test (printed now and at the end)."""
+
+    def note(text: str) -> None:
+        line = f"{request.node.name}: {text}"
+        FIGURES.append(line)
+        print(line)
+
+    return note
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if FIGURES:
+        terminalreporter.section("figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)
+    out = os.environ.get("LEASEHOLD_FIGURES")
+    if out and FIGURES:
+        Path(out).write_text("\n".join(FIGURES) + "\n")

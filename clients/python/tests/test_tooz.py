@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 import tooz.coordination
 
 from conftest import Server, new_token, server_with_tokens
 from leasehold import Client, HistoryCompacted
-from leasehold.tooz import decode_id, encode_id
+from leasehold.tooz import SessionEnded, decode_id, encode_id
 
 
 @pytest.fixture
@@ -149,3 +149,37 @@ def test_a_watcher_behind_the_kept_history_lists_again_and_fires_the_difference(
         for c in started:
             c.stop()
         server.stop()
+
+
+def test_a_tooz_lock_whose_session_expired_is_no_longer_acquired_and_heartbeat_says_so(
+    server: Server, coordinators: list[Any], figure: Callable[[str], None]
+) -> None:
+    url = server.url.replace("http://", "leasehold://") + "?timeout=1&request_timeout=5"
+    quiet = tooz.coordination.get_coordinator(url, b"expiring")
+    quiet.start()
+    coordinators.append(quiet)
+    quiet.create_group(b"expiring-group").get()
+    quiet.join_group(b"expiring-group").get()
+    lock = quiet.get_lock(b"expiring-lock")
+    assert lock.acquire(blocking=False)
+    assert lock.acquired and lock.is_still_owner()
+    started = time.monotonic()
+    while lock.acquired:  # no heartbeat: the session's deadline passes
+        assert time.monotonic() - started < 3, "the lock outlived its session"
+        time.sleep(0.01)
+    gone_after = time.monotonic() - started
+    assert not lock.is_still_owner()
+    assert not lock.heartbeat()
+    with pytest.raises(SessionEnded) as ended:
+        quiet.heartbeat()
+    assert ended.value.reason == "expired"
+    figure(f"tooz lock, session TTL 1 s without heartbeat: acquired False after "
+           f"{gone_after * 1000:.0f} ms; heartbeat() raised SessionEnded({ended.value.reason})")
+    other = coordinator(server, coordinators, b"other-after-expiry")
+    assert b"expiring" not in other.get_members(b"expiring-group").get()
+    assert other.get_lock(b"expiring-lock").acquire(blocking=2)
+    # Reported once; the coordinator goes on with a new session.
+    assert quiet.heartbeat() > 0
+    quiet.join_group(b"expiring-group").get()
+    assert b"expiring" in other.get_members(b"expiring-group").get()
+    assert not lock.release()

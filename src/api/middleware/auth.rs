@@ -19,7 +19,7 @@ use crate::api::AppState;
 use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 use crate::auth::{ANY_POOL, Access, ApiToken, Denial, Need};
-use crate::domain::commands::LeaseOwner;
+use crate::domain::commands::{GroupOwner, LeaseOwner};
 use crate::domain::session::SessionAccess;
 use crate::leases::ClientId;
 
@@ -149,7 +149,8 @@ fn verb(need: Need) -> &'static str {
 
 fn forbidden(grant: &ApiToken, what: &str, name: &str, need: Need, denial: Denial) -> Problem {
     let why = match denial {
-        Denial::OutOfScope if what == "lock" => format!(
+        // Group names are scoped as lock keys are.
+        Denial::OutOfScope if what == "lock" || what == "group" => format!(
             "its lock key prefixes are {}",
             list(&grant.lock_prefixes, "\"\" (every key)")
         ),
@@ -202,6 +203,17 @@ impl Caller {
             Caller::Token(g) => g
                 .may_lock(key, need)
                 .map_err(|d| forbidden(g, "lock", key, need, d)),
+        }
+    }
+
+    /// 403 unless the caller may do `need` on the group `name` (scoped as
+    /// lock keys are; the refusal names the group).
+    pub fn group(&self, name: &str, need: Need) -> Result<(), Problem> {
+        match self {
+            Caller::Open => Ok(()),
+            Caller::Token(g) => g
+                .may_lock(name, need)
+                .map_err(|d| forbidden(g, "group", name, need, d)),
         }
     }
 
@@ -278,6 +290,17 @@ impl Caller {
         match self {
             Caller::Open => None,
             Caller::Token(g) => Some(g.digest()),
+        }
+    }
+
+    /// The creator recorded with a new group, with its quota of groups.
+    pub fn group_owner(&self) -> Option<GroupOwner> {
+        match self {
+            Caller::Open => None,
+            Caller::Token(g) => Some(GroupOwner {
+                name: g.name.clone(),
+                max_groups: g.group_quota(),
+            }),
         }
     }
 

@@ -50,13 +50,36 @@ pub fn prepare() {
     LazyLock::force(&QUERY_PARAMETERS);
 }
 
-/// Refuses a query parameter the route does not take, or one given twice.
+/// The query's pairs, decoded as a form (`+` is a space, `%XX` a byte);
+/// a name or value whose bytes are not UTF-8 is refused naming the
+/// parameter, never read with replacement characters.
+fn decode_query(query: &str) -> Result<Vec<(String, String)>, Problem> {
+    let decode = |part: &str| {
+        let bytes: Vec<u8> =
+            percent_encoding::percent_decode_str(&part.replace('+', " ")).collect();
+        String::from_utf8(bytes).map_err(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    };
+    let not_text = "must be UTF-8 text (percent-encoded), as every query parameter is";
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name =
+                decode(name).map_err(|lossy| Problem::invalid(&bounded(&lossy), not_text))?;
+            let value = decode(value).map_err(|_| Problem::invalid(&bounded(&name), not_text))?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
+/// Refuses a parameter that is not UTF-8 text (on every route), one the
+/// route does not take, or one given twice.
 fn check_query(route: &str, method: &Method, query: &str) -> Result<(), Problem> {
+    let pairs = decode_query(query)?;
     let Some(known) = QUERY_PARAMETERS.get(&(route.to_owned(), method.clone())) else {
         return Ok(());
     };
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
-        .map_err(|e| Problem::invalid("query", format!("cannot be read: {e}")))?;
     let mut seen: Vec<&str> = Vec::with_capacity(pairs.len());
     for (name, _) in &pairs {
         if !known.iter().any(|k| k == name) {
@@ -129,6 +152,13 @@ mod tests {
         let p = check_query("/v1/locks/{key}/fencing/{fencing_token}", &get, "x=1").unwrap_err();
         assert_eq!(p.extensions["field"], "x");
         assert!(p.detail.contains("takes no query"), "{}", p.detail);
+        for (query, field) in [("group=b%2F%FF", "group"), ("prefix=b/%C3", "prefix")] {
+            let p = check_query("/v1/events", &get, query).unwrap_err();
+            assert_eq!(p.extensions["field"], field, "{query}");
+        }
+        let p = check_query("/v1/locks", &get, "pre%FFfix=a").unwrap_err();
+        assert_eq!(p.extensions["field"], "pre\u{FFFD}fix");
+        assert!(check_query("/v1/locks", &get, "prefix=%C3%A9t%C3%A9+x&&limit=2").is_ok());
         let long = "n".repeat(5_000);
         let p = check_query("/v1/locks", &get, &format!("{long}=1")).unwrap_err();
         assert_eq!(p.extensions["field"].as_str().unwrap().len(), 64);

@@ -162,6 +162,8 @@ refusals! {
     /// A watch that cannot start: a bad filter or revision, a filter outside
     /// the token's scope, a revision whose history is pruned.
     EventRefusals = ["invalid-request", "forbidden", "history-compacted"];
+    /// A group that the token's quota of groups cannot hold.
+    GroupCreateRefusals = ["quota-exceeded"];
     /// A group that does not exist.
     GroupUnknown = ["group-not-found"];
     /// A group that cannot be deleted.

@@ -108,6 +108,8 @@ const SHED: &[&str] = &[
     "watchers",
     "client_waiters",
     "client_watchers",
+    "history_reads",
+    "client_history_reads",
 ];
 const ACCESS: &[&str] = &["read-only", "read-write"];
 
@@ -129,11 +131,12 @@ pub const UNAUTHORIZED: Kind = kind("unauthorized", 401, "A valid API token is r
     "no token, or one the server does not know", &[]);
 #[rustfmt::skip]
 pub const FORBIDDEN: Kind = kind("forbidden", 403, "The token may not do this",
-    "the key or pool is outside the token's scope, the token is \
+    "the key, group or pool is outside the token's scope, the token is \
         read-only, or the operation needs an admin token", &[
         req("token", Ty::Text, "The name of the token."),
         opt("lock", Ty::Text, "The lock key that was refused."),
         opt("pool", Ty::Text, "The pool that was refused."),
+        opt("group", Ty::Text, "The group that was refused."),
         req("lock_prefixes", Ty::Texts, "The key prefixes the token may use."),
         req("pools", Ty::Texts, "The pools the token may use (`*`: every pool)."),
         req("access", Ty::OneOf(ACCESS), "What the token may do."),
@@ -186,8 +189,8 @@ pub const MEMBER_EXISTS: Kind = kind("member-exists", 409, "The member id is tak
     "another session or holder has the member id in the group", &[]);
 #[rustfmt::skip]
 pub const SESSION_LOST: Kind = kind("session-lost", 409, "The session is not live",
-    "the session a grant names is not live, or its token is wrong; \
-        nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]);
+    "the session a grant names is not live (or is another token's: \
+        the same answer), or its token is wrong; nothing was bound", &[req("field", Ty::Text, "`session.id` or `session.token`.")]);
 #[rustfmt::skip]
 pub const SESSION_FULL: Kind = kind("session-full", 409, "The session holds its limit of leases",
     "the session holds its limit of bound leases", &[
@@ -265,12 +268,14 @@ pub const IDEMPOTENCY_KEY_REUSED: Kind = kind("idempotency-key-reused", 422, "Th
     ]);
 #[rustfmt::skip]
 pub const QUOTA_EXCEEDED: Kind = kind("quota-exceeded", 429, "The token holds its quota",
-    "the token holds its quota of live leases (or of sessions)", &[
-        req("limit", Ty::Int, "How many live leases (or sessions) the token may hold."),
+    "the token holds its quota of live leases, of sessions or of \
+        groups (`quota` names it)", &[
+        req("limit", Ty::Int, "How many live leases (sessions, groups) the token may hold."),
         req("current", Ty::Int, "How many it holds."),
         opt("needed", Ty::Int, "How many leases the refused request needed at once (a lock \
-            set needs one per key)."),
-        opt("quota", Ty::OneOf(&["sessions"]), "Present when the quota of sessions refused."),
+            set needs one per key); on a quota of leases."),
+        req("quota", Ty::OneOf(&["leases", "sessions", "groups"]), "The quota that refused: \
+            `max_live_leases`, `max_live_sessions` or `max_groups`."),
     ]);
 #[rustfmt::skip]
 pub const RATE_LIMITED: Kind = clears(kind("rate-limited", 429, "The token sends writes faster than its rate",
@@ -294,7 +299,8 @@ pub const OVERLOADED: Kind = clears(kind("overloaded", 503, "The server is overl
     "the server is at one of its load bounds (`reason` names it)", &[
         req("reason", Ty::OneOf(SHED), "The bound: requests in flight, waiting acquires, the \
             caller's share of requests in flight, connections, open event streams, or the \
-            caller's share of waiting acquires or of event streams."),
+            caller's share of waiting acquires or of event streams; reads of the change log's \
+            history, or the caller's share of them."),
     ]));
 
 /// Every problem type, in the order the document lists them.

@@ -99,6 +99,14 @@ impl Problem {
             Shed::ClientWatchers => {
                 "this client has as many event streams open as one client may; retry later"
             }
+            Shed::HistoryReads => {
+                "the server is reading as much of the change log's history as it does at once; \
+                 retry later"
+            }
+            Shed::ClientHistoryReads => {
+                "this client is reading as much of the change log's history at once as one \
+                 client may; retry later"
+            }
         };
         Problem::of(&kinds::OVERLOADED, detail)
             .with("reason", reason.as_str())

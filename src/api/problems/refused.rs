@@ -6,8 +6,9 @@ use super::held::{lock_refusal_problem, reserve_refusal_problem};
 use super::kinds;
 use super::problem::Problem;
 use super::subject::Subject;
+use crate::domain::grant::QuotaKind;
 use crate::domain::lease::retry_after_secs;
-use crate::domain::refusal::{Missing, OverQuota, QuotaOf, Refused};
+use crate::domain::refusal::{Missing, OverQuota, Refused};
 use crate::domain::time::Now;
 
 /// The problem of `refused`, for a request that named `subject`.
@@ -45,9 +46,9 @@ pub fn refused_problem(subject: Subject, refused: &Refused, now: Now) -> Problem
         )
         .with("key", &**key),
         R::OverQuota(over) => quota_problem(over),
-        R::SessionLost { .. } | R::NotSessionOwner | R::SessionFull { .. } => {
-            binding_problem(refused)
-        }
+        R::SessionLost { .. } | R::SessionFull { .. } => binding_problem(refused),
+        // The group routes answer it with the caller's own refusal.
+        R::NotGroupCreator => Problem::internal(refused),
         R::PoolConflict { .. } | R::PoolInUse { .. } => pool_problem(subject, refused, now),
         R::GroupNotEmpty { members } => Problem::of(
             &kinds::GROUP_NOT_EMPTY,
@@ -99,38 +100,46 @@ fn missing_problem(subject: Subject, missing: Missing) -> Problem {
     }
 }
 
-/// The 429 of a token at its quota of live leases or of sessions.
+/// The one refusal of every quota: 429 `quota-exceeded` with the quota's
+/// name, its `limit` and what the token holds; a grant of leases also says
+/// how many it `needed` at once.
 fn quota_problem(over: &OverQuota) -> Problem {
     let OverQuota {
-        of,
+        quota,
         limit,
         current,
         needed,
     } = *over;
-    let (what, free) = match of {
-        QuotaOf::Leases => ("live leases", "release"),
-        QuotaOf::Sessions => ("live sessions", "close"),
-    };
-    let detail = if needed > limit {
-        format!(
-            "the request needs {needed} {what} at once and the token may hold {limit}: it can \
-             never be granted; ask for fewer keys"
-        )
-    } else if needed > 1 {
-        let over = (current + u64::from(needed)).saturating_sub(u64::from(limit));
-        format!(
-            "the token holds {current} {what} and may hold {limit}; the request needs \
-             {needed}: {free} {over} first"
-        )
-    } else {
-        format!("the token holds {current} {what} and may hold {limit}; {free} one first")
+    let detail = match quota {
+        QuotaKind::Leases if needed > limit => format!(
+            "the request needs {needed} live leases at once and the token may hold {limit}: \
+             it can never be granted; ask for fewer keys"
+        ),
+        QuotaKind::Leases if needed > 1 => {
+            let over = (current + u64::from(needed)).saturating_sub(u64::from(limit));
+            format!(
+                "the token holds {current} live leases and may hold {limit}; the request needs \
+                 {needed}: release {over} first"
+            )
+        }
+        QuotaKind::Leases => {
+            format!("the token holds {current} live leases and may hold {limit}; release one first")
+        }
+        QuotaKind::Sessions => {
+            format!("the token holds {current} live sessions and may hold {limit}; close one first")
+        }
+        QuotaKind::Groups => format!(
+            "the token created {current} groups and may have {limit}; delete one of them (an \
+             empty one) first"
+        ),
     };
     let problem = Problem::of(&kinds::QUOTA_EXCEEDED, detail)
         .with("limit", limit)
-        .with("current", current);
-    match of {
-        QuotaOf::Leases => problem.with("needed", needed),
-        QuotaOf::Sessions => problem.with("quota", "sessions"),
+        .with("current", current)
+        .with("quota", quota.as_str());
+    match quota {
+        QuotaKind::Leases => problem.with("needed", needed),
+        QuotaKind::Sessions | QuotaKind::Groups => problem,
     }
 }
 
@@ -151,11 +160,7 @@ fn binding_problem(refused: &Refused) -> Problem {
         )
         .with("field", "session")
         .with("limit", *limit),
-        _ => Problem::of(
-            &kinds::FORBIDDEN,
-            "session: belongs to another API token; only it (or an admin) may use it",
-        )
-        .with("field", "session"),
+        other => Problem::internal(other),
     }
 }
 

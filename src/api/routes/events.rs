@@ -3,7 +3,6 @@
 //! (so that a generated SDK, or a fuzzer, is answered and done).
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
@@ -25,9 +24,10 @@ use crate::api::problems::storage_problem;
 use crate::auth::Need;
 use crate::domain::events::{Event, EventFilter, Resource};
 use crate::domain::names::{GroupName, PoolName};
+use crate::domain::selection::Selection;
 use crate::domain::time::Now;
 use crate::domain::validate;
-use crate::leases::events::{Ended, Visible};
+use crate::leases::events::Ended;
 use crate::leases::{Watch, WatchError};
 
 /// How often an idle stream sends a comment, so proxies keep it open.
@@ -59,7 +59,8 @@ pub struct EventsQuery {
     #[param(minimum = 1)]
     pub limit: Option<u32>,
     /// JSON page only: wait this long for a first event (default 0), bounded
-    /// by the server's longest wait.
+    /// by the server's longest wait. Only a page at the newest revision
+    /// waits: one that reads history answers at once.
     #[param(minimum = 0)]
     pub wait_ms: Option<i64>,
 }
@@ -164,7 +165,11 @@ pub struct EventBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EventPage {
     pub items: Vec<EventBody>,
-    /// What to pass as `since` next.
+    /// What to pass as `since` next: past every event this page examined,
+    /// which may be past its last item (or ahead with no item at all: a page
+    /// examines a bounded number of rows however few the caller may see).
+    /// One counter for the whole store: it tells how many changes happened,
+    /// never what or whose.
     pub next_revision: i64,
 }
 
@@ -274,23 +279,14 @@ fn parse_query(pairs: Vec<(String, String)>) -> Result<EventsQuery, Problem> {
     Ok(query)
 }
 
-/// What the caller may see: lock events by its key prefixes, reservation
-/// events by its pools, session events of the sessions it may see (its own;
-/// an admin's, those of the tokens it covers; every event without an auth
-/// file).
-fn visible(caller: &Caller) -> Visible {
+/// The events the caller receives: what `filter` asks for, within its
+/// token's scope (lock and group events by its key prefixes, reservation
+/// events by its pools, session events of the sessions it may see; every
+/// event without an auth file).
+fn selection(caller: &Caller, filter: &EventFilter) -> Selection {
     match caller {
-        Caller::Open => Arc::new(|_| true),
-        Caller::Token(grant) => {
-            let grant = grant.clone();
-            Arc::new(move |event: &Event| match &event.resource {
-                Resource::Lock { key } => grant.sees_key(key),
-                Resource::Reservation { pool, .. } => grant.sees_pool(pool),
-                Resource::Session => grant.sessions.allows(event.owner.as_deref()),
-                // Group names are scoped as lock keys are.
-                Resource::Group { name, .. } => grant.sees_key(name),
-            })
-        }
+        Caller::Open => Selection::unscoped(filter),
+        Caller::Token(grant) => grant.selection(filter),
     }
 }
 
@@ -309,6 +305,7 @@ fn watch_problem(error: WatchError) -> Problem {
             "since",
             format!("revision {since} is past the newest revision"),
         ),
+        WatchError::Overloaded(reason) => Problem::overloaded(reason),
         WatchError::Store(e) => storage_problem(e),
     }
 }
@@ -330,6 +327,13 @@ fn wants_stream(headers: &HeaderMap) -> bool {
 /// client too slow for its buffer has its stream ended; it resumes the same
 /// way. Any other request is answered one JSON page (`since`, `limit`,
 /// `wait_ms`). Events outside the caller's token scope are never sent.
+///
+/// A page of history examines at most the server's `--event-scan-rows`
+/// events, however few of them the caller may see, and answers at once
+/// what it found with a `next_revision` past what it examined (even with
+/// `wait_ms`, even empty); a page waits only at the newest revision. A
+/// client's reads of history at once are bounded (503 `overloaded`,
+/// `reason` `client_history_reads` or `history_reads`).
 #[utoipa::path(
     get, path = "/v1/events", operation_id = "watchEvents", tag = "events",
     params(
@@ -373,7 +377,7 @@ pub async fn watch_events(
         caller.pool(pool, Need::Read)?;
     }
     if let Some(group) = &query.group {
-        caller.lock(group, Need::Read)?;
+        caller.group(group, Need::Read)?;
     }
     let stream = wants_stream(&headers);
     let limits = state.leases.limits;
@@ -401,10 +405,11 @@ pub async fn watch_events(
         pool: query.pool,
         group: query.group,
     };
-    let watch = state
-        .leases
+    let selection = selection(&caller, &filter);
+    let leases = &state.leases;
+    let watch = leases
         .events
-        .watch(since, filter, visible(&caller), slot)
+        .watch(since, filter, selection, slot, &leases.admission)
         .await
         .map_err(watch_problem)?;
     if stream {
@@ -414,7 +419,9 @@ pub async fn watch_events(
     Ok(Json(page(&state, watch, limit as usize, deadline).await).into_response())
 }
 
-/// One page: what is there already, or else the first events that come
+/// One page: what one bounded read of history finds (answered at once,
+/// with a `next_revision` past what it examined, unless it reached the
+/// newest revision without a match), or else the first events that come
 /// before `deadline`.
 async fn page(
     state: &AppState,
@@ -423,6 +430,20 @@ async fn page(
     deadline: tokio::time::Instant,
 ) -> EventPage {
     let mut items = Vec::new();
+    if watch.in_history() {
+        let found = watch.history(limit).await.unwrap_or_default();
+        items.extend(
+            found
+                .iter()
+                .map(|e| EventBody::new(e, state.leases.moment())),
+        );
+        if watch.in_history() || items.len() >= limit {
+            return EventPage {
+                items,
+                next_revision: watch.last(),
+            };
+        }
+    }
     let mut stopping = state.leases.stopping();
     while items.len() < limit {
         // Once something is found, only what is there already joins it.

@@ -18,15 +18,18 @@ use super::sessions::{claim, lifetime};
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
-    GroupDeleteRefusals, GroupUnknown, JoinRefusals, LeaveRefusals, MemberUnknown, QueryRefusals,
+    GroupCreateRefusals, GroupDeleteRefusals, GroupUnknown, JoinRefusals, LeaveRefusals,
+    MemberUnknown, QueryRefusals,
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
+use crate::domain::Refused;
 use crate::domain::commands::{JoinMember, JoinOutcome, JoinTenure, LeaveProof};
 use crate::domain::inputs::{self, Capabilities, Metadata, PageLimit};
 use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
 use crate::domain::paths;
+use crate::leases::LeaseError;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -58,6 +61,7 @@ fn capabilities(
         (status = 201, description = "Created", body = GroupBody,
             headers(("Location" = String, description = "The group: `/v1/groups/{group}`"))),
         (status = 200, description = "It exists (its metadata is kept)", body = GroupBody),
+        GroupCreateRefusals,
     )
 )]
 pub async fn put_group(
@@ -66,14 +70,13 @@ pub async fn put_group(
     AppPath(name): AppPath<String>,
     AppJsonOrEmpty(body): AppJsonOrEmpty<PutGroupRequest>,
 ) -> Result<Response, Problem> {
-    caller.lock(&name, Need::Write)?;
+    caller.group(&name, Need::Write)?;
     let name = GroupName::parse(name)?;
     let metadata = Metadata::parse_some(body.metadata)?;
-    let owner = caller.owner().map(|o| o.name);
     let (created, group) = state
         .leases
         .groups()
-        .put(&name, metadata, owner)
+        .put(&name, metadata, caller.group_owner())
         .await
         .map_err(|e| state.problem(Subject::Group(&name), e))?;
     let body = GroupBody::new(group, state.leases.moment());
@@ -94,7 +97,7 @@ pub async fn get_group(
     State(state): State<AppState>,
     AppPath(name): AppPath<String>,
 ) -> Result<Json<GroupBody>, Problem> {
-    caller.lock(&name, Need::Read)?;
+    caller.group(&name, Need::Read)?;
     let name = GroupName::parse(name)?;
     let group = state
         .leases
@@ -145,7 +148,8 @@ pub async fn list_groups(
     }))
 }
 
-/// Delete a group in which no member is live.
+/// Delete a group in which no member is live: the token that created it
+/// may, and an admin token may delete any in its scope.
 #[utoipa::path(
     delete, path = "/v1/groups/{group}", operation_id = "deleteGroup", tag = "groups",
     params(("group" = String, Path, description = "The group name")),
@@ -159,14 +163,24 @@ pub async fn delete_group(
     State(state): State<AppState>,
     AppPath(name): AppPath<String>,
 ) -> Result<StatusCode, Problem> {
-    caller.lock(&name, Need::Admin)?;
+    caller.group(&name, Need::Write)?;
     let name = GroupName::parse(name)?;
+    // Any other writer in scope deletes only a group it created: what an
+    // admin check refuses, unless the store finds the caller its creator.
+    let not_admin = caller.group(&name, Need::Admin).err();
+    let by = not_admin.as_ref().map(|_| caller.name());
     state
         .leases
         .groups()
-        .delete(&name)
+        .delete(&name, by)
         .await
-        .map_err(|e| state.problem(Subject::Group(&name), e))?;
+        .map_err(|e| match (e, not_admin) {
+            (LeaseError::Refused(Refused::NotGroupCreator), Some(mut refusal)) => {
+                refusal.detail.push_str(", nor did it create the group");
+                refusal
+            }
+            (e, _) => state.problem(Subject::Group(&name), e),
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -191,7 +205,7 @@ pub async fn join_group(
     AppPath((group, member)): AppPath<(String, String)>,
     AppJson(body): AppJson<JoinRequest>,
 ) -> Result<Response, Problem> {
-    caller.lock(&group, Need::Write)?;
+    caller.group(&group, Need::Write)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let tenure = match lifetime(&state, &caller, body.ttl_ms, body.session)? {
@@ -267,7 +281,7 @@ pub async fn renew_member(
     AppPath((group, member)): AppPath<(String, String)>,
     AppJson(body): AppJson<RenewMemberRequest>,
 ) -> Result<Json<MemberBody>, Problem> {
-    caller.lock(&group, Need::Write)?;
+    caller.group(&group, Need::Write)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
@@ -308,7 +322,7 @@ pub async fn leave_group(
     AppPath((group, member)): AppPath<(String, String)>,
     AppJson(body): AppJson<LeaveRequest>,
 ) -> Result<StatusCode, Problem> {
-    caller.lock(&group, Need::Write)?;
+    caller.group(&group, Need::Write)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let proof = match (body.session, body.token) {
@@ -355,7 +369,7 @@ pub async fn get_member(
     State(state): State<AppState>,
     AppPath((group, member)): AppPath<(String, String)>,
 ) -> Result<Json<MemberBody>, Problem> {
-    caller.lock(&group, Need::Read)?;
+    caller.group(&group, Need::Read)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     let found = state
@@ -390,7 +404,7 @@ pub async fn list_members(
     AppPath(group): AppPath<String>,
     AppQuery(query): AppQuery<MemberListQuery>,
 ) -> Result<Json<MemberPageBody>, Problem> {
-    caller.lock(&group, Need::Read)?;
+    caller.group(&group, Need::Read)?;
     let group = GroupName::parse(group)?;
     let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
     let after = inputs::name_cursor(query.cursor.as_deref())?;
@@ -429,7 +443,7 @@ pub async fn remove_member(
     State(state): State<AppState>,
     AppPath((group, member)): AppPath<(String, String)>,
 ) -> Result<StatusCode, Problem> {
-    caller.lock(&group, Need::Admin)?;
+    caller.group(&group, Need::Admin)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
     state

@@ -134,6 +134,7 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
             .collect(),
         watchers: admission.watchers(),
         slow_watchers_ended: leases.events.slow_ended(),
+        history_reads: admission.history_reads(),
         in_flight: admission.in_flight(),
         clients_in_flight: admission.clients_in_flight(),
         live_locks: live.locks,

@@ -8,6 +8,15 @@ use crate::domain::Millis;
 use crate::domain::group::Member;
 use crate::domain::names::{GroupName, MemberName};
 
+/// The API token that creates a group, and how many groups it may have
+/// created at once (counted in the creation's own transaction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOwner {
+    /// The token's name; stored with the group, which it may delete.
+    pub name: String,
+    pub max_groups: Option<u32>,
+}
+
 /// A member to join: its group and id, its capabilities, and how it lives.
 #[derive(Debug, Clone)]
 pub struct JoinMember {

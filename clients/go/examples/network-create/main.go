@@ -232,7 +232,7 @@ func run(server, pool, cidr string, creators int, crashTTL time.Duration) error 
 	}
 	// The server agrees: every created network is allocated, nothing else
 	// but the crashed creator's reservation is held.
-	page, err := c.ListReservations(ctx, pool, "")
+	page, err := c.ListReservations(ctx, pool, leasehold.ListOptions{})
 	if err != nil {
 		return err
 	}

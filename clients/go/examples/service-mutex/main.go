@@ -94,7 +94,7 @@ func run(server string, services, workers, processes int, maxGrowth int64) error
 	if err != nil {
 		return err
 	}
-	page, err := c.ListLocks(context.Background(), "svc/", 1, "")
+	page, err := c.ListLocks(context.Background(), "svc/", leasehold.ListOptions{Limit: 1})
 	if err != nil {
 		return err
 	}

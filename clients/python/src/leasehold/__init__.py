@@ -5,13 +5,16 @@
     from leasehold import Client, Lock
 
     client = Client("http://127.0.0.1:8474", token=None)
-    with Lock(client, "lb/3f2a", ttl=10) as lock:
+    with Lock(client, "lb/3f2a", ttl=10, on_lost=stop_writing) as lock:
         reconcile(fencing_token=lock.fencing_token)
 """
 
+from ._json import JSON, JSONObject
 from .client import Client
+from .election import Election, Observer
 from .errors import (
     PROBLEM_TYPES,
+    Cancelled,
     Conflict,
     ConnectionFailed,
     Forbidden,
@@ -25,6 +28,7 @@ from .errors import (
     LimitMismatch,
     LockHeld,
     LockNotFound,
+    Lost,
     MemberExists,
     MemberNotFound,
     NotFound,
@@ -48,15 +52,30 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
+from .localnet import local_networks
 from .lock import Lock
-from .models import Event, Group, LockLease, Member, Page, SessionInfo
-from .session import Session
+from .loss import LossReason, OnLost, default_margin
+from .models import (
+    Event,
+    Group,
+    LockHolder,
+    LockLease,
+    Member,
+    Page,
+    Pool,
+    Reservation,
+    SessionInfo,
+)
+from .session import LOST_RELEASE_BOUND, Session
 from .watch import Watch, list_then_watch
 
 __all__ = [
-    "Client", "Lock", "Session", "Watch", "list_then_watch",
-    "Event", "Group", "LockLease", "Member", "Page", "SessionInfo",
-    "PROBLEM_TYPES", "LeaseholdError", "ConnectionFailed", "Problem",
+    "Client", "Lock", "Session", "Election", "Observer", "Watch", "list_then_watch",
+    "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND", "local_networks",
+    "JSON", "JSONObject",
+    "Event", "Group", "LockHolder", "LockLease", "Member", "Page", "Pool",
+    "Reservation", "SessionInfo",
+    "PROBLEM_TYPES", "LeaseholdError", "ConnectionFailed", "Cancelled", "Lost", "Problem",
     "InvalidRequest", "Unauthorized", "Forbidden", "NotFound", "LockNotFound",
     "PoolNotFound", "ReservationNotFound", "SessionNotFound", "GroupNotFound",
     "MemberNotFound", "Conflict", "LockHeld", "LeaseLost", "SessionLost",

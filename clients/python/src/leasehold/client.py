@@ -8,18 +8,19 @@ that keeps its lease alive), :class:`~leasehold.Session`,
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Callable, Iterator, TypeVar
 
-from ._transport import Transport, quote, ms as _ms, page as _page, bound as _bound
+from ._json import JSONObject, opt_int
+from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as _page
 from .groups import GroupsMixin
 from .models import Event, LockLease, Page, SessionInfo
+from .session import Session, session_ref
+from .subnets import SubnetsMixin
 
 T = TypeVar("T")
 
 
-
-
-class Client(GroupsMixin):
+class Client(GroupsMixin, SubnetsMixin):
     """A client of one leasehold server.
 
     Args:
@@ -60,22 +61,25 @@ class Client(GroupsMixin):
         ttl: float | None = 15.0,
         wait: float = 0.0,
         holder: str | None = None,
-        session: Any = None,
-        metadata: dict[str, Any] | None = None,
+        session: Session | SessionInfo | None = None,
+        metadata: JSONObject | None = None,
         shared: bool = False,
         max_holders: int | None = None,
         idempotency_key: str | None = None,
+        cancel: Cancel | None = None,
     ) -> LockLease:
         """Acquire ``key``; raise :class:`~leasehold.LockHeld` after ``wait`` s.
 
         Bound to ``session`` (a :class:`~leasehold.Session`) the lease lives as
         long as the session, and ``ttl`` is ignored. Every grant carries an
         ``Idempotency-Key`` (a fresh one unless given), so a retry after a lost
-        answer returns the same lease instead of conflicting with it.
+        answer returns the same lease instead of conflicting with it. The
+        lease's ``deadline`` counts from when the granting request was sent,
+        plus how long it waited on the server.
         """
-        body: dict[str, Any] = {"holder": holder or self.holder}
+        body: JSONObject = {"holder": holder or self.holder}
         if session is not None:
-            body["session"] = _bound(session)
+            body["session"] = session_ref(session)
         else:
             body["ttl_ms"] = _ms(ttl)
         if wait:
@@ -92,38 +96,51 @@ class Client(GroupsMixin):
             body=body,
             headers={"Idempotency-Key": idempotency_key or uuid.uuid4().hex},
             timeout=wait,
+            cancel=cancel,
         )
-        return LockLease.from_json(resp.body)
+        return LockLease.from_json(resp.doc, resp.sent)
 
     def renew(
         self,
         key: str,
         token: str,
         ttl: float | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JSONObject | None = None,
+        *,
+        deadline: float | None = None,
     ) -> LockLease:
         """Renew a lease (optionally replacing its metadata); raise
-        :class:`~leasehold.LeaseLost` if it is gone."""
-        body: dict[str, Any] = {"token": token}
+        :class:`~leasehold.LeaseLost` if it is gone. ``deadline``
+        (monotonic) ends the call and its retries by then."""
+        body: JSONObject = {"token": token}
         if ttl is not None:
             body["ttl_ms"] = _ms(ttl)
         if metadata is not None:
             body["metadata"] = metadata
         resp = self.transport.request(
-            "POST", f"/v1/locks/{quote(key)}/renew", body=body
+            "POST", f"/v1/locks/{quote(key)}/renew", body=body, deadline=deadline
         )
-        return LockLease.from_json(resp.body)
+        return LockLease.from_json(resp.doc, resp.sent)
 
-    def release(self, key: str, token: str) -> None:
+    def release(
+        self,
+        key: str,
+        token: str,
+        *,
+        deadline: float | None = None,
+        retries: int | None = None,
+    ) -> None:
         """Release a lease; raise :class:`~leasehold.LeaseLost` if it is gone."""
         self.transport.request(
-            "POST", f"/v1/locks/{quote(key)}/release", body={"token": token}
+            "POST", f"/v1/locks/{quote(key)}/release", body={"token": token},
+            deadline=deadline, retries=retries,
         )
 
     def get_lock(self, key: str) -> LockLease:
-        """The live lease on ``key``; :class:`~leasehold.LockNotFound` if free."""
+        """The live lease on ``key``; :class:`~leasehold.LockNotFound` if free.
+        Every live lease of a shared key or semaphore is in ``holders``."""
         return LockLease.from_json(
-            self.transport.request("GET", f"/v1/locks/{quote(key)}").body
+            self.transport.request("GET", f"/v1/locks/{quote(key)}").doc
         )
 
     def force_release(self, key: str) -> None:
@@ -134,7 +151,7 @@ class Client(GroupsMixin):
         self, prefix: str = "", limit: int | None = None, cursor: str | None = None
     ) -> Page[LockLease]:
         """One page of the live leases whose key starts with ``prefix``."""
-        q = {"prefix": prefix or None, "limit": limit, "cursor": cursor}
+        q: dict[str, QueryValue] = {"prefix": prefix or None, "limit": limit, "cursor": cursor}
         return _page(self.transport.request("GET", "/v1/locks", query=q),
                      LockLease.from_json)
 
@@ -144,41 +161,59 @@ class Client(GroupsMixin):
         self,
         ttl: float = 15.0,
         holder: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JSONObject | None = None,
     ) -> SessionInfo:
         """Open a session (see :class:`~leasehold.Session` for keep-alive)."""
-        body: dict[str, Any] = {"holder": holder or self.holder, "ttl_ms": _ms(ttl)}
+        body: JSONObject = {"holder": holder or self.holder, "ttl_ms": _ms(ttl)}
         if metadata is not None:
             body["metadata"] = metadata
         resp = self.transport.request(
             "POST", "/v1/sessions", body=body,
             headers={"Idempotency-Key": uuid.uuid4().hex},
         )
-        return SessionInfo.from_json(resp.body)
+        return SessionInfo.from_json(resp.doc, resp.sent)
 
     def renew_session(
-        self, session_id: str, token: str, ttl: float | None = None
+        self,
+        session_id: str,
+        token: str,
+        ttl: float | None = None,
+        *,
+        deadline: float | None = None,
     ) -> SessionInfo:
         """Keep a session alive; :class:`~leasehold.LeaseLost` if it ended."""
-        body: dict[str, Any] = {"token": token}
+        body: JSONObject = {"token": token}
         if ttl is not None:
             body["ttl_ms"] = _ms(ttl)
         resp = self.transport.request(
-            "POST", f"/v1/sessions/{quote(session_id)}/renew", body=body
+            "POST", f"/v1/sessions/{quote(session_id)}/renew", body=body,
+            deadline=deadline,
         )
-        return SessionInfo.from_json(resp.body)
+        return SessionInfo.from_json(resp.doc, resp.sent)
 
-    def close_session(self, session_id: str, token: str) -> None:
+    def close_session(
+        self,
+        session_id: str,
+        token: str,
+        *,
+        deadline: float | None = None,
+        retries: int | None = None,
+    ) -> None:
         """Close a session, releasing every lease and membership bound to it."""
         self.transport.request(
-            "POST", f"/v1/sessions/{quote(session_id)}/close", body={"token": token}
+            "POST", f"/v1/sessions/{quote(session_id)}/close", body={"token": token},
+            deadline=deadline, retries=retries,
         )
 
     def get_session(self, session_id: str) -> SessionInfo:
         """A session, with how much it holds."""
         return SessionInfo.from_json(
-            self.transport.request("GET", f"/v1/sessions/{quote(session_id)}").body
+            self.transport.request("GET", f"/v1/sessions/{quote(session_id)}").doc
         )
+
+    def force_close_session(self, session_id: str) -> None:
+        """Close a session whoever holds it (admin)."""
+        self.transport.request("DELETE", f"/v1/sessions/{quote(session_id)}")
 
     # -- events ------------------------------------------------------------
 
@@ -197,15 +232,22 @@ class Client(GroupsMixin):
         Returns the events and the revision to pass as ``since`` next.
         ``prefix`` (lock keys), ``pool`` and ``group`` filter the events.
         """
-        q: dict[str, Any] = {"prefix": prefix, "pool": pool, "group": group}
+        q: dict[str, QueryValue] = {"prefix": prefix, "pool": pool, "group": group}
         q.update(since=since, limit=limit, wait_ms=_ms(wait) if wait else None)
         resp = self.transport.request("GET", "/v1/events", query=q, timeout=wait)
-        doc = resp.body or {}
-        items = [Event.from_json(x) for x in doc.get("items", [])]
-        nxt = doc.get("next_revision")
+        doc = resp.doc
+        raw_items = doc.get("items")
+        items = [Event.from_json(x) for x in (raw_items if isinstance(raw_items, list) else [])
+                 if isinstance(x, dict)]
+        nxt = opt_int(doc, "next_revision")
         if nxt is None:
             nxt = items[-1].revision if items else (since or 0)
-        return items, int(nxt)
+        return items, nxt
+
+    def revision(self) -> int:
+        """The change log's current revision (watch from it to see what
+        happens next)."""
+        return self.events_page(None, limit=1)[1]
 
     def pages(self, fetch: Callable[[str | None], Page[T]]) -> Iterator[Page[T]]:
         """Every page of a listing: ``fetch(cursor)`` until the last one."""

@@ -9,7 +9,10 @@ that answer into the matching :class:`Problem` subclass, so callers write
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Mapping
+
+from ._json import JSON, JSONObject
+from .loss import LossReason
 
 
 class LeaseholdError(Exception):
@@ -17,7 +20,21 @@ class LeaseholdError(Exception):
 
 
 class ConnectionFailed(LeaseholdError):
-    """The server could not be reached (after the configured retries)."""
+    """The server could not be reached or did not answer in time (after the
+    configured retries, or by the call's deadline)."""
+
+
+class Cancelled(LeaseholdError):
+    """The call was cancelled from another thread (``Lock.cancel()``)."""
+
+
+class Lost(LeaseholdError):
+    """The lease is known to be lost; ``reason`` says why (a
+    :class:`~leasehold.LossReason`)."""
+
+    def __init__(self, what: str, reason: LossReason) -> None:
+        self.reason = reason
+        super().__init__(f"{what} was lost: {reason.value}")
 
 
 class Problem(LeaseholdError):
@@ -44,34 +61,38 @@ class Problem(LeaseholdError):
         title: str = "",
         detail: str = "",
         retry_after: float | None = None,
-        extensions: Mapping[str, Any] | None = None,
+        extensions: Mapping[str, JSON] | None = None,
     ) -> None:
         self.type = type
         self.status = status
         self.title = title
         self.detail = detail
         self.retry_after = retry_after
-        self.extensions: dict[str, Any] = dict(extensions or {})
+        self.extensions: JSONObject = dict(extensions or {})
         super().__init__(f"{status} {type}: {detail or title}")
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: JSON = None) -> JSON:
         """An extension field of the problem, or ``default``."""
         return self.extensions.get(name, default)
+
+    def _text(self, name: str) -> str | None:
+        value = self.extensions.get(name)
+        return value if isinstance(value, str) else None
 
     @property
     def holder(self) -> str | None:
         """The current holder, on a conflict over a held resource."""
-        return self.extensions.get("holder")
+        return self._text("holder")
 
     @property
     def expires_at(self) -> str | None:
         """When the conflicting lease expires (RFC 3339), on a conflict."""
-        return self.extensions.get("expires_at")
+        return self._text("expires_at")
 
     @property
     def field(self) -> str | None:
         """The request field at fault, on ``invalid-request``."""
-        return self.extensions.get("field")
+        return self._text("field")
 
 
 class InvalidRequest(Problem):
@@ -219,7 +240,7 @@ class HistoryCompacted(Problem):
     def oldest_revision(self) -> int | None:
         """The oldest revision the server still keeps."""
         value = self.extensions.get("oldest_revision")
-        return int(value) if value is not None else None
+        return int(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
 
 
 class PayloadTooLarge(Problem):

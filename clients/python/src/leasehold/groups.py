@@ -6,10 +6,10 @@ session (it ends with the session) or living by its own TTL.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ._transport import Transport, bound, ms, page, quote
-from .models import Group, Member, Page
+from ._json import JSON, JSONObject
+from ._transport import QueryValue, Transport, ms, page, quote
+from .models import Group, Member, Page, SessionInfo
+from .session import Session, session_ref
 
 
 class GroupsMixin:
@@ -17,9 +17,9 @@ class GroupsMixin:
 
     transport: Transport
 
-    def create_group(self, name: str, metadata: dict[str, Any] | None = None) -> bool:
+    def create_group(self, name: str, metadata: JSONObject | None = None) -> bool:
         """Create ``name`` if it does not exist; ``True`` if this call created it."""
-        body: dict[str, Any] = {}
+        body: JSONObject = {}
         if metadata is not None:
             body["metadata"] = metadata
         resp = self.transport.request("PUT", f"/v1/groups/{quote(name)}", body=body)
@@ -28,13 +28,13 @@ class GroupsMixin:
     def get_group(self, name: str) -> Group:
         """A group; :class:`~leasehold.GroupNotFound` if there is none."""
         resp = self.transport.request("GET", f"/v1/groups/{quote(name)}")
-        return Group.from_json(resp.body)
+        return Group.from_json(resp.doc)
 
     def list_groups(
         self, prefix: str = "", limit: int | None = None, cursor: str | None = None
     ) -> Page[Group]:
         """One page of the groups whose name starts with ``prefix``."""
-        q = {"prefix": prefix or None, "limit": limit, "cursor": cursor}
+        q: dict[str, QueryValue] = {"prefix": prefix or None, "limit": limit, "cursor": cursor}
         return page(self.transport.request("GET", "/v1/groups", query=q),
                     Group.from_json)
 
@@ -47,10 +47,10 @@ class GroupsMixin:
         group: str,
         member: str,
         *,
-        session: Any = None,
+        session: Session | SessionInfo | None = None,
         ttl: float | None = None,
         token: str | None = None,
-        capabilities: Any = None,
+        capabilities: JSON = None,
     ) -> Member:
         """Join ``group`` as ``member``, or replace the member's capabilities.
 
@@ -59,9 +59,9 @@ class GroupsMixin:
         joining again with that ``token`` replaces its capabilities. Raises
         :class:`~leasehold.GroupNotFound` or :class:`~leasehold.MemberExists`.
         """
-        body: dict[str, Any] = {}
+        body: JSONObject = {}
         if session is not None:
-            body["session"] = bound(session)
+            body["session"] = session_ref(session)
         else:
             body["ttl_ms"] = ms(ttl if ttl is not None else 15.0)
             if token is not None:
@@ -71,7 +71,7 @@ class GroupsMixin:
         resp = self.transport.request(
             "PUT", self._member_path(group, member), body=body
         )
-        return Member.from_json(resp.body or {"member": member}, group)
+        return Member.from_json(resp.doc or {"member": member}, group)
 
     def renew_member(
         self,
@@ -79,11 +79,11 @@ class GroupsMixin:
         member: str,
         token: str,
         ttl: float | None = None,
-        capabilities: Any = None,
+        capabilities: JSON = None,
     ) -> Member:
         """Renew a member that lives by its own TTL, optionally replacing its
         capabilities in the same transaction (one ``group.member_updated``)."""
-        body: dict[str, Any] = {"token": token}
+        body: JSONObject = {"token": token}
         if ttl is not None:
             body["ttl_ms"] = ms(ttl)
         if capabilities is not None:
@@ -91,7 +91,7 @@ class GroupsMixin:
         resp = self.transport.request(
             "POST", self._member_path(group, member) + "/renew", body=body
         )
-        return Member.from_json(resp.body or {"member": member}, group)
+        return Member.from_json(resp.doc or {"member": member}, group)
 
     def members(
         self, group: str, limit: int | None = None, cursor: str | None = None
@@ -106,14 +106,19 @@ class GroupsMixin:
     def member(self, group: str, member: str) -> Member:
         """One member; :class:`~leasehold.MemberNotFound` if not joined."""
         resp = self.transport.request("GET", self._member_path(group, member))
-        return Member.from_json(resp.body, group)
+        return Member.from_json(resp.doc, group)
 
     def leave(
-        self, group: str, member: str, *, session: Any = None, token: str | None = None
+        self,
+        group: str,
+        member: str,
+        *,
+        session: Session | SessionInfo | None = None,
+        token: str | None = None,
     ) -> None:
         """Leave, proving the membership with its ``session`` or its ``token``."""
-        body: dict[str, Any] = (
-            {"session": bound(session)} if session is not None else {"token": token}
+        body: JSONObject = (
+            {"session": session_ref(session)} if session is not None else {"token": token}
         )
         self.transport.request(
             "POST", self._member_path(group, member) + "/leave", body=body

@@ -1,21 +1,29 @@
-"""A lock that keeps its lease alive and says when it is lost."""
+"""A lock that keeps its lease alive and says, in time, when it is lost."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
-from ._keepalive import KeepAlive
-from .errors import LeaseLost, LockHeld
+from ._json import JSONObject
+from ._life import KeepAlive, LeaseLife, loss_reason
+from ._transport import Cancel
+from .errors import Cancelled, LeaseholdError, LockHeld, LockNotFound, Lost
+from .loss import LossReason, OnLost, adapt, check_margin, default_margin, run_callbacks
 from .models import LockLease
+from .session import LOST_RELEASE_BOUND
 
 if TYPE_CHECKING:
     from .client import Client
     from .session import Session
 
-#: The longest single wait asked of the server; longer waits are chained.
+LOG = logging.getLogger(__name__)
+
+#: The longest single wait asked of the server; longer waits are chained
+#: (with the same Idempotency-Key).
 WAIT_CHUNK = 60.0
 
 
@@ -24,20 +32,30 @@ class Lock:
 
     ::
 
-        with Lock(client, "lb/3f2a", ttl=10) as lock:
+        with Lock(client, "lb/3f2a", ttl=10, wait=30) as lock:
             write(fencing_token=lock.fencing_token)
             if lock.lost.is_set():
                 ...
 
-    While held, a background thread renews the lease every ``ttl / 3``.
-    When the lease is lost (the server says so, or no renewal succeeded
-    within the TTL counted from when the last grant or renewal was sent),
-    :attr:`lost` is set and ``on_lost`` is called. Bound to a ``session``,
-    nothing is renewed here: the lease lives as long as the session, and is
-    lost when the session ends (closed or expired) while the lock is held.
+    While held, a background thread renews the lease every ``ttl / 3``. Its
+    local deadline is when the granting (or last renewing) request was sent
+    plus ``waited_ms`` plus ``expires_in_ms``; the loss is said
+    ``lost_margin`` before it unless a renewal was confirmed, or at once when
+    the server refuses one. Then :attr:`lost` is set, :attr:`lost_reason`
+    says why, and ``on_lost`` is called (with the reason, or with nothing if
+    it takes no argument).
+
+    Bound to a ``session``, nothing is renewed here and no thread runs for
+    it: the lease lives as long as the session, and the session tells the
+    lock when it ends (reason ``session_ended``).
 
     Args:
-        wait: seconds :meth:`acquire` waits for the key (``None``: forever).
+        ttl: seconds the lease lives without a renewal.
+        wait: how long :meth:`acquire` waits by default (``None``: as long as
+            it takes; ``0``: not at all).
+        lost_margin: how long before the local deadline the loss is said
+            (default ``ttl / 20``, at least 50 ms, at most 2 s; a bound lock
+            takes its session's).
     """
 
     def __init__(
@@ -49,9 +67,11 @@ class Lock:
         wait: float | None = None,
         session: "Session | None" = None,
         holder: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JSONObject | None = None,
         shared: bool = False,
-        on_lost: Callable[[], None] | None = None,
+        max_holders: int | None = None,
+        on_lost: OnLost | None = None,
+        lost_margin: float | None = None,
     ) -> None:
         self.client = client
         self.key = key
@@ -61,11 +81,33 @@ class Lock:
         self.holder = holder
         self.metadata = metadata
         self.shared = shared
+        self.max_holders = max_holders
         self.on_lost = on_lost
+        self._margin = lost_margin
+        if session is None:
+            check_margin(ttl, self.lost_margin)
+        #: Set when the lease held was lost (cleared by the next acquire).
         self.lost = threading.Event()
+        #: Why the lease was lost, once it is.
+        self.lost_reason: LossReason | None = None
+        #: When the loss was said (monotonic clock), once it is.
+        self.lost_at: float | None = None
+        #: The lease held (``None`` before acquire and after release).
         self.lease: LockLease | None = None
+        #: The last refusal of :meth:`acquire`, with ``holder`` and ``expires_at``.
+        self.refusal: LockHeld | None = None
+        self._life: LeaseLife | None = None
         self._keepalive: KeepAlive | None = None
-        self._watcher: threading.Thread | None = None
+        self._cancel: Cancel | None = None
+
+    # -- what it holds -------------------------------------------------------
+
+    @property
+    def lost_margin(self) -> float:
+        """How long before the local deadline the loss is said (seconds)."""
+        if self.session is not None:
+            return self.session.lost_margin
+        return default_margin(self.ttl) if self._margin is None else self._margin
 
     @property
     def fencing_token(self) -> int:
@@ -76,106 +118,246 @@ class Lock:
 
     @property
     def held(self) -> bool:
-        """Whether this lock holds a lease it has not seen lost."""
+        """Whether this lock holds a lease it has not seen lost (no call)."""
         return self.lease is not None and not self.lost.is_set()
 
-    def acquire(self, wait: float | None = -1.0) -> LockLease:
-        """Acquire the lock, waiting up to ``wait`` seconds (``None``: forever;
-        default: the constructor's ``wait``).
+    @property
+    def deadline(self) -> float | None:
+        """The lease's local deadline (monotonic): the server's end of the
+        lease is never before it. ``None`` while not held."""
+        if self.lease is None:
+            return None
+        if self.session is not None:
+            return self.session.deadline
+        return self._life.deadline if self._life is not None else None
 
-        Raises :class:`~leasehold.LockHeld` if the key is still held when the
-        wait ends.
+    def locked(self) -> bool:
+        """Whether anyone holds the key now (asks the server)."""
+        try:
+            self.client.get_lock(self.key)
+            return True
+        except LockNotFound:
+            return False
+
+    def owned(self) -> bool:
+        """Whether this lock holds the key now: held, not lost, and the
+        server shows its lease (asks the server)."""
+        lease = self.lease
+        if lease is None or self.lost.is_set():
+            return False
+        try:
+            current = self.client.get_lock(self.key)
+        except LockNotFound:
+            return False
+        tokens = {h.fencing_token for h in current.holders} | {current.fencing_token}
+        return lease.fencing_token in tokens and not self.lost.is_set()
+
+    # -- acquire -------------------------------------------------------------
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Acquire the lock; ``False`` if it was not granted in time.
+
+        ``blocking=False`` tries once. Otherwise it waits ``timeout``
+        seconds, or the constructor's ``wait`` when ``timeout`` is ``None``
+        (whose ``None`` is: as long as it takes). The last refusal is kept in
+        :attr:`refusal`. One Idempotency-Key serves every request of the
+        call, so a grant whose answer was lost is found again, not doubled.
+        :meth:`cancel` ends a wait from another thread (``False``).
         """
         if self.lease is not None:
-            raise RuntimeError(f"lock {self.key!r} is already held by this object")
-        if wait is not None and wait < 0:
-            wait = self.wait
-        deadline = None if wait is None else time.monotonic() + wait
+            if not self.lost.is_set():
+                raise RuntimeError(f"lock {self.key!r} is already held by this object")
+            self.release()  # what is left of the lost lease
+        wait = 0.0 if not blocking else (self.wait if timeout is None else timeout)
+        end = None if wait is None else time.monotonic() + max(0.0, wait)
         idempotency_key = uuid.uuid4().hex
-        while True:
-            left = WAIT_CHUNK if deadline is None else deadline - time.monotonic()
-            chunk = max(0.0, min(left, WAIT_CHUNK))
-            sent = time.monotonic()
-            try:
-                lease = self.client.acquire(
-                    self.key,
-                    ttl=self.ttl,
-                    wait=chunk,
-                    holder=self.holder,
-                    session=self.session,
-                    metadata=self.metadata,
-                    shared=self.shared,
-                    idempotency_key=idempotency_key,
-                )
-                break
-            except LockHeld:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise
-                idempotency_key = uuid.uuid4().hex
+        cancel = self._cancel = Cancel()
+        try:
+            while True:
+                left = WAIT_CHUNK if end is None else end - time.monotonic()
+                try:
+                    lease = self._request(max(0.0, min(left, WAIT_CHUNK)), idempotency_key, cancel)
+                    break
+                except LockHeld as held:
+                    self.refusal = held
+                    if end is not None and time.monotonic() >= end:
+                        return False
+                except Cancelled:
+                    self._forget(idempotency_key)
+                    return False
+        finally:
+            self._cancel = None
+        self._hold(lease)
+        return True
+
+    def _request(self, wait: float, idempotency_key: str, cancel: Cancel | None) -> LockLease:
+        return self.client.acquire(
+            self.key, ttl=self.ttl, wait=wait, holder=self.holder, session=self.session,
+            metadata=self.metadata, shared=self.shared, max_holders=self.max_holders,
+            idempotency_key=idempotency_key, cancel=cancel,
+        )
+
+    def cancel(self) -> None:
+        """End an :meth:`acquire` waiting in another thread (it returns
+        ``False``); a lease granted just before is released."""
+        cancel = self._cancel
+        if cancel is not None:
+            cancel.cancel()
+
+    def _forget(self, idempotency_key: str) -> None:
+        """After a cancelled wait: release what it may have been granted."""
+        try:
+            lease = self._request(0.0, idempotency_key, None)
+        except LeaseholdError:
+            return
+        try:
+            self.client.release(self.key, lease.token or "")
+        except LeaseholdError:
+            LOG.warning("could not release %r after a cancelled acquire", self.key)
+
+    def _hold(self, lease: LockLease) -> None:
         self.lease = lease
+        self.lost_reason = self.lost_at = None
         self.lost.clear()
-        if self.session is None:
-            self._keepalive = KeepAlive(
-                f"leasehold-lock-{self.key}",
-                self._renew,
-                self.ttl,
-                sent,
-                self.lost,
-                self._lost,
-            )
-        else:
-            self._follow_session(self.session)
-        return lease
+        if self.session is not None:
+            self._life = None
+            if not self.session._bind(self):
+                callback = self._session_ended()
+                if callback is not None:
+                    run_callbacks([(callback, LossReason.SESSION_ENDED)])
+            return
+        life = self._life = LeaseLife(self.lost_margin, self._notify)
+        life.confirm(lease.sent or 0.0, (lease.expires_in_ms or 0) / 1000.0,
+                     lease.waited_ms / 1000.0)
+        self._keepalive = KeepAlive(f"leasehold-lock-{self.key}", life, self._renew)
 
-    def _renew(self) -> None:
-        lease = self.lease
-        if lease is not None and lease.token:
-            self.client.renew(self.key, lease.token, self.ttl)
+    # -- keep-alive and loss ---------------------------------------------------
 
-    def _lost(self) -> None:
-        if self.on_lost is not None:
-            self.on_lost()
-
-    def _follow_session(self, session: "Session") -> None:
-        def follow() -> None:
-            while self.lease is not None and not self.lost.is_set():
-                if session.ended.wait(0.5):
-                    if self.lease is not None:
-                        self.lost.set()
-                        self._lost()
-                    return
-
-        self._watcher = threading.Thread(target=follow, daemon=True)
-        self._watcher.start()
-
-    def update(self, metadata: dict[str, Any]) -> LockLease:
-        """Replace the lease's metadata (one ``lock.updated`` event), renewing it."""
+    def _renew(self, call_deadline: float) -> tuple[float, float]:
         lease = self.lease
         if lease is None or not lease.token:
-            raise RuntimeError(f"lock {self.key!r} is not held")
-        renewed = self.client.renew(self.key, lease.token, self.ttl if self.session is None else None,
-                                    metadata=metadata)
+            raise Lost(f"lock {self.key!r}", LossReason.RELEASED_ELSEWHERE)
+        renewed = self.client.renew(self.key, lease.token, self.ttl, deadline=call_deadline)
+        return renewed.sent or 0.0, (renewed.expires_in_ms or 0) / 1000.0
+
+    def _mark(self, reason: LossReason) -> Callable[[LossReason], object] | None:
+        self.lost_at = time.monotonic()
+        self.lost_reason = reason
+        self.lost.set()
+        return adapt(self.on_lost)
+
+    def _notify(self, reason: LossReason) -> None:
+        callback = self._mark(reason)
+        if callback is not None:
+            run_callbacks([(callback, reason)])
+
+    def _session_ended(self) -> Callable[[LossReason], object] | None:
+        if self.lease is None or self.lost.is_set():
+            return None
+        return self._mark(LossReason.SESSION_ENDED)
+
+    def _lost_error(self) -> Lost:
+        return Lost(f"lock {self.key!r}", self.lost_reason or LossReason.EXPIRED)
+
+    def extend(self, ttl: float | None = None) -> LockLease:
+        """Renew the lease now, for ``ttl`` seconds (and from then on) if
+        given, else for the lock's TTL. A bound lock renews its session
+        (``ttl`` is the session's). Raises :class:`~leasehold.Lost` if the
+        lease is known lost, and says the loss if the server refuses."""
+        if ttl is not None and self.session is not None:
+            raise ValueError("a lock bound to a session lives by the session's TTL")
+        if ttl is not None:
+            check_margin(ttl, default_margin(ttl) if self._margin is None else self._margin)
+            self.ttl = ttl
+        return self._renew_now(None)
+
+    def update(self, metadata: JSONObject) -> LockLease:
+        """Replace the lease's metadata (one ``lock.updated`` event), renewing it."""
+        lease = self._renew_now(metadata)
         self.metadata = metadata
+        return lease
+
+    def _renew_now(self, metadata: JSONObject | None) -> LockLease:
+        lease, life = self.lease, self._life
+        if lease is None or not lease.token:
+            raise RuntimeError(f"lock {self.key!r} is not held")
+        if self.lost.is_set():
+            raise self._lost_error()
+        if self.session is not None:
+            self.session.renew()
+        try:
+            renewed = self.client.renew(
+                self.key, lease.token, self.ttl if self.session is None else None, metadata,
+                deadline=life.loss_at if life is not None else None,
+            )
+        except LeaseholdError as exc:
+            reason = loss_reason(exc)
+            if reason is not None:
+                if life is not None:
+                    life.lose(reason)
+                else:
+                    self._notify(reason)
+            raise
+        if life is not None:
+            life.margin = self.lost_margin
+            if not life.confirm(renewed.sent or 0.0, (renewed.expires_in_ms or 0) / 1000.0):
+                raise self._lost_error()
         return renewed
 
+    # -- release ---------------------------------------------------------------
+
     def release(self) -> bool:
-        """Release the lease; ``False`` if it had already been lost."""
-        lease, self.lease = self.lease, None
+        """Release the lease; ``False`` if it had already been lost.
+
+        Once the loss is known no call waits on the network beyond
+        ``LOST_RELEASE_BOUND`` (0.5 s: one attempt, only when the lease was
+        lost to silence and may still be live). Otherwise the call ends by
+        the lease's local deadline (at least 0.5 s from now): the lease is no
+        longer renewed, so it ends by then anyway.
+        """
+        lease, life = self.lease, self._life
+        local_end = life.deadline if life is not None else None
+        self.lease = None
         if self._keepalive is not None:
             self._keepalive.stop()
             self._keepalive = None
+        if life is not None:
+            life.end()
+        if self.session is not None:
+            self.session._unbind(self)
         if lease is None or not lease.token:
             return False
-        try:
-            self.client.release(self.key, lease.token)
-            return True
-        except LeaseLost:
-            self.lost.set()
+        now = time.monotonic()
+        if self.lost.is_set():
+            if self.lost_reason == LossReason.EXPIRED:
+                try:
+                    self.client.release(self.key, lease.token,
+                                        deadline=now + LOST_RELEASE_BOUND, retries=0)
+                except LeaseholdError:
+                    pass
             return False
+        # A bound lease lives on with its session: no deadline of its own.
+        deadline = None if local_end is None else max(now + LOST_RELEASE_BOUND, local_end)
+        try:
+            self.client.release(self.key, lease.token, deadline=deadline)
+            return True
+        except LeaseholdError as exc:
+            if loss_reason(exc) == LossReason.RELEASED_ELSEWHERE:
+                self._notify(LossReason.RELEASED_ELSEWHERE)
+                return False
+            raise
 
     def __enter__(self) -> "Lock":
-        self.acquire()
+        if not self.acquire():
+            if self.refusal is not None:
+                raise self.refusal
+            raise Cancelled(f"acquiring {self.key!r} was cancelled")
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        try:
+            self.release()
+        except LeaseholdError as exc:
+            if exc_type is None:
+                raise
+            LOG.warning("releasing %r failed while an exception was raised: %s", self.key, exc)

@@ -1,20 +1,62 @@
 """The server's answers as typed, read-only records.
 
 Each record keeps the whole JSON object in ``raw`` so fields added by newer
-servers stay reachable.
+servers stay reachable. A record granted or renewed by this client also
+keeps ``sent``, when the request that got it was sent (monotonic clock), and
+so knows its ``deadline``: the safe lower bound of the lease's end on the
+server (see the README's "A lease's life").
 """
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
-from typing import Any, Generic, Iterator, TypeVar
+from typing import Generic, Iterator, TypeVar
+
+from ._json import (
+    JSON,
+    JSONObject,
+    integer,
+    objects,
+    opt_int,
+    opt_object,
+    opt_text,
+    text,
+)
 
 T = TypeVar("T")
 
 
+def _deadline(sent: float | None, waited_ms: int, expires_in_ms: int | None) -> float | None:
+    if sent is None or expires_in_ms is None:
+        return None
+    return sent + (waited_ms + expires_in_ms) / 1000.0
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """One live lease on a key (a shared key or a semaphore has several)."""
+
+    holder: str
+    fencing_token: int
+    session: str | None
+    expires_in_ms: int | None
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "LockHolder":
+        return cls(
+            holder=text(doc, "holder"),
+            fencing_token=integer(doc, "fencing_token"),
+            session=opt_text(doc, "session"),
+            expires_in_ms=opt_int(doc, "expires_in_ms"),
+        )
+
+
 @dataclass(frozen=True)
 class LockLease:
-    """A lease on a lock key. ``token`` is set only in the answer to a grant."""
+    """A lease on a lock key. ``token`` is set only in the answer to a grant,
+    ``waited_ms`` is how long a grant waited on the server, and ``sent`` is
+    set on the leases this client was granted or renewed."""
 
     key: str
     holder: str
@@ -22,25 +64,39 @@ class LockLease:
     expires_in_ms: int | None
     expires_at: str | None
     acquired_at: str | None
-    metadata: Any
+    metadata: JSONObject | None
     token: str | None
     session: str | None
     mode: str
-    raw: dict[str, Any] = field(repr=False, compare=False)
+    max_holders: int | None = None
+    waited_ms: int = 0
+    holders: tuple[LockHolder, ...] = ()
+    sent: float | None = field(default=None, compare=False)
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def deadline(self) -> float | None:
+        """The local deadline (monotonic): ``sent + waited_ms + expires_in_ms``,
+        which the server's end of the lease is never before."""
+        return _deadline(self.sent, self.waited_ms, self.expires_in_ms)
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "LockLease":
+    def from_json(cls, doc: JSONObject, sent: float | None = None) -> "LockLease":
         return cls(
-            key=doc["key"],
-            holder=doc.get("holder", ""),
-            fencing_token=int(doc.get("fencing_token", 0)),
-            expires_in_ms=doc.get("expires_in_ms"),
-            expires_at=doc.get("expires_at"),
-            acquired_at=doc.get("acquired_at"),
-            metadata=doc.get("metadata"),
-            token=doc.get("token"),
-            session=doc.get("session"),
-            mode=doc.get("mode", "exclusive"),
+            key=text(doc, "key"),
+            holder=text(doc, "holder"),
+            fencing_token=integer(doc, "fencing_token"),
+            expires_in_ms=opt_int(doc, "expires_in_ms"),
+            expires_at=opt_text(doc, "expires_at"),
+            acquired_at=opt_text(doc, "acquired_at"),
+            metadata=opt_object(doc, "metadata"),
+            token=opt_text(doc, "token"),
+            session=opt_text(doc, "session"),
+            mode=text(doc, "mode", "exclusive"),
+            max_holders=opt_int(doc, "max_holders"),
+            waited_ms=max(0, integer(doc, "waited_ms")),
+            holders=tuple(LockHolder.from_json(h) for h in objects(doc, "holders")),
+            sent=sent,
             raw=doc,
         )
 
@@ -54,16 +110,23 @@ class SessionInfo:
     ttl_ms: int
     expires_in_ms: int | None
     token: str | None
-    raw: dict[str, Any] = field(repr=False, compare=False)
+    sent: float | None = field(default=None, compare=False)
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def deadline(self) -> float | None:
+        """The local deadline (monotonic): ``sent + expires_in_ms``."""
+        return _deadline(self.sent, 0, self.expires_in_ms)
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "SessionInfo":
+    def from_json(cls, doc: JSONObject, sent: float | None = None) -> "SessionInfo":
         return cls(
-            id=doc["id"],
-            holder=doc.get("holder", ""),
-            ttl_ms=int(doc.get("ttl_ms", 0)),
-            expires_in_ms=doc.get("expires_in_ms"),
-            token=doc.get("token"),
+            id=text(doc, "id"),
+            holder=text(doc, "holder"),
+            ttl_ms=integer(doc, "ttl_ms"),
+            expires_in_ms=opt_int(doc, "expires_in_ms"),
+            token=opt_text(doc, "token"),
+            sent=sent,
             raw=doc,
         )
 
@@ -73,19 +136,18 @@ class Group:
     """A group: durable until deleted."""
 
     name: str
-    metadata: Any
+    metadata: JSONObject | None
     members: int | None
     created_at: str | None
-    raw: dict[str, Any] = field(repr=False, compare=False)
+    raw: JSONObject = field(repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "Group":
-        members = doc.get("members")
+    def from_json(cls, doc: JSONObject) -> "Group":
         return cls(
-            name=doc["name"],
-            metadata=doc.get("metadata"),
-            members=members if isinstance(members, int) else None,
-            created_at=doc.get("created_at"),
+            name=text(doc, "name"),
+            metadata=opt_object(doc, "metadata"),
+            members=opt_int(doc, "members"),
+            created_at=opt_text(doc, "created_at"),
             raw=doc,
         )
 
@@ -96,23 +158,117 @@ class Member:
 
     group: str | None
     member: str
-    capabilities: Any
+    capabilities: JSON
     session: str | None
     joined_at: str | None
     expires_at: str | None
     token: str | None
-    raw: dict[str, Any] = field(repr=False, compare=False)
+    raw: JSONObject = field(repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any], group: str | None = None) -> "Member":
+    def from_json(cls, doc: JSONObject, group: str | None = None) -> "Member":
         return cls(
-            group=doc.get("group", group),
-            member=doc["member"],
+            group=opt_text(doc, "group") or group,
+            member=text(doc, "member"),
             capabilities=doc.get("capabilities"),
-            session=doc.get("session"),
-            joined_at=doc.get("joined_at"),
-            expires_at=doc.get("expires_at"),
-            token=doc.get("token"),
+            session=opt_text(doc, "session"),
+            joined_at=opt_text(doc, "joined_at"),
+            expires_at=opt_text(doc, "expires_at"),
+            token=opt_text(doc, "token"),
+            raw=doc,
+        )
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A subnet pool. The usage fields are set by ``get_pool`` alone;
+    address counts are exact (IPv6 counts exceed 2**53)."""
+
+    name: str
+    cidr: str
+    family: str
+    labels: dict[str, str]
+    created_at: str | None
+    reserved_count: int | None = None
+    allocated_count: int | None = None
+    free_addresses: int | None = None
+    total_addresses: int | None = None
+    largest_free: str | None = None
+    #: ``True`` when ``put_pool`` created it, ``False`` when it existed.
+    created: bool = False
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: JSONObject, created: bool = False) -> "Pool":
+        labels = opt_object(doc, "labels") or {}
+        return cls(
+            name=text(doc, "name"),
+            cidr=text(doc, "cidr"),
+            family=text(doc, "family"),
+            labels={k: v for k, v in labels.items() if isinstance(v, str)},
+            created_at=opt_text(doc, "created_at"),
+            reserved_count=opt_int(doc, "reserved_count"),
+            allocated_count=opt_int(doc, "allocated_count"),
+            free_addresses=opt_int(doc, "free_addresses"),
+            total_addresses=opt_int(doc, "total_addresses"),
+            largest_free=opt_text(doc, "largest_free"),
+            created=created,
+            raw=doc,
+        )
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A subnet reserved out of a pool: ``state`` is ``reserved`` (it expires
+    unless renewed or confirmed) or ``allocated`` (confirmed, no expiry).
+    ``token`` is kept from the grant by every call that returns it."""
+
+    id: str
+    pool: str
+    subnet: str
+    prefix_len: int
+    state: str
+    holder: str
+    fencing_token: int
+    acquired_at: str | None
+    expires_at: str | None
+    expires_in_ms: int | None
+    metadata: JSONObject | None
+    session: str | None
+    token: str | None
+    sent: float | None = field(default=None, compare=False)
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def network(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+        """The reserved subnet."""
+        return ipaddress.ip_network(self.subnet)
+
+    @property
+    def deadline(self) -> float | None:
+        """The local deadline (monotonic) of a reserved subnet; ``None`` once
+        allocated."""
+        return _deadline(self.sent, 0, self.expires_in_ms)
+
+    @classmethod
+    def from_json(
+        cls, doc: JSONObject, sent: float | None = None, token: str | None = None
+    ) -> "Reservation":
+        return cls(
+            id=text(doc, "id"),
+            pool=text(doc, "pool"),
+            subnet=text(doc, "subnet"),
+            prefix_len=integer(doc, "prefix_len"),
+            state=text(doc, "state"),
+            holder=text(doc, "holder"),
+            fencing_token=integer(doc, "fencing_token"),
+            acquired_at=opt_text(doc, "acquired_at"),
+            expires_at=opt_text(doc, "expires_at"),
+            expires_in_ms=opt_int(doc, "expires_in_ms"),
+            metadata=opt_object(doc, "metadata"),
+            session=opt_text(doc, "session"),
+            token=opt_text(doc, "token") or token,
+            sent=sent,
             raw=doc,
         )
 
@@ -128,15 +284,19 @@ class Event:
 
     revision: int
     type: str
-    data: dict[str, Any] = field(repr=False)
+    data: JSONObject = field(repr=False)
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: JSON = None) -> JSON:
         """A field of the event's data, or ``default``."""
         return self.data.get(name, default)
 
+    def text(self, name: str) -> str | None:
+        """A text field of the event's data (``key``, ``holder``, …), or ``None``."""
+        return opt_text(self.data, name)
+
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "Event":
-        return cls(int(doc["revision"]), str(doc.get("type", "")), doc)
+    def from_json(cls, doc: JSONObject) -> "Event":
+        return cls(integer(doc, "revision"), text(doc, "type"), doc)
 
 
 @dataclass(frozen=True)

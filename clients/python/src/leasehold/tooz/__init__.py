@@ -9,7 +9,10 @@ Registered as the ``tooz.backends`` entry point ``leasehold``::
 Each started coordinator opens one leasehold session whose TTL is
 ``timeout`` (seconds, default 30); :meth:`LeaseholdDriver.heartbeat` renews
 it. Its group memberships, locks and leaderships are bound to that session:
-they end together when the coordinator stops or stops heartbeating.
+they end together when the coordinator stops or stops heartbeating. A margin
+before the session's local deadline without a heartbeat, its locks report
+``acquired`` False; the next :meth:`LeaseholdDriver.heartbeat` raises
+:class:`SessionEnded` once, having opened a new session.
 
 Options (query parameters): ``token`` (API token), ``timeout`` (session
 TTL), ``request_timeout`` (seconds per HTTP request, default 10),
@@ -27,7 +30,7 @@ group's events after that revision, firing one callback per
 """
 
 from .common import decode_id, encode_id
-from .driver import LeaseholdDriver
+from .driver import LeaseholdDriver, SessionEnded
 from .lock import LeaseholdLock
 
-__all__ = ["LeaseholdDriver", "LeaseholdLock", "decode_id", "encode_id"]
+__all__ = ["LeaseholdDriver", "LeaseholdLock", "SessionEnded", "decode_id", "encode_id"]

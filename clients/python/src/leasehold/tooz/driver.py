@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 import tooz
 from tooz import coordination
@@ -13,12 +13,14 @@ from ..client import Client
 from ..errors import (
     GroupNotEmpty,
     GroupNotFound,
+    LeaseholdError,
     LeaseLost,
     MemberExists,
     MemberNotFound,
     NotFound,
 )
-from ..models import Member, SessionInfo
+from ..models import Member
+from ..session import Session
 from .common import decode_id, encode_id, parse_options, translated
 from .lock import LeaseholdLock
 from .watching import GroupWatch, WatchingMixin
@@ -26,6 +28,22 @@ from .watching import GroupWatch, WatchingMixin
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
 Capabilities = coordination.Capabilities
+
+
+class SessionEnded(coordination.ToozError):
+    """The coordinator's session had ended when :meth:`heartbeat` ran: its
+    locks, group memberships and leaderships are gone. ``reason`` says why
+    (``expired``, ``released_elsewhere``, ``refused``); the heartbeat opened
+    a new session, so the coordinator can join and lock again."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _capabilities(member: Member) -> Capabilities | None:
+    # tooz hands capabilities through as they were given.
+    return cast("Capabilities | None", member.capabilities)
 
 
 class LeaseholdDriver(WatchingMixin, coordination.CoordinationDriverWithExecutor):
@@ -52,7 +70,7 @@ class LeaseholdDriver(WatchingMixin, coordination.CoordinationDriverWithExecutor
             timeout=self.options.request_timeout,
             holder=self.member_name,
         )
-        self._session: SessionInfo | None = None
+        self._session: Session | None = None
         self._session_lock = threading.Lock()
         self._acquired_locks: set[LeaseholdLock] = set()
         self._watches: dict[bytes, GroupWatch] = {}
@@ -60,9 +78,16 @@ class LeaseholdDriver(WatchingMixin, coordination.CoordinationDriverWithExecutor
 
     # -- life cycle ----------------------------------------------------------
 
+    def _open_session(self) -> Session:
+        # Renewed by heartbeat() alone; its loss is still said at its local
+        # deadline minus the margin, and every lock bound to it hears of it.
+        return Session(
+            self.client, self.options.timeout, holder=self.member_name, keepalive=False
+        ).open()
+
     @translated
     def _start(self) -> None:
-        self._session = self.client.open_session(self.options.timeout, self.member_name)
+        self._session = self._open_session()
 
     @translated
     def _stop(self) -> None:
@@ -71,12 +96,12 @@ class LeaseholdDriver(WatchingMixin, coordination.CoordinationDriverWithExecutor
         self._acquired_locks.clear()
         if session is not None:
             try:
-                self.client.close_session(session.id, session.token or "")
+                session.close()
             except (LeaseLost, NotFound):
                 pass
         self.client.close()
 
-    def _client_and_session(self) -> tuple[Client, SessionInfo]:
+    def _client_and_session(self) -> tuple[Client, Session]:
         session = self._session
         if session is None:
             raise tooz.ToozError("the coordinator is not started")
@@ -84,18 +109,42 @@ class LeaseholdDriver(WatchingMixin, coordination.CoordinationDriverWithExecutor
 
     @translated
     def heartbeat(self) -> float:
-        """Renew the session; open a new one if it had ended."""
+        """Renew the session.
+
+        A session found ended (it expired, locally or on the server, or was
+        closed by an admin) is reported as tooz's other drivers report theirs:
+        its locks are no longer acquired, its memberships and leaderships are
+        gone, and :class:`SessionEnded` is raised, once; a new session is open
+        by then, for what the coordinator does next.
+        """
         _, session = self._client_and_session()
-        try:
-            self.client.renew_session(session.id, session.token or "")
-        except (LeaseLost, NotFound):
-            with self._session_lock:
-                LOG.warning("session %s had ended: its locks and groups are gone", session.id)
-                self._session = self.client.open_session(self.options.timeout, self.member_name)
-                self._leaderships.clear()
-                self._acquired_locks.clear()
-                self._joined_groups.clear()
+        if not session.lost.is_set():
+            try:
+                session.renew()
+            except LeaseholdError:
+                if not session.lost.is_set():
+                    raise  # the server could not be reached: try again
+        if session.lost.is_set():
+            self._replace(session)
         return self.options.timeout / 2.0
+
+    def _replace(self, session: Session) -> None:
+        reason = session.lost_reason.value if session.lost_reason else "ended"
+        ended = session.last_id
+        with self._session_lock:
+            self._leaderships.clear()
+            self._acquired_locks.clear()
+            self._joined_groups.clear()
+            try:
+                session.close()  # one short attempt if it may still be live
+            except LeaseholdError:
+                pass
+            self._session = self._open_session()
+        message = (f"session {ended} of {self.member_name} "
+                   f"had ended ({reason}): its locks, group memberships and leaderships are "
+                   f"gone; a new session is open")
+        LOG.warning("%s", message)
+        raise SessionEnded(message, reason)
 
     def get_lock(self, name: bytes) -> LeaseholdLock:
         return LeaseholdLock(self, name)
@@ -192,7 +241,7 @@ class LeaseholdDriver(WatchingMixin, coordination.CoordinationDriverWithExecutor
         self, group_id: bytes
     ) -> coordination.CoordinatorResult[dict[bytes, Capabilities | None]]:
         return self._submit(
-            lambda: {decode_id(m.member): m.capabilities for m in self._all_members(group_id)[0]}
+            lambda: {decode_id(m.member): _capabilities(m) for m in self._all_members(group_id)[0]}
         )
 
     def _member(self, group_id: bytes, member_id: bytes) -> Member:
@@ -206,7 +255,7 @@ class LeaseholdDriver(WatchingMixin, coordination.CoordinationDriverWithExecutor
     def get_member_capabilities(
         self, group_id: bytes, member_id: bytes
     ) -> coordination.CoordinatorResult[Capabilities | None]:
-        return self._submit(lambda: self._member(group_id, member_id).capabilities)
+        return self._submit(lambda: _capabilities(self._member(group_id, member_id)))
 
     def get_member_info(
         self, group_id: bytes, member_id: bytes
@@ -240,4 +289,4 @@ class LeaseholdDriver(WatchingMixin, coordination.CoordinationDriverWithExecutor
         return self._submit(update)
 
 
-__all__ = ["LeaseholdDriver"]
+__all__ = ["LeaseholdDriver", "SessionEnded"]

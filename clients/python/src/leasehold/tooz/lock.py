@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Protocol
+from typing import Callable, Protocol
 
 from tooz import locking, utils
 
-from ..errors import LeaseLost, LockHeld, LockNotFound
 from ..client import Client
-from ..models import SessionInfo
+from ..errors import LeaseLost, LockHeld, LockNotFound
+from ..loss import LossReason
+from ..session import Session
 from .common import encode_id, translated
 
 
@@ -20,23 +21,27 @@ class Coordinator(Protocol):
     namespace: str
     member_name: str
     client: Client
-    _acquired_locks: set[Any]
+    _acquired_locks: set["LeaseholdLock"]
 
-    def _client_and_session(self) -> tuple[Client, SessionInfo]: ...
+    def _client_and_session(self) -> tuple[Client, Session]: ...
 
 
 class LeaseholdLock(locking.Lock):
     """A tooz lock: a leasehold lock bound to the coordinator's session.
 
     Acquired shared several times, it holds one shared lease per acquire and
-    each :meth:`release` ends one.
+    each :meth:`release` ends one. When the session ends (it expired, or was
+    closed), the session tells the lock: it is no longer :attr:`acquired`
+    and :meth:`is_still_owner` is ``False``, without asking the server.
     """
 
     def __init__(self, driver: Coordinator, name: bytes) -> None:
         super().__init__(name)
         self._driver = driver
         self.key = f"{driver.namespace}/locks/{encode_id(name)}"
-        self._tokens: list[str] = []
+        # (token, fencing token) of each lease held, and the session of them.
+        self._leases: list[tuple[str, int]] = []
+        self._session: Session | None = None
         self._mutex = threading.Lock()
 
     @translated
@@ -73,19 +78,37 @@ class LeaseholdLock(locking.Lock):
                     return False
                 continue
             with self._mutex:
-                self._tokens.append(lease.token or "")
+                if self._session is not session:
+                    self._leases.clear()
+                self._session = session
+                self._leases.append((lease.token or "", lease.fencing_token))
+            if not session._bind(self):
+                self._session_ended()
+                return False
             self._driver._acquired_locks.add(self)
             return True
+
+    def _session_ended(self) -> Callable[[LossReason], object] | None:
+        """The session ended: every lease of this lock with it."""
+        with self._mutex:
+            self._leases.clear()
+            self._session = None
+        self._driver._acquired_locks.discard(self)
+        return None
 
     @translated
     def release(self) -> bool:
         """Release one lease; ``False`` if this lock held none (or lost it)."""
         with self._mutex:
-            if not self._tokens:
+            if not self._leases:
                 return False
-            token = self._tokens.pop()
-            if not self._tokens:
+            token, _ = self._leases.pop()
+            session = self._session
+            if not self._leases:
                 self._driver._acquired_locks.discard(self)
+                self._session = None
+        if session is not None and not self._leases:
+            session._unbind(self)
         try:
             self._driver.client.release(self.key, token)
             return True
@@ -103,8 +126,8 @@ class LeaseholdLock(locking.Lock):
 
     @property
     def acquired(self) -> bool:
-        """Whether this lock holds a lease."""
-        return bool(self._tokens)
+        """Whether this lock holds a lease whose session has not ended."""
+        return bool(self._leases)
 
     def heartbeat(self) -> bool:
         """The lease lives by the session, which the driver renews."""
@@ -112,12 +135,14 @@ class LeaseholdLock(locking.Lock):
 
     @translated
     def is_still_owner(self) -> bool:
-        """Whether the server still has this lock's lease."""
-        if not self._tokens:
+        """Whether the server still has one of this lock's leases."""
+        with self._mutex:
+            mine = {fencing for _, fencing in self._leases}
+        if not mine:
             return False
         try:
             lease = self._driver.client.get_lock(self.key)
         except LockNotFound:
             return False
-        holders = lease.raw.get("holders") or [lease.raw]
-        return any(h.get("holder") == self._driver.member_name for h in holders)
+        held = {h.fencing_token for h in lease.holders} | {lease.fencing_token}
+        return bool(mine & held) and self.acquired

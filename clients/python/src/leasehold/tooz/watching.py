@@ -10,7 +10,8 @@ from tooz import coordination
 
 from ..client import Client
 from ..errors import HistoryCompacted, LeaseLost, LockHeld, LockNotFound
-from ..models import Member, SessionInfo
+from ..models import Member
+from ..session import Session
 from .common import decode_id, encode_id, translated
 
 T = TypeVar("T")
@@ -37,7 +38,7 @@ class WatchingMixin(coordination.CoordinationDriver):
 
     if TYPE_CHECKING:
         def _all_members(self, group_id: bytes) -> tuple[list[Member], int | None]: ...
-        def _client_and_session(self) -> tuple[Client, SessionInfo]: ...
+        def _client_and_session(self) -> tuple[Client, Session]: ...
         def _submit(
             self, fn: Callable[[], T]
         ) -> coordination.CoordinatorResult[T]: ...
@@ -99,9 +100,10 @@ class WatchingMixin(coordination.CoordinationDriver):
                 watch.revision = revision if revision is not None else watch.revision
                 continue
             for event in events:
-                if event.get("group") != group or "member" not in event.data:
+                name = event.text("member")
+                if event.text("group") != group or name is None:
                     continue
-                member = decode_id(event.get("member"))
+                member = decode_id(name)
                 if event.type == "group.member_joined" and member not in watch.members:
                     result.extend(self._joined(group_id, watch, member))
                 elif event.type == "group.member_left" and member in watch.members:

@@ -1,0 +1,178 @@
+"""Subnet pools and reservations: reserve a free block, create the real
+network, then confirm it (or let the reservation lapse).
+
+::
+
+    client.put_pool("docker", "10.10.0.0/16")
+    r = client.reserve("docker", prefix_len=24, exclude_local=True, ttl=60)
+    try:
+        create_network(r.subnet)
+        r = client.confirm(r)              # allocated: it no longer expires
+    except BaseException:
+        client.release_reservation(r)
+        raise
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Iterable
+
+from ._json import JSON, JSONObject
+from ._transport import QueryValue, Transport, ms, page, quote
+from .errors import LeaseLost
+from .localnet import local_networks
+from .models import Page, Pool, Reservation, SessionInfo
+from .session import Session, session_ref
+
+
+def _pool_path(pool: str) -> str:
+    return f"/v1/pools/{quote(pool)}"
+
+
+def _reservation_path(pool: str, rid: str) -> str:
+    return f"{_pool_path(pool)}/reservations/{quote(rid)}"
+
+
+class SubnetsMixin:
+    """The pool and reservation operations of :class:`~leasehold.Client`."""
+
+    transport: Transport
+    holder: str
+
+    def put_pool(self, name: str, cidr: str, labels: dict[str, str] | None = None) -> Pool:
+        """Create the pool, or check that it exists with this ``cidr``
+        (:class:`~leasehold.PoolConflict` if it has another). ``created``
+        says which."""
+        body: JSONObject = {"cidr": cidr}
+        if labels:
+            body["labels"] = dict(labels)
+        resp = self.transport.request("PUT", _pool_path(name), body=body)
+        return Pool.from_json(resp.doc, created=resp.status == 201)
+
+    def get_pool(self, name: str) -> Pool:
+        """A pool with its usage: counts, free addresses, largest free block."""
+        return Pool.from_json(self.transport.request("GET", _pool_path(name)).doc)
+
+    def list_pools(self, limit: int | None = None, cursor: str | None = None) -> Page[Pool]:
+        """One page of the pools (without usage)."""
+        q: dict[str, QueryValue] = {"limit": limit, "cursor": cursor}
+        return page(self.transport.request("GET", "/v1/pools", query=q), Pool.from_json)
+
+    def delete_pool(self, name: str) -> None:
+        """Delete a pool; :class:`~leasehold.PoolInUse` while it has live
+        reservations."""
+        self.transport.request("DELETE", _pool_path(name))
+
+    def reserve(
+        self,
+        pool: str,
+        prefix_len: int | None = None,
+        *,
+        subnet: str | None = None,
+        ttl: float | None = 60.0,
+        session: Session | SessionInfo | None = None,
+        exclude: Iterable[str] = (),
+        exclude_local: bool = False,
+        holder: str | None = None,
+        metadata: JSONObject | None = None,
+        idempotency_key: str | None = None,
+    ) -> Reservation:
+        """Reserve a free block of ``prefix_len`` bits (best fit, then lowest
+        address), or the aligned ``subnet`` named.
+
+        ``exclude`` names CIDRs to avoid; ``exclude_local=True`` adds this
+        host's own networks (:func:`~leasehold.local_networks`). Bound to
+        ``session`` the reservation lives as long as it (until confirmed);
+        otherwise ``ttl`` seconds unless renewed or confirmed. Raises
+        :class:`~leasehold.PoolExhausted` or
+        :class:`~leasehold.SubnetUnavailable` (``conflicts`` in its fields).
+        """
+        if (prefix_len is None) == (subnet is None):
+            raise ValueError("give exactly one of prefix_len and subnet")
+        body: JSONObject = {"holder": holder or self.holder}
+        if prefix_len is not None:
+            body["prefix_len"] = prefix_len
+        else:
+            body["subnet"] = subnet
+        excluded: list[JSON] = list(exclude)
+        if exclude_local:
+            excluded.extend(n for n in local_networks() if n not in excluded)
+        if excluded:
+            body["exclude"] = excluded
+        if session is not None:
+            body["session"] = session_ref(session)
+        elif ttl is not None:
+            body["ttl_ms"] = ms(ttl)
+        if metadata is not None:
+            body["metadata"] = metadata
+        resp = self.transport.request(
+            "POST", _pool_path(pool) + "/reservations", body=body,
+            headers={"Idempotency-Key": idempotency_key or uuid.uuid4().hex},
+        )
+        return Reservation.from_json(resp.doc, resp.sent)
+
+    def renew_reservation(
+        self,
+        reservation: Reservation,
+        ttl: float | None = None,
+        metadata: JSONObject | None = None,
+    ) -> Reservation:
+        """Extend a reserved subnet by ``ttl`` from now (default: its own),
+        optionally replacing its metadata; :class:`~leasehold.LeaseLost` if
+        it is gone."""
+        body: JSONObject = {"token": _token(reservation)}
+        if ttl is not None:
+            body["ttl_ms"] = ms(ttl)
+        if metadata is not None:
+            body["metadata"] = metadata
+        resp = self.transport.request(
+            "POST", _reservation_path(reservation.pool, reservation.id) + "/renew", body=body
+        )
+        return Reservation.from_json(resp.doc, resp.sent, reservation.token)
+
+    def confirm(self, reservation: Reservation) -> Reservation:
+        """Make a reservation allocated: it no longer expires.
+        :class:`~leasehold.LeaseLost` if it expired or was released first."""
+        path = _reservation_path(reservation.pool, reservation.id) + "/confirm"
+        try:
+            resp = self.transport.request("POST", path, body={"token": _token(reservation)})
+        except LeaseLost:
+            # A retried confirm whose first attempt was applied: look.
+            current = self.get_reservation(reservation.pool, reservation.id)
+            if current.state == "allocated" and current.fencing_token == reservation.fencing_token:
+                return Reservation.from_json(current.raw, None, reservation.token)
+            raise
+        return Reservation.from_json(resp.doc, resp.sent, reservation.token)
+
+    def release_reservation(self, reservation: Reservation) -> None:
+        """Give a reservation back (reserved or allocated)."""
+        self.transport.request(
+            "POST", _reservation_path(reservation.pool, reservation.id) + "/release",
+            body={"token": _token(reservation)},
+        )
+
+    def get_reservation(self, pool: str, reservation_id: str) -> Reservation:
+        """One reservation (without its token);
+        :class:`~leasehold.ReservationNotFound` if there is none."""
+        return Reservation.from_json(
+            self.transport.request("GET", _reservation_path(pool, reservation_id)).doc
+        )
+
+    def list_reservations(
+        self, pool: str, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Reservation]:
+        """One page of the pool's live reservations (without tokens)."""
+        q: dict[str, QueryValue] = {"limit": limit, "cursor": cursor}
+        resp = self.transport.request("GET", _pool_path(pool) + "/reservations", query=q)
+        return page(resp, Reservation.from_json)
+
+    def force_release_reservation(self, pool: str, reservation_id: str) -> None:
+        """Release a reservation whoever holds it (admin)."""
+        self.transport.request("DELETE", _reservation_path(pool, reservation_id))
+
+
+def _token(reservation: Reservation) -> str:
+    if not reservation.token:
+        raise ValueError(f"reservation {reservation.id} has no token: only its grant carries one")
+    return reservation.token
