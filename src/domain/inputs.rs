@@ -67,6 +67,10 @@ impl Capabilities {
         Ok(Self(value))
     }
 
+    pub fn as_value(&self) -> &Value {
+        &self.0
+    }
+
     pub fn into_value(self) -> Value {
         self.0
     }

@@ -7,7 +7,7 @@ use crate::domain::commands::{
 };
 use crate::domain::group::{self, Group, Member};
 use crate::domain::inputs::{Capabilities, Metadata, PageLimit};
-use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
+use crate::domain::names::{GroupName, KeyPrefix, LeaseToken, MemberName, Ttl};
 
 /// One page and the cursor of the next, if any.
 #[derive(Debug, Clone)]
@@ -82,16 +82,15 @@ impl GroupService<'_> {
         &self,
         group: &GroupName,
         member: &MemberName,
-        token: &str,
+        token: &LeaseToken,
         ttl: Option<Ttl>,
         capabilities: Option<Capabilities>,
     ) -> Result<Member, LeaseError> {
-        let capabilities = capabilities.map(Capabilities::into_value);
         let now = self.leases.now();
         Ok(self
             .leases
             .store
-            .renew_member(group, member, token, ttl.map(Ttl::ms), capabilities, now)
+            .renew_member(group, member, token, ttl, capabilities, now)
             .await?)
     }
 

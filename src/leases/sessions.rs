@@ -5,7 +5,7 @@
 use super::{LeaseError, Leases, new_token};
 use crate::domain::commands::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd};
 use crate::domain::inputs::Metadata;
-use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
+use crate::domain::names::{Holder, IdempotencyKey, LeaseToken, SessionId, Ttl};
 use crate::domain::session::{Session, SessionAccess, SessionView};
 use crate::domain::{Missing, Refused};
 use crate::store;
@@ -119,7 +119,7 @@ impl SessionService<'_> {
     pub async fn renew(
         &self,
         id: &SessionId,
-        token: &str,
+        token: &LeaseToken,
         access: &SessionAccess,
         ttl: Option<Ttl>,
     ) -> Result<Session, LeaseError> {
@@ -128,7 +128,7 @@ impl SessionService<'_> {
         let session = self
             .leases
             .store
-            .renew_session(id, token, opener.as_deref(), ttl.map(Ttl::ms), now)
+            .renew_session(id, token, opener.as_deref(), ttl, now)
             .await?;
         Metrics::inc(&self.leases.metrics.sessions.renewals);
         Ok(session)
@@ -139,12 +139,12 @@ impl SessionService<'_> {
     pub async fn close(
         &self,
         id: &SessionId,
-        token: &str,
+        token: &LeaseToken,
         access: &SessionAccess,
     ) -> Result<Vec<String>, LeaseError> {
         let opener = self.opener(id, access, Refused::LeaseLost).await?;
         let end = SessionEnd::Close {
-            token: token.to_owned(),
+            token: token.clone(),
             caller: opener,
         };
         self.end(id, end).await

@@ -11,6 +11,7 @@ mod errors;
 mod events;
 mod expiry;
 mod free_blocks;
+mod group_texts;
 mod groups;
 mod history;
 mod hub;
@@ -18,6 +19,7 @@ mod lock_grants;
 mod lock_sets;
 mod lock_texts;
 mod locks;
+mod members;
 mod owners;
 mod pools;
 pub mod postgres;
@@ -71,6 +73,12 @@ pub struct LiveLeases {
     pub sessions: u64,
     /// Of the live locks and reservations, those bound to a session.
     pub bound: u64,
+}
+
+/// Room for one more lease in the owner's quota (a grant whose resource
+/// had no refusal to make), or the refusal of the quota.
+pub(crate) fn room(quota: Quota) -> StoreResult<()> {
+    grant_order(Ok::<(), std::convert::Infallible>(()), quota).map(|_| ())
 }
 
 /// A grant's answer in the one order of `domain::grant`, given the resource's

@@ -9,7 +9,7 @@ use super::expiry;
 use super::hub::Store;
 use super::sessions::{CLOSE, LIVE_SESSION, keys_of};
 use super::sql::{Columns, Sql, args};
-use super::{Error, StoreResult, groups, reservations};
+use super::{Error, StoreResult, members, reservations};
 use crate::domain::Millis;
 use crate::domain::commands::SessionEnd;
 use crate::domain::events::{EventType, Reason};
@@ -54,13 +54,10 @@ pub async fn end(
 ) -> StoreResult<Vec<String>> {
     let (ended, reason) = match &end {
         SessionEnd::Close { token, caller } => {
+            let token = token.as_str();
             let sent = digest(token);
-            let row = conn
-                .row(
-                    CLOSE.as_str(),
-                    args![id, now, token, caller.as_deref(), &sent],
-                )
-                .await?;
+            let args = args![id, now, token, caller.as_deref(), &sent];
+            let row = conn.row(CLOSE.as_str(), args).await?;
             // Not live, not the caller's or a wrong token: one answer.
             let Some(row) = row else {
                 return Err(Refused::LeaseLost.into());
@@ -100,7 +97,7 @@ pub async fn end(
         events::record_all(conn, fx, ended_lock(row, bound, now)?.as_slice()).await?;
     }
     reservations::remove_bound(conn, fx, id, bound, now).await?;
-    groups::end_bound(conn, fx, id, bound, now).await?;
+    members::end_bound(conn, fx, id, bound, now).await?;
     Ok(keys)
 }
 
@@ -132,7 +129,7 @@ pub async fn reap(
     let mut left = batch - keys.len() as i64;
     let mut members = 0;
     if left > 0 {
-        members = groups::reap(conn, fx, now, left as u32).await?;
+        members = members::reap(conn, fx, now, left as u32).await?;
         left -= members as i64;
     }
     let mut sessions = 0;

@@ -7,8 +7,7 @@
 //! leases are absent to every grant at once (rule 1) and the reaper deletes
 //! them in batches, then the session (rule 8).
 
-use super::dialect::Atomicity::AllOrNothing;
-use super::dialect::Atomicity::Statement;
+use super::dialect::Atomicity::{AllOrNothing, OnKeys, Statement};
 use super::dialect::Effects;
 use super::events::{self, session_event};
 use super::expiry::{self, Text};
@@ -22,8 +21,8 @@ use crate::domain::commands::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::events::EventType;
 use crate::domain::grant::QuotaKind;
 use crate::domain::inputs::Metadata;
-use crate::domain::names::SessionId;
 use crate::domain::names::Ttl;
+use crate::domain::names::{LeaseToken, SessionId};
 use crate::domain::refusal::{Missing, OverQuota, Refused};
 use crate::domain::session::{BOUND, Session, SessionView};
 use crate::token::digest;
@@ -31,7 +30,11 @@ use crate::token::digest;
 impl Store {
     /// Opens a session, or replays the live one of the same idempotency key.
     pub async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
-        self.write(AllOrNothing, new, move |c, fx, new| {
+        let atomicity = match &new.idempotency_key {
+            Some(key) => OnKeys(vec![idempotency_key_lock(&digest(key))]),
+            None => AllOrNothing,
+        };
+        self.write(atomicity, new, move |c, fx, new| {
             Box::pin(open(c, fx, new, now))
         })
         .await
@@ -42,19 +45,15 @@ impl Store {
     pub async fn renew_session(
         &self,
         id: &SessionId,
-        token: &str,
+        token: &LeaseToken,
         caller: Option<&str>,
-        ttl_ms: Option<Millis>,
+        ttl: Option<Ttl>,
         now: Millis,
     ) -> StoreResult<Session> {
         // One row, however many leases are bound; a refusal only reads.
-        let args = (
-            id.as_str().to_owned(),
-            token.to_owned(),
-            caller.map(str::to_owned),
-        );
+        let args = (id.clone(), token.clone(), caller.map(str::to_owned));
         self.write(Statement, args, move |c, _, (id, token, caller)| {
-            Box::pin(async move { renew(c, &id, &token, caller.as_deref(), ttl_ms, now).await })
+            Box::pin(async move { renew(c, &id, &token, caller.as_deref(), ttl, now).await })
         })
         .await
     }
@@ -143,6 +142,17 @@ fn owned_by(owner: &Option<String>, caller: Option<&str>) -> bool {
     caller.is_none_or(|c| owner.as_deref() == Some(c))
 }
 
+/// The key an open with an Idempotency-Key (its digest) holds while it
+/// decides, so two opens racing with one key serialise and the second
+/// replays the first's session. Never a lock key of the API's (those are
+/// printable text; this one holds a newline).
+fn idempotency_key_lock(digest: &str) -> String {
+    format!("session idempotency\n{digest}")
+}
+
+/// Opens the session, or replays the live one the caller opened with the
+/// same Idempotency-Key; its owner's quota of sessions is counted in the
+/// same transaction.
 pub async fn open(
     conn: &mut dyn Sql,
     fx: &mut Effects,
@@ -151,35 +161,10 @@ pub async fn open(
 ) -> StoreResult<OpenOutcome> {
     // Kept as digests: neither gives the token back (`token::derive`).
     let idempotency_key = new.idempotency_key.as_deref().map(digest);
-    if let Some(idem) = &idempotency_key {
-        // Two opens racing with one key, where writes run side by side: the
-        // second waits, then replays the first's session.
-        if let Some(lock) = conn.texts().lock_key {
-            let name = format!("session idempotency {idem}");
-            conn.execute(lock, args![&name]).await?;
-        }
-        let same_key = "idempotency_key = $1 AND coalesce(owner, '') = coalesce($2, '')";
-        let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE {same_key} AND {}",
-            expiry::live("sessions", "$3")
-        );
-        let owner = new.owner.as_ref().map(|o| o.name.as_str());
-        if let Some(row) = conn.row(sql, args![idem, owner, now]).await? {
-            let held = session(&row)?;
-            if held.holder != new.holder {
-                return Err(Refused::IdempotencyMismatch {
-                    holder: held.holder,
-                }
-                .into());
-            }
-            return Ok(OpenOutcome::Replayed(held));
-        }
-        // An expired session keeps its row until reaped, not its key.
-        let sql = format!(
-            "UPDATE sessions SET idempotency_key = NULL WHERE {same_key} AND {}",
-            expiry::expired("sessions", "$3")
-        );
-        conn.execute(sql, args![idem, owner, now]).await?;
+    if let Some(idem) = &idempotency_key
+        && let Some(held) = replay(conn, &new, idem, now).await?
+    {
+        return Ok(OpenOutcome::Replayed(held));
     }
     if let (Some(owner), Some(limit)) = (&new.owner, new.max_sessions) {
         let current = sessions_quota(conn, &owner.name, now).await?;
@@ -241,6 +226,39 @@ pub async fn open(
     }))
 }
 
+/// The live session the caller opened with the same Idempotency-Key
+/// (`idem`, its digest), if any; an expired one gives its key up.
+async fn replay(
+    conn: &mut dyn Sql,
+    new: &OpenSession,
+    idem: &str,
+    now: Millis,
+) -> StoreResult<Option<Session>> {
+    let same_key = "idempotency_key = $1 AND coalesce(owner, '') = coalesce($2, '')";
+    let sql = format!(
+        "SELECT {SESSION_COLUMNS} FROM sessions WHERE {same_key} AND {}",
+        expiry::live("sessions", "$3")
+    );
+    let owner = new.owner.as_ref().map(|o| o.name.as_str());
+    if let Some(row) = conn.row(sql, args![idem, owner, now]).await? {
+        let held = session(&row)?;
+        if held.holder != new.holder {
+            return Err(Refused::IdempotencyMismatch {
+                holder: held.holder,
+            }
+            .into());
+        }
+        return Ok(Some(held));
+    }
+    // An expired session keeps its row until reaped, not its key.
+    let sql = format!(
+        "UPDATE sessions SET idempotency_key = NULL WHERE {same_key} AND {}",
+        expiry::expired("sessions", "$3")
+    );
+    conn.execute(sql, args![idem, owner, now]).await?;
+    Ok(None)
+}
+
 /// The live sessions of the owner `$1` at `$2`.
 static COUNT_OWNED: Text = Text::new(|| {
     format!(
@@ -264,11 +282,12 @@ async fn sessions_quota(conn: &mut dyn Sql, owner: &str, now: Millis) -> StoreRe
 pub async fn renew(
     conn: &mut dyn Sql,
     id: &str,
-    token: &str,
+    token: &LeaseToken,
     caller: Option<&str>,
-    ttl_ms: Option<Millis>,
+    ttl: Option<Ttl>,
     now: Millis,
 ) -> StoreResult<Session> {
+    let (token, ttl_ms) = (token.as_str(), ttl.map(Ttl::ms));
     let sent = digest(token);
     match conn
         .row(RENEW.as_str(), args![id, now, token, ttl_ms, caller, &sent])
@@ -381,7 +400,7 @@ pub async fn check(conn: &mut dyn Sql, claim: &SessionClaim, now: Millis) -> Sto
         }
         .into());
     };
-    if !token_matches(&held, &claim.token) {
+    if !token_matches(&held, claim.token.as_str()) {
         return Err(Refused::SessionLost {
             field: "session.token",
         }

@@ -27,7 +27,7 @@ use crate::auth::Need;
 use crate::domain::Refused;
 use crate::domain::commands::{JoinMember, JoinOutcome, JoinTenure, LeaveProof};
 use crate::domain::inputs::{self, Capabilities, Metadata, PageLimit};
-use crate::domain::names::{GroupName, KeyPrefix, MemberName, Ttl};
+use crate::domain::names::{GroupName, KeyPrefix, LeaseToken, MemberName, Ttl};
 use crate::domain::paths;
 use crate::leases::LeaseError;
 
@@ -211,8 +211,8 @@ pub async fn join_group(
     let tenure = match lifetime(&state, &caller, body.ttl_ms, body.session)? {
         AskedLifetime::Session(claim) => JoinTenure::Session(claim),
         AskedLifetime::Ttl(Some(ms)) => JoinTenure::Ttl {
-            ttl_ms: Ttl::parse("ttl_ms", ms, state.leases.limits.max_ttl_ms)?.ms(),
-            token: body.token,
+            ttl: Ttl::parse("ttl_ms", ms, state.leases.limits.max_ttl_ms)?,
+            token: body.token.map(LeaseToken::new),
         },
         AskedLifetime::Ttl(None) => {
             return Err(Problem::invalid(
@@ -225,7 +225,7 @@ pub async fn join_group(
     let join = JoinMember {
         group: group.clone(),
         member: member.clone(),
-        capabilities: capabilities.map(Capabilities::into_value),
+        capabilities,
         tenure,
         owner: caller.owner(),
     };
@@ -289,7 +289,13 @@ pub async fn renew_member(
     let renewed = state
         .leases
         .groups()
-        .renew(&group, &member, &body.token, ttl, capabilities)
+        .renew(
+            &group,
+            &member,
+            &LeaseToken::new(body.token),
+            ttl,
+            capabilities,
+        )
         .await
         .map_err(|e| {
             state.problem(
@@ -327,7 +333,7 @@ pub async fn leave_group(
     let member = MemberName::parse(member)?;
     let proof = match (body.session, body.token) {
         (Some(s), None) => LeaveProof::Session(claim(&state, &caller, s)?),
-        (None, Some(token)) => LeaveProof::Token(token),
+        (None, Some(token)) => LeaveProof::Token(LeaseToken::new(token)),
         _ => {
             return Err(Problem::invalid(
                 "token",

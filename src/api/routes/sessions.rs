@@ -25,6 +25,7 @@ use crate::auth::Access;
 use crate::domain::Millis;
 use crate::domain::commands::SessionClaim;
 use crate::domain::inputs::Metadata;
+use crate::domain::names::LeaseToken;
 use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
 use crate::domain::validate;
 use crate::leases::Opened;
@@ -85,7 +86,7 @@ pub fn claim(state: &AppState, caller: &Caller, s: SessionRef) -> Result<Session
     validate::session_claim_part("session.token", &s.token)?;
     Ok(SessionClaim {
         id: s.id,
-        token: s.token,
+        token: LeaseToken::new(s.token),
         caller: caller.binds_as(),
         max_leases: state.leases.limits.max_session_leases,
     })
@@ -159,7 +160,7 @@ pub async fn renew_session(
     let session = state
         .leases
         .sessions()
-        .renew(&id, &body.token, &caller.sessions(), ttl)
+        .renew(&id, &LeaseToken::new(body.token), &caller.sessions(), ttl)
         .await
         .map_err(|e| state.problem(Subject::Session(&id), e))?;
     Ok(Json(SessionBody::new(session, state.leases.moment(), None)))
@@ -187,7 +188,7 @@ pub async fn close_session(
     state
         .leases
         .sessions()
-        .close(&id, &body.token, &caller.sessions())
+        .close(&id, &LeaseToken::new(body.token), &caller.sessions())
         .await
         .map_err(|e| state.problem(Subject::Session(&id), e))?;
     Ok(StatusCode::NO_CONTENT)

@@ -1,12 +1,10 @@
 //! What a member's join and leave ask for, and what pages of groups and
 //! members are read.
 
-use serde_json::Value;
-
 use super::{LeaseOwner, SessionClaim};
-use crate::domain::Millis;
 use crate::domain::group::Member;
-use crate::domain::names::{GroupName, MemberName};
+use crate::domain::inputs::Capabilities;
+use crate::domain::names::{GroupName, LeaseToken, MemberName, Ttl};
 
 /// The API token that creates a group, and how many groups it may have
 /// created at once (counted in the creation's own transaction).
@@ -22,7 +20,7 @@ pub struct GroupOwner {
 pub struct JoinMember {
     pub group: GroupName,
     pub member: MemberName,
-    pub capabilities: Option<Value>,
+    pub capabilities: Option<Capabilities>,
     pub tenure: JoinTenure,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
@@ -35,10 +33,7 @@ pub enum JoinTenure {
     Session(SessionClaim),
     /// By a TTL of its own; `token` is the member's token when its holder
     /// joins again to replace its capabilities.
-    Ttl {
-        ttl_ms: Millis,
-        token: Option<String>,
-    },
+    Ttl { ttl: Ttl, token: Option<LeaseToken> },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +48,7 @@ pub enum JoinOutcome {
 #[derive(Debug, Clone)]
 pub enum LeaveProof {
     Session(SessionClaim),
-    Token(String),
+    Token(LeaseToken),
 }
 
 /// One page of groups, in name order: those under each prefix in turn

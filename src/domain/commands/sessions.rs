@@ -4,7 +4,7 @@
 use super::LeaseOwner;
 use crate::domain::Millis;
 use crate::domain::inputs::Metadata;
-use crate::domain::names::Ttl;
+use crate::domain::names::{LeaseToken, Ttl};
 use crate::domain::session::Session;
 
 /// How long a grant lives: by a TTL of its own, or exactly as long as a
@@ -31,7 +31,7 @@ impl Lifetime {
 #[derive(Debug, Clone)]
 pub struct SessionClaim {
     pub id: String,
-    pub token: String,
+    pub token: LeaseToken,
     /// The API token binding; `None` when any may (no auth file, or an admin).
     pub caller: Option<String>,
     /// The most leases the session may hold (`SessionFull` past it).
@@ -69,7 +69,7 @@ pub enum SessionEnd {
     /// Its holder, by its token; `caller`: the API token that must have
     /// opened it (`None`: any).
     Close {
-        token: String,
+        token: LeaseToken,
         caller: Option<String>,
     },
     /// An admin, whatever the token; `caller` as in `Close`.
