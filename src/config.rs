@@ -253,9 +253,42 @@ pub struct ServeConfig {
         value_delimiter = ','
     )]
     pub cors_origins: Vec<String>,
+    /// This server's name, shown beside the waiters it serves and in the
+    /// console (several replicas on one PostgreSQL database tell theirs
+    /// apart by it). Default: the host's name and the port it listens on.
+    #[arg(long, env = "LEASEHOLD_NAME", value_parser = parse_name)]
+    pub name: Option<String>,
+    /// Distinct key prefixes (a key's first path segment) counted by name in
+    /// `/metrics` and `GET /v1/prefixes`; keys of any other prefix are
+    /// counted together as `other`.
+    #[arg(long, env = "LEASEHOLD_PREFIX_STATS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub prefix_stats: u32,
+}
+
+/// A server's name: 1–64 printable characters.
+fn parse_name(text: &str) -> Result<String, String> {
+    let ok = !text.is_empty() && text.len() <= 64 && !text.chars().any(char::is_control);
+    match ok {
+        true => Ok(text.to_owned()),
+        false => Err("a name is 1 to 64 bytes of printable text".into()),
+    }
 }
 
 impl ServeConfig {
+    /// This server's name: `--name`, else the host's name and the port.
+    pub fn server_name(&self, port: u16) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into());
+        format!("{host}:{port}")
+    }
+
     /// Refuses an open server on an address others can reach, unless asked.
     pub fn check_exposure(&self) -> Result<(), String> {
         if self.auth_file.is_none()
@@ -401,6 +434,8 @@ impl ServeConfig {
             auth_file: None,
             allow_unauthenticated: false,
             cors_origins: Vec::new(),
+            name: None,
+            prefix_stats: 64,
         }
     }
 }

@@ -108,9 +108,12 @@ impl Application {
             max_history_reads: config.max_history_reads as usize,
             max_history_reads_per_client: config.history_reads_per_client() as usize,
             event_scan_rows: config.event_scan_rows,
+            prefix_stats: config.prefix_stats as usize,
             ..Limits::default()
         };
-        let leases = Leases::new(store, clock, limits);
+        let mut leases = Leases::new(store, clock, limits);
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        leases.name = config.server_name(port);
         Ok(Self {
             listener,
             leases,
@@ -217,11 +220,13 @@ fn app(
 }
 
 /// The server's own work beside the requests: the reaper, the change log's
-/// reader, and the keys other replicas free.
+/// reader, the keys other replicas free, and the board that publishes this
+/// server's waiters to them.
 struct Background {
     reaper: JoinHandle<()>,
     log: JoinHandle<()>,
     events: JoinHandle<()>,
+    board: JoinHandle<()>,
 }
 
 impl Background {
@@ -246,6 +251,10 @@ impl Background {
                 leases.stopping(),
             )),
             events: tokio::spawn(forward_key_events(leases.clone())),
+            board: tokio::spawn(crate::leases::waiter_board::publish(
+                Arc::new(leases.clone()),
+                leases.stopping(),
+            )),
         }
     }
 
@@ -255,6 +264,7 @@ impl Background {
     async fn stop(self, leases: &Leases) {
         let _ = self.reaper.await;
         let _ = self.log.await;
+        let _ = self.board.await;
         self.events.abort();
         if let Err(e) = leases.store.record_alive(leases.now()).await {
             tracing::warn!(error = %e, "cannot record the stop time");

@@ -19,6 +19,7 @@ pub mod session;
 pub mod subnet;
 pub mod time;
 pub mod validate;
+pub mod waiting;
 
 /// A point in time or a duration, in milliseconds (unix epoch for points).
 pub type Millis = i64;

@@ -29,6 +29,7 @@ pub use super::watcher::Watch;
 use crate::domain::events::{Event, EventFilter};
 use crate::domain::selection::Selection;
 use crate::store::{self, Horizon, Store, StoreError, StoreResult};
+use crate::telemetry::PrefixActivity;
 
 /// Events read from the store at once.
 pub(super) const PAGE: u32 = 512;
@@ -92,6 +93,8 @@ pub struct EventFeed {
     live: Arc<std::sync::Mutex<Live>>,
     ready: watch::Sender<bool>,
     slow_ended: Arc<AtomicU64>,
+    /// Counts each lock event by its key's prefix.
+    prefixes: Arc<PrefixActivity>,
 }
 
 /// A gap in the log the reader holds back at.
@@ -110,7 +113,7 @@ struct Gap {
 impl EventFeed {
     /// A feed whose watchers may each fall `buffer` events behind, and
     /// whose pages of history examine at most `scan` rows each.
-    pub fn new(store: Arc<Store>, buffer: usize, scan: u32) -> Self {
+    pub fn new(store: Arc<Store>, buffer: usize, scan: u32, prefixes: Arc<PrefixActivity>) -> Self {
         Self {
             store,
             buffer: buffer.max(1),
@@ -121,6 +124,7 @@ impl EventFeed {
             })),
             ready: watch::Sender::new(false),
             slow_ended: Arc::new(AtomicU64::new(0)),
+            prefixes,
         }
     }
 
@@ -130,6 +134,7 @@ impl EventFeed {
     }
 
     fn deliver(&self, event: Event) {
+        super::activity::note_event(&self.prefixes, &event);
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
         live.delivered = event.revision;
         live.index.send(&Arc::new(event));

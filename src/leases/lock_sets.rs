@@ -5,7 +5,7 @@
 //! clients asking for overlapping sets in opposite orders never deadlock,
 //! and nobody ever holds part of a set (each try is one transaction).
 
-use super::waiters::{Try, take_turns};
+use super::turns::{Asking, Try, take_turns};
 use super::{Acquired, LeaseError, Leases, new_token};
 use crate::domain::Millis;
 use crate::domain::Refused;
@@ -67,8 +67,9 @@ impl LockSetService<'_> {
                 Metrics::add(&metrics.lock_grants, granted.leases.len() as u64)
             }
             Ok(_) => {}
-            Err((_, LeaseError::Refused(Refused::SetKey { .. }))) => {
-                Metrics::inc(&metrics.lock_conflicts)
+            Err((key, LeaseError::Refused(Refused::SetKey { .. }))) => {
+                Metrics::inc(&metrics.lock_conflicts);
+                super::activity::note_refusal(&self.leases.prefixes, key);
             }
             Err(_) => {}
         }
@@ -112,10 +113,17 @@ impl LockSetService<'_> {
             return self.try_acquire(set).await.map_err(|t| (t.key, t.error));
         }
         let names: Vec<String> = keys.iter().map(LockKey::to_string).collect();
+        let asking = &set[0].0;
+        let who = Asking {
+            holder: asking.holder.as_str(),
+            mode: asking.mode,
+            max_holders: asking.max_holders,
+        };
         let waited = take_turns(
             leases,
             &names,
             wait_ms,
+            who,
             || async {
                 match self.try_acquire(set.clone()).await {
                     Err(Tried {

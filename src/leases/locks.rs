@@ -3,7 +3,7 @@
 
 use tokio::sync::oneshot;
 
-use super::waiters::{Try, take_turns};
+use super::turns::{Asking, Try, take_turns};
 use super::{LeaseError, Leases, new_token};
 use crate::domain::Millis;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
@@ -37,13 +37,17 @@ impl LockService<'_> {
     /// Grants the key now, or waits up to `wait_ms` in first-come order.
     pub async fn acquire(&self, req: AcquireLock, wait_ms: Millis) -> Result<Acquired, LeaseError> {
         let waits = wait_ms > 0;
+        let key = req.key.clone();
         let started = std::time::Instant::now();
         let result = self.acquire_or_wait(req, wait_ms).await;
         let metrics = &self.leases.metrics;
         match &result {
             Ok(Acquired::Granted(_)) => Metrics::inc(&metrics.lock_grants),
             Ok(Acquired::Replayed(_)) => Metrics::inc(&metrics.lock_replays),
-            Err(LeaseError::Refused(Refused::Lock(_))) => Metrics::inc(&metrics.lock_conflicts),
+            Err(LeaseError::Refused(Refused::Lock(_))) => {
+                Metrics::inc(&metrics.lock_conflicts);
+                super::activity::note_refusal(&self.leases.prefixes, key.as_str());
+            }
             Err(_) => {}
         }
         // Only answers a wait ends in: not replays, bad input or a shed request.
@@ -54,6 +58,7 @@ impl LockService<'_> {
             )
         {
             metrics.acquire_waits.observe(started.elapsed());
+            super::activity::note_wait(&self.leases.prefixes, key.as_str(), started.elapsed());
         }
         result
     }
@@ -84,6 +89,11 @@ impl LockService<'_> {
             leases,
             &keys,
             wait_ms,
+            Asking {
+                holder: req.holder.as_str(),
+                mode: req.mode,
+                max_holders: req.max_holders,
+            },
             || async {
                 let tried = self.try_acquire(new.clone(), token.clone()).await;
                 match &tried {

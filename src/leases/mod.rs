@@ -9,8 +9,9 @@ use crate::clock::SharedClock;
 use crate::domain::time::Now;
 use crate::domain::{Millis, Missing, Refused};
 use crate::store::{self, Store, StoreError};
-use crate::telemetry::Metrics;
+use crate::telemetry::{Metrics, PrefixActivity};
 
+pub mod activity;
 pub mod admission;
 pub mod events;
 mod fanout;
@@ -20,6 +21,8 @@ pub mod locks;
 pub mod sessions;
 pub mod shares;
 pub mod subnets;
+mod turns;
+pub mod waiter_board;
 pub mod waiters;
 mod watcher;
 
@@ -71,6 +74,8 @@ pub struct Limits {
     pub max_history_reads_per_client: usize,
     /// The rows one page of history examines at most.
     pub event_scan_rows: u32,
+    /// Distinct key prefixes counted by name (the rest as `other`).
+    pub prefix_stats: usize,
 }
 
 impl Default for Limits {
@@ -93,6 +98,7 @@ impl Default for Limits {
             max_history_reads: 16,
             max_history_reads_per_client: 8,
             event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
+            prefix_stats: 64,
         }
     }
 }
@@ -143,17 +149,26 @@ pub struct Leases {
     pub admission: Arc<Admission>,
     /// The change log as watchers follow it.
     pub events: Arc<EventFeed>,
+    /// Lock activity by key prefix (from the change log, and this server's
+    /// refusals and waits).
+    pub prefixes: Arc<PrefixActivity>,
+    /// This server's name, shown beside the waiters it serves.
+    pub name: String,
     stop: Arc<watch::Sender<bool>>,
 }
 
 impl Leases {
     pub fn new(store: Arc<Store>, clock: SharedClock, limits: Limits) -> Self {
+        let prefixes = Arc::new(PrefixActivity::new(limits.prefix_stats));
         Self {
             events: Arc::new(EventFeed::new(
                 store.clone(),
                 limits.event_buffer,
                 limits.event_scan_rows,
+                prefixes.clone(),
             )),
+            prefixes,
+            name: "localhost".into(),
             store,
             clock,
             limits,
@@ -218,5 +233,9 @@ impl Leases {
 
     pub fn subnets(&self) -> SubnetService<'_> {
         SubnetService { leases: self }
+    }
+
+    pub fn waiting(&self) -> waiter_board::WaitingService<'_> {
+        waiter_board::WaitingService { leases: self }
     }
 }

@@ -88,5 +88,10 @@ pub trait Dialect: Send + Sync + 'static {
     fn key_events(&self) -> Option<broadcast::Receiver<KeyEvent>> {
         None
     }
+    /// This server's id among the servers sharing the database, if others
+    /// may share it.
+    fn replica(&self) -> Option<&str> {
+        None
+    }
     async fn close(&self);
 }

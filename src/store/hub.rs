@@ -23,7 +23,7 @@ use crate::telemetry::StoreStats;
 
 /// The store on one database.
 pub struct Store {
-    db: Box<dyn Dialect>,
+    pub(super) db: Box<dyn Dialect>,
     /// Read again by a grant once it holds its key (`WriteTime`).
     clock: LeaseClock,
     /// Pages of history read at once, whatever the readers (`history`).

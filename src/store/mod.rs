@@ -34,6 +34,7 @@ mod sql;
 pub mod sqlite;
 mod subnets;
 mod texts;
+mod waiter_rows;
 mod write_time;
 
 pub use database::{backup, describe, integrity_check, open};
@@ -44,6 +45,7 @@ pub use postgres::PostgresStore;
 pub use resume::{Applied, Settled, Settling};
 pub use session_ends::ReapedSessions;
 pub use sqlite::{Durability, SqliteStore};
+pub use waiter_rows::{Publication, WaiterRow};
 pub use write_time::LeaseClock;
 
 /// A change of a key that waiters elsewhere may be waiting for.

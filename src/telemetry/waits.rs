@@ -8,7 +8,7 @@ use super::exposition::{Exposition, Kind};
 use super::histogram::Histogram;
 
 /// Wait bounds in seconds: 5 ms to the 300 s a wait may last at most.
-const WAIT_BUCKETS: &[f64] = &[
+pub const WAIT_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 

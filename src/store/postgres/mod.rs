@@ -218,6 +218,10 @@ impl Dialect for PostgresStore {
         Some(self.events.subscribe())
     }
 
+    fn replica(&self) -> Option<&str> {
+        Some(&self.replica)
+    }
+
     async fn close(&self) {
         self.announcer.close();
         let announcing = self.announcing.lock().expect("announcer").take();

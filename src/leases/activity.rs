@@ -1,0 +1,36 @@
+//! What lock activity by key prefix counts (`telemetry::prefixes`): grants
+//! and ends from the change log, as every server reads it (so on
+//! PostgreSQL they are every replica's), refusals and waits of this
+//! server's acquires.
+
+use std::time::Duration;
+
+use crate::domain::events::{Event, EventType, Reason};
+use crate::telemetry::PrefixActivity;
+use crate::telemetry::prefixes::Activity;
+
+/// Counts a lock event of the change log.
+pub fn note_event(prefixes: &PrefixActivity, event: &Event) {
+    let Some(key) = event.key() else {
+        return;
+    };
+    let what = match (event.kind, event.reason) {
+        (EventType::LockAcquired, _) => Activity::Grant,
+        (EventType::LockReleased, Some(Reason::Expired | Reason::SessionExpired)) => {
+            Activity::Expiry
+        }
+        (EventType::LockReleased, _) => Activity::Release,
+        _ => return,
+    };
+    prefixes.note(key, what);
+}
+
+/// Counts an acquire's refusal (409) on `key`.
+pub fn note_refusal(prefixes: &PrefixActivity, key: &str) {
+    prefixes.note(key, Activity::Refusal);
+}
+
+/// Counts how long an acquire that asked to wait for `key` waited.
+pub fn note_wait(prefixes: &PrefixActivity, key: &str, waited: Duration) {
+    prefixes.note(key, Activity::Wait(waited));
+}

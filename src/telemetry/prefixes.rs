@@ -1,0 +1,337 @@
+//! Lock activity by key prefix, with bounded cardinality: a key's prefix is
+//! its first path segment (`lb` for `lb/3f2a`, the whole key when it has no
+//! `/`); the first `limit` prefixes seen have a bucket each, and every other
+//! key is counted in `other`. Each bucket counts grants, releases, expiries
+//! and refusals since the start, the waits of acquires that waited, and the
+//! same in five-second slots over the last five minutes, for rates and
+//! charts. The live gauges (locks and waiters by prefix) are read by the
+//! caller and handed to `render`, as `/metrics` does for every gauge.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use super::exposition::{Exposition, Kind};
+use super::histogram::Histogram;
+use super::waits::WAIT_BUCKETS;
+
+/// A counter family of `/metrics`: its name, help and what it counts.
+type Counter = (&'static str, &'static str, fn(&Counts) -> u64);
+
+/// One slot of the recent window.
+pub const SLOT: Duration = Duration::from_secs(5);
+/// Slots kept: five minutes.
+pub const SLOTS: usize = 60;
+/// The bucket of every prefix past the limit.
+pub const OTHER: &str = "other";
+
+const KINDS: usize = 4;
+const BINS: usize = WAIT_BUCKETS.len() + 1;
+
+/// What happened on a key.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Activity {
+    Grant,
+    Release,
+    Expiry,
+    Refusal,
+    /// An acquire that asked to wait was answered after this long.
+    Wait(Duration),
+}
+
+/// A key's prefix: its first path segment.
+pub fn prefix_of(key: &str) -> &str {
+    key.split('/').next().unwrap_or(key)
+}
+
+/// What one slot (or a sum of slots) counted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counts {
+    pub grants: u64,
+    pub releases: u64,
+    pub expiries: u64,
+    pub refusals: u64,
+    /// Waits per bin of `WAIT_BUCKETS` (the last one past the highest bound).
+    pub waits: Vec<u64>,
+}
+
+impl Counts {
+    fn add(&mut self, slot: &Slot) {
+        self.grants += u64::from(slot.counts[0]);
+        self.releases += u64::from(slot.counts[1]);
+        self.expiries += u64::from(slot.counts[2]);
+        self.refusals += u64::from(slot.counts[3]);
+        self.waits.resize(BINS, 0);
+        for (sum, n) in self.waits.iter_mut().zip(slot.waits) {
+            *sum += u64::from(n);
+        }
+    }
+
+    fn merge(&mut self, other: &Counts) {
+        self.grants += other.grants;
+        self.releases += other.releases;
+        self.expiries += other.expiries;
+        self.refusals += other.refusals;
+        self.waits.resize(BINS, 0);
+        for (sum, n) in self.waits.iter_mut().zip(&other.waits) {
+            *sum += n;
+        }
+    }
+
+    /// The `q` quantile of the waits, in milliseconds, interpolated within
+    /// its bin; `None` without waits.
+    pub fn wait_quantile_ms(&self, q: f64) -> Option<f64> {
+        let total: u64 = self.waits.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = q * total as f64;
+        let mut seen = 0.0;
+        for (i, &n) in self.waits.iter().enumerate() {
+            let next = seen + n as f64;
+            if n > 0 && next >= rank {
+                let low = if i == 0 { 0.0 } else { WAIT_BUCKETS[i - 1] };
+                let high = WAIT_BUCKETS.get(i).copied().unwrap_or(low * 2.0);
+                let within = ((rank - seen) / n as f64).clamp(0.0, 1.0);
+                return Some((low + (high - low) * within) * 1000.0);
+            }
+            seen = next;
+        }
+        None
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    epoch: u64,
+    counts: [u32; KINDS],
+    waits: [u32; BINS],
+}
+
+#[derive(Debug)]
+struct Bucket {
+    totals: [AtomicU64; KINDS],
+    waits: Histogram,
+    recent: Mutex<Vec<Slot>>,
+}
+
+impl Bucket {
+    fn new() -> Self {
+        Self {
+            totals: Default::default(),
+            waits: Histogram::new(WAIT_BUCKETS),
+            recent: Mutex::new(vec![Slot::default(); SLOTS]),
+        }
+    }
+
+    fn note(&self, epoch: u64, what: Activity) {
+        let (kind, bin) = match what {
+            Activity::Grant => (Some(0), None),
+            Activity::Release => (Some(1), None),
+            Activity::Expiry => (Some(2), None),
+            Activity::Refusal => (Some(3), None),
+            Activity::Wait(d) => {
+                self.waits.observe_duration(d);
+                let s = d.as_secs_f64();
+                (
+                    None,
+                    Some(
+                        WAIT_BUCKETS
+                            .iter()
+                            .position(|&b| s <= b)
+                            .unwrap_or(BINS - 1),
+                    ),
+                )
+            }
+        };
+        if let Some(k) = kind {
+            self.totals[k].fetch_add(1, Ordering::Relaxed);
+        }
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = &mut recent[(epoch % SLOTS as u64) as usize];
+        if slot.epoch != epoch {
+            *slot = Slot {
+                epoch,
+                ..Slot::default()
+            };
+        }
+        match (kind, bin) {
+            (Some(k), _) => slot.counts[k] = slot.counts[k].saturating_add(1),
+            (_, Some(b)) => slot.waits[b] = slot.waits[b].saturating_add(1),
+            _ => {}
+        }
+    }
+
+    /// The complete slots of the last `slots`, oldest first (zero where
+    /// nothing happened), ending before the slot `epoch` in progress.
+    fn window(&self, epoch: u64, slots: usize) -> Vec<Counts> {
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        (1..=slots as u64)
+            .rev()
+            .map(|back| {
+                let mut counts = Counts::default();
+                if let Some(e) = epoch.checked_sub(back) {
+                    let slot = &recent[(e % SLOTS as u64) as usize];
+                    if slot.epoch == e {
+                        counts.add(slot);
+                    }
+                }
+                counts.waits.resize(BINS, 0);
+                counts
+            })
+            .collect()
+    }
+
+    fn total(&self, kind: usize) -> u64 {
+        self.totals[kind].load(Ordering::Relaxed)
+    }
+}
+
+/// One prefix's figures: its totals since the start and its recent slots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrefixFigures {
+    pub prefix: String,
+    pub totals: Counts,
+    /// The last complete slots, oldest first.
+    pub recent: Vec<Counts>,
+}
+
+/// The buckets, created as prefixes are first seen, up to the limit.
+#[derive(Debug)]
+pub struct PrefixActivity {
+    limit: usize,
+    started: Instant,
+    named: RwLock<HashMap<String, Arc<Bucket>>>,
+    other: Arc<Bucket>,
+}
+
+impl PrefixActivity {
+    /// Buckets for at most `limit` prefixes besides `other`.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            started: Instant::now(),
+            named: RwLock::new(HashMap::new()),
+            other: Arc::new(Bucket::new()),
+        }
+    }
+
+    fn epoch(&self) -> u64 {
+        (self.started.elapsed().as_millis() / SLOT.as_millis()) as u64
+    }
+
+    /// The bucket counting `prefix`, created if there is room: its name.
+    pub fn bucket_of(&self, prefix: &str) -> String {
+        self.bucket(prefix).0
+    }
+
+    fn bucket(&self, prefix: &str) -> (String, Arc<Bucket>) {
+        let read = self.named.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = read.get(prefix) {
+            return (prefix.to_owned(), b.clone());
+        }
+        drop(read);
+        let mut named = self.named.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = named.get(prefix) {
+            return (prefix.to_owned(), b.clone());
+        }
+        if named.len() >= self.limit || prefix == OTHER {
+            return (OTHER.to_owned(), self.other.clone());
+        }
+        let bucket = Arc::new(Bucket::new());
+        named.insert(prefix.to_owned(), bucket.clone());
+        (prefix.to_owned(), bucket)
+    }
+
+    /// Counts `what` on `key`.
+    pub fn note(&self, key: &str, what: Activity) {
+        let epoch = self.epoch();
+        self.bucket(prefix_of(key)).1.note(epoch, what);
+    }
+
+    /// The figures of every bucket `selects` (by name, `other` included),
+    /// in name order, with the last `slots` complete slots.
+    pub fn figures(&self, selects: impl Fn(&str) -> bool, slots: usize) -> Vec<PrefixFigures> {
+        let epoch = self.epoch();
+        let named = self.named.read().unwrap_or_else(|e| e.into_inner());
+        let mut buckets: Vec<(&str, &Arc<Bucket>)> =
+            named.iter().map(|(n, b)| (n.as_str(), b)).collect();
+        buckets.push((OTHER, &self.other));
+        buckets.retain(|(name, _)| selects(name));
+        buckets.sort_by_key(|(name, _)| *name);
+        buckets
+            .into_iter()
+            .map(|(name, b)| PrefixFigures {
+                prefix: name.to_owned(),
+                totals: Counts {
+                    grants: b.total(0),
+                    releases: b.total(1),
+                    expiries: b.total(2),
+                    refusals: b.total(3),
+                    waits: Vec::new(),
+                },
+                recent: b.window(epoch, slots.min(SLOTS - 1)),
+            })
+            .collect()
+    }
+
+    /// The recent slots summed over every bucket `selects`, oldest first.
+    pub fn series(&self, selects: impl Fn(&str) -> bool, slots: usize) -> Vec<Counts> {
+        let mut sum = vec![Counts::default(); slots.min(SLOTS - 1)];
+        for figures in self.figures(selects, slots) {
+            for (s, slot) in sum.iter_mut().zip(&figures.recent) {
+                s.merge(slot);
+            }
+        }
+        sum
+    }
+
+    /// The series of `/metrics`: the counters of every bucket, and the
+    /// gauges handed in (`prefix`, live locks, waiters).
+    pub fn render(&self, out: &mut Exposition, gauges: &[(String, u64, u64)]) {
+        let figures = self.figures(|_| true, 0);
+        let counters: [Counter; KINDS] = [
+            (
+                "leasehold_prefix_lock_grants_total",
+                "Lock leases granted, by key prefix",
+                |c| c.grants,
+            ),
+            (
+                "leasehold_prefix_lock_releases_total",
+                "Lock leases released (by their holder, a force release or their session's close), by key prefix",
+                |c| c.releases,
+            ),
+            (
+                "leasehold_prefix_lock_expiries_total",
+                "Lock leases that expired (or whose session expired), by key prefix",
+                |c| c.expiries,
+            ),
+            (
+                "leasehold_prefix_lock_refusals_total",
+                "Acquires refused with 409, by key prefix",
+                |c| c.refusals,
+            ),
+        ];
+        for (name, help, value) in counters {
+            out.family(name, Kind::Counter, help);
+            for f in &figures {
+                out.sample(name, &[("prefix", &f.prefix)], value(&f.totals));
+            }
+        }
+        const LIVE: &str = "leasehold_prefix_live_locks";
+        out.family(LIVE, Kind::Gauge, "Live lock leases, by key prefix");
+        for (prefix, locks, _) in gauges {
+            out.sample(LIVE, &[("prefix", prefix)], locks);
+        }
+        const WAITERS: &str = "leasehold_prefix_waiters";
+        out.family(WAITERS, Kind::Gauge, "Acquires waiting, by key prefix");
+        for (prefix, _, waiters) in gauges {
+            out.sample(WAITERS, &[("prefix", prefix)], waiters);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "prefixes_tests.rs"]
+mod tests;

@@ -1,0 +1,104 @@
+use super::*;
+
+#[test]
+fn a_prefix_is_the_first_path_segment() {
+    assert_eq!(prefix_of("lb/3f2a"), "lb");
+    assert_eq!(prefix_of("scheduler"), "scheduler");
+    assert_eq!(prefix_of("a/b/c"), "a");
+}
+
+#[test]
+fn prefixes_past_the_limit_are_counted_as_other() {
+    let activity = PrefixActivity::new(2);
+    activity.note("a/1", Activity::Grant);
+    activity.note("b/1", Activity::Grant);
+    activity.note("c/1", Activity::Grant);
+    activity.note("d/1", Activity::Refusal);
+    activity.note("a/2", Activity::Release);
+    let figures = activity.figures(|_| true, 1);
+    let names: Vec<&str> = figures.iter().map(|f| f.prefix.as_str()).collect();
+    assert_eq!(names, ["a", "b", "other"]);
+    assert_eq!(
+        (figures[0].totals.grants, figures[0].totals.releases),
+        (1, 1)
+    );
+    assert_eq!(
+        (figures[2].totals.grants, figures[2].totals.refusals),
+        (1, 1)
+    );
+    assert_eq!(activity.bucket_of("zzz"), OTHER);
+    assert_eq!(activity.bucket_of("b"), "b");
+}
+
+#[test]
+fn a_selection_sees_only_its_buckets() {
+    let activity = PrefixActivity::new(8);
+    activity.note("a/1", Activity::Grant);
+    activity.note("b/1", Activity::Grant);
+    let only_a = activity.figures(|p| p == "a", 1);
+    assert_eq!(only_a.len(), 1);
+    assert_eq!(only_a[0].prefix, "a");
+}
+
+#[test]
+fn slots_count_what_happened_in_them_and_the_current_one_is_left_out() {
+    let bucket = Bucket::new();
+    bucket.note(7, Activity::Grant);
+    bucket.note(7, Activity::Grant);
+    bucket.note(8, Activity::Expiry);
+    bucket.note(8, Activity::Wait(Duration::from_millis(40)));
+    let window = bucket.window(9, 3);
+    assert_eq!(window.len(), 3);
+    assert_eq!(
+        window[0],
+        Counts {
+            waits: vec![0; BINS],
+            ..Counts::default()
+        }
+    );
+    assert_eq!(window[1].grants, 2);
+    assert_eq!(window[2].expiries, 1);
+    assert_eq!(window[2].waits.iter().sum::<u64>(), 1);
+    // An old slot overwritten by the same place a window later is reset.
+    bucket.note(7 + SLOTS as u64, Activity::Refusal);
+    let later = bucket.window(8 + SLOTS as u64, 2);
+    assert_eq!((later[1].grants, later[1].refusals), (0, 1));
+}
+
+#[test]
+fn wait_quantiles_interpolate_within_their_bin() {
+    let mut counts = Counts::default();
+    assert_eq!(counts.wait_quantile_ms(0.5), None);
+    counts.waits = vec![0; BINS];
+    // Four waits between 25 ms and 50 ms.
+    counts.waits[3] = 4;
+    let p50 = counts.wait_quantile_ms(0.5).unwrap();
+    assert!((p50 - 37.5).abs() < 1e-9, "{p50}");
+    let p99 = counts.wait_quantile_ms(0.99).unwrap();
+    assert!(p99 > 49.0 && p99 <= 50.0, "{p99}");
+}
+
+#[test]
+fn metrics_carry_the_prefix_label() {
+    let activity = PrefixActivity::new(4);
+    activity.note("lb/1", Activity::Grant);
+    let mut out = Exposition::default();
+    activity.render(&mut out, &[("lb".into(), 3, 1)]);
+    let text = out.finish();
+    assert!(
+        text.contains("leasehold_prefix_lock_grants_total{prefix=\"lb\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("leasehold_prefix_live_locks{prefix=\"lb\"} 3\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("leasehold_prefix_waiters{prefix=\"lb\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("leasehold_prefix_lock_grants_total{prefix=\"other\"} 0\n"),
+        "{text}"
+    );
+}
