@@ -26,6 +26,16 @@ pub enum Subject<'a> {
 }
 
 impl<'a> Subject<'a> {
+    /// The reservation `id` of `pool`.
+    pub fn reservation(pool: &'a str, id: &'a str) -> Self {
+        Subject::Reservation { pool, id: Some(id) }
+    }
+
+    /// The member `member` of `group`.
+    pub fn member(group: &'a str, member: &'a str) -> Self {
+        Subject::Member { group, member }
+    }
+
     /// The pool the request named, if any.
     pub fn pool(&self) -> &'a str {
         match *self {

@@ -229,15 +229,12 @@ pub async fn join_group(
         tenure,
         owner: caller.owner(),
     };
-    let outcome = state.leases.groups().join(join).await.map_err(|e| {
-        state.problem(
-            Subject::Member {
-                group: &group,
-                member: &member,
-            },
-            e,
-        )
-    })?;
+    let outcome = state
+        .leases
+        .groups()
+        .join(join)
+        .await
+        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
     let now = state.leases.moment();
     let (created, body) = match outcome {
         JoinOutcome::Joined(m, token) => (
@@ -297,15 +294,7 @@ pub async fn renew_member(
             capabilities,
         )
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Member {
-                    group: &group,
-                    member: &member,
-                },
-                e,
-            )
-        })?;
+        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
     Ok(Json(MemberBody::new(renewed, state.leases.moment())))
 }
 
@@ -346,15 +335,7 @@ pub async fn leave_group(
         .groups()
         .leave(&group, &member, Some(proof))
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Member {
-                    group: &group,
-                    member: &member,
-                },
-                e,
-            )
-        })?;
+        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -383,15 +364,7 @@ pub async fn get_member(
         .groups()
         .member(&group, &member)
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Member {
-                    group: &group,
-                    member: &member,
-                },
-                e,
-            )
-        })?;
+        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
     Ok(Json(MemberBody::new(found, state.leases.moment())))
 }
 
@@ -457,15 +430,7 @@ pub async fn remove_member(
         .groups()
         .leave(&group, &member, None)
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Member {
-                    group: &group,
-                    member: &member,
-                },
-                e,
-            )
-        })?;
+        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "remove_member",

@@ -277,15 +277,7 @@ pub async fn get_reservation(
         .subnets()
         .get(&pool, &issued)
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Reservation {
-                    pool: &pool,
-                    id: Some(&id),
-                },
-                e,
-            )
-        })?;
+        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -316,15 +308,7 @@ pub async fn renew_reservation(
         .subnets()
         .renew(&pool, &issued, &LeaseToken::new(body.token), ttl, metadata)
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Reservation {
-                    pool: &pool,
-                    id: Some(&id),
-                },
-                e,
-            )
-        })?;
+        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -352,15 +336,7 @@ pub async fn confirm_reservation(
         .subnets()
         .confirm(&pool, &issued, &LeaseToken::new(body.token))
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Reservation {
-                    pool: &pool,
-                    id: Some(&id),
-                },
-                e,
-            )
-        })?;
+        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -388,15 +364,7 @@ pub async fn release_reservation(
         .subnets()
         .release(&pool, &issued, &LeaseToken::new(body.token))
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Reservation {
-                    pool: &pool,
-                    id: Some(&id),
-                },
-                e,
-            )
-        })?;
+        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -422,15 +390,7 @@ pub async fn force_release_reservation(
         .subnets()
         .force_release(&pool, &issued)
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Reservation {
-                    pool: &pool,
-                    id: Some(&id),
-                },
-                e,
-            )
-        })?;
+        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "force_release_reservation",
