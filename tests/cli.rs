@@ -370,6 +370,43 @@ async fn lock_show_and_list_say_when_the_lease_expires() {
 }
 
 #[tokio::test]
+async fn lock_show_prints_the_queue_in_order() {
+    let server = spawn_app().await;
+    let held = server
+        .run(&["lock", "acquire", "lb/q", "--ttl", "1m"])
+        .await;
+    assert_eq!(held.status.code(), Some(0));
+    let show = text(&server.run(&["lock", "show", "lb/q"]).await.stdout);
+    assert!(show.contains("nobody waits"), "{show}");
+    let mut waiting = vec![];
+    for holder in ["first-waiter", "second-waiter"] {
+        let mut waiter = server.leasehold(&[
+            "lock", "acquire", "lb/q", "--ttl", "1m", "--wait", "1m", "--holder", holder,
+        ]);
+        waiting.push(waiter.spawn().unwrap());
+        // Each joins the queue before the next one starts.
+        let mut show = String::new();
+        for _ in 0..250 {
+            show = text(&server.run(&["lock", "show", "lb/q"]).await.stdout);
+            if show.contains(holder) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(show.contains(holder), "{show}");
+    }
+    let show = text(&server.run(&["lock", "show", "lb/q"]).await.stdout);
+    assert!(show.contains("2 waiting"), "{show}");
+    let first = show.find("first-waiter").unwrap();
+    assert!(first < show.find("second-waiter").unwrap(), "{show}");
+    let json = text(&server.run(&["lock", "show", "lb/q", "--json"]).await.stdout);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["waiters"][0]["holder"], "first-waiter", "{json}");
+    assert_eq!(json["waiters"][1]["position"], 2, "{json}");
+    assert!(json["fencing_token"].is_i64(), "{json}");
+}
+
+#[tokio::test]
 async fn a_reservation_printed_as_json_is_confirmed_by_a_script() {
     let server = spawn_app().await;
     let pool = server.run(&["pool", "put", "docker", "10.0.0.0/16"]).await;

@@ -10,7 +10,9 @@ use super::run::RunArgs;
 use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
 use serde_json::{Map, Value};
 
-use crate::client::{AcquireBody, FencingJson, LockJson, LockMode, SessionRef, Tenure, millis};
+use crate::client::{
+    AcquireBody, FencingJson, LockJson, LockMode, SessionRef, Tenure, WaiterJson, millis,
+};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
@@ -71,7 +73,7 @@ pub enum LockAction {
         /// The fencing token a write carries (`lock acquire` printed it).
         fencing_token: u64,
     },
-    /// Show who holds a key.
+    /// Show who holds a key and who waits for it.
     #[command(after_help = examples::LOCK_SHOW)]
     Show { key: String },
     /// List live leases.
@@ -204,8 +206,9 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
             }
         }
         LockAction::Show { key } => {
-            let lease = client.get_lock(&key).await?;
-            args.print(&lease, show);
+            let lock = client.get_lock(&key).await?;
+            let waiters = client.lock_waiters(&key).await?.items;
+            args.print(&Shown { lock, waiters }, show);
         }
         LockAction::List {
             prefix,
@@ -234,7 +237,16 @@ fn row(l: &LockJson) -> Vec<String> {
     ]
 }
 
-fn show(l: &LockJson) -> String {
+/// A key as `lock show` prints it: its lease and its queue.
+#[derive(serde::Serialize)]
+struct Shown {
+    #[serde(flatten)]
+    lock: LockJson,
+    waiters: Vec<WaiterJson>,
+}
+
+fn show(shown: &Shown) -> String {
+    let l = &shown.lock;
     let mut text = format!(
         "{} is held by {} (fencing token {}), {}, acquired at {}\n",
         l.key,
@@ -256,7 +268,34 @@ fn show(l: &LockJson) -> String {
             .collect();
         text.push_str(&table(&["holder", "fencing", "expires"], &rows));
     }
-    text
+    text + &queue(&shown.waiters)
+}
+
+/// The queue under the holders: who waits, in the order they will be
+/// granted.
+fn queue(waiters: &[WaiterJson]) -> String {
+    if waiters.is_empty() {
+        return "nobody waits\n".into();
+    }
+    let rows: Vec<Vec<String>> = waiters
+        .iter()
+        .map(|w| {
+            vec![
+                w.position.to_string(),
+                w.holder.clone(),
+                w.mode.clone(),
+                format!("for {}", human_ms(w.waited_ms)),
+                format!("gives up in {}", human_ms(w.wait_left_ms)),
+                w.replica.clone(),
+            ]
+        })
+        .collect();
+    let header = format!("{} waiting:\n", waiters.len());
+    header
+        + &table(
+            &["#", "holder", "mode", "waiting", "until", "replica"],
+            &rows,
+        )
 }
 
 fn check(c: &FencingJson) -> String {

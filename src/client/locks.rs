@@ -6,8 +6,8 @@ use reqwest::Method;
 use serde_json::json;
 
 use super::{
-    AcquireBody, Client, ClientError, FencingJson, LockJson, LockSetBody, PageJson, page_query,
-    renew_body,
+    AcquireBody, Client, ClientError, FencingJson, LockJson, LockSetBody, PageJson, WaitersJson,
+    page_query, renew_body,
 };
 
 impl Client {
@@ -59,6 +59,12 @@ impl Client {
 
     pub async fn get_lock(&self, key: &str) -> Result<LockJson, ClientError> {
         self.get(&Self::lock_path(key), &[]).await
+    }
+
+    /// Who waits for `key`, head first, on every server sharing the store.
+    pub async fn lock_waiters(&self, key: &str) -> Result<WaitersJson, ClientError> {
+        let path = format!("{}/waiters", Self::lock_path(key));
+        self.get(&path, &[]).await
     }
 
     /// Whether `fencing_token` is current for `key`: carried by a live lease on it.

@@ -26,7 +26,7 @@ pub use events::{EventJson, EventPageJson, EventQuery};
 pub use sessions::{OpenSessionBody, SessionJson};
 pub use types::{
     AcquireBody, FencingJson, HolderJson, LockJson, LockSetBody, PageJson, PoolJson, PoolUsageJson,
-    ReservationJson, ReserveBody, SessionRef, Tenure,
+    ReservationJson, ReserveBody, SessionRef, Tenure, WaiterJson, WaitersJson,
 };
 
 /// Where client commands look for the server when no `--server` is given.

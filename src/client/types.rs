@@ -110,6 +110,31 @@ pub struct HolderJson {
     pub expires_in_ms: u64,
 }
 
+/// An acquire waiting for a key, as its queue lists it. Read from the
+/// server's `WaiterBody`, unknown fields kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WaiterJson {
+    pub position: u32,
+    pub holder: String,
+    pub mode: String,
+    pub max_holders: Option<u32>,
+    pub keys: u32,
+    pub waiting_since: String,
+    pub waited_ms: u64,
+    pub waiting_until: String,
+    pub wait_left_ms: u64,
+    pub replica: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A key's queue, head first (`WaitersBody`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WaitersJson {
+    pub key: String,
+    pub items: Vec<WaiterJson>,
+}
+
 /// A lease on a lock key; `token` only in the answer to the grant. Read from
 /// the server's `LockLeaseBody` and `LockGrantBody`, unknown fields kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -3,11 +3,14 @@
 //! PostgreSQL they are every replica's), refusals and waits of this
 //! server's acquires.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::domain::events::{Event, EventType, Reason};
 use crate::telemetry::PrefixActivity;
-use crate::telemetry::prefixes::Activity;
+use crate::telemetry::prefixes::{Activity, prefix_of};
+
+use super::Leases;
 
 /// Counts a lock event of the change log.
 pub fn note_event(prefixes: &PrefixActivity, event: &Event) {
@@ -33,4 +36,20 @@ pub fn note_refusal(prefixes: &PrefixActivity, key: &str) {
 /// Counts how long an acquire that asked to wait for `key` waited.
 pub fn note_wait(prefixes: &PrefixActivity, key: &str, waited: Duration) {
     prefixes.note(key, Activity::Wait(waited));
+}
+
+/// This server's waiters by prefix bucket, every bucket named (0 where
+/// nobody waits), in bucket order.
+pub fn waiters_by_prefix(leases: &Leases) -> Vec<(String, u64)> {
+    let mut counts: BTreeMap<String, u64> = leases
+        .prefixes
+        .figures(|_| true, 0)
+        .into_iter()
+        .map(|f| (f.prefix, 0))
+        .collect();
+    for waiting in leases.waiters.keys(|_| true) {
+        let bucket = leases.prefixes.bucket_of(prefix_of(&waiting.key));
+        *counts.entry(bucket).or_default() += waiting.waiters;
+    }
+    counts.into_iter().collect()
 }

@@ -107,6 +107,10 @@ pub struct Snapshot<'a> {
     pub wall_offset_ms: i64,
     /// The process's memory, CPU and files, where the system reports them.
     pub process: Option<ProcessStats>,
+    /// Lock activity by key prefix, and this server's waiters by the same
+    /// buckets.
+    pub prefixes: &'a PrefixActivity,
+    pub prefix_waiters: Vec<(String, u64)>,
 }
 
 impl Metrics {
@@ -134,6 +138,7 @@ impl Metrics {
             now.waiter_keys,
         );
         self.acquire_waits.render(&mut out);
+        now.prefixes.render(&mut out, &now.prefix_waiters);
         const SHED: &str = "leasehold_requests_shed_total";
         out.family(
             SHED,

@@ -4,8 +4,8 @@
 //! key is counted in `other`. Each bucket counts grants, releases, expiries
 //! and refusals since the start, the waits of acquires that waited, and the
 //! same in five-second slots over the last five minutes, for rates and
-//! charts. The live gauges (locks and waiters by prefix) are read by the
-//! caller and handed to `render`, as `/metrics` does for every gauge.
+//! charts. The waiters by prefix are counted by the caller and handed to
+//! `render`, as `/metrics` does for every gauge.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -288,13 +288,13 @@ impl PrefixActivity {
     }
 
     /// The series of `/metrics`: the counters of every bucket, and the
-    /// gauges handed in (`prefix`, live locks, waiters).
-    pub fn render(&self, out: &mut Exposition, gauges: &[(String, u64, u64)]) {
+    /// waiters by bucket handed in.
+    pub fn render(&self, out: &mut Exposition, waiters: &[(String, u64)]) {
         let figures = self.figures(|_| true, 0);
         let counters: [Counter; KINDS] = [
             (
                 "leasehold_prefix_lock_grants_total",
-                "Lock leases granted, by key prefix",
+                "Lock leases granted, by key prefix (the first path segment; past the cap, other)",
                 |c| c.grants,
             ),
             (
@@ -319,15 +319,14 @@ impl PrefixActivity {
                 out.sample(name, &[("prefix", &f.prefix)], value(&f.totals));
             }
         }
-        const LIVE: &str = "leasehold_prefix_live_locks";
-        out.family(LIVE, Kind::Gauge, "Live lock leases, by key prefix");
-        for (prefix, locks, _) in gauges {
-            out.sample(LIVE, &[("prefix", prefix)], locks);
-        }
         const WAITERS: &str = "leasehold_prefix_waiters";
-        out.family(WAITERS, Kind::Gauge, "Acquires waiting, by key prefix");
-        for (prefix, _, waiters) in gauges {
-            out.sample(WAITERS, &[("prefix", prefix)], waiters);
+        out.family(
+            WAITERS,
+            Kind::Gauge,
+            "Acquires waiting on this server, by key prefix",
+        );
+        for (prefix, n) in waiters {
+            out.sample(WAITERS, &[("prefix", prefix)], n);
         }
     }
 }

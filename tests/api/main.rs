@@ -26,6 +26,8 @@ mod lock_sets;
 mod locks;
 mod metrics;
 mod postgres;
+mod prefixes;
+mod queues;
 mod quota;
 mod quota_precedence;
 mod raw;
@@ -67,6 +69,8 @@ fn main() {
         lock_sets::tests(),
         locks::tests(),
         metrics::tests(),
+        prefixes::tests(),
+        queues::tests(),
         quota::tests(),
         quota_precedence::tests(),
         request_ids::tests(),

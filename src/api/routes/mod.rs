@@ -23,12 +23,14 @@ pub mod pools;
 pub mod reservations;
 pub mod session_bodies;
 pub mod sessions;
+pub mod waiters;
 
 /// Every route, under the document's `header`.
 pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(header)
         .merge(locks::router())
         .merge(fencing::router())
+        .merge(waiters::router())
         .merge(lock_sets::router())
         .merge(pools::router())
         .merge(reservations::router())

@@ -144,6 +144,8 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
         store: leases.store.stats(),
         wall_offset_ms: leases.clock.wall_offset(),
         process: ProcessStats::read(),
+        prefixes: &leases.prefixes,
+        prefix_waiters: crate::leases::activity::waiters_by_prefix(leases),
     }
 }
 

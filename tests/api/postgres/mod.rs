@@ -9,6 +9,7 @@ mod failover;
 mod grants;
 mod postgres_store;
 mod proxy;
+mod replica_queues;
 mod replicas;
 mod session_replicas;
 mod silent_network;
@@ -19,6 +20,7 @@ pub fn tests() -> Vec<crate::harness::Test> {
         event_order::tests(),
         failover::tests(),
         postgres_store::tests(),
+        replica_queues::tests(),
         replicas::tests(),
         session_replicas::tests(),
         silent_network::tests(),

@@ -1,0 +1,112 @@
+//! Who waits for a key: its queue in order, across every server on the
+//! store (`GET /v1/locks/{key}/waiters`), as the console's key page and
+//! `leasehold lock show` list it.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::extract::AppPath;
+use super::lease_requests::Mode;
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::problems::{Problem, Subject};
+use crate::auth::Need;
+use crate::domain::names::LockKey;
+use crate::domain::time::Now;
+use crate::domain::waiting::Queued;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(lock_waiters))
+}
+
+/// An acquire waiting for a key, as its queue lists it (never a token).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "position": 1, "holder": "node-8/pid-77", "mode": "exclusive", "max_holders": null,
+    "keys": 1, "waiting_since": "2026-11-29T22:13:20.123Z", "waited_ms": 1520,
+    "waiting_until": "2026-11-29T22:13:50.123Z", "wait_left_ms": 28480,
+    "replica": "node-3:8474"
+}))]
+pub struct WaiterBody {
+    /// 1 for the head of the queue, the next to be granted.
+    pub position: u32,
+    pub holder: String,
+    pub mode: Mode,
+    /// The semaphore size it asks for; null for a plain lock.
+    #[schema(required = true)]
+    pub max_holders: Option<u32>,
+    /// How many keys it waits for together: 1, or the size of its lock set.
+    pub keys: u32,
+    /// When it began to wait.
+    pub waiting_since: String,
+    pub waited_ms: i64,
+    /// When its wait ends, granted or not (`wait_ms` after it began).
+    pub waiting_until: String,
+    pub wait_left_ms: i64,
+    /// The name of the server that serves it (`serve --name`).
+    pub replica: String,
+}
+
+/// A key's queue, head first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WaitersBody {
+    pub key: String,
+    pub items: Vec<WaiterBody>,
+}
+
+impl WaiterBody {
+    fn new(position: usize, queued: Queued, now: &Now) -> Self {
+        let w = queued.waiting;
+        Self {
+            position: u32::try_from(position + 1).unwrap_or(u32::MAX),
+            holder: w.holder,
+            mode: w.mode.into(),
+            max_holders: w.max_holders.map(|m| m.get()),
+            keys: w.keys,
+            waiting_since: now.show(w.since),
+            waited_ms: (now.at - w.since).max(0),
+            waiting_until: now.show(w.until),
+            wait_left_ms: (w.until - now.at).max(0),
+            replica: queued.replica,
+        }
+    }
+}
+
+/// A key's waiters in queue order: the acquires waiting for it (`wait_ms`)
+/// on every server sharing the store, the next to be granted first. A key
+/// nobody waits for answers an empty list, held or not.
+#[utoipa::path(
+    get, path = "/v1/locks/{key}/waiters", operation_id = "getLockWaiters", tag = "locks",
+    params(("key" = String, Path, description = "The lock key")),
+    responses(
+        (status = 200, description = "The key's queue, head first", body = WaitersBody),
+    )
+)]
+pub async fn lock_waiters(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppPath(key): AppPath<String>,
+) -> Result<Json<WaitersBody>, Problem> {
+    caller.lock(&key, Need::Read)?;
+    let key = LockKey::parse(key)?;
+    let queue = state
+        .leases
+        .waiting()
+        .queue(&key)
+        .await
+        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+    let now = state.leases.moment();
+    let items = queue
+        .into_iter()
+        .enumerate()
+        .map(|(i, q)| WaiterBody::new(i, q, &now))
+        .collect();
+    Ok(Json(WaitersBody {
+        key: key.to_string(),
+        items,
+    }))
+}
