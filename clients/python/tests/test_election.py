@@ -148,3 +148,42 @@ def test_run_calls_the_function_while_leading_and_resigns_after(
         waiting = Election(client, key, ttl=2)
         threading.Timer(0.3, waiting.cancel).start()
         assert waiting.run(lead, 1) is None
+
+
+def contenders_become(election: Election, expected: list[str]) -> list[str]:
+    """Polls the election's contenders until they are ``expected``."""
+    seen: list[str] = []
+    for _ in range(250):
+        seen = election.contenders()
+        if seen == expected:
+            return seen
+        time.sleep(0.02)
+    raise AssertionError(f"contenders are {seen}, never {expected}")
+
+
+def test_contenders_are_the_leader_then_the_campaigners_in_the_order_they_will_lead(
+    server: Server, client: Client, key: str
+) -> None:
+    a, b, c = (Election(server.client(), key, identifier=f"node-{n}", ttl=10) for n in "abc")
+    assert a.contenders() == []
+    assert a.campaign()
+    assert a.contenders() == ["node-a"]
+    won: dict[str, float] = {}
+    tb = campaign_in_thread(b, won, "b")
+    contenders_become(a, ["node-a", "node-b"])
+    tc = campaign_in_thread(c, won, "c")
+    contenders_become(a, ["node-a", "node-b", "node-c"])
+    waiting = a.waiting()
+    assert [(w.position, w.holder, w.mode, w.keys) for w in waiting] == [
+        (1, "node-b", "exclusive", 1), (2, "node-c", "exclusive", 1)
+    ]
+    assert all(w.replica and w.wait_left_ms >= 0 for w in waiting)
+    assert a.resign()
+    tb.join(10)
+    assert "b" in won
+    contenders_become(c, ["node-b", "node-c"])
+    c.cancel()
+    tc.join(10)
+    contenders_become(b, ["node-b"])
+    assert b.resign()
+    assert client.waiters(key) == []

@@ -65,6 +65,7 @@ from .models import (
     Pool,
     Reservation,
     SessionInfo,
+    Waiter,
 )
 from .session import LOST_RELEASE_BOUND, Session
 from .watch import Watch, list_then_watch
@@ -74,7 +75,7 @@ __all__ = [
     "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND", "local_networks",
     "JSON", "JSONObject",
     "Event", "Group", "LockHolder", "LockLease", "Member", "Page", "Pool",
-    "Reservation", "SessionInfo",
+    "Reservation", "SessionInfo", "Waiter",
     "PROBLEM_TYPES", "LeaseholdError", "ConnectionFailed", "Cancelled", "Lost", "Problem",
     "InvalidRequest", "Unauthorized", "Forbidden", "NotFound", "LockNotFound",
     "PoolNotFound", "ReservationNotFound", "SessionNotFound", "GroupNotFound",

@@ -10,10 +10,10 @@ from __future__ import annotations
 import uuid
 from typing import Callable, Iterator, TypeVar
 
-from ._json import JSONObject, opt_int
+from ._json import JSONObject, objects, opt_int
 from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as _page
 from .groups import GroupsMixin
-from .models import Event, LockLease, Page, SessionInfo
+from .models import Event, LockLease, Page, SessionInfo, Waiter
 from .session import Session, session_ref
 from .subnets import SubnetsMixin
 
@@ -142,6 +142,12 @@ class Client(GroupsMixin, SubnetsMixin):
         return LockLease.from_json(
             self.transport.request("GET", f"/v1/locks/{quote(key)}").doc
         )
+
+    def waiters(self, key: str) -> list[Waiter]:
+        """Who waits for ``key``, head first, on every server sharing the
+        store; an empty list when nobody waits, held or not."""
+        doc = self.transport.request("GET", f"/v1/locks/{quote(key)}/waiters").doc
+        return [Waiter.from_json(w) for w in objects(doc, "items")]
 
     def force_release(self, key: str) -> None:
         """Release every lease on ``key`` (admin)."""

@@ -20,7 +20,7 @@ from ._json import JSONObject
 from .errors import LockNotFound
 from .lock import Lock
 from .loss import LossReason, OnLost
-from .models import LockLease
+from .models import LockLease, Waiter
 from .watch import Watch
 
 if TYPE_CHECKING:
@@ -138,6 +138,18 @@ class Election:
             return self.client.get_lock(self.name)
         except LockNotFound:
             return None
+
+    def contenders(self) -> list[str]:
+        """Who contends for leadership, as kazoo's ``Election.contenders``:
+        the leader first (if any), then the campaigners waiting, in the
+        order they will lead."""
+        leader = self.leader()
+        waiting = [w.holder for w in self.client.waiters(self.name)]
+        return ([leader.holder] if leader else []) + waiting
+
+    def waiting(self) -> list[Waiter]:
+        """The campaigners waiting to lead, head first."""
+        return self.client.waiters(self.name)
 
     def observe(self, mode: str = "sse") -> "Observer":
         """The leader now, then at every change (``None`` while nobody

@@ -53,6 +53,42 @@ class LockHolder:
 
 
 @dataclass(frozen=True)
+class Waiter:
+    """An acquire waiting for a key, as the key's queue lists it: ``position``
+    1 is the next to be granted; ``keys`` is 1, or the size of the lock set
+    it waits for; ``waiting_until`` is when its wait ends, granted or not;
+    ``replica`` names the server that serves it."""
+
+    position: int
+    holder: str
+    mode: str
+    max_holders: int | None
+    keys: int
+    waiting_since: str
+    waited_ms: int
+    waiting_until: str
+    wait_left_ms: int
+    replica: str
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "Waiter":
+        return cls(
+            position=integer(doc, "position"),
+            holder=text(doc, "holder"),
+            mode=text(doc, "mode"),
+            max_holders=opt_int(doc, "max_holders"),
+            keys=integer(doc, "keys"),
+            waiting_since=text(doc, "waiting_since"),
+            waited_ms=integer(doc, "waited_ms"),
+            waiting_until=text(doc, "waiting_until"),
+            wait_left_ms=integer(doc, "wait_left_ms"),
+            replica=text(doc, "replica"),
+            raw=doc,
+        )
+
+
+@dataclass(frozen=True)
 class LockLease:
     """A lease on a lock key. ``token`` is set only in the answer to a grant,
     ``waited_ms`` is how long a grant waited on the server, and ``sent`` is
