@@ -13,6 +13,7 @@ pub mod lease;
 pub mod lock;
 pub mod names;
 pub mod paths;
+pub mod pool_map;
 pub mod refusal;
 pub mod selection;
 pub mod session;

@@ -11,6 +11,7 @@ use crate::domain::commands::{
 use crate::domain::inputs::{Labels, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{LeaseToken, PoolName, Ttl};
 use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
+use crate::store;
 use crate::telemetry::Metrics;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +87,12 @@ impl SubnetService<'_> {
 
     pub async fn pool(&self, name: &PoolName) -> Result<PoolUsage, LeaseError> {
         Ok(self.leases.store.get_pool_usage(name, self.now()).await?)
+    }
+
+    /// The pool and what its live reservations occupy, in address order,
+    /// for its map.
+    pub async fn occupancy(&self, name: &PoolName) -> Result<store::Occupancy, LeaseError> {
+        Ok(self.leases.store.pool_occupancy(name, self.now()).await?)
     }
 
     /// One page of the pools `visible` accepts, in name order, after the

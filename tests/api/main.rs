@@ -25,6 +25,7 @@ mod lock_rules;
 mod lock_sets;
 mod locks;
 mod metrics;
+mod pool_maps;
 mod postgres;
 mod prefixes;
 mod queues;
@@ -69,6 +70,7 @@ fn main() {
         lock_sets::tests(),
         locks::tests(),
         metrics::tests(),
+        pool_maps::tests(),
         prefixes::tests(),
         queues::tests(),
         quota::tests(),

@@ -19,6 +19,7 @@ pub mod lease_requests;
 pub mod lock_sets;
 pub mod locks;
 pub mod ops;
+pub mod pool_maps;
 pub mod pools;
 pub mod reservations;
 pub mod session_bodies;
@@ -33,6 +34,7 @@ pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .merge(waiters::router())
         .merge(lock_sets::router())
         .merge(pools::router())
+        .merge(pool_maps::router())
         .merge(reservations::router())
         .merge(sessions::router())
         .merge(groups::router())

@@ -1,0 +1,45 @@
+//! What a pool's map is drawn from: the pool and the subnets of its live
+//! reservations with their states, in address order, read in one snapshot
+//! (`domain::pool_map` cuts them into blocks).
+
+use super::StoreResult;
+use super::hub::Store;
+use super::pools;
+use super::reservation_updates::live;
+use super::rows::{self, RESERVATION_COLUMNS};
+use super::sql::{Sql, args};
+use crate::domain::Millis;
+use crate::domain::cidr::Block;
+use crate::domain::names::PoolName;
+use crate::domain::subnet::{Pool, ReservationState};
+
+/// A pool and what its live reservations occupy.
+pub type Occupancy = (Pool, Vec<(Block, ReservationState)>);
+
+impl Store {
+    /// `name` and its live reservations' subnets and states, in address
+    /// order; `Missing::Pool` when there is no such pool.
+    pub async fn pool_occupancy(&self, name: &PoolName, now: Millis) -> StoreResult<Occupancy> {
+        self.read(name.clone(), move |c, name| {
+            Box::pin(async move { occupancy(c, &name, now).await })
+        })
+        .await
+    }
+}
+
+async fn occupancy(conn: &mut dyn Sql, name: &str, now: Millis) -> StoreResult<Occupancy> {
+    let pool = pools::load(conn, name).await?;
+    // `first_addr > ''`: every row, in the statement shape of a listing.
+    let sql = format!(
+        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
+         WHERE pool = $1 AND first_addr > $2 AND {} ORDER BY first_addr",
+        live()
+    );
+    let from: &[u8] = &[];
+    let rows = conn.rows(sql, args![&pool.name, from, now]).await?;
+    let used = rows
+        .iter()
+        .map(|r| rows::reservation(pool.cidr.family(), r).map(|r| (r.subnet, r.state())))
+        .collect::<StoreResult<Vec<_>>>()?;
+    Ok((pool, used))
+}
