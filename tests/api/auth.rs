@@ -112,8 +112,8 @@ async fn a_request_without_a_token_is_401_with_a_bearer_challenge() {
         assert_eq!(challenge, r#"Bearer realm="leasehold""#);
         problem(response, StatusCode::UNAUTHORIZED, "unauthorized").await;
     }
-    // Health, readiness, metrics, the spec and the docs page with its files
-    // stay open.
+    // Health, readiness, metrics, the spec, the docs page and the console
+    // with their files stay open.
     for path in [
         "/healthz",
         "/readyz",
@@ -123,6 +123,9 @@ async fn a_request_without_a_token_is_401_with_a_bearer_challenge() {
         "/docs",
         "/docs/swagger-ui-bundle.js",
         "/docs/swagger-ui.css",
+        "/console",
+        "/console/console.js",
+        "/console/console.css",
     ] {
         assert_eq!(app.get(path).await.status(), StatusCode::OK, "{path}");
     }

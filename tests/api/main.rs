@@ -7,6 +7,7 @@ mod auth;
 mod backend;
 mod bodies;
 mod clock_steps;
+mod console;
 mod cors;
 mod event_filters;
 mod event_reads;
@@ -54,6 +55,7 @@ fn main() {
         auth::tests(),
         bodies::tests(),
         clock_steps::tests(),
+        console::tests(),
         cors::tests(),
         event_filters::tests(),
         event_reads::tests(),

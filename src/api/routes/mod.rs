@@ -8,6 +8,7 @@ use utoipa_axum::router::OpenApiRouter;
 use super::AppState;
 
 mod commands;
+pub mod console;
 pub mod created;
 pub mod docs;
 pub mod events;
@@ -41,4 +42,5 @@ pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .merge(events::router())
         .merge(ops::router())
         .merge(docs::router())
+        .merge(console::router())
 }

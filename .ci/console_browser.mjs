@@ -1,0 +1,103 @@
+// The console in headless Chromium, as an operator uses it: the page loads
+// from the server alone (any request elsewhere fails the check) without a
+// script error; a grant made elsewhere appears on the open locks page
+// without reloading; on a key's page a waiter appears in the queue and
+// leaves it when it is granted, and the holders follow; every page is
+// reached with the keyboard alone.
+//
+// usage: node console_browser.mjs BASE_URL [API_TOKEN]
+// Needs playwright-core (from npm) and Debian's chromium.
+import { chromium } from "playwright-core";
+
+const [base, token] = process.argv.slice(2);
+const origin = new URL(base).origin;
+const key = `console/${process.pid}`;
+
+function check(condition, what) {
+  if (!condition) throw new Error(`console: ${what}`);
+  console.log(`ok: ${what}`);
+}
+
+async function call(method, path, body) {
+  const headers = { "content-type": "application/json" };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const response = await fetch(base + path, { method, headers, body: body && JSON.stringify(body) });
+  return { status: response.status, body: response.status === 204 ? null : await response.json() };
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu"],
+});
+try {
+  const page = await browser.newPage();
+  const elsewhere = [];
+  await page.route("**/*", (route) => {
+    const url = route.request().url();
+    if (new URL(url).origin === origin) return route.continue();
+    elsewhere.push(url);
+    return route.abort();
+  });
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
+
+  await page.goto(`${base}/console`);
+  if (token) {
+    await page.getByRole("alert").filter({ hasText: "sign in" }).waitFor();
+    check(true, "without a token the page asks for one");
+    errors.length = 0; // the server's 401s before signing in are its answer
+    await page.getByLabel("API token").fill(token);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForSelector("#live-locks");
+    // The token is kept for this tab: a reload stays signed in.
+    await page.reload();
+  }
+  await page.waitForSelector("#live-locks");
+  await page.getByRole("status").filter({ hasText: "live" }).waitFor();
+  check(true, "the overview shows its figures and the event stream is live");
+
+  // Keyboard only: from the top of the page to the locks page.
+  await page.keyboard.press("Tab"); // the leasehold link
+  await page.keyboard.press("Tab"); // Overview
+  await page.keyboard.press("Tab"); // Locks
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("h2:text('Locks')");
+  check(page.url().endsWith("#/locks"), "the locks page is reached with the keyboard");
+
+  const held = await call("POST", `/v1/locks/${encodeURIComponent(key)}/acquire`,
+    { holder: "first-holder", ttl_ms: 60000 });
+  check(held.status === 201, "a lock is acquired through the API");
+  const granted = Date.now();
+  await page.getByRole("link", { name: key }).waitFor();
+  console.log(`figure: the grant appeared on the open locks page ${Date.now() - granted} ms after its answer`);
+  check(true, "the grant appears on the open page without a reload");
+
+  await page.getByRole("link", { name: key }).click();
+  await page.waitForSelector("h2:has-text('Lock')");
+  await page.getByRole("cell", { name: "first-holder" }).waitFor();
+  check(true, "the key's page names its holder");
+
+  const waiting = call("POST", `/v1/locks/${encodeURIComponent(key)}/acquire`,
+    { holder: "patient-waiter", ttl_ms: 60000, wait_ms: 4500 });
+  await page.getByRole("cell", { name: "patient-waiter" }).waitFor();
+  check(true, "a waiter appears in the key's queue");
+
+  const released = await call("POST", `/v1/locks/${encodeURIComponent(key)}/release`,
+    { token: held.body.token });
+  check(released.status === 204, "the holder releases");
+  const answer = await waiting;
+  check(answer.status === 201 && answer.body.holder === "patient-waiter", "the waiter is granted");
+  await page.getByText("Nobody waits for this key.").waitFor();
+  await page.getByRole("cell", { name: "first-holder" }).waitFor({ state: "detached" });
+  check(await page.getByRole("cell", { name: "patient-waiter" }).count() === 1,
+    "the waiter left the queue and holds the key");
+  await call("POST", `/v1/locks/${encodeURIComponent(key)}/release`, { token: answer.body.token });
+
+  check(elsewhere.length === 0, `no request to another origin (${elsewhere.join(", ")})`);
+  check(errors.length === 0, `no script error (${errors.join("; ")})`);
+} finally {
+  await browser.close();
+}
