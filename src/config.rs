@@ -259,7 +259,7 @@ pub struct ServeConfig {
     #[arg(long, env = "LEASEHOLD_NAME", value_parser = parse_name)]
     pub name: Option<String>,
     /// Distinct key prefixes (a key's first path segment) counted by name in
-    /// `/metrics`; keys of any other prefix are
+    /// `/metrics` and `GET /v1/prefixes`; keys of any other prefix are
     /// counted together as `other`.
     #[arg(long, env = "LEASEHOLD_PREFIX_STATS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub prefix_stats: u32,

@@ -1,5 +1,5 @@
 //! Lock activity by key prefix, with bounded cardinality: a key's prefix is
-//! its first path segment (`lb` for `lb/3f2a`, the whole key when it has no
+//! its first path segment with its slash (`lb/` for `lb/3f2a`, the whole key when it has no
 //! `/`); the first `limit` prefixes seen have a bucket each, and every other
 //! key is counted in `other`. Each bucket counts grants, releases, expiries
 //! and refusals since the start, the waits of acquires that waited, and the
@@ -40,9 +40,14 @@ pub enum Activity {
     Wait(Duration),
 }
 
-/// A key's prefix: its first path segment.
+/// A key's prefix: its first path segment with its `/` (`lb/` for
+/// `lb/3f2a`), or the whole key when it has none; a prefix with its `/` is
+/// exactly the keys a token scoped to it may read.
 pub fn prefix_of(key: &str) -> &str {
-    key.split('/').next().unwrap_or(key)
+    match key.find('/') {
+        Some(i) => &key[..=i],
+        None => key,
+    }
 }
 
 /// What one slot (or a sum of slots) counted.

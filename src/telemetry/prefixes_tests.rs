@@ -2,9 +2,9 @@ use super::*;
 
 #[test]
 fn a_prefix_is_the_first_path_segment() {
-    assert_eq!(prefix_of("lb/3f2a"), "lb");
+    assert_eq!(prefix_of("lb/3f2a"), "lb/");
     assert_eq!(prefix_of("scheduler"), "scheduler");
-    assert_eq!(prefix_of("a/b/c"), "a");
+    assert_eq!(prefix_of("a/b/c"), "a/");
 }
 
 #[test]
@@ -17,7 +17,7 @@ fn prefixes_past_the_limit_are_counted_as_other() {
     activity.note("a/2", Activity::Release);
     let figures = activity.figures(|_| true, 1);
     let names: Vec<&str> = figures.iter().map(|f| f.prefix.as_str()).collect();
-    assert_eq!(names, ["a", "b", "other"]);
+    assert_eq!(names, ["a/", "b/", "other"]);
     assert_eq!(
         (figures[0].totals.grants, figures[0].totals.releases),
         (1, 1)
@@ -27,7 +27,7 @@ fn prefixes_past_the_limit_are_counted_as_other() {
         (1, 1)
     );
     assert_eq!(activity.bucket_of("zzz"), OTHER);
-    assert_eq!(activity.bucket_of("b"), "b");
+    assert_eq!(activity.bucket_of("b/"), "b/");
 }
 
 #[test]
@@ -35,9 +35,9 @@ fn a_selection_sees_only_its_buckets() {
     let activity = PrefixActivity::new(8);
     activity.note("a/1", Activity::Grant);
     activity.note("b/1", Activity::Grant);
-    let only_a = activity.figures(|p| p == "a", 1);
+    let only_a = activity.figures(|p| p == "a/", 1);
     assert_eq!(only_a.len(), 1);
-    assert_eq!(only_a[0].prefix, "a");
+    assert_eq!(only_a[0].prefix, "a/");
 }
 
 #[test]
@@ -83,14 +83,14 @@ fn metrics_carry_the_prefix_label() {
     let activity = PrefixActivity::new(4);
     activity.note("lb/1", Activity::Grant);
     let mut out = Exposition::default();
-    activity.render(&mut out, &[("lb".into(), 1)]);
+    activity.render(&mut out, &[("lb/".into(), 1)]);
     let text = out.finish();
     assert!(
-        text.contains("leasehold_prefix_lock_grants_total{prefix=\"lb\"} 1\n"),
+        text.contains("leasehold_prefix_lock_grants_total{prefix=\"lb/\"} 1\n"),
         "{text}"
     );
     assert!(
-        text.contains("leasehold_prefix_waiters{prefix=\"lb\"} 1\n"),
+        text.contains("leasehold_prefix_waiters{prefix=\"lb/\"} 1\n"),
         "{text}"
     );
     assert!(

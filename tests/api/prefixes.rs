@@ -5,13 +5,36 @@
 use std::sync::Arc;
 
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, encode, gauge, spawn_app_with, wait_for_gauge};
+use crate::auth::{ADMIN, CI, acquire_as, send, spawn_secured};
+
+use crate::helpers::{TestApp, encode, gauge, spawn_app_with};
 use crate::queues::queue_becomes;
 
 async fn acquire(app: &TestApp, key: &str) -> StatusCode {
     app.acquire(key, "h", 30_000).await.status()
+}
+
+/// A series of `/metrics`, 0 while it is not there yet (a prefix is named
+/// once its first event is delivered).
+async fn counted(app: &TestApp, series: &str) -> u64 {
+    let text = app.get("/metrics").await.text().await.unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{series} ")));
+    line.map_or(0, |v| v.parse().unwrap())
+}
+
+/// Polls `/metrics` until `series` reads `value` (a few seconds at most).
+async fn counts_up_to(app: &TestApp, series: &str, value: u64) {
+    for _ in 0..250 {
+        if counted(app, series).await == value {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("{series} never reached {value}");
 }
 
 async fn series(app: &TestApp) -> Vec<String> {
@@ -31,23 +54,28 @@ async fn grants_refusals_and_releases_are_counted_by_the_first_path_segment() {
         .await;
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
     // Grants and releases are counted as the change log delivers them.
-    wait_for_gauge(&app, "leasehold_prefix_lock_grants_total{prefix=\"lb\"}", 2).await;
-    wait_for_gauge(
+    counts_up_to(
         &app,
-        "leasehold_prefix_lock_releases_total{prefix=\"lb\"}",
+        "leasehold_prefix_lock_grants_total{prefix=\"lb/\"}",
+        2,
+    )
+    .await;
+    counts_up_to(
+        &app,
+        "leasehold_prefix_lock_releases_total{prefix=\"lb/\"}",
         1,
     )
     .await;
-    wait_for_gauge(
+    counts_up_to(
         &app,
         "leasehold_prefix_lock_grants_total{prefix=\"solo\"}",
         1,
     )
     .await;
-    let refusals = "leasehold_prefix_lock_refusals_total{prefix=\"lb\"}";
+    let refusals = "leasehold_prefix_lock_refusals_total{prefix=\"lb/\"}";
     assert_eq!(gauge(&app, refusals).await, 1);
     assert_eq!(
-        gauge(&app, "leasehold_prefix_waiters{prefix=\"lb\"}").await,
+        gauge(&app, "leasehold_prefix_waiters{prefix=\"lb/\"}").await,
         0
     );
 }
@@ -57,24 +85,24 @@ async fn prefixes_past_the_cap_are_counted_together_as_other() {
     for key in ["a/1", "b/1", "c/1", "d/1", "a/2"] {
         assert_eq!(acquire(&app, key).await, StatusCode::CREATED, "{key}");
         // One at a time, so the first two prefixes seen are a and b.
-        let a = "leasehold_prefix_lock_grants_total{prefix=\"a\"}";
-        wait_for_gauge(&app, a, 1 + u64::from(key == "a/2")).await;
+        let a = "leasehold_prefix_lock_grants_total{prefix=\"a/\"}";
+        counts_up_to(&app, a, 1 + u64::from(key == "a/2")).await;
     }
-    wait_for_gauge(
+    counts_up_to(
         &app,
         "leasehold_prefix_lock_grants_total{prefix=\"other\"}",
         2,
     )
     .await;
     assert_eq!(
-        gauge(&app, "leasehold_prefix_lock_grants_total{prefix=\"b\"}").await,
+        gauge(&app, "leasehold_prefix_lock_grants_total{prefix=\"b/\"}").await,
         1
     );
     // Whatever the keys, the series are those of a, b and other.
     for key in (0..50).map(|i| format!("many{i}/k")) {
         assert_eq!(acquire(&app, &key).await, StatusCode::CREATED);
     }
-    wait_for_gauge(
+    counts_up_to(
         &app,
         "leasehold_prefix_lock_grants_total{prefix=\"other\"}",
         52,
@@ -101,23 +129,93 @@ async fn waiters_are_counted_by_prefix_while_they_wait() {
     };
     queue_becomes(&app, "jobs/x", &["w"]).await;
     assert_eq!(
-        gauge(&app, "leasehold_prefix_waiters{prefix=\"jobs\"}").await,
+        gauge(&app, "leasehold_prefix_waiters{prefix=\"jobs/\"}").await,
         1
     );
     waiter.abort();
     queue_becomes(&app, "jobs/x", &[]).await;
-    wait_for_gauge(&app, "leasehold_prefix_waiters{prefix=\"jobs\"}", 0).await;
+    counts_up_to(&app, "leasehold_prefix_waiters{prefix=\"jobs/\"}", 0).await;
     // A refused wait is a refusal of its prefix.
     let body = json!({"holder": "w", "ttl_ms": 30_000, "wait_ms": 100});
     let r = app
         .post(&format!("/v1/locks/{}/acquire", encode("jobs/x")), body)
         .await;
     assert_eq!(r.status(), StatusCode::CONFLICT);
-    let refusals = "leasehold_prefix_lock_refusals_total{prefix=\"jobs\"}";
+    let refusals = "leasehold_prefix_lock_refusals_total{prefix=\"jobs/\"}";
     assert_eq!(gauge(&app, refusals).await, 1);
 }
 
+/// The buckets of `GET /v1/prefixes` as `token` sees them, by name.
+async fn activity(app: &TestApp, token: Option<&str>) -> Vec<Value> {
+    let r = match token {
+        Some(token) => send(app, token, "GET", "/v1/prefixes", None).await,
+        None => app.get("/v1/prefixes").await,
+    };
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: Value = r.json().await.unwrap();
+    body["items"].as_array().unwrap().clone()
+}
+
+fn bucket<'a>(items: &'a [Value], name: &str) -> Option<&'a Value> {
+    items.iter().find(|i| i["prefix"] == name)
+}
+
+async fn the_activity_of_each_prefix_is_read_as_json_over_the_last_minute() {
+    let app = spawn_app_with(|c| c.prefix_stats = 8).await;
+    assert_eq!(acquire(&app, "lb/one").await, StatusCode::CREATED);
+    assert_eq!(acquire(&app, "lb/two").await, StatusCode::CREATED);
+    assert_eq!(acquire(&app, "lb/one").await, StatusCode::CONFLICT);
+    // The last minute counts complete five-second slots: polled until the
+    // slot of these grants is complete.
+    let mut lb = Value::Null;
+    for _ in 0..500 {
+        let items = activity(&app, None).await;
+        lb = bucket(&items, "lb/").cloned().unwrap_or(Value::Null);
+        if lb["last_minute"]["grants"] == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(lb["last_minute"]["grants"], 2, "{lb}");
+    assert_eq!(lb["last_minute"]["refusals"], 1, "{lb}");
+    assert_eq!(lb["total"]["grants"], 2, "{lb}");
+    assert_eq!(lb["total"]["refusals"], 1, "{lb}");
+    assert_eq!(lb["waiters"], 0, "{lb}");
+    assert_eq!(lb["wait_p50_ms"], Value::Null, "{lb}");
+}
+
+async fn a_token_sees_only_the_prefixes_it_may_read_whole() {
+    let app = spawn_secured().await;
+    for key in ["ci/build", "db/primary"] {
+        assert_eq!(
+            acquire_as(&app, ADMIN, key).await.status(),
+            StatusCode::CREATED
+        );
+    }
+    let mut all = vec![];
+    for _ in 0..250 {
+        all = activity(&app, Some(ADMIN)).await;
+        if bucket(&all, "ci/").is_some() && bucket(&all, "db/").is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        bucket(&all, "db/").is_some() && bucket(&all, "other").is_some(),
+        "{all:?}"
+    );
+    let ci = activity(&app, Some(CI)).await;
+    let names: Vec<&str> = ci.iter().map(|i| i["prefix"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["ci/"],
+        "a token of ci/ and shared/ sees neither db/ nor other"
+    );
+}
+
 crate::harness::tests! {
+    the_activity_of_each_prefix_is_read_as_json_over_the_last_minute,
+    a_token_sees_only_the_prefixes_it_may_read_whole,
     grants_refusals_and_releases_are_counted_by_the_first_path_segment,
     prefixes_past_the_cap_are_counted_together_as_other,
     waiters_are_counted_by_prefix_while_they_wait(2 threads),

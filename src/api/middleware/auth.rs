@@ -235,6 +235,16 @@ impl Caller {
         }
     }
 
+    /// Whether every key under a key prefix bucket of `/metrics` (`name`,
+    /// its first path segment, or `other` for any key) is the caller's to read.
+    pub fn sees_prefix_bucket(&self, name: &str, other: &str) -> bool {
+        match self {
+            Caller::Open => true,
+            Caller::Token(g) if name == other => g.sees_every_key(),
+            Caller::Token(g) => g.sees_key(name),
+        }
+    }
+
     pub fn sees_pool(&self, pool: &str) -> bool {
         match self {
             Caller::Open => true,

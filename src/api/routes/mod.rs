@@ -22,6 +22,7 @@ pub mod locks;
 pub mod ops;
 pub mod pool_maps;
 pub mod pools;
+pub mod prefixes;
 pub mod reservations;
 pub mod session_bodies;
 pub mod sessions;
@@ -33,6 +34,7 @@ pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .merge(locks::router())
         .merge(fencing::router())
         .merge(waiters::router())
+        .merge(prefixes::router())
         .merge(lock_sets::router())
         .merge(pools::router())
         .merge(pool_maps::router())
