@@ -10,6 +10,7 @@ import pytest
 
 from leasehold import (
     Client,
+    InvalidRequest,
     LeaseLost,
     PoolConflict,
     PoolExhausted,
@@ -40,6 +41,23 @@ def test_a_pool_is_created_once_and_reports_its_usage(client: Client, key: str) 
         client.delete_pool(name)
     client.release_reservation(r)
     client.delete_pool(name)
+
+
+def test_a_pool_map_tells_reserved_blocks_from_free_ones(client: Client, key: str) -> None:
+    name = pool_name(key)
+    client.put_pool(name, "10.30.0.0/16")
+    held = [client.reserve(name, 24, ttl=30) for _ in range(3)]
+    client.confirm(held[0])
+    m = client.pool_map(name, prefix_len=24)
+    assert (m.pool, m.cidr, m.prefix_len, m.blocks) == (name, "10.30.0.0/16", 24, 256)
+    assert [(r.first, r.count, r.state, r.reserved, r.allocated) for r in m.runs] == [
+        ("10.30.0.0/24", 1, "allocated", 0, 256),
+        ("10.30.1.0/24", 2, "reserved", 256, 0),
+        ("10.30.3.0/24", 253, "free", 0, 0),
+    ]
+    assert client.pool_map(name).prefix_len == 24
+    with pytest.raises(InvalidRequest):
+        client.pool_map(name, prefix_len=8)
 
 
 def test_reserve_confirm_renew_release_and_list(client: Client, key: str) -> None:

@@ -89,6 +89,51 @@ class Waiter:
 
 
 @dataclass(frozen=True)
+class MapRun:
+    """``count`` consecutive blocks from ``first``, alike: ``state`` is
+    ``free``, ``reserved``, ``allocated`` or ``mixed``; each block holds
+    ``reserved`` and ``allocated`` addresses."""
+
+    first: str
+    count: int
+    state: str
+    reserved: int
+    allocated: int
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "MapRun":
+        return cls(
+            first=text(doc, "first"),
+            count=int(text(doc, "count")),
+            state=text(doc, "state"),
+            reserved=int(text(doc, "reserved")),
+            allocated=int(text(doc, "allocated")),
+        )
+
+
+@dataclass(frozen=True)
+class PoolMap:
+    """A pool cut into blocks of ``prefix_len``, in address order, as runs
+    of alike blocks (at most two per live reservation, and one more)."""
+
+    pool: str
+    cidr: str
+    prefix_len: int
+    blocks: int
+    runs: tuple[MapRun, ...]
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "PoolMap":
+        return cls(
+            pool=text(doc, "pool"),
+            cidr=text(doc, "cidr"),
+            prefix_len=integer(doc, "prefix_len"),
+            blocks=int(text(doc, "blocks")),
+            runs=tuple(MapRun.from_json(r) for r in objects(doc, "runs")),
+        )
+
+
+@dataclass(frozen=True)
 class LockLease:
     """A lease on a lock key. ``token`` is set only in the answer to a grant,
     ``waited_ms`` is how long a grant waited on the server, and ``sent`` is

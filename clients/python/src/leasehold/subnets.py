@@ -22,7 +22,7 @@ from ._json import JSON, JSONObject
 from ._transport import QueryValue, Transport, ms, page, quote
 from .errors import LeaseLost
 from .localnet import local_networks
-from .models import Page, Pool, Reservation, SessionInfo
+from .models import Page, Pool, PoolMap, Reservation, SessionInfo
 from .session import Session, session_ref
 
 
@@ -53,6 +53,14 @@ class SubnetsMixin:
     def get_pool(self, name: str) -> Pool:
         """A pool with its usage: counts, free addresses, largest free block."""
         return Pool.from_json(self.transport.request("GET", _pool_path(name)).doc)
+
+    def pool_map(self, name: str, prefix_len: int | None = None) -> PoolMap:
+        """The pool cut into blocks of ``/prefix_len`` (default: 8 bits finer
+        than the pool) as runs of alike blocks: free, reserved, allocated or
+        mixed, never one element per possible subnet."""
+        q: dict[str, QueryValue] = {"prefix_len": prefix_len}
+        doc = self.transport.request("GET", f"{_pool_path(name)}/map", query=q).doc
+        return PoolMap.from_json(doc)
 
     def list_pools(self, limit: int | None = None, cursor: str | None = None) -> Page[Pool]:
         """One page of the pools (without usage)."""
