@@ -81,9 +81,18 @@ try {
   check(true, "the key's page names its holder");
 
   const waiting = call("POST", `/v1/locks/${encodeURIComponent(key)}/acquire`,
-    { holder: "patient-waiter", ttl_ms: 60000, wait_ms: 4500 });
+    { holder: "patient-waiter", ttl_ms: 60000, wait_ms: 15000 });
   await page.getByRole("cell", { name: "patient-waiter" }).waitFor();
   check(true, "a waiter appears in the key's queue");
+
+  // The overview ranks the key among the longest queues, and leads back to it.
+  await page.evaluate(() => { location.hash = "#/"; });
+  const queues = page.getByRole("table", { name: "The keys with the most waiters" });
+  await queues.getByRole("link", { name: key }).waitFor();
+  check(await queues.getByRole("row").filter({ hasText: key }).getByRole("cell", { name: "1", exact: true }).count() === 1,
+    "the overview lists the key with its one waiter");
+  await queues.getByRole("link", { name: key }).click();
+  await page.getByRole("cell", { name: "patient-waiter" }).waitFor();
 
   const released = await call("POST", `/v1/locks/${encodeURIComponent(key)}/release`,
     { token: held.body.token });

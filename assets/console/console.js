@@ -63,14 +63,20 @@ function table(caption, columns, rows, empty) {
 // Pages: each renders into `main` and says which events make it read again.
 const pages = {
   async overview() {
-    const locks = await api("/v1/locks?limit=1000");
+    const [locks, queues] = await Promise.all([api("/v1/locks?limit=1000"), api("/v1/queues?limit=10")]);
     const minute = [...seconds.entries()].filter(([s]) => s > Date.now() / 1000 - 60);
     const perMinute = minute.reduce((sum, [, n]) => sum + n, 0);
     main.replaceChildren(
       h("h2", { text: "Overview" }),
       h("ul", { class: "figures", "aria-label": "Figures" },
         h("li", {}, h("strong", { id: "live-locks", text: `${locks.items.length}${locks.next_cursor ? "+" : ""}` }), "live locks"),
+        h("li", {}, h("strong", { id: "waiters", text: queues.waiters }), `waiters on ${queues.keys} keys`),
         h("li", {}, h("strong", { id: "events-minute", text: perMinute }), "events in the last minute")),
+      h("h3", { text: "Longest queues" }),
+      table("The keys with the most waiters", ["key", "waiters", "longest wait"],
+        queues.items.map((q) => [h("a", { href: `#/locks/${encode(q.key)}`, text: q.key }),
+          String(q.waiters), seconds_(q.longest_wait_ms)]),
+        "Nobody waits."),
       h("h3", { text: "Latest events" }),
       table("The latest changes, newest first", ["revision", "type", "resource", "holder", "reason"],
         recent.slice(0, 20).map((e) => [String(e.revision), e.type, e.key ?? e.subnet ?? e.group ?? e.session ?? "",

@@ -184,7 +184,124 @@ async fn a_token_reads_only_the_queues_in_its_scope() {
     );
 }
 
+/// `GET /v1/queues` with `query`, as `token` (none when open).
+async fn queues_as(app: &TestApp, token: Option<&str>, query: &str) -> reqwest::Response {
+    let path = format!("/v1/queues{query}");
+    match token {
+        Some(t) => send(app, t, "GET", &path, None).await,
+        None => app.get(&path).await,
+    }
+}
+
+async fn the_longest_queues_come_first_with_the_totals() {
+    let app = Arc::new(spawn_app().await);
+    let mut waiting = vec![];
+    for (key, n) in [("busy/a", 3), ("busy/b", 1), ("calm/c", 2)] {
+        app.must_acquire(key, "holder", 30_000).await;
+        let mut names = vec![];
+        for i in 0..n {
+            names.push(format!("{key}-w{i}"));
+            waiting.push(wait_for(&app, key, &names[i], 20_000));
+            let expected: Vec<&str> = names.iter().map(String::as_str).collect();
+            queue_becomes(&app, key, &expected).await;
+        }
+    }
+    let r = queues_as(&app, None, "").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: Value = r.json().await.unwrap();
+    let ranked: Vec<(&str, u64)> = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["key"].as_str().unwrap(), k["waiters"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(ranked, [("busy/a", 3), ("calm/c", 2), ("busy/b", 1)]);
+    assert_eq!(
+        (body["waiters"].as_u64(), body["keys"].as_u64()),
+        (Some(6), Some(3))
+    );
+    let first = &body["items"][0];
+    assert!(first["longest_wait_ms"].as_i64().unwrap() >= 0, "{first}");
+    assert!(millis(&first["waiting_since"]) > 0, "{first}");
+    // A limit cuts the list, never the totals; a prefix narrows both.
+    let body: Value = queues_as(&app, None, "?limit=1")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(body["items"][0]["key"], "busy/a");
+    assert_eq!(body["waiters"], 6);
+    let body: Value = queues_as(&app, None, "?prefix=busy/")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let keys: Vec<&str> = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["busy/a", "busy/b"]);
+    assert_eq!(
+        (body["waiters"].as_u64(), body["keys"].as_u64()),
+        (Some(4), Some(2))
+    );
+    for w in waiting {
+        w.abort();
+    }
+    let r = queues_as(&app, None, "?limit=0").await;
+    let body = problem(r, StatusCode::BAD_REQUEST, "invalid-request").await;
+    assert_eq!(body["field"], "limit", "{body}");
+}
+
+async fn a_token_ranks_only_the_queues_in_its_scope() {
+    let app = Arc::new(spawn_secured().await);
+    let mut waiting = vec![];
+    for key in ["db/primary", "ci/build"] {
+        assert_eq!(
+            acquire_as(&app, ADMIN, key).await.status(),
+            StatusCode::CREATED
+        );
+        let (app2, path) = (app.clone(), format!("/v1/locks/{}/acquire", encode(key)));
+        waiting.push(tokio::spawn(async move {
+            let body = json!({"holder": "w", "ttl_ms": 30_000, "wait_ms": 20_000});
+            send(&app2, ADMIN, "POST", &path, Some(body)).await
+        }));
+    }
+    for _ in 0..250 {
+        let body: Value = queues_as(&app, Some(ADMIN), "").await.json().await.unwrap();
+        if body["keys"] == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let body: Value = queues_as(&app, Some(ADMIN), "").await.json().await.unwrap();
+    assert_eq!(body["keys"], 2, "{body}");
+    let r = queues_as(&app, Some(CI), "").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["keys"], 1, "{body}");
+    assert_eq!(body["items"][0]["key"], "ci/build", "{body}");
+    // Asking for another's prefix narrows to nothing it may read.
+    let body: Value = queues_as(&app, Some(CI), "?prefix=db/")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (body["keys"].as_u64(), body["waiters"].as_u64()),
+        (Some(0), Some(0))
+    );
+    for w in waiting {
+        w.abort();
+    }
+}
+
 crate::harness::tests! {
+    the_longest_queues_come_first_with_the_totals(2 threads),
+    a_token_ranks_only_the_queues_in_its_scope(2 threads),
     a_keys_waiters_are_listed_in_order_and_leave_it_when_granted(2 threads),
     a_waiter_that_gives_up_leaves_the_queue(2 threads),
     a_queue_shows_how_each_waiter_asks(2 threads),

@@ -1,6 +1,7 @@
 //! Who waits for a key: its queue in order, across every server on the
 //! store (`GET /v1/locks/{key}/waiters`), as the console's key page and
-//! `leasehold lock show` list it.
+//! `leasehold lock show` list it; and the keys with the longest queues
+//! (`GET /v1/queues`), as the console's overview lists them.
 
 use axum::Json;
 use axum::extract::State;
@@ -9,18 +10,21 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::AppPath;
+use super::extract::{AppPath, AppQuery};
 use super::lease_requests::Mode;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::problems::{Problem, Subject};
 use crate::auth::Need;
-use crate::domain::names::LockKey;
+use crate::domain::inputs::PageLimit;
+use crate::domain::names::{KeyPrefix, LockKey};
 use crate::domain::time::Now;
-use crate::domain::waiting::Queued;
+use crate::domain::waiting::{Queued, WaitingKey};
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(lock_waiters))
+    OpenApiRouter::new()
+        .routes(routes!(lock_waiters))
+        .routes(routes!(queues))
 }
 
 /// An acquire waiting for a key, as its queue lists it (never a token).
@@ -108,5 +112,89 @@ pub async fn lock_waiters(
     Ok(Json(WaitersBody {
         key: key.to_string(),
         items,
+    }))
+}
+
+/// Which keys `GET /v1/queues` ranks.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct QueuesQuery {
+    /// Only keys that start with this text.
+    pub prefix: Option<String>,
+    /// How many keys, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+}
+
+/// A key with waiters: how many, and since when the oldest of them waits.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({
+    "key": "deploy/prod", "waiters": 3,
+    "waiting_since": "2026-11-29T22:13:20.123Z", "longest_wait_ms": 1520
+}))]
+pub struct QueueBody {
+    pub key: String,
+    pub waiters: u64,
+    /// When the oldest of its waiters began to wait.
+    pub waiting_since: String,
+    pub longest_wait_ms: i64,
+}
+
+/// The keys with the most waiters, most first (then the longest waiting),
+/// and the totals over every key the caller may read.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueuesBody {
+    pub items: Vec<QueueBody>,
+    /// Waiters on every key read, listed or not.
+    pub waiters: u64,
+    /// Keys with waiters, listed or not.
+    pub keys: u64,
+}
+
+impl QueueBody {
+    fn new(k: WaitingKey, now: &Now) -> Self {
+        Self {
+            key: k.key,
+            waiters: k.waiters,
+            waiting_since: now.show(k.since),
+            longest_wait_ms: (now.at - k.since).max(0),
+        }
+    }
+}
+
+/// The keys with the longest queues, on every server sharing the store:
+/// where a controller is stuck, the first place to look. Only keys the
+/// caller may read are counted.
+#[utoipa::path(
+    get, path = "/v1/queues", operation_id = "listQueues", tag = "locks",
+    params(QueuesQuery),
+    responses((status = 200, description = "Keys with waiters, the most first", body = QueuesBody))
+)]
+pub async fn queues(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppQuery(query): AppQuery<QueuesQuery>,
+) -> Result<Json<QueuesBody>, Problem> {
+    let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
+    let prefixes = caller
+        .lock_prefixes(query.prefix.unwrap_or_default())
+        .into_iter()
+        .map(|p| KeyPrefix::parse(p).map(|p| p.as_str().to_owned()))
+        .collect::<Result<_, _>>()?;
+    let found = state
+        .leases
+        .waiting()
+        .keys(prefixes, limit.get() as usize)
+        .await
+        .map_err(|e| state.problem(Subject::Other("the queues"), e))?;
+    let now = state.leases.moment();
+    Ok(Json(QueuesBody {
+        items: found
+            .items
+            .into_iter()
+            .map(|k| QueueBody::new(k, &now))
+            .collect(),
+        waiters: found.waiters,
+        keys: found.keys,
     }))
 }

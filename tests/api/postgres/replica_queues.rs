@@ -84,6 +84,17 @@ async fn either_replica_lists_the_waiters_of_both() {
     both_list(&client, both, "job", &queued).await;
     // What B lists first is what began to wait first.
     assert_eq!(holders(&client, &b.address, "job").await[0].0, "on-a");
+    // Either ranks the key by the waiters of both.
+    for address in both {
+        let r = client.get(format!("{address}/v1/queues")).send().await;
+        let body: Value = r.unwrap().json().await.unwrap();
+        assert_eq!(
+            (body["keys"].as_u64(), body["waiters"].as_u64()),
+            (Some(1), Some(2))
+        );
+        assert_eq!(body["items"][0]["key"], "job", "{body}");
+        assert_eq!(body["items"][0]["waiters"], 2, "{body}");
+    }
 
     // The release grants one of them; the other stays queued on both.
     let url = format!("{}/v1/locks/job/release", a.address);
