@@ -36,6 +36,9 @@ pub(super) const PAGE: u32 = 512;
 const POLL: Duration = Duration::from_secs(1);
 /// How often a reader held at a gap looks whether it may go on.
 const GAP_POLL: Duration = Duration::from_millis(10);
+/// The least time between two reads of the log a commit woke: under load
+/// one read takes every event committed meanwhile, not one read per write.
+const GATHER: Duration = Duration::from_millis(5);
 
 /// Why a watch cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -318,11 +321,16 @@ async fn follow(feed: &EventFeed) {
     feed.ready.send_replace(true);
     let mut gap = None;
     let mut read_log = true;
+    let mut last_read = tokio::time::Instant::now();
     loop {
-        if (read_log || !feed.deliver_committed(&mut cursor))
-            && let Err(e) = feed.step(&mut cursor, &mut gap).await
-        {
-            tracing::warn!(error = %e, "cannot read the change log");
+        if read_log || !feed.deliver_committed(&mut cursor) {
+            // Woken by a commit right after a read: the next read waits
+            // for the commits that follow it.
+            tokio::time::sleep_until(last_read + GATHER).await;
+            last_read = tokio::time::Instant::now();
+            if let Err(e) = feed.step(&mut cursor, &mut gap).await {
+                tracing::warn!(error = %e, "cannot read the change log");
+            }
         }
         let wait = if gap.is_some() { GAP_POLL } else { POLL };
         let woken = signal.notified();
