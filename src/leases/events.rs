@@ -15,19 +15,15 @@
 //! every replica. Transactions of other databases on the same server never
 //! hold it back.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
-use super::admission::{Admission, Shed, WatcherSlot};
-use super::fanout::{Index, Subscriber};
-use super::watcher::Registered;
-pub use super::watcher::Watch;
-use crate::domain::events::{Event, EventFilter};
-use crate::domain::selection::Selection;
+use super::admission::Shed;
+use super::fanout::Index;
+use crate::domain::events::Event;
 use crate::store::{self, Horizon, Store, StoreError, StoreResult};
 
 /// Events read from the store at once.
@@ -84,17 +80,17 @@ pub enum Ended {
 /// moving it happen together, under one lock.
 pub(super) struct Live {
     pub(super) index: Index,
-    delivered: i64,
+    pub(super) delivered: i64,
 }
 
 pub struct EventFeed {
-    store: Arc<Store>,
-    buffer: usize,
+    pub(super) store: Arc<Store>,
+    pub(super) buffer: usize,
     /// The rows a page of history examines at most.
-    scan: u32,
-    live: Arc<std::sync::Mutex<Live>>,
-    ready: watch::Sender<bool>,
-    slow_ended: Arc<AtomicU64>,
+    pub(super) scan: u32,
+    pub(super) live: Arc<std::sync::Mutex<Live>>,
+    pub(super) ready: watch::Sender<bool>,
+    pub(super) slow_ended: Arc<AtomicU64>,
 }
 
 /// A gap in the log the reader holds back at.
@@ -156,71 +152,6 @@ impl EventFeed {
             self.deliver(event);
         }
         true
-    }
-
-    /// Starts a watch of the events after `since` (none: from now on) that
-    /// `selection` selects (`filter` is what the fan-out indexes it by),
-    /// holding `slot`; one that must read history first holds a slot of
-    /// `admission`'s history reads too, until it has.
-    pub async fn watch(
-        &self,
-        since: Option<i64>,
-        filter: EventFilter,
-        selection: Selection,
-        slot: WatcherSlot,
-        admission: &Admission,
-    ) -> Result<Watch, WatchError> {
-        let mut ready = self.ready.subscribe();
-        let _ = ready.wait_for(|r| *r).await;
-        if let Some(since) = since {
-            let bounds = self.store.event_bounds().await?;
-            if since > bounds.head {
-                return Err(WatchError::Future { since });
-            }
-            if since < bounds.pruned_through {
-                return Err(WatchError::Compacted {
-                    oldest: bounds.pruned_through + 1,
-                });
-            }
-        }
-        // Registered before the watermark is read: every event past it
-        // comes through the fan-out, every one up to it is in the store.
-        let (queue, events) = mpsc::channel(self.buffer);
-        let slow = Arc::new(AtomicBool::new(false));
-        let (id, through) = {
-            let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-            let id = live.index.add(&filter, || Subscriber {
-                queue: queue.clone(),
-                slow: slow.clone(),
-            });
-            (id, live.delivered)
-        };
-        drop(queue);
-        let registered = Registered {
-            live: self.live.clone(),
-            id,
-            filter,
-        };
-        let last = since.unwrap_or(through);
-        let history = if last < through {
-            Some(admission.read_history().map_err(WatchError::Overloaded)?)
-        } else {
-            None
-        };
-        Ok(Watch {
-            store: self.store.clone(),
-            last,
-            through,
-            scan: self.scan,
-            page: VecDeque::new(),
-            events,
-            slow,
-            _registered: registered,
-            selection,
-            slow_ended: self.slow_ended.clone(),
-            _slot: slot,
-            history,
-        })
     }
 
     /// Where the reader starts: the last committed revision, once every

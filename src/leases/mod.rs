@@ -27,12 +27,13 @@ pub use crate::domain::commands::AcquireLock;
 pub use crate::domain::commands::ReserveSubnet;
 pub use crate::token::new_token;
 pub use admission::{Admission, HistorySlot, Shed, WatcherSlot};
-pub use events::{EventFeed, Watch, WatchError};
+pub use events::{EventFeed, WatchError};
 pub use locks::{Acquired, LockService};
 pub use sessions::{Opened, SessionService};
 pub use shares::ClientId;
 pub use subnets::{Page, PutPool, Reserved, SubnetService};
 pub use waiters::{WaiterStats, Waiters};
+pub use watcher::Watch;
 
 /// The largest page a list answers unless configured otherwise.
 pub const DEFAULT_MAX_PAGE: u32 = 1_000;

@@ -9,8 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::admission::Admission;
 use super::admission::{HistorySlot, WatcherSlot};
-use super::events::{Ended, Live, PAGE};
+use super::events::{Ended, EventFeed, Live, PAGE, WatchError};
+use super::fanout::Subscriber;
 use crate::domain::events::{Event, EventFilter};
 use crate::domain::selection::Selection;
 use crate::store::{HistoryQuery, Store};
@@ -129,5 +131,72 @@ impl Watch {
                 None => return Err(Ended::Closed),
             }
         }
+    }
+}
+
+impl EventFeed {
+    /// Starts a watch of the events after `since` (none: from now on) that
+    /// `selection` selects (`filter` is what the fan-out indexes it by),
+    /// holding `slot`; one that must read history first holds a slot of
+    /// `admission`'s history reads too, until it has.
+    pub async fn watch(
+        &self,
+        since: Option<i64>,
+        filter: EventFilter,
+        selection: Selection,
+        slot: WatcherSlot,
+        admission: &Admission,
+    ) -> Result<Watch, WatchError> {
+        let mut ready = self.ready.subscribe();
+        let _ = ready.wait_for(|r| *r).await;
+        if let Some(since) = since {
+            let bounds = self.store.event_bounds().await?;
+            if since > bounds.head {
+                return Err(WatchError::Future { since });
+            }
+            if since < bounds.pruned_through {
+                return Err(WatchError::Compacted {
+                    oldest: bounds.pruned_through + 1,
+                });
+            }
+        }
+        // Registered before the watermark is read: every event past it
+        // comes through the fan-out, every one up to it is in the store.
+        let (queue, events) = mpsc::channel(self.buffer);
+        let slow = Arc::new(AtomicBool::new(false));
+        let (id, through) = {
+            let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            let id = live.index.add(&filter, || Subscriber {
+                queue: queue.clone(),
+                slow: slow.clone(),
+            });
+            (id, live.delivered)
+        };
+        drop(queue);
+        let registered = Registered {
+            live: self.live.clone(),
+            id,
+            filter,
+        };
+        let last = since.unwrap_or(through);
+        let history = if last < through {
+            Some(admission.read_history().map_err(WatchError::Overloaded)?)
+        } else {
+            None
+        };
+        Ok(Watch {
+            store: self.store.clone(),
+            last,
+            through,
+            scan: self.scan,
+            page: VecDeque::new(),
+            events,
+            slow,
+            _registered: registered,
+            selection,
+            slow_ended: self.slow_ended.clone(),
+            _slot: slot,
+            history,
+        })
     }
 }

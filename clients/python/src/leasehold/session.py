@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import Callable, Protocol
 
 from ._json import JSONObject
 from ._life import KeepAlive, LeaseLife, loss_reason
@@ -14,14 +14,37 @@ from .errors import LeaseholdError, Lost
 from .loss import LossReason, OnLost, adapt, check_margin, default_margin, run_callbacks
 from .models import SessionInfo
 
-if TYPE_CHECKING:
-    from .client import Client
-
 LOG = logging.getLogger(__name__)
 
 #: How long closing or releasing waits on the network once the lease is known
 #: lost to silence (``expired``): one attempt, no retries (seconds).
 LOST_RELEASE_BOUND = 0.5
+
+
+class SessionCalls(Protocol):
+    """The calls a session makes of its client (a :class:`~leasehold.Client`)."""
+
+    def open_session(
+        self, ttl: float = 15.0, holder: str | None = None, metadata: JSONObject | None = None
+    ) -> SessionInfo: ...
+
+    def renew_session(
+        self,
+        session_id: str,
+        token: str,
+        ttl: float | None = None,
+        *,
+        deadline: float | None = None,
+    ) -> SessionInfo: ...
+
+    def close_session(
+        self,
+        session_id: str,
+        token: str,
+        *,
+        deadline: float | None = None,
+        retries: int | None = None,
+    ) -> None: ...
 
 
 class Bound(Protocol):
@@ -56,7 +79,7 @@ class Session:
 
     def __init__(
         self,
-        client: "Client",
+        client: SessionCalls,
         ttl: float = 15.0,
         *,
         holder: str | None = None,
