@@ -36,22 +36,47 @@ async fn storage_unavailable(answer: reqwest::Result<reqwest::Response>, what: &
     );
 }
 
-async fn a_silent_network_is_answered_503_and_the_replica_recovers_when_it_heals() {
+/// A replica started with `extra` flags on a fresh database, through a
+/// partition that can cut the network between them; a client whose timeout
+/// is far longer than any bound of the server, so a hang shows as an error.
+struct Cut {
+    _dir: TempDir,
+    db: std::path::PathBuf,
+    partition: Partition,
+    server: ServerProcess,
+    client: reqwest::Client,
+}
+
+async fn behind_a_partition(extra: &[&str]) -> Cut {
     let dir = TempDir::new().unwrap();
     let db = crate::backend::database(dir.path()).await;
     let (_, upstream) = through(db.to_str().unwrap(), 0);
     let partition = Partition::in_front_of(upstream).await;
     let (url, _) = through(db.to_str().unwrap(), partition.port);
-    let server = ServerProcess::start(
-        std::path::Path::new(&url),
-        &["--db-timeout", "1s", "--reaper-interval", "200ms"],
-    );
-    // Far longer than any bound of the server: a hang shows as an error here.
+    let server = ServerProcess::start(std::path::Path::new(&url), extra);
     let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(20))
+        .timeout(Duration::from_secs(30))
         .build()
         .unwrap();
     wait_until_ready(&client, &server.address).await;
+    Cut {
+        _dir: dir,
+        db,
+        partition,
+        server,
+        client,
+    }
+}
+
+async fn a_silent_network_is_answered_503_and_the_replica_recovers_when_it_heals() {
+    let flags = ["--db-timeout", "1s", "--reaper-interval", "200ms"];
+    let Cut {
+        _dir,
+        db,
+        partition,
+        server,
+        client,
+    } = behind_a_partition(&flags).await;
     let base = server.address.clone();
     let acquire = |key: &str, body: Value| {
         client
@@ -185,21 +210,13 @@ async fn timed_acquire(client: &reqwest::Client, base: &str, key: &str) -> (Stat
 }
 
 async fn a_cut_network_is_answered_503_whether_its_connection_was_warm_or_idle() {
-    let dir = TempDir::new().unwrap();
-    let db = crate::backend::database(dir.path()).await;
-    let (_, upstream) = through(db.to_str().unwrap(), 0);
-    let partition = Partition::in_front_of(upstream).await;
-    let (url, _) = through(db.to_str().unwrap(), partition.port);
-    let server = ServerProcess::start(std::path::Path::new(&url), &[]);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    wait_until_ready(&client, &server.address).await;
-    let base = server.address.clone();
+    let cut = behind_a_partition(&[]).await;
+    let (client, base) = (&cut.client, cut.server.address.clone());
     // A wait for a lock longer than the probe's, on a network that answers,
     // runs its course.
-    let mut blocker = PgConnection::connect(db.to_str().unwrap()).await.unwrap();
+    let mut blocker = PgConnection::connect(cut.db.to_str().unwrap())
+        .await
+        .unwrap();
     let mut locked = blocker.begin().await.unwrap();
     sqlx::query("LOCK TABLE lock_leases IN ACCESS EXCLUSIVE MODE")
         .execute(&mut *locked)
@@ -217,20 +234,20 @@ async fn a_cut_network_is_answered_503_whether_its_connection_was_warm_or_idle()
     // Cut right after an answer (its connection is lent again without a
     // ping), then after the connections sat idle: each answered in seconds.
     assert_eq!(
-        timed_acquire(&client, &base, "warm").await.0,
+        timed_acquire(client, &base, "warm").await.0,
         StatusCode::CREATED
     );
-    partition.cut();
+    cut.partition.cut();
     for key in ["at-once", "after-a-while"] {
-        let (status, took) = timed_acquire(&client, &base, key).await;
+        let (status, took) = timed_acquire(client, &base, key).await;
         eprintln!("{key}: {status} after {took:?}");
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{key}");
         tokio::time::sleep(Duration::from_millis(1_500)).await;
     }
-    partition.heal();
-    wait_until_ready(&client, &base).await;
+    cut.partition.heal();
+    wait_until_ready(client, &base).await;
     assert_eq!(
-        timed_acquire(&client, &base, "healed").await.0,
+        timed_acquire(client, &base, "healed").await.0,
         StatusCode::CREATED
     );
 }
