@@ -25,8 +25,9 @@ count_seconds=${COUNT_SECONDS:-3}
 [[ -x $build ]] || { echo "no build at $build: cargo build --release" >&2; exit 2; }
 loadgen=$(cargo bench --no-run --quiet --message-format=json --bench loadgen |
   python3 -c 'import json, sys
-print(next(m["executable"] for m in map(json.loads, sys.stdin)
-           if m.get("executable") and m["target"]["name"] == "loadgen"))')
+found = [m["executable"] for m in map(json.loads, sys.stdin.readlines())
+         if m.get("executable") and m["target"]["name"] == "loadgen"]
+print(found[0])')
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; return 1; }
@@ -42,8 +43,8 @@ admin=$(.ci/postgres.sh start "$pg_dir" "$(free_port)")
 base_url=${admin%/postgres}
 # Each line of the log names its database, so a count reads one run only.
 psql -q "$admin" -c "ALTER SYSTEM SET log_line_prefix = '%m [%p] %d '" -c "SELECT pg_reload_conf()" >/dev/null
-n=0
-fresh_db() { n=$((n + 1)); psql -q "$admin" -c "CREATE DATABASE bench_$n"; echo "$base_url/bench_$n"; }
+# A fresh database each call (called in a subshell: the name counts nothing).
+fresh_db() { local db="bench_$(date +%s%N)"; psql -q "$admin" -c "CREATE DATABASE $db"; echo "$base_url/$db"; }
 
 # Serves `url` with binary $1 in the background until `stop_server`.
 serve() {
@@ -52,6 +53,9 @@ serve() {
   server=$!
   wait_port "$port"
   address="127.0.0.1:$port"
+  # Migrated and serving (the port may open first).
+  for _ in $(seq 100); do curl -sf "http://$address/readyz" >/dev/null && return 0; sleep 0.1; done
+  echo "leasehold on $2 never ready" >&2; return 1
 }
 stop_server() { kill "$server"; wait "$server" 2>/dev/null || true; server=; }
 
@@ -68,7 +72,7 @@ floor() { # FILE ROUND: pgbench on a database the build migrated, leasehold stop
   serve "$build" "$url"; stop_server
   local tps
   tps=$(pgbench -n -M prepared -c "$clients" -j "$(nproc)" -T "$seconds" -f "bench/$1.sql" "$url" \
-    2>/dev/null | awk '/^tps/ {print int($3); exit}')
+    2>"$pg_dir/pgbench.err" | awk '/^tps/ {print int($3)}') || { tail -3 "$pg_dir/pgbench.err" >&2; return 1; }
   echo "pgbench $1 $2 ops_per_s=$tps"
 }
 

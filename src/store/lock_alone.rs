@@ -8,28 +8,27 @@
 //! do not hold it writes nothing and the caller runs the grant's or the
 //! release's transaction as before, whose answer is the rule's.
 //!
-//! Why one holder still holds a key without the key's lock around the
-//! statement: a statement's reads see its snapshot, taken before it runs,
-//! so a row committed since is unseen; the database's constraint
-//! `lock_leases_one_holder` is checked against every row, committed since
-//! or still being inserted, and keeps a plain exclusive row from sharing
-//! its key. Of two racing writers only one row goes in; the other declines.
-//!
-//! Why time on a key keeps the order of its grants (a grant's `at` never
-//! before the release before it): the grant's statement first takes the
-//! key's lock if it is free (a transaction on the key holds it from before
-//! it reads the clock to its commit; a one-statement release takes it
-//! too), then reads the key's last event with a snapshot of its own
-//! (`lock_key_last_event_at`, taken once the lock is held, so it sees every
-//! change of the key committed before, even after the statement's own
-//! snapshot), and grants at the later of that and the lease clock read
-//! before the statement. A write on the key after it takes the lock once
-//! this grant has committed and reads the clock then, or is a one-statement
-//! grant that reads this grant's event. A release as one statement ends a
-//! lease its client was answered before it asked, so its clock reading is
-//! after the grant's; while that plain exclusive lease lives, nothing else
-//! records an event on its key, and the lock it tries keeps a transaction
-//! on the key from running across it.
+//! Why one holder still holds a key, and time on a key keeps the order of
+//! its grants (a grant's `at` never before the release before it), with no
+//! transaction around the statement: every writer of a key's rows holds
+//! the key's lock while it writes (a transaction from before it reads the
+//! clock to its commit; a one-statement grant or release takes it if it is
+//! free, else declines, and holds it to its commit). The grant's statement
+//! takes the lock first and only then reads the key (`lock_key_seen`, with
+//! a snapshot of its own: the statement's own snapshot was taken before
+//! the lock and may miss a grant and its release committed meanwhile), so
+//! it sees every change of the key committed before it, as a transaction
+//! that reads after taking the lock does: it inserts only if the key has
+//! no row, at the later of the lease clock read before the statement and
+//! the key's last event. A write on the key after it takes the lock once
+//! this grant has committed and reads the clock then, or is a grant of
+//! this kind that reads this grant's event. (The reaper deletes expired
+//! rows without the lock; a row it has not deleted yet keeps the grant to
+//! its transaction, and one it has deleted left its event to read.) A
+//! release as one statement ends a lease its client was answered before it
+//! asked, so its clock reading is after the grant's; while that plain
+//! exclusive lease lives, nothing else records an event on its key, and
+//! the lock it takes keeps a transaction on the key from running across it.
 
 use super::StoreResult;
 use super::dialect::Atomicity::Statement;
@@ -98,8 +97,8 @@ impl Store {
     }
 }
 
-/// The grant of `new` on a free key as one statement; `None` when the key
-/// has a row, its lock is held, or its Idempotency-Key is on a live row.
+/// The grant of `new` on a free key as one statement; `None` when its lock
+/// is held or the key has a row.
 async fn grant(
     conn: &mut dyn Sql,
     fx: &mut Effects,

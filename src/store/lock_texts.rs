@@ -85,9 +85,10 @@ pub static RELEASE: Ending = Ending::new(released);
 
 /// `RELEASE` as a statement of its own (`Ending::recorded` only), for a
 /// plain exclusive lease: while it lives no other row is on its key (the
-/// one-holder constraint), so nothing else the key records can fall between
-/// its time and its end, and the key's lock, taken for the statement,
-/// keeps a transaction that holds it from seeing its end half-way.
+/// rules grant nothing beside it), so nothing else the key records can fall
+/// between its time and its end, and the key's lock, taken for the
+/// statement, keeps a transaction that holds it from seeing its end
+/// half-way.
 pub static RELEASE_ALONE: Ending = Ending::with(
     || {
         format!(

@@ -32,15 +32,13 @@ pub struct Texts {
     /// `acquired_at`, `session_id`, `owner`).
     pub insert_lock: &'static str,
     /// Where writes run side by side and a grant of a free key may be one
-    /// statement without the key's lock (`lock_alone`): `insert_lock` with
-    /// the same arguments, the row inserted only if the key has no row in
-    /// the statement's snapshot, its lock is free to take (`try_lock_key`,
-    /// held to the commit) and no row of another transaction keeps it out
-    /// (the database's one-holder constraint, which sees rows committed
-    /// since the snapshot); its `acquired_at` (and `expires_at` with it) is
-    /// moved to the key's last event, read once the lock is held, if that
-    /// is later. `None` where a grant
-    /// is always its transaction.
+    /// statement with no transaction around it (`lock_alone`): `insert_lock`
+    /// with the same arguments, the row inserted only if the key's lock is
+    /// free to take (`try_lock_key`, held to the commit) and then, read
+    /// with a snapshot taken after it, the key has no row; its
+    /// `acquired_at` (and `expires_at` with it) is moved to the key's last
+    /// event, read then too, if that is later. `None` where a grant is
+    /// always its transaction.
     pub insert_alone: Option<&'static str>,
     /// Takes the lock `lock_key` takes, if no transaction holds it, inside a
     /// statement: true when taken (held to the commit).

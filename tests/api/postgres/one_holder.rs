@@ -1,4 +1,4 @@
-//! Grants of a free key sent as one statement, without the key's lock,
+//! Grants of a free key sent as one statement, with no transaction around it,
 //! raced for real: two replicas, many clients and connections hammering
 //! the same few keys with plain exclusive grants (one statement when the key
 //! is free), waiting grants, shared and semaphore grants (their
