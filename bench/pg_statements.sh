@@ -12,8 +12,10 @@
 #    bare rows (bench/pgbench_rows.sql) and on the statements the build sends
 #    (bench/pgbench_pairs.sql), each on a fresh database the build migrated.
 # 2. For each build, one more run with `log_statement = all` on its database
-#    (COUNT_SECONDS): the statements PostgreSQL received per pair, those that
-#    were BEGIN or COMMIT or a key's lock, and per 1,000 writes (grants and
+#    (COUNT_SECONDS): the messages (round trips) and statements PostgreSQL
+#    received per pair, those that were BEGIN or COMMIT or a key's lock (a
+#    transaction sends its BEGIN and its locks in one message), and per
+#    1,000 writes (grants and
 #    releases) the change log's reads and the announcer's pg_notify
 #    statements. Slower than the runs above (the log costs): counts only.
 set -euo pipefail
@@ -98,12 +100,14 @@ import re, sys
 name, grants, writes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 lines = [re.sub(r"^.*LOG:  (statement|execute [^ ]*): ", "", l) for l in sys.stdin]
 def n(pattern): return sum(1 for l in lines if re.search(pattern, l))
+# A transaction on keys sends its BEGIN and the locks of its keys in one message.
 framing = n(r"^(BEGIN|COMMIT|ROLLBACK)\b")
-locks = n(r"^SELECT pg_advisory_xact_lock\(hashtextextended")
+locks = sum(len(re.findall(r"SELECT pg_advisory_xact_lock\(hashtextextended", l)) for l in lines)
 writes_sent = n(r"(INSERT INTO lock_leases|DELETE FROM lock_leases WHERE key = )")
 reads = n(r"FROM events WHERE revision > ")
 notify = n(r"pg_notify")
-print(f"statements {name} pairs={grants} writes={writes} all_per_pair={len(lines) / grants:.2f} "
+print(f"statements {name} pairs={grants} writes={writes} "
+      f"messages_per_pair={len(lines) / grants:.2f} "
       f"pair_statements={(framing + locks + writes_sent) / grants:.2f} "
       f"begin_commit_per_pair={framing / grants:.2f} key_locks_per_pair={locks / grants:.2f} "
       f"log_reads_per_1000_writes={1000 * reads / writes:.0f} "
