@@ -33,6 +33,14 @@ pub(super) const PAGE: u32 = 512;
 const POLL: Duration = Duration::from_secs(1);
 /// How often a reader held at a gap looks whether it may go on.
 const GAP_POLL: Duration = Duration::from_millis(10);
+/// The least time between two reads of the log once commits keep coming:
+/// under load one read takes every event committed meanwhile, not one read
+/// per write.
+const GATHER: Duration = Duration::from_millis(5);
+/// How many reads in a row, each within `GATHER` of the one before, make a
+/// load: below it (a quiet server, a few writes at once) each read runs as
+/// soon as a commit wakes it, so a write is in the log's pages at once.
+const BURST: u32 = 4;
 
 /// Why a watch cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -254,11 +262,22 @@ async fn follow(feed: &EventFeed) {
     feed.ready.send_replace(true);
     let mut gap = None;
     let mut read_log = true;
+    let (mut last_read, mut burst) = (tokio::time::Instant::now(), 0);
     loop {
-        if (read_log || !feed.deliver_committed(&mut cursor))
-            && let Err(e) = feed.step(&mut cursor, &mut gap).await
-        {
-            tracing::warn!(error = %e, "cannot read the change log");
+        if read_log || !feed.deliver_committed(&mut cursor) {
+            // Under load the next read waits for the commits that follow.
+            burst = if last_read.elapsed() < GATHER {
+                burst + 1
+            } else {
+                0
+            };
+            if burst >= BURST {
+                tokio::time::sleep_until(last_read + GATHER).await;
+            }
+            last_read = tokio::time::Instant::now();
+            if let Err(e) = feed.step(&mut cursor, &mut gap).await {
+                tracing::warn!(error = %e, "cannot read the change log");
+            }
         }
         let wait = if gap.is_some() { GAP_POLL } else { POLL };
         let woken = signal.notified();

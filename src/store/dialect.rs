@@ -12,6 +12,7 @@ use std::sync::Arc;
 use tokio::sync::{Notify, broadcast};
 
 use super::sql::Sql;
+use super::texts::Texts;
 use super::{KeyEvent, Resumed, StoreResult};
 use crate::domain::Millis;
 use crate::telemetry::StoreStats;
@@ -75,6 +76,9 @@ pub trait Dialect: Send + Sync + 'static {
     /// See `Store::resume_after_downtime`.
     async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed>;
     fn stats(&self) -> &StoreStats;
+    /// The texts its connections answer (`Sql::texts`): what a verb may ask
+    /// of it before it takes one.
+    fn texts(&self) -> &'static Texts;
     /// Woken after a commit that recorded events (on PostgreSQL, on any
     /// replica of the database).
     fn event_signal(&self) -> &Arc<Notify>;

@@ -58,6 +58,11 @@ impl Store {
         WriteTime::new(asked, self.clock.clone())
     }
 
+    /// The texts of the dialect's connections.
+    pub(super) fn texts(&self) -> &'static super::texts::Texts {
+        self.db.texts()
+    }
+
     /// Runs `work` from `args` as one write for a request. A dialect may run
     /// a write again (`WriteWork`): each run gets a copy of `args`.
     pub(super) async fn write<A, T, F>(

@@ -5,16 +5,16 @@
 //! `domain::grant`'s order, the key's absent rows removed, and the insert.
 
 use super::dialect::Effects;
-use super::events::{self, Holding, expired_locks};
+use super::events::{self, expired_locks};
+use super::lock_rows::{self, NewLockRow};
 use super::lock_texts::{DELETE_ABSENT, GRANT_RECORDED, IDEMPOTENCY_KEYS, KEY_ROWS, REPLAY};
 use super::owners::{owner_name, quota};
 use super::rows::{self, metadata_text};
 use super::sessions::{self, Held};
-use super::sql::{Arg, Columns, Sql, args};
+use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
 use super::{StoreError, StoreResult, grant_order};
 use crate::domain::commands::{AcquireLock, AcquireOutcome};
-use crate::domain::events::EventType;
 use crate::domain::grant::Quota;
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::{self, Claim, LockLease};
@@ -151,7 +151,7 @@ async fn decide(
 
 /// The lease `new` became, once stored with `token` and `fencing_token` at
 /// `now`, living as `held`.
-fn granted(
+pub(super) fn granted(
     new: AcquireLock,
     token: String,
     now: Millis,
@@ -244,109 +244,6 @@ async fn insert_granted(
         // Without an Idempotency-Key there is nothing to look up.
         row.only_if_idempotency_unused = idempotency_unused && new.idempotency_key.is_some();
     }
-    let event = |fencing_token| {
-        let holding = Holding {
-            holder: new.holder.as_str(),
-            fencing_token,
-            session: held.session().map(|s| s.id.as_str()),
-            owner: owner_name(&new.owner),
-        };
-        holding.lock(EventType::LockAcquired, new.key.as_str(), None, now)
-    };
-    // One statement where the dialect records the event with the row.
-    if let Some(text) = GRANT_RECORDED.text(conn.texts()) {
-        let mut args = row.args().to_vec();
-        args.push(EventType::LockAcquired.as_str().into());
-        let Some(granted) = conn.row(text, &args).await? else {
-            return Ok(None);
-        };
-        let fencing_token = granted.int("fencing_token")?;
-        events::recorded(fx, event(fencing_token), granted.int("revision")?);
-        return Ok(Some(fencing_token));
-    }
-    let Some(fencing_token) = insert_row(conn, &row).await? else {
-        return Ok(None);
-    };
-    events::record(conn, fx, &event(fencing_token)).await?;
-    Ok(Some(fencing_token))
-}
-
-/// A lock row as `insert_lock` writes it, its fields in the order of the
-/// statement's placeholders (`$1` to `$15`).
-struct NewLockRow<'a> {
-    key: &'a str,
-    holder: &'a str,
-    token: &'a str,
-    mode: &'a str,
-    max_holders: Option<i64>,
-    acquired_at: Millis,
-    expires_at: Millis,
-    ttl_ms: i64,
-    lock_delay_ms: i64,
-    metadata: Option<&'a str>,
-    idempotency_key: Option<&'a str>,
-    owner: Option<&'a str>,
-    session_id: Option<&'a str>,
-    /// Only if the key has no row at all.
-    only_if_free: bool,
-    /// Only if no row of its owner carries its idempotency key.
-    only_if_idempotency_unused: bool,
-}
-
-impl<'a> NewLockRow<'a> {
-    /// The row of `new` granted at `now`, with its secret `token`, as
-    /// `held`, written whatever the key's rows.
-    fn of(
-        new: &'a AcquireLock,
-        token: &'a str,
-        now: Millis,
-        held: &'a Held,
-        metadata: Option<&'a str>,
-    ) -> Self {
-        let (ttl_ms, expires_at) = held.columns(now);
-        Self {
-            key: new.key.as_str(),
-            holder: new.holder.as_str(),
-            token,
-            mode: new.mode.as_str(),
-            max_holders: new.max_holders.map(|n| i64::from(n.get())),
-            acquired_at: now,
-            expires_at,
-            ttl_ms,
-            lock_delay_ms: new.lock_delay_ms,
-            metadata,
-            idempotency_key: new.idempotency_key.as_deref(),
-            owner: owner_name(&new.owner),
-            session_id: held.session().map(|s| s.id.as_str()),
-            only_if_free: false,
-            only_if_idempotency_unused: false,
-        }
-    }
-
-    fn args(&self) -> [Arg<'_>; 15] {
-        [
-            self.key.into(),
-            self.holder.into(),
-            self.token.into(),
-            self.mode.into(),
-            self.max_holders.into(),
-            self.acquired_at.into(),
-            self.expires_at.into(),
-            self.ttl_ms.into(),
-            self.lock_delay_ms.into(),
-            self.metadata.into(),
-            self.idempotency_key.into(),
-            self.owner.into(),
-            self.session_id.into(),
-            self.only_if_free.into(),
-            self.only_if_idempotency_unused.into(),
-        ]
-    }
-}
-
-/// Inserts `row` with the next fencing token and answers it, or `None`
-/// when its conditions kept it out.
-async fn insert_row(conn: &mut dyn Sql, row: &NewLockRow<'_>) -> StoreResult<Option<i64>> {
-    let inserted = conn.row(conn.texts().insert_lock, &row.args()).await?;
-    inserted.map(|r| r.int("fencing_token")).transpose()
+    let written = lock_rows::write(conn, fx, &GRANT_RECORDED, new, &row, held).await?;
+    Ok(written.map(|w| w.fencing_token))
 }

@@ -71,14 +71,33 @@ pub static BOUND_LEASE: Text = Text::new(|| {
     )
 });
 
-/// Deletes the live lease of `$1` with the token `$2` at `$3`.
-pub static RELEASE: Ending = Ending::new(|| {
+/// The live lease of `$1` with the token `$2` at `$3`.
+fn released() -> String {
     format!(
         "key = $1 AND token = $2 AND {} AND {}",
         expiry::live("lock_leases", "$3"),
         live_by_session("lock_leases", 3)
     )
-});
+}
+
+/// Deletes the live lease of `$1` with the token `$2` at `$3`.
+pub static RELEASE: Ending = Ending::new(released);
+
+/// `RELEASE` as a statement of its own (`Ending::recorded` only), for a
+/// plain exclusive lease: while it lives no other row is on its key (the
+/// rules grant nothing beside it), so nothing else the key records can fall
+/// between its time and its end, and the key's lock, taken for the
+/// statement, keeps a transaction that holds it from seeing its end
+/// half-way.
+pub static RELEASE_ALONE: Ending = Ending::with(
+    || {
+        format!(
+            "{} AND mode = 'exclusive' AND max_holders IS NULL",
+            released()
+        )
+    },
+    true,
+);
 
 /// Deletes every lease of `$1` live at `$2`.
 pub static DELETE_LIVE: Ending = Ending::new(|| {
@@ -131,23 +150,38 @@ fn lock_event(type_arg: usize, at: &str, reason: &str, rows: &str) -> String {
     )
 }
 
-/// `insert_lock` with `$16` the grant's event type, recording the grant in
-/// the same statement: answers `fencing_token` and the event's `revision`,
-/// or nothing when nothing was granted. Only where the dialect has
-/// `record_selected`.
-pub struct Granting(OnceLock<String>);
+/// A grant's insert with `$16` the grant's event type, recording the grant
+/// in the same statement: answers `fencing_token`, `acquired_at` and the
+/// event's `revision`, or nothing when nothing was granted. Only where the
+/// dialect has `record_selected` (and, for `GRANT_ALONE`, `insert_alone`).
+pub struct Granting {
+    insert: fn(&Texts) -> Option<&'static str>,
+    text: OnceLock<String>,
+}
 
-pub static GRANT_RECORDED: Granting = Granting(OnceLock::new());
+/// `insert_lock`, in the grant's transaction.
+pub static GRANT_RECORDED: Granting = Granting::new(|texts| Some(texts.insert_lock));
+
+/// `insert_alone`: a grant of a free key as one statement of its own.
+pub static GRANT_ALONE: Granting = Granting::new(|texts| texts.insert_alone);
 
 impl Granting {
-    /// The text in the dialect of `texts`, if it has `record_selected`.
+    const fn new(insert: fn(&Texts) -> Option<&'static str>) -> Self {
+        Self {
+            insert,
+            text: OnceLock::new(),
+        }
+    }
+
+    /// The text in the dialect of `texts`, if it has what it takes.
     pub fn text(&'static self, texts: &Texts) -> Option<&'static str> {
         let record = texts.record_selected.as_ref()?;
-        Some(self.0.get_or_init(|| {
+        let insert = (self.insert)(texts)?;
+        Some(self.text.get_or_init(|| {
             format!(
-                "WITH granted AS ({}), recorded AS ({}{}{}) \
-                 SELECT fencing_token, revision FROM granted JOIN recorded USING (fencing_token)",
-                texts.insert_lock,
+                "WITH granted AS ({insert}), recorded AS ({}{}{}) \
+                 SELECT fencing_token, acquired_at, revision \
+                 FROM granted JOIN recorded USING (fencing_token)",
                 record.head,
                 lock_event(16, "acquired_at", "NULL::text", "granted"),
                 record.tail
@@ -161,6 +195,9 @@ impl Granting {
 /// dialect answers deleted rows otherwise, as the rows read, then deleted.
 pub struct Ending {
     condition: fn() -> String,
+    /// Run as a statement of its own, without the key's lock: the rows go
+    /// only if the lock of the key (`$1`) is free to take (`try_lock_key`).
+    alone: bool,
     returning: OnceLock<String>,
     read_first: OnceLock<String>,
     recorded: OnceLock<String>,
@@ -168,8 +205,13 @@ pub struct Ending {
 
 impl Ending {
     const fn new(condition: fn() -> String) -> Self {
+        Self::with(condition, false)
+    }
+
+    const fn with(condition: fn() -> String, alone: bool) -> Self {
         Self {
             condition,
+            alone,
             returning: OnceLock::new(),
             read_first: OnceLock::new(),
             recorded: OnceLock::new(),
@@ -183,9 +225,14 @@ impl Ending {
     /// its event's `revision` (null for an announced one).
     pub fn recorded(&'static self, texts: &Texts, arguments: usize) -> Option<&'static str> {
         let record = texts.record_selected.as_ref()?;
+        let taken = match (self.alone, texts.try_lock_key) {
+            (false, _) => String::new(),
+            (true, Some(lock)) => format!(" AND (SELECT {lock})"),
+            (true, None) => return None,
+        };
         Some(self.recorded.get_or_init(|| {
             format!(
-                "WITH ended AS (DELETE FROM lock_leases WHERE {} RETURNING {ENDED_LOCK}), \
+                "WITH ended AS (DELETE FROM lock_leases WHERE {}{taken} RETURNING {ENDED_LOCK}), \
                  recorded AS ({}{}{}) \
                  SELECT ended.*, recorded.revision FROM ended \
                  LEFT JOIN recorded USING (fencing_token)",

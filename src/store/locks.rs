@@ -36,6 +36,10 @@ impl Store {
         token: String,
         now: Millis,
     ) -> StoreResult<AcquireOutcome> {
+        // A free key's grant is one statement where the dialect can.
+        if let Some(granted) = self.grant_alone(&lock, &token, now).await? {
+            return Ok(granted);
+        }
         // A grant and its event, and the expiries it records, stand or fall
         // together, the only write of its key.
         let at = self.time(now);
@@ -75,6 +79,9 @@ impl Store {
         token: &LeaseToken,
         now: Millis,
     ) -> StoreResult<()> {
+        if self.release_alone(key, token, now).await? {
+            return Ok(());
+        }
         // The delete and its event, serialised with the key's grants: the
         // release's time, read after, is after every grant before it and
         // before every grant after it.

@@ -31,6 +31,18 @@ pub struct Texts {
     /// the columns of the grant's event too (`key`, `holder`,
     /// `acquired_at`, `session_id`, `owner`).
     pub insert_lock: &'static str,
+    /// Where writes run side by side and a grant of a free key may be one
+    /// statement with no transaction around it (`lock_alone`): `insert_lock`
+    /// with the same arguments, the row inserted only if the key's lock is
+    /// free to take (`try_lock_key`, held to the commit) and then, read
+    /// with a snapshot taken after it, the key has no row; its
+    /// `acquired_at` (and `expires_at` with it) is moved to the key's last
+    /// event, read then too, if that is later. `None` where a grant is
+    /// always its transaction.
+    pub insert_alone: Option<&'static str>,
+    /// Takes the lock `lock_key` takes, if no transaction holds it, inside a
+    /// statement: true when taken (held to the commit).
+    pub try_lock_key: Option<&'static str>,
     /// Inserts a reservation: its columns are `subnets::NewReservationRow`'s
     /// arguments in their order; the last (`$15`) is its subnet as text, for
     /// a dialect that keeps it as a network type besides its addresses.

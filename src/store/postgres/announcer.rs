@@ -2,7 +2,9 @@
 //! recorded), off the writes' path: a write adds its keys here and answers;
 //! one task sends everything added since its last statement in one
 //! `pg_notify` statement. Under load many writes share a statement, and
-//! none waits for it. The announcement still follows the commit, so a
+//! none waits for it: after a statement the task gathers for `GATHER`
+//! before the next, so a quiet write is announced at once and a busy
+//! replica sends one statement per `GATHER`, not one per write. The announcement still follows the commit, so a
 //! replica woken by it finds the change committed; a waiter elsewhere that
 //! misses it still retries when the leases it saw would expire.
 //!
@@ -14,6 +16,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -21,6 +24,9 @@ use tokio::task::JoinHandle;
 use super::connections::Connections;
 use super::{EVENTS_CHANNEL, KEYS_CHANNEL};
 use crate::store::dialect::Effects;
+
+/// How long the task gathers what writes add after each statement it sent.
+const GATHER: Duration = Duration::from_millis(5);
 
 #[derive(Default)]
 struct Pending {
@@ -56,6 +62,9 @@ impl Announcer {
                 let batch = std::mem::take(&mut *me.pending.lock().expect("pending announcements"));
                 if !batch.keys.is_empty() || batch.events {
                     send(&connections, batch).await;
+                    if !me.closing.load(Ordering::Acquire) {
+                        tokio::time::sleep(GATHER).await;
+                    }
                 } else if me.closing.load(Ordering::Acquire) {
                     return;
                 } else {

@@ -10,9 +10,15 @@
 //!
 //! Every call on a lent connection is bounded too ([`Connections::answered`]):
 //! on a silent network (a partition: nothing refused, the socket left open)
-//! a query would otherwise wait for ever. One that gets no answer in time is
-//! abandoned, its connection closed, and the caller told the database is
-//! unavailable.
+//! a query would otherwise wait for ever. A call may rightly wait long, for
+//! row and key locks behind other transactions, so its bound is long; but a
+//! call still waiting after a short while asks whether the database answers
+//! at all: if nothing was heard from it lately, another connection is
+//! pinged with a short timeout (one ping at a time, its verdict shared by
+//! every waiting call). Silence there means the network is cut: the call is
+//! abandoned at once. A call that gets no answer in time either way is
+//! abandoned too; its connection is closed, and the caller told the
+//! database is unavailable.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Mutex;
@@ -37,6 +43,18 @@ pub(super) struct Connections {
     idle: Mutex<Vec<(PgConnection, Instant)>>,
     lent: Semaphore,
     timeout: Duration,
+    heard: Heard,
+}
+
+/// When the database last answered anything, and the probes that ask it
+/// when a call has waited without news.
+struct Heard {
+    /// The last answer: a call's, or a probe's.
+    last: Mutex<Instant>,
+    /// When a probe last went unanswered.
+    silent: Mutex<Option<Instant>>,
+    /// One probe at a time: calls that wait meanwhile take its verdict.
+    probing: tokio::sync::Mutex<()>,
 }
 
 impl Connections {
@@ -48,6 +66,11 @@ impl Connections {
             idle: Mutex::new(Vec::with_capacity(size)),
             lent: Semaphore::new(size),
             timeout,
+            heard: Heard {
+                last: Mutex::new(Instant::now()),
+                silent: Mutex::new(None),
+                probing: tokio::sync::Mutex::new(()),
+            },
         }
     }
 
@@ -61,22 +84,84 @@ impl Connections {
         self.timeout * ANSWER_WITHIN_WAITS
     }
 
+    /// How long a call waits without news before the database is asked
+    /// whether it answers at all, and how long that probe waits.
+    fn probe_after(&self) -> Duration {
+        self.timeout / 2
+    }
+
     /// `work`'s result, or `Unavailable` when the database did not answer it
-    /// within the bound: the connection it ran on must then be dropped
-    /// (`settle` drops it on that error).
+    /// within the bound, or stopped answering anything while it waited: the
+    /// connection it ran on must then be dropped (`settle` drops it on that
+    /// error).
     pub(super) async fn answered<T>(
         &self,
         work: impl Future<Output = StoreResult<T>>,
     ) -> StoreResult<T> {
-        tokio::time::timeout(self.bound(), work)
-            .await
-            .unwrap_or_else(|_| {
-                Err(StoreError::Unavailable(format!(
+        let started = Instant::now();
+        let mut work = std::pin::pin!(work);
+        loop {
+            let left = self.bound().saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(unavailable(format!(
                     "the database did not answer within {} ms",
                     self.bound().as_millis()
-                ))
-                .into())
-            })
+                )));
+            }
+            if let Ok(done) = tokio::time::timeout(left.min(self.probe_after()), &mut work).await {
+                if done.is_ok() {
+                    *self.heard.last.lock().expect("heard") = Instant::now();
+                }
+                return done;
+            }
+            if !self.database_answers().await {
+                return Err(unavailable(format!(
+                    "the database answers nothing: a ping on another connection \
+                     went unanswered for {} ms",
+                    self.probe_after().as_millis()
+                )));
+            }
+        }
+    }
+
+    /// Whether the database answered lately, asking it if nothing was heard
+    /// for `probe_after`: a silent network answers no connection, a wait
+    /// for locks holds up only the calls behind them.
+    async fn database_answers(&self) -> bool {
+        let asked = Instant::now();
+        let fresh = |at: Instant| at.elapsed() < self.probe_after();
+        if fresh(*self.heard.last.lock().expect("heard")) {
+            return true;
+        }
+        let _turn = self.heard.probing.lock().await;
+        // The probe this call waited for may have settled it.
+        if fresh(*self.heard.last.lock().expect("heard")) {
+            return true;
+        }
+        if self
+            .heard
+            .silent
+            .lock()
+            .expect("silent")
+            .is_some_and(|at| at >= asked)
+        {
+            return false;
+        }
+        let ping = async {
+            let mut conn = self.pool.acquire().await?;
+            conn.ping().await
+        };
+        let answered = matches!(
+            tokio::time::timeout(self.probe_after(), ping).await,
+            Ok(Ok(()))
+        );
+        let now = Instant::now();
+        if answered {
+            *self.heard.last.lock().expect("heard") = now;
+        } else {
+            *self.heard.silent.lock().expect("silent") = Some(now);
+        }
+        answered
     }
 
     /// A connection, the most recently used first.
@@ -130,6 +215,10 @@ impl Connections {
         })
         .await;
     }
+}
+
+fn unavailable(why: String) -> Error {
+    StoreError::Unavailable(why).into()
 }
 
 /// A lent connection: given back when dropped, if `settle` found it fit.

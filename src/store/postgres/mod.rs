@@ -210,6 +210,10 @@ impl Dialect for PostgresStore {
         &self.stats
     }
 
+    fn texts(&self) -> &'static crate::store::texts::Texts {
+        texts::TEXTS
+    }
+
     fn event_signal(&self) -> &Arc<Notify> {
         &self.event_signal
     }

@@ -17,6 +17,13 @@ macro_rules! events_from_rows {
     };
 }
 
+/// The key's (`$1`) lock as `lock_key` takes it, if free.
+macro_rules! try_lock_key {
+    () => {
+        "pg_try_advisory_xact_lock(hashtextextended($1, 0))"
+    };
+}
+
 pub const TEXTS: &Texts = &Texts {
     lock_key: Some("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"),
     // The two-key form: a key space apart from the per-key locks' bigint one.
@@ -35,6 +42,29 @@ pub const TEXTS: &Texts = &Texts {
          AND NOT ($15 AND EXISTS (SELECT 1 FROM lock_leases WHERE idempotency_key = $11 \
          AND coalesce(owner, '') = coalesce($12, ''))) \
          RETURNING fencing_token, key, holder, acquired_at, session_id, owner",
+    // The key's lock is tried first (`CASE` evaluates its condition before
+    // its value; `OFFSET 0` keeps the subquery apart and run once); only
+    // then is the key read, by `lock_key_seen` with a snapshot of its own:
+    // it sees every change of the key committed before the lock was free,
+    // even one made after this statement's snapshot, as a transaction that
+    // reads after taking the lock does. The row goes in only if the key has
+    // none, at the later of the lease clock and the key's last event.
+    insert_alone: Some(concat!(
+        "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
+         max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
+         idempotency_key, owner, session_id) \
+         SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, t.at, $7 + (t.at - $6), \
+         $8, $9, $10, $11, $12, $13 \
+         FROM (SELECT (k.seen).held, greatest($6, (k.seen).last_at) AS at \
+         FROM (SELECT CASE WHEN ",
+        try_lock_key!(),
+        " THEN lock_key_seen($1) END AS seen OFFSET 0) k) t \
+         WHERE t.held IS FALSE AND $14 \
+         AND NOT ($15 AND EXISTS (SELECT 1 FROM lock_leases WHERE idempotency_key = $11 \
+         AND coalesce(owner, '') = coalesce($12, ''))) \
+         RETURNING fencing_token, key, holder, acquired_at, session_id, owner"
+    )),
+    try_lock_key: Some(try_lock_key!()),
     // The subnet also as `cidr`, for the exclusion constraint.
     insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, \
          first_addr, last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, \

@@ -207,6 +207,10 @@ impl Dialect for SqliteStore {
         &self.stats
     }
 
+    fn texts(&self) -> &'static crate::store::texts::Texts {
+        texts::TEXTS
+    }
+
     fn event_signal(&self) -> &Arc<Notify> {
         &self.writer.committed().signal
     }

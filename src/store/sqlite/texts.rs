@@ -25,6 +25,9 @@ pub const TEXTS: &Texts = &Texts {
          SELECT value, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 \
          FROM fencing_counter WHERE id = 1 AND changes() > 0; \
          SELECT last_insert_rowid() AS fencing_token WHERE changes() > 0",
+    // One writer: a grant is never raced, and its transaction costs no round trip.
+    insert_alone: None,
+    try_lock_key: None,
     insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, \
          last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, metadata, \
          idempotency_key, owner, session_id) \

@@ -7,6 +7,7 @@ mod database_down;
 mod event_order;
 mod failover;
 mod grants;
+mod one_holder;
 mod postgres_store;
 mod proxy;
 mod replica_queues;
@@ -19,6 +20,7 @@ pub fn tests() -> Vec<crate::harness::Test> {
         database_down::tests(),
         event_order::tests(),
         failover::tests(),
+        one_holder::tests(),
         postgres_store::tests(),
         replica_queues::tests(),
         replicas::tests(),

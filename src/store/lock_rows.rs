@@ -1,0 +1,140 @@
+//! A lock row as a grant writes it, and the statements that write it with
+//! its grant's event: in the grant's transaction (`insert_lock`, the event
+//! in the same statement where the dialect records the rows it selects), or
+//! as a statement of its own (`insert_alone`, for `lock_alone`).
+
+use super::StoreResult;
+use super::dialect::Effects;
+use super::events::{self, Holding};
+use super::lock_texts::Granting;
+use super::owners::owner_name;
+use super::sessions::Held;
+use super::sql::{Arg, Columns, Sql};
+use crate::domain::Millis;
+use crate::domain::commands::AcquireLock;
+use crate::domain::events::EventType;
+
+/// A lock row written: its fencing token and when it was granted.
+pub(super) struct Written {
+    pub fencing_token: i64,
+    pub at: Millis,
+}
+
+/// Writes `row`, the lease `new` living as `held`, with the next fencing
+/// token, and records its grant: in one statement where the dialect has
+/// `granting`'s text, else the insert and then the event. `None` when the
+/// row's conditions kept it out and nothing was written.
+pub(super) async fn write(
+    conn: &mut dyn Sql,
+    fx: &mut Effects,
+    granting: &'static Granting,
+    new: &AcquireLock,
+    row: &NewLockRow<'_>,
+    held: &Held,
+) -> StoreResult<Option<Written>> {
+    let event = |fencing_token, at| {
+        let holding = Holding {
+            holder: new.holder.as_str(),
+            fencing_token,
+            session: held.session().map(|s| s.id.as_str()),
+            owner: owner_name(&new.owner),
+        };
+        holding.lock(EventType::LockAcquired, new.key.as_str(), None, at)
+    };
+    if let Some(text) = granting.text(conn.texts()) {
+        let mut args = row.args().to_vec();
+        args.push(EventType::LockAcquired.as_str().into());
+        let Some(granted) = conn.row(text, &args).await? else {
+            return Ok(None);
+        };
+        let (fencing_token, at) = (granted.int("fencing_token")?, granted.int("acquired_at")?);
+        events::recorded(fx, event(fencing_token, at), granted.int("revision")?);
+        return Ok(Some(Written { fencing_token, at }));
+    }
+    let Some(fencing_token) = insert_row(conn, row).await? else {
+        return Ok(None);
+    };
+    let at = row.acquired_at;
+    events::record(conn, fx, &event(fencing_token, at)).await?;
+    Ok(Some(Written { fencing_token, at }))
+}
+
+/// A lock row as `insert_lock` (or `insert_alone`) writes it, its fields in the order of the
+/// statement's placeholders (`$1` to `$15`).
+pub(super) struct NewLockRow<'a> {
+    key: &'a str,
+    holder: &'a str,
+    token: &'a str,
+    mode: &'a str,
+    max_holders: Option<i64>,
+    acquired_at: Millis,
+    expires_at: Millis,
+    ttl_ms: i64,
+    lock_delay_ms: i64,
+    metadata: Option<&'a str>,
+    idempotency_key: Option<&'a str>,
+    owner: Option<&'a str>,
+    session_id: Option<&'a str>,
+    /// Only if the key has no row at all.
+    pub(super) only_if_free: bool,
+    /// Only if no row of its owner carries its idempotency key.
+    pub(super) only_if_idempotency_unused: bool,
+}
+
+impl<'a> NewLockRow<'a> {
+    /// The row of `new` granted at `now`, with its secret `token`, as
+    /// `held`, written whatever the key's rows.
+    pub(super) fn of(
+        new: &'a AcquireLock,
+        token: &'a str,
+        now: Millis,
+        held: &'a Held,
+        metadata: Option<&'a str>,
+    ) -> Self {
+        let (ttl_ms, expires_at) = held.columns(now);
+        Self {
+            key: new.key.as_str(),
+            holder: new.holder.as_str(),
+            token,
+            mode: new.mode.as_str(),
+            max_holders: new.max_holders.map(|n| i64::from(n.get())),
+            acquired_at: now,
+            expires_at,
+            ttl_ms,
+            lock_delay_ms: new.lock_delay_ms,
+            metadata,
+            idempotency_key: new.idempotency_key.as_deref(),
+            owner: owner_name(&new.owner),
+            session_id: held.session().map(|s| s.id.as_str()),
+            only_if_free: false,
+            only_if_idempotency_unused: false,
+        }
+    }
+
+    fn args(&self) -> [Arg<'_>; 15] {
+        [
+            self.key.into(),
+            self.holder.into(),
+            self.token.into(),
+            self.mode.into(),
+            self.max_holders.into(),
+            self.acquired_at.into(),
+            self.expires_at.into(),
+            self.ttl_ms.into(),
+            self.lock_delay_ms.into(),
+            self.metadata.into(),
+            self.idempotency_key.into(),
+            self.owner.into(),
+            self.session_id.into(),
+            self.only_if_free.into(),
+            self.only_if_idempotency_unused.into(),
+        ]
+    }
+}
+
+/// Inserts `row` with the next fencing token and answers it, or `None`
+/// when its conditions kept it out.
+async fn insert_row(conn: &mut dyn Sql, row: &NewLockRow<'_>) -> StoreResult<Option<i64>> {
+    let inserted = conn.row(conn.texts().insert_lock, &row.args()).await?;
+    inserted.map(|r| r.int("fencing_token")).transpose()
+}
