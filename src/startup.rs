@@ -91,26 +91,7 @@ impl Application {
                 "leases live at the last stop got a fresh TTL"
             ),
         }
-        let limits = Limits {
-            default_ttl_ms: millis(config.default_ttl),
-            max_ttl_ms: millis(config.max_ttl),
-            max_wait_ms: millis(config.max_wait),
-            max_in_flight: config.max_in_flight as usize,
-            max_in_flight_per_client: config.in_flight_per_client() as usize,
-            max_waiters: config.max_waiters as usize,
-            max_waiters_per_client: config.waiters_per_client() as usize,
-            body_timeout: config.body_timeout,
-            max_session_leases: config.max_session_leases,
-            max_capabilities_bytes: config.max_capabilities_bytes as usize,
-            max_watchers: config.max_watchers as usize,
-            max_watchers_per_client: config.watchers_per_client() as usize,
-            event_buffer: config.event_buffer as usize,
-            max_history_reads: config.max_history_reads as usize,
-            max_history_reads_per_client: config.history_reads_per_client() as usize,
-            event_scan_rows: config.event_scan_rows,
-            prefix_stats: config.prefix_stats as usize,
-            ..Limits::default()
-        };
+        let limits = limits(&config);
         let mut leases = Leases::new(store, clock, limits);
         let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
         leases.name = config.server_name(port);
@@ -291,5 +272,29 @@ async fn forward_key_events(leases: Leases) {
             }
             Err(broadcast::error::RecvError::Closed) => return,
         }
+    }
+}
+
+/// The bounds the service keeps, as the configuration sets them.
+fn limits(config: &ServeConfig) -> Limits {
+    Limits {
+        default_ttl_ms: millis(config.default_ttl),
+        max_ttl_ms: millis(config.max_ttl),
+        max_wait_ms: millis(config.max_wait),
+        max_in_flight: config.max_in_flight as usize,
+        max_in_flight_per_client: config.in_flight_per_client() as usize,
+        max_waiters: config.max_waiters as usize,
+        max_waiters_per_client: config.waiters_per_client() as usize,
+        body_timeout: config.body_timeout,
+        max_session_leases: config.max_session_leases,
+        max_capabilities_bytes: config.max_capabilities_bytes as usize,
+        max_watchers: config.max_watchers as usize,
+        max_watchers_per_client: config.watchers_per_client() as usize,
+        event_buffer: config.event_buffer as usize,
+        max_history_reads: config.max_history_reads as usize,
+        max_history_reads_per_client: config.history_reads_per_client() as usize,
+        event_scan_rows: config.event_scan_rows,
+        prefix_stats: config.prefix_stats as usize,
+        ..Limits::default()
     }
 }
