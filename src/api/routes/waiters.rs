@@ -14,6 +14,7 @@ use super::extract::{AppPath, AppQuery};
 use super::lease_requests::Mode;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
+use crate::api::openapi::refusals::QueryRefusals;
 use crate::api::problems::{Problem, Subject};
 use crate::auth::Need;
 use crate::domain::inputs::PageLimit;
@@ -168,7 +169,10 @@ impl QueueBody {
 #[utoipa::path(
     get, path = "/v1/queues", operation_id = "listQueues", tag = "locks",
     params(QueuesQuery),
-    responses((status = 200, description = "Keys with waiters, the most first", body = QueuesBody))
+    responses(
+        (status = 200, description = "Keys with waiters, the most first", body = QueuesBody),
+        QueryRefusals,
+    )
 )]
 pub async fn queues(
     caller: Caller,
