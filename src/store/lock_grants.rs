@@ -14,13 +14,12 @@ use super::sessions::{self, Held};
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
 use super::{StoreError, StoreResult, grant_order};
+use crate::domain::Millis;
 use crate::domain::commands::{AcquireLock, AcquireOutcome};
 use crate::domain::grant::Quota;
-use crate::domain::inputs::Metadata;
 use crate::domain::lock::{self, Claim, LockLease};
 use crate::domain::names::IdempotencyKey;
 use crate::domain::refusal::Refused;
-use crate::domain::{Lease, Millis};
 
 /// A single acquire, in a write on its key (`Atomicity::OnKeys`): its time
 /// is read once it holds the key; its `Idempotency-Key` may name no live
@@ -159,16 +158,13 @@ pub(super) fn granted(
     held: &Held,
 ) -> LockLease {
     let session = held.session().map(|s| s.id.clone());
-    let (ttl_ms, expires_at) = held.answered(now);
-    let mut lease = Lease::granted(
+    let lease = held.lease(
         new.holder.into_string(),
         token,
         fencing_token,
         now,
-        ttl_ms,
-        new.metadata.map(Metadata::into_map),
+        new.metadata,
     );
-    lease.expires_at = Some(expires_at);
     LockLease {
         key: new.key.into_string(),
         lease,

@@ -21,6 +21,7 @@ use crate::domain::commands::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::events::EventType;
 use crate::domain::grant::QuotaKind;
 use crate::domain::inputs::Metadata;
+use crate::domain::lease::Lease;
 use crate::domain::names::Ttl;
 use crate::domain::names::{LeaseToken, SessionId};
 use crate::domain::refusal::{Missing, OverQuota, Refused};
@@ -371,12 +372,24 @@ impl Held {
         }
     }
 
-    /// The TTL and expiry a grant answers: a bound one shows its session's.
-    pub fn answered(&self, now: Millis) -> (Millis, Millis) {
-        match self {
+    /// The lease a grant at `now` answers: a bound one shows its session's
+    /// TTL and expiry.
+    pub fn lease(
+        &self,
+        holder: String,
+        token: String,
+        fencing_token: i64,
+        now: Millis,
+        metadata: Option<Metadata>,
+    ) -> Lease {
+        let (ttl_ms, expires_at) = match self {
             Held::Ttl(ttl) => (ttl.ms(), now + ttl.ms()),
             Held::Bound(s) => (s.ttl_ms, s.expires_at),
-        }
+        };
+        let metadata = metadata.map(Metadata::into_map);
+        let mut lease = Lease::granted(holder, token, fencing_token, now, ttl_ms, metadata);
+        lease.expires_at = Some(expires_at);
+        lease
     }
 }
 

@@ -18,15 +18,14 @@ use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{Error, StoreError, StoreResult, grant_order};
+use crate::domain::Millis;
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::commands::{ReserveOutcome, ReserveSubnet};
 use crate::domain::events::EventType;
-use crate::domain::inputs::Metadata;
 use crate::domain::names::IdempotencyKey;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
-use crate::domain::{Lease, Millis};
 
 impl Store {
     /// Compare-and-insert in one write transaction: the pool's expired
@@ -293,16 +292,13 @@ pub async fn reserve(
         now,
     );
     events::record(conn, fx, &event).await?;
-    let (ttl_ms, expires_at) = held.answered(now);
-    let mut lease = Lease::granted(
+    let lease = held.lease(
         new.holder.into_string(),
         token,
         fencing_token,
         now,
-        ttl_ms,
-        new.metadata.map(Metadata::into_map),
+        new.metadata,
     );
-    lease.expires_at = Some(expires_at);
     Ok(ReserveOutcome::Granted(Reservation {
         pool: pool.name,
         subnet: grant.block,
