@@ -15,36 +15,15 @@ use crate::domain::time::Now;
 pub fn refused_problem(subject: Subject, refused: &Refused, now: Now) -> Problem {
     use Refused as R;
     match refused {
-        R::LeaseLost => Problem::of(
-            &kinds::LEASE_LOST,
-            format!(
-                "the token names no live lease on {subject}: it expired, was released, or was \
-                 taken over"
-            ),
-        ),
+        R::LeaseLost => lease_lost_problem(subject),
         R::Missing(missing) => missing_problem(subject, *missing),
         R::Invalid(invalid) => invalid.clone().into(),
         R::Lock(refusal) => lock_refusal_problem(subject.name(), refusal, now),
         R::SetKey { key, refusal } => lock_refusal_problem(key, refusal, now).with("key", &**key),
         R::Subnet(refusal) => reserve_refusal_problem(subject.pool(), refusal, now),
-        R::SubnetOverlap => Problem::of(
-            &kinds::SUBNET_UNAVAILABLE,
-            format!("the subnet overlaps a live reservation of {subject}"),
-        )
-        .with("pool", subject.pool())
-        .with("conflicts", Vec::<serde_json::Value>::new()),
-        R::IdempotencyMismatch { holder } => Problem::of(
-            &kinds::IDEMPOTENCY_KEY_REUSED,
-            format!("this Idempotency-Key already holds a lease on {subject} for holder {holder}"),
-        ),
-        R::IdempotencyKeyElsewhere { key } => Problem::of(
-            &kinds::IDEMPOTENCY_KEY_REUSED,
-            format!(
-                "this Idempotency-Key already holds a live lease on {key}; an Idempotency-Key \
-                 names one request: draw a new one for {subject}"
-            ),
-        )
-        .with("key", &**key),
+        R::SubnetOverlap => overlap_problem(subject),
+        R::IdempotencyMismatch { holder } => key_reused_problem(subject, holder),
+        R::IdempotencyKeyElsewhere { key } => key_spent_elsewhere_problem(subject, key),
         R::OverQuota(over) => quota_problem(over),
         R::SessionLost { .. } | R::SessionFull { .. } => binding_problem(refused),
         // The group routes answer it with the caller's own refusal.
@@ -60,6 +39,47 @@ pub fn refused_problem(subject: Subject, refused: &Refused, now: Now) -> Problem
             format!("{subject} is a live member of another session or holder"),
         ),
     }
+}
+
+/// The 409 of a token that names no live lease.
+fn lease_lost_problem(subject: Subject) -> Problem {
+    Problem::of(
+        &kinds::LEASE_LOST,
+        format!(
+            "the token names no live lease on {subject}: it expired, was released, or was taken \
+             over"
+        ),
+    )
+}
+
+/// The 409 of a subnet asked for by name that overlaps a live reservation.
+fn overlap_problem(subject: Subject) -> Problem {
+    Problem::of(
+        &kinds::SUBNET_UNAVAILABLE,
+        format!("the subnet overlaps a live reservation of {subject}"),
+    )
+    .with("pool", subject.pool())
+    .with("conflicts", Vec::<serde_json::Value>::new())
+}
+
+/// The 409 of an Idempotency-Key replayed with another holder.
+fn key_reused_problem(subject: Subject, holder: &str) -> Problem {
+    Problem::of(
+        &kinds::IDEMPOTENCY_KEY_REUSED,
+        format!("this Idempotency-Key already holds a lease on {subject} for holder {holder}"),
+    )
+}
+
+/// The 409 of an Idempotency-Key that holds a live lease on another key.
+fn key_spent_elsewhere_problem(subject: Subject, key: &str) -> Problem {
+    Problem::of(
+        &kinds::IDEMPOTENCY_KEY_REUSED,
+        format!(
+            "this Idempotency-Key already holds a live lease on {key}; an Idempotency-Key names \
+             one request: draw a new one for {subject}"
+        ),
+    )
+    .with("key", key)
 }
 
 /// The 404 of what the request named and is not there.
