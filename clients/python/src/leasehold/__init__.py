@@ -56,6 +56,7 @@ from .localnet import local_networks
 from .lock import Lock
 from .loss import LossReason, OnLost, default_margin
 from .models import (
+    Counts,
     Event,
     Group,
     LockHolder,
@@ -65,6 +66,9 @@ from .models import (
     Page,
     Pool,
     PoolMap,
+    PrefixActivity,
+    Queue,
+    Queues,
     Reservation,
     SessionInfo,
     Waiter,
@@ -76,8 +80,8 @@ __all__ = [
     "Client", "Lock", "Session", "Election", "Observer", "Watch", "list_then_watch",
     "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND", "local_networks",
     "JSON", "JSONObject",
-    "Event", "Group", "LockHolder", "LockLease", "MapRun", "Member", "Page", "Pool", "PoolMap",
-    "Reservation", "SessionInfo", "Waiter",
+    "Counts", "Event", "Group", "LockHolder", "LockLease", "MapRun", "Member", "Page", "Pool",
+    "PoolMap", "PrefixActivity", "Queue", "Queues", "Reservation", "SessionInfo", "Waiter",
     "PROBLEM_TYPES", "LeaseholdError", "ConnectionFailed", "Cancelled", "Lost", "Problem",
     "InvalidRequest", "Unauthorized", "Forbidden", "NotFound", "LockNotFound",
     "PoolNotFound", "ReservationNotFound", "SessionNotFound", "GroupNotFound",

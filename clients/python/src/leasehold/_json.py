@@ -53,6 +53,14 @@ def opt_int(doc: JSONObject, name: str) -> int | None:
     return None
 
 
+def opt_float(doc: JSONObject, name: str) -> float | None:
+    """A number field, or ``None``."""
+    value = doc.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
 def opt_object(doc: JSONObject, name: str) -> JSONObject | None:
     """An object field, or ``None``."""
     value = doc.get(name)

@@ -13,7 +13,7 @@ from typing import Callable, Iterator, TypeVar
 from ._json import JSONObject, objects, opt_int
 from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as _page
 from .groups import GroupsMixin
-from .models import Event, LockLease, Page, SessionInfo, Waiter
+from .models import Event, LockLease, Page, PrefixActivity, Queues, SessionInfo, Waiter
 from .session import Session, session_ref
 from .subnets import SubnetsMixin
 
@@ -148,6 +148,19 @@ class Client(GroupsMixin, SubnetsMixin):
         store; an empty list when nobody waits, held or not."""
         doc = self.transport.request("GET", f"/v1/locks/{quote(key)}/waiters").doc
         return [Waiter.from_json(w) for w in objects(doc, "items")]
+
+    def queues(self, prefix: str = "", limit: int | None = None) -> Queues:
+        """The keys with the longest queues, most waiters first, on every
+        server sharing the store, with the totals over every key under
+        ``prefix`` the caller may read."""
+        q: dict[str, QueryValue] = {"prefix": prefix or None, "limit": limit}
+        return Queues.from_json(self.transport.request("GET", "/v1/queues", query=q).doc)
+
+    def prefixes(self) -> list[PrefixActivity]:
+        """Lock activity by key prefix on this server, in name order: what
+        ``/metrics`` counts per prefix, within the caller's scope."""
+        doc = self.transport.request("GET", "/v1/prefixes").doc
+        return [PrefixActivity.from_json(p) for p in objects(doc, "items")]
 
     def force_release(self, key: str) -> None:
         """Release every lease on ``key`` (admin)."""

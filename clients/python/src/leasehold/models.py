@@ -18,6 +18,7 @@ from ._json import (
     JSONObject,
     integer,
     objects,
+    opt_float,
     opt_int,
     opt_object,
     opt_text,
@@ -85,6 +86,92 @@ class Waiter:
             wait_left_ms=integer(doc, "wait_left_ms"),
             replica=text(doc, "replica"),
             raw=doc,
+        )
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A key with waiters: how many, and since when the oldest of them
+    waits (``longest_wait_ms`` ago)."""
+
+    key: str
+    waiters: int
+    waiting_since: str
+    longest_wait_ms: int
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "Queue":
+        return cls(
+            key=text(doc, "key"),
+            waiters=integer(doc, "waiters"),
+            waiting_since=text(doc, "waiting_since"),
+            longest_wait_ms=integer(doc, "longest_wait_ms"),
+        )
+
+
+@dataclass(frozen=True)
+class Queues:
+    """The keys with the most waiters, most first, and the totals over every
+    key the caller may read: ``waiters`` and ``keys`` with waiters, listed or
+    not."""
+
+    items: list[Queue]
+    waiters: int
+    keys: int
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "Queues":
+        return cls(
+            items=[Queue.from_json(q) for q in objects(doc, "items")],
+            waiters=integer(doc, "waiters"),
+            keys=integer(doc, "keys"),
+        )
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What a key prefix counted: grants, releases, expiries and acquires
+    refused."""
+
+    grants: int
+    releases: int
+    expiries: int
+    refusals: int
+
+    @classmethod
+    def from_json(cls, doc: JSONObject | None) -> "Counts":
+        doc = doc or {}
+        return cls(
+            grants=integer(doc, "grants"),
+            releases=integer(doc, "releases"),
+            expiries=integer(doc, "expiries"),
+            refusals=integer(doc, "refusals"),
+        )
+
+
+@dataclass(frozen=True)
+class PrefixActivity:
+    """One key prefix (a key's first path segment with its slash, or
+    ``other``): its counts since the server started and over the last
+    minute, its waiters on this server now, and how long the acquires that
+    waited in the last minute waited (``None`` without any)."""
+
+    prefix: str
+    total: Counts
+    last_minute: Counts
+    waiters: int
+    wait_p50_ms: float | None
+    wait_p99_ms: float | None
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "PrefixActivity":
+        return cls(
+            prefix=text(doc, "prefix"),
+            total=Counts.from_json(opt_object(doc, "total")),
+            last_minute=Counts.from_json(opt_object(doc, "last_minute")),
+            waiters=integer(doc, "waiters"),
+            wait_p50_ms=opt_float(doc, "wait_p50_ms"),
+            wait_p99_ms=opt_float(doc, "wait_p99_ms"),
         )
 
 
