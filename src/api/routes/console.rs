@@ -15,11 +15,21 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 
 /// The page's files, by name, with their content type.
-const ASSETS: [(&str, &str, &str); 2] = [
+const ASSETS: [(&str, &str, &str); 4] = [
     (
         "console.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../assets/console/console.js"),
+    ),
+    (
+        "util.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/util.js"),
+    ),
+    (
+        "locks.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/locks.js"),
     ),
     (
         "console.css",
