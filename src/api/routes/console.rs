@@ -1,5 +1,5 @@
 //! The console at `/console`: pages for operators (who holds, who waits,
-//! live from the event stream), written with the project as plain files
+//! which subnets are taken, who is a member, live from the event stream), written with the project as plain files
 //! (`assets/console/`) and compiled into the binary, so neither the build
 //! nor the page reaches the network. The page itself needs no token; it
 //! signs in with one, as `/docs` does, and shows what that token may read.
@@ -15,7 +15,7 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 
 /// The page's files, by name, with their content type.
-const ASSETS: [(&str, &str, &str); 4] = [
+const ASSETS: [(&str, &str, &str); 6] = [
     (
         "console.js",
         "text/javascript; charset=utf-8",
@@ -32,6 +32,16 @@ const ASSETS: [(&str, &str, &str); 4] = [
         include_str!("../../../assets/console/locks.js"),
     ),
     (
+        "map.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/map.js"),
+    ),
+    (
+        "pools.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/pools.js"),
+    ),
+    (
         "console.css",
         "text/css; charset=utf-8",
         include_str!("../../../assets/console/console.css"),
@@ -45,7 +55,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The console: an overview, locks by prefix and each key's holders and
-/// queue, live from the event stream. Served from the binary, no external
+/// queue, pools drawn as maps with their reservations, live from the event
+/// stream. Served from the binary, no external
 /// assets; the page needs no token and signs in with one.
 #[utoipa::path(get, path = "/console", operation_id = "getConsole", tag = "operations",
     responses((status = 200, description = "The console page", body = String, content_type = "text/html")))]

@@ -1,0 +1,129 @@
+// The console's pages beyond locks, checked in the browser against data
+// seeded through the API: pools and a pool's map; every page reached with
+// the keyboard and scanned by axe-core (injected from the local npm package,
+// so the page still asks nothing of another origin).
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+
+const axeSource = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+// No violation of impact serious or critical on the page as it is now.
+export async function accessible(page, what, check) {
+  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: axeSource });
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+    return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  check(violations.length === 0, `axe: no serious or critical violation on ${what} (${violations.join("; ")})`);
+}
+
+// From the page's content back to a link of the navigation, with Shift+Tab
+// alone, then Enter.
+export async function reach(page, name) {
+  await page.evaluate(() => document.getElementById("main").focus());
+  for (let i = 0; i < 30; i++) {
+    await page.keyboard.press("Shift+Tab");
+    if (await page.evaluate((n) => document.activeElement?.textContent === n, name)) {
+      await page.keyboard.press("Enter");
+      return true;
+    }
+  }
+  return false;
+}
+
+// The map's Hilbert layout, written again here: block i's cell.
+function cellOf(bits, i) {
+  const side = 2 ** Math.floor(bits / 2);
+  const square = Math.floor(i / (side * side));
+  let x = 0, y = 0, t = i % (side * side);
+  for (let s = 1; s < side; s *= 2, t = Math.floor(t / 4)) {
+    const rx = (t >> 1) & 1, ry = (t ^ rx) & 1;
+    if (ry === 0) {
+      if (rx === 1) { x = s - 1 - x; y = s - 1 - y; }
+      [x, y] = [y, x];
+    }
+    x += s * rx;
+    y += s * ry;
+  }
+  return [x + square * side, y];
+}
+
+// The legend's colours: a block's centre pixel is its state's fill or mark.
+const COLOURS = { free: ["#e4e8ec"], reserved: ["#f2b33d", "#7a4d00"], allocated: ["#1f5fbf"],
+  mixed: ["#a97ee8", "#3d1a78"] };
+
+async function mapMatches(page, call, pool, check) {
+  const map = (await call("GET", `/v1/pools/${pool}/map`)).body;
+  let index = 0;
+  const expected = map.runs.map((r) => { const run = `${index}:${r.count}:${r.state}`; index += Number(r.count); return run; });
+  await page.waitForFunction((runs) => document.getElementById("pool-map")?.dataset.runs === runs, expected.join(" "),
+    { timeout: 3000 }).catch(() => {});
+  const drawn = await page.evaluate(() => document.getElementById("pool-map").dataset.runs);
+  check(drawn === expected.join(" "), `the map draws the API's runs (${drawn})`);
+  const bits = map.prefix_len - Number(map.cidr.split("/")[1]);
+  const cell = Number(await page.evaluate(() => document.getElementById("pool-map").dataset.cell));
+  const points = expected.map((r) => r.split(":")).map(([first, , state]) => [cellOf(bits, Number(first)), state]);
+  const pixels = await page.evaluate(({ points, cell }) => {
+    const c = document.getElementById("pool-map").getContext("2d");
+    return points.map(([[x, y]]) => {
+      const [r, g, b] = c.getImageData(x * cell + Math.floor(cell / 2), y * cell + Math.floor(cell / 2), 1, 1).data;
+      return `#${[r, g, b].map((v) => v.toString(16).padStart(2, "0")).join("")}`;
+    });
+  }, { points, cell });
+  const wrong = points.filter(([, state], i) => state !== "free" && !COLOURS[state].includes(pixels[i]));
+  check(wrong.length === 0, `each used run's first block is drawn in its state's colours (${pixels.join(" ")})`);
+  return map;
+}
+
+export async function checkPages({ page, call, check, key }) {
+  const tag = `console-${process.pid}`;
+  const pool = tag;
+
+  // Pools: a pool with a reserved, a confirmed and a partly used /24.
+  check([200, 201].includes((await call("PUT", `/v1/pools/${pool}`, { cidr: "10.77.0.0/16" })).status), "a pool is created");
+  const reserve = (body) => call("POST", `/v1/pools/${pool}/reservations`, { holder: "map-holder", ttl_ms: 60000, ...body });
+  const reserved = await reserve({ prefix_len: 24 });
+  const confirmed = await reserve({ prefix_len: 24 });
+  await call("POST", `/v1/pools/${pool}/reservations/${confirmed.body.id}/confirm`, { token: confirmed.body.token });
+  await reserve({ prefix_len: 26 });
+  check(await reach(page, "Pools"), "the pools page is reached with the keyboard");
+  const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: pool, exact: true }) });
+  await row.waitFor();
+  check(await row.getByRole("cell", { name: "10.77.0.0/16" }).count() === 1, "the pools page lists the pool with its cidr");
+  await accessible(page, "the pools page", check);
+
+  await row.getByRole("link", { name: pool, exact: true }).press("Enter");
+  await page.waitForSelector("#pool-map");
+  await mapMatches(page, call, pool, check);
+  await page.getByRole("cell", { name: reserved.body.subnet, exact: true }).waitFor();
+  check(true, "the reservations table lists the subnets");
+  await page.focus("#pool-map");
+  await page.keyboard.press("Home");
+  const first = await page.textContent("#map-block");
+  check(first.startsWith(`${reserved.body.subnet}: reserved`) && first.includes("map-holder"),
+    `the focused map names its first block, its state and holder (${first})`);
+  await page.keyboard.press("PageDown");
+  check((await page.textContent("#map-block")).includes("allocated"), "Page Down moves to the next block, confirmed");
+  const [hx, hy] = cellOf(8, 2);
+  const cell = Number(await page.evaluate(() => document.getElementById("pool-map").dataset.cell));
+  await page.hover("#pool-map", { position: { x: hx * cell + cell / 2, y: hy * cell + cell / 2 } });
+  const hovered = await page.textContent("#map-block");
+  check(hovered.startsWith("10.77.2.0/24: mixed") && hovered.includes("/26 held by map-holder"),
+    `the pointer names the partly used block under it and its reservation (${hovered})`);
+  await accessible(page, "a pool's page", check);
+
+  const granted = Date.now();
+  const later = await call("POST", `/v1/pools/${pool}/reservations`, { holder: "live-holder", prefix_len: 24, ttl_ms: 60000 });
+  await page.getByRole("cell", { name: "live-holder" }).waitFor({ timeout: 1000 });
+  console.log(`figure: the reservation appeared on the open pool page ${Date.now() - granted} ms after its answer`);
+  check(later.status === 201, "a new reservation appears on the pool's page within a second, without a reload");
+  await mapMatches(page, call, pool, check);
+  await page.selectOption("#resolution", "20");
+  await page.waitForFunction(() => location.hash.endsWith("prefix_len=20"));
+  await page.waitForSelector("#pool-map");
+  check((await page.textContent("#resolution")).includes("/20"), "the resolution can be changed");
+
+  await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });
+}
