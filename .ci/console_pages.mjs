@@ -1,7 +1,7 @@
 // The console's pages beyond locks, checked in the browser against data
-// seeded through the API: pools and a pool's map; every page reached with
-// the keyboard and scanned by axe-core (injected from the local npm package,
-// so the page still asks nothing of another origin).
+// seeded through the API: pools and a pool's map, groups and members; every
+// page reached with the keyboard and scanned by axe-core (injected from the
+// local npm package, so the page still asks nothing of another origin).
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 
@@ -124,6 +124,26 @@ export async function checkPages({ page, call, check, key }) {
   await page.waitForFunction(() => location.hash.endsWith("prefix_len=20"));
   await page.waitForSelector("#pool-map");
   check((await page.textContent("#resolution")).includes("/20"), "the resolution can be changed");
+
+  // Groups: a group with a member on its own TTL and one in a session.
+  const group = `${tag}-group`;
+  await call("PUT", `/v1/groups/${group}`, {});
+  await call("PUT", `/v1/groups/${group}/members/first-member`, { ttl_ms: 60000, capabilities: { role: "primary" } });
+  const opened = await call("POST", "/v1/sessions", { holder: "session-holder", ttl_ms: 60000 });
+  check(opened.status === 201, "a session is opened");
+  check(await reach(page, "Groups"), "the groups page is reached with the keyboard");
+  await page.getByRole("link", { name: group, exact: true }).waitFor();
+  await accessible(page, "the groups page", check);
+  await page.getByRole("link", { name: group, exact: true }).press("Enter");
+  await page.getByRole("cell", { name: "first-member" }).waitFor();
+  check(await page.getByRole("cell", { name: '{"role":"primary"}' }).count() === 1, "a group's page lists a member and its capabilities");
+  const joined = Date.now();
+  await call("PUT", `/v1/groups/${group}/members/session-member`,
+    { session: { id: opened.body.id, token: opened.body.token } });
+  await page.getByRole("cell", { name: "session-member" }).waitFor({ timeout: 1000 });
+  console.log(`figure: the join appeared on the open group page ${Date.now() - joined} ms after its answer`);
+  check(true, "a join appears on the group's page within a second, without a reload");
+  await accessible(page, "a group's page", check);
 
   await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });
 }

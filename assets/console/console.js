@@ -1,13 +1,14 @@
-// The console: who holds, who waits, which subnets are taken, live. Plain
-// ES modules, no build step; every request goes to the server that served
-// the page, with the API token the operator signs in with (kept for this
-// tab only). One event stream per open page, whatever it shows: pages
-// re-read what they show when an event touches it, batched, never once per
-// event.
+// The console: who holds, who waits, which subnets are taken, who is a
+// member, what changes, live. Plain ES modules, no build step; every
+// request goes to the server that served the page, with the API token the
+// operator signs in with (kept for this tab only). One event stream per
+// open page, whatever it shows: pages re-read what they show when an event
+// touches it, batched, never once per event.
 
 import { base, headers, main, showProblem, state } from "./util.js";
 import { key, locks, overview } from "./locks.js";
 import { pool, pools } from "./pools.js";
+import { group, groups } from "./groups.js";
 
 const live = document.getElementById("live");
 const tokenInput = document.getElementById("token");
@@ -22,7 +23,7 @@ function route() {
   const [path, query = ""] = hash.split("?");
   const params = new URLSearchParams(query);
   const [section, ...name] = path.split("/");
-  const pages = { locks: [locks, key], pools: [pools, pool] };
+  const pages = { locks: [locks, key], pools: [pools, pool], groups: [groups, group] };
   const [list, one] = pages[section] || [];
   if (name.length && one) return () => one(params, decodeURIComponent(name.join("/")));
   if (list) return () => list(params);

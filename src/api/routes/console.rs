@@ -15,7 +15,7 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 
 /// The page's files, by name, with their content type.
-const ASSETS: [(&str, &str, &str); 6] = [
+const ASSETS: [(&str, &str, &str); 7] = [
     (
         "console.js",
         "text/javascript; charset=utf-8",
@@ -42,6 +42,11 @@ const ASSETS: [(&str, &str, &str); 6] = [
         include_str!("../../../assets/console/pools.js"),
     ),
     (
+        "groups.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/groups.js"),
+    ),
+    (
         "console.css",
         "text/css; charset=utf-8",
         include_str!("../../../assets/console/console.css"),
@@ -55,8 +60,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The console: an overview, locks by prefix and each key's holders and
-/// queue, pools drawn as maps with their reservations, live from the event
-/// stream. Served from the binary, no external
+/// queue, pools drawn as maps with their reservations, groups and their
+/// members, live from the event stream. Served from the binary, no external
 /// assets; the page needs no token and signs in with one.
 #[utoipa::path(get, path = "/console", operation_id = "getConsole", tag = "operations",
     responses((status = 200, description = "The console page", body = String, content_type = "text/html")))]
