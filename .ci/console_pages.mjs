@@ -1,7 +1,8 @@
 // The console's pages beyond locks, checked in the browser against data
-// seeded through the API: pools and a pool's map, groups and members; every
-// page reached with the keyboard and scanned by axe-core (injected from the
-// local npm package, so the page still asks nothing of another origin).
+// seeded through the API: pools and a pool's map, groups and members, the
+// events tail; every page reached with the keyboard and scanned by axe-core
+// (injected from the local npm package, so the page still asks nothing of
+// another origin).
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 
@@ -144,6 +145,50 @@ export async function checkPages({ page, call, check, key }) {
   console.log(`figure: the join appeared on the open group page ${Date.now() - joined} ms after its answer`);
   check(true, "a join appears on the group's page within a second, without a reload");
   await accessible(page, "a group's page", check);
+
+  // Events: the tail shows a new event, pauses, and reads history.
+  check(await reach(page, "Events"), "the events page is reached with the keyboard");
+  await page.waitForSelector("#tail");
+  const tailKey = `${key}-tail`;
+  const path = `/v1/locks/${encodeURIComponent(tailKey)}`;
+  const since = (await call("GET", "/v1/locks?limit=1")).body.revision;
+  const one = await call("POST", `${path}/acquire`, { holder: "tail-holder", ttl_ms: 60000 });
+  const tail = page.locator("#tail tbody");
+  await tail.getByRole("row").filter({ hasText: "lock.acquired" }).filter({ hasText: tailKey }).waitFor({ timeout: 1000 });
+  check(true, "the tail shows a new event within a second");
+  await accessible(page, "the events page", check);
+  await page.getByRole("button", { name: "Pause" }).click();
+  await call("POST", `${path}/release`, { token: one.body.token });
+  await sleep(700);
+  check(await tail.getByRole("row").filter({ hasText: "lock.released" }).filter({ hasText: tailKey }).count() === 0,
+    "a paused tail shows no new event");
+  await page.getByRole("button", { name: "Resume" }).click();
+  await tail.getByRole("row").filter({ hasText: "lock.released" }).filter({ hasText: tailKey }).waitFor({ timeout: 1000 });
+  check(true, "resumed, it shows what came while paused");
+  await page.goto(`${page.url().split("#")[0]}#/events?prefix=${encodeURIComponent(tailKey)}`);
+  await page.waitForFunction((k) => document.getElementById("tail-prefix")?.value === k, tailKey);
+  await page.getByLabel("Resume after revision").fill(String(since));
+  await page.getByRole("button", { name: "Read history" }).click();
+  await page.locator("#tail-history").filter({ hasText: /Read history up to revision|History: / }).waitFor();
+  check((await page.textContent("#tail-history")).startsWith("Read history"), `history is read (${await page.textContent("#tail-history")})`);
+  await page.waitForFunction(() => document.querySelectorAll("#tail tbody tr").length === 2, null, { timeout: 2000 })
+    .catch(() => {});
+  check(await tail.getByRole("row").count() === 2, "history from a revision reads that key's two events again");
+
+  // A burst of events: the tail keeps at most 500 rows.
+  await page.goto(`${page.url().split("#")[0]}#/events`);
+  await page.waitForFunction(() => document.getElementById("tail-prefix")?.value === "");
+  const burst = `${key}-burst`;
+  for (let round = 0; round < 6; round++) {
+    await Promise.all(Array.from({ length: 50 }, async (_, i) => {
+      const k = `/v1/locks/${encodeURIComponent(`${burst}/${round}/${i}`)}`;
+      const held = await call("POST", `${k}/acquire`, { holder: "burst", ttl_ms: 60000 });
+      await call("POST", `${k}/release`, { token: held.body.token });
+    }));
+  }
+  await tail.getByRole("row").filter({ hasText: `${burst}/5/` }).first().waitFor();
+  const rows = await tail.getByRole("row").count();
+  check(rows > 0 && rows <= 500, `after 600 events the tail keeps ${rows} rows, at most 500`);
 
   await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });
 }

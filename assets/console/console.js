@@ -9,6 +9,7 @@ import { base, headers, main, showProblem, state } from "./util.js";
 import { key, locks, overview } from "./locks.js";
 import { pool, pools } from "./pools.js";
 import { group, groups } from "./groups.js";
+import { events } from "./events.js";
 
 const live = document.getElementById("live");
 const tokenInput = document.getElementById("token");
@@ -23,7 +24,7 @@ function route() {
   const [path, query = ""] = hash.split("?");
   const params = new URLSearchParams(query);
   const [section, ...name] = path.split("/");
-  const pages = { locks: [locks, key], pools: [pools, pool], groups: [groups, group] };
+  const pages = { locks: [locks, key], pools: [pools, pool], groups: [groups, group], events: [events] };
   const [list, one] = pages[section] || [];
   if (name.length && one) return () => one(params, decodeURIComponent(name.join("/")));
   if (list) return () => list(params);
@@ -37,6 +38,7 @@ async function render() {
   if (reading) { again = true; return; }
   reading = (async () => {
     try {
+      state.tap = null;
       page = await route()();
       showProblem("");
     } catch (error) {
@@ -105,6 +107,7 @@ function note(event) {
   const second = Math.floor(Date.now() / 1000);
   if (!seconds.has(second)) for (const s of seconds.keys()) if (s < second - 60) seconds.delete(s);
   seconds.set(second, (seconds.get(second) || 0) + 1);
+  state.tap?.(event);
   touched(event);
 }
 

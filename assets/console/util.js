@@ -5,8 +5,9 @@ export const base = new URL("..", import.meta.url).href.replace(/\/$/, "");
 export const main = document.getElementById("main");
 const problemBox = document.getElementById("problem");
 
-// The operator's token, and what the event stream brought.
-export const state = { token: sessionStorage.getItem("leasehold-token") || "" };
+// The operator's token, and who listens to the event stream besides the
+// pages' re-reads (the events page's tail).
+export const state = { token: sessionStorage.getItem("leasehold-token") || "", tap: null };
 
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);

@@ -15,7 +15,7 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 
 /// The page's files, by name, with their content type.
-const ASSETS: [(&str, &str, &str); 7] = [
+const ASSETS: [(&str, &str, &str); 8] = [
     (
         "console.js",
         "text/javascript; charset=utf-8",
@@ -47,6 +47,11 @@ const ASSETS: [(&str, &str, &str); 7] = [
         include_str!("../../../assets/console/groups.js"),
     ),
     (
+        "events.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/events.js"),
+    ),
+    (
         "console.css",
         "text/css; charset=utf-8",
         include_str!("../../../assets/console/console.css"),
@@ -61,7 +66,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The console: an overview, locks by prefix and each key's holders and
 /// queue, pools drawn as maps with their reservations, groups and their
-/// members, live from the event stream. Served from the binary, no external
+/// members, a tail of the event stream, live from the event stream. Served from the binary, no external
 /// assets; the page needs no token and signs in with one.
 #[utoipa::path(get, path = "/console", operation_id = "getConsole", tag = "operations",
     responses((status = 200, description = "The console page", body = String, content_type = "text/html")))]
