@@ -1,8 +1,8 @@
 // The console's pages beyond locks, checked in the browser against data
-// seeded through the API: pools and a pool's map, groups and members, the
-// events tail; every page reached with the keyboard and scanned by axe-core
-// (injected from the local npm package, so the page still asks nothing of
-// another origin).
+// seeded through the API: pools and a pool's map, groups and members, a
+// session, the events tail, the admin actions; every page reached with the
+// keyboard and scanned by axe-core (injected from the local npm package, so
+// the page still asks nothing of another origin).
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 
@@ -146,6 +146,20 @@ export async function checkPages({ page, call, check, key }) {
   check(true, "a join appears on the group's page within a second, without a reload");
   await accessible(page, "a group's page", check);
 
+  // A session, reached from the member bound to it; force close.
+  await page.getByRole("link", { name: opened.body.id }).press("Enter");
+  await page.getByText("session-holder").waitFor();
+  check(await page.getByRole("button", { name: "Force close" }).count() === 1, "the session's page names its holder");
+  await accessible(page, "a session's page", check);
+  await page.getByRole("button", { name: "Force close" }).press("Enter");
+  const dialog = page.getByRole("dialog", { name: "Force close" });
+  await dialog.waitFor();
+  await accessible(page, "the confirmation", check);
+  await dialog.getByRole("button", { name: "Force close" }).click();
+  await page.getByRole("alert").filter({ hasText: "Force close: done." }).waitFor();
+  await page.getByText("No live session by this id").waitFor({ timeout: 2000 });
+  check((await call("GET", `/v1/sessions/${opened.body.id}`)).status === 404, "force close, confirmed, ends the session");
+
   // Events: the tail shows a new event, pauses, and reads history.
   check(await reach(page, "Events"), "the events page is reached with the keyboard");
   await page.waitForSelector("#tail");
@@ -189,6 +203,20 @@ export async function checkPages({ page, call, check, key }) {
   await tail.getByRole("row").filter({ hasText: `${burst}/5/` }).first().waitFor();
   const rows = await tail.getByRole("row").count();
   check(rows > 0 && rows <= 500, `after 600 events the tail keeps ${rows} rows, at most 500`);
+
+  // Force release of a held key, from its page, behind a confirmation.
+  const forced = `${key}-forced`;
+  await call("POST", `/v1/locks/${encodeURIComponent(forced)}/acquire`, { holder: "forced-holder", ttl_ms: 60000 });
+  await page.evaluate((k) => { location.hash = `#/locks/${encodeURIComponent(k)}`; }, forced);
+  await page.getByRole("cell", { name: "forced-holder" }).waitFor();
+  await page.getByRole("button", { name: "Force release" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Cancel" }).click();
+  check((await call("GET", `/v1/locks/${encodeURIComponent(forced)}`)).status === 200, "cancelled, the lock stays held");
+  await page.getByRole("button", { name: "Force release" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Force release" }).click();
+  await page.getByRole("alert").filter({ hasText: "Force release: done." }).waitFor();
+  await page.getByText("Nobody holds this key.").waitFor({ timeout: 2000 });
+  check((await call("GET", `/v1/locks/${encodeURIComponent(forced)}`)).status === 404, "force release, confirmed, frees the key");
 
   await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });
 }

@@ -5,8 +5,8 @@
 // open page, whatever it shows: pages re-read what they show when an event
 // touches it, batched, never once per event.
 
-import { base, headers, main, showProblem, state } from "./util.js";
-import { key, locks, overview } from "./locks.js";
+import { base, headers, main, showAction, showProblem, state } from "./util.js";
+import { key, locks, overview, session } from "./locks.js";
 import { pool, pools } from "./pools.js";
 import { group, groups } from "./groups.js";
 import { events } from "./events.js";
@@ -24,7 +24,8 @@ function route() {
   const [path, query = ""] = hash.split("?");
   const params = new URLSearchParams(query);
   const [section, ...name] = path.split("/");
-  const pages = { locks: [locks, key], pools: [pools, pool], groups: [groups, group], events: [events] };
+  const pages = { locks: [locks, key], pools: [pools, pool], groups: [groups, group], events: [events],
+    sessions: [null, session] };
   const [list, one] = pages[section] || [];
   if (name.length && one) return () => one(params, decodeURIComponent(name.join("/")));
   if (list) return () => list(params);
@@ -126,7 +127,7 @@ function watchQueue() {
   clearInterval(ticker);
   if (location.hash.startsWith("#/locks/")) ticker = setInterval(render, 1000);
 }
-window.addEventListener("hashchange", () => { watchQueue(); render(); main.focus(); });
+window.addEventListener("hashchange", () => { showAction(""); watchQueue(); render(); main.focus(); });
 watchQueue();
 follow();
 render();

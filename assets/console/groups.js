@@ -1,6 +1,6 @@
 // Groups by name prefix, and a group's live members.
 
-import { api, duration, encode, filterForm, h, main, table } from "./util.js";
+import { api, duration, encode, filterForm, h, main, sessionLink, table } from "./util.js";
 
 export async function groups(params) {
   const prefix = params.get("prefix") || "";
@@ -33,7 +33,7 @@ export async function group(params, name) {
       about.metadata ? ` Metadata: ${JSON.stringify(about.metadata)}` : ""}` }),
     table(`Live members of ${name}`, ["member", "capabilities", "joined", "time left", "session"],
       members.items.map((m) => [m.member, m.capabilities == null ? "—" : JSON.stringify(m.capabilities),
-        m.joined_at, duration(m.expires_in_ms), m.session ?? "—"]),
+        m.joined_at, duration(m.expires_in_ms), sessionLink(m.session)]),
       "No live member."), next);
   return (e) => e.group === name;
 }

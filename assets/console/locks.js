@@ -1,7 +1,7 @@
-// The overview, locks by prefix, a key's holders and queue.
+// The overview, locks by prefix, a key's holders and queue, a session.
 // Each page renders into `main` and answers which events make it read again.
 
-import { api, duration, encode, filterForm, h, main, state, table } from "./util.js";
+import { adminAction, api, duration, encode, filterForm, h, main, sessionLink, state, table } from "./util.js";
 
 export async function overview() {
   const [locks, queues] = await Promise.all([api("/v1/locks?limit=1000"), api("/v1/queues?limit=10")]);
@@ -54,12 +54,18 @@ export async function key(params, name) {
   }
   const queue = await api(`/v1/locks/${encode(name)}/waiters`);
   const holders = lock ? (lock.holders || [lock]) : [];
+  const force = () => adminAction(
+    `Force release ${name}? Every holder loses it now, and the next waiter is granted.`,
+    "Force release", () => api(`/v1/locks/${encode(name)}`, "DELETE"));
   main.replaceChildren(
     h("h2", {}, "Lock ", h("code", { text: name })),
     h("h3", { text: "Holders" }),
+    lock?.session ? h("p", {}, "Bound to session ", sessionLink(lock.session)) : "",
     table("Who holds the key", ["holder", "fencing token", "acquired", "time left"],
       holders.map((l) => [l.holder, String(l.fencing_token), l.acquired_at, duration(l.expires_in_ms)]),
       "Nobody holds this key."),
+    lock ? h("p", {}, h("button", { type: "button", class: "danger", onclick: force, text: "Force release" }),
+      h("span", { class: "muted", text: " (admin)" })) : "",
     h("h3", { text: "Queue" }),
     table("Who waits, the next to be granted first",
       ["#", "holder", "mode", "waiting for", "gives up in", "replica"],
@@ -67,4 +73,31 @@ export async function key(params, name) {
         duration(w.wait_left_ms), w.replica]),
       "Nobody waits for this key."));
   return (e) => e.key === name;
+}
+
+export async function session(params, id) {
+  let found = null;
+  try {
+    found = await api(`/v1/sessions/${encode(id)}`);
+  } catch (error) {
+    if (error.status !== 404) throw error;
+  }
+  const title = h("h2", {}, "Session ", h("code", { text: id }));
+  if (!found) {
+    main.replaceChildren(title, h("p", { text: "No live session by this id: it ended, or it was never yours to see." }));
+    return (e) => e.session === id;
+  }
+  const force = () => adminAction(
+    `Force close session ${id}? Its locks, unconfirmed reservations and memberships end now.`,
+    "Force close", () => api(`/v1/sessions/${encode(id)}`, "DELETE"));
+  const fact = (name, value) => [h("dt", { text: name }), h("dd", { text: value })];
+  main.replaceChildren(title,
+    h("dl", { class: "facts" },
+      fact("holder", found.holder), fact("opened", found.acquired_at), fact("TTL", duration(found.ttl_ms)),
+      fact("time left", duration(found.expires_in_ms)), fact("locks", found.locks ?? 0),
+      fact("unconfirmed reservations", found.reservations ?? 0), fact("memberships", found.members ?? 0),
+      fact("metadata", found.metadata ? JSON.stringify(found.metadata) : "—")),
+    h("p", {}, h("button", { type: "button", class: "danger", onclick: force, text: "Force close" }),
+      h("span", { class: "muted", text: " (admin)" })));
+  return (e) => e.session === id;
 }

@@ -2,7 +2,7 @@
 // arrow keys name the block under the pointer), a legend, and the same data
 // as a table of reservations for those who do not see the canvas.
 
-import { api, duration, encode, h, main, table } from "./util.js";
+import { api, duration, encode, h, main, sessionLink, table } from "./util.js";
 import { LARGEST, MAX_BITS, PALETTE, draw, formatAddress, layout, parseCidr, pattern } from "./map.js";
 
 export async function pools(params) {
@@ -38,7 +38,7 @@ export async function pool(params, name) {
       text: `/${len} (${2 ** (len - cidr.length)} blocks)` })));
   const items = reservations.items.map((r) => ({ ...r, range: parseCidr(r.subnet) }));
   const rows = items.map((r) => [r.subnet, r.holder, r.state,
-    r.expires_in_ms === null ? "confirmed" : duration(r.expires_in_ms), r.session ?? "—"]);
+    r.expires_in_ms === null ? "confirmed" : duration(r.expires_in_ms), sessionLink(r.session)]);
   const figures = h("ul", { class: "figures", "aria-label": "Usage" },
     h("li", {}, h("strong", { text: usage.cidr }), "addresses"),
     h("li", {}, h("strong", { id: "pool-reserved", text: usage.reserved_count }), "reserved"),

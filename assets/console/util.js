@@ -1,9 +1,10 @@
 // What every page of the console shares: elements, requests to the server
-// that served the page (with the operator's token), tables, filters.
+// that served the page (with the operator's token), tables, a confirm step.
 
 export const base = new URL("..", import.meta.url).href.replace(/\/$/, "");
 export const main = document.getElementById("main");
 const problemBox = document.getElementById("problem");
+const actionBox = document.getElementById("action");
 
 // The operator's token, and who listens to the event stream besides the
 // pages' re-reads (the events page's tail).
@@ -27,17 +28,25 @@ export function showProblem(message) {
   problemBox.textContent = message || "";
 }
 
+// What an admin action came to; it stays until the operator leaves the page.
+export function showAction(message) {
+  actionBox.hidden = !message;
+  actionBox.textContent = message || "";
+}
+
 export function headers(extra = {}) {
   return state.token ? { ...extra, Authorization: `Bearer ${state.token}` } : extra;
 }
 
-// A request; a problem answer becomes an Error carrying its status.
-export async function api(path) {
-  const response = await fetch(base + path, { headers: headers({ Accept: "application/json" }) });
+// A request; a problem answer becomes an Error carrying its status and title.
+export async function api(path, method = "GET") {
+  const response = await fetch(base + path, { method, headers: headers({ Accept: "application/json" }) });
+  if (response.status === 204) return null;
   const body = await response.json().catch(() => ({}));
   if (!response.ok) {
     const error = new Error(body.detail || body.title || `${path} answered ${response.status}`);
     error.status = response.status;
+    error.title = body.title || response.statusText;
     throw error;
   }
   return body;
@@ -66,4 +75,34 @@ export function filterForm(path, fields, values) {
     h("label", { for: `filter-${name}`, text: label }),
     h("input", { id: `filter-${name}`, name, value: values.get(name) || "" })]),
   h("button", { type: "submit", text: "Filter" }));
+}
+
+export const sessionLink = (id) => (id ? h("a", { href: `#/sessions/${encode(id)}`, text: id }) : "—");
+
+// An admin action behind a confirmation in the page (a modal <dialog>), then
+// the server's answer: a refusal (403 for a token without admin) is shown
+// as the server words it.
+export async function adminAction(question, verb, run) {
+  const dialog = h("dialog", { "aria-labelledby": "confirm-title" },
+    h("form", { method: "dialog" },
+      h("h2", { id: "confirm-title", text: verb }),
+      h("p", { text: question }),
+      h("div", { class: "actions" },
+        h("button", { value: "cancel", text: "Cancel", autofocus: "" }),
+        h("button", { value: "confirm", class: "danger", text: verb }))));
+  document.body.append(dialog);
+  const answer = await new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue), { once: true });
+    dialog.showModal();
+  });
+  dialog.remove();
+  if (answer !== "confirm") return false;
+  try {
+    await run();
+    showAction(`${verb}: done.`);
+    return true;
+  } catch (error) {
+    showAction(`${verb}: the server refused (${error.status} ${error.title}): ${error.message}`);
+    return false;
+  }
 }

@@ -66,7 +66,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The console: an overview, locks by prefix and each key's holders and
 /// queue, pools drawn as maps with their reservations, groups and their
-/// members, a tail of the event stream, live from the event stream. Served from the binary, no external
+/// members, sessions, a tail of the event stream, and the admin's force
+/// release and force close, live from the event stream. Served from the binary, no external
 /// assets; the page needs no token and signs in with one.
 #[utoipa::path(get, path = "/console", operation_id = "getConsole", tag = "operations",
     responses((status = 200, description = "The console page", body = String, content_type = "text/html")))]
