@@ -7,13 +7,14 @@
 // page is reached with the keyboard alone, and axe-core finds no serious or
 // critical accessibility violation on any of them.
 //
-// usage: node console_browser.mjs BASE_URL [API_TOKEN]
+// usage: node console_browser.mjs BASE_URL [API_TOKEN [READER_TOKEN]]
+// (READER_TOKEN: one without admin, whose force release the server refuses)
 // Needs playwright-core and axe-core (from npm, beside this script) and
 // Debian's chromium.
 import { chromium } from "playwright-core";
 import { accessible, checkPages } from "./console_pages.mjs";
 
-const [base, token] = process.argv.slice(2);
+const [base, token, readerToken] = process.argv.slice(2);
 const origin = new URL(base).origin;
 const key = `console/${process.pid}`;
 
@@ -33,26 +34,34 @@ const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--no-sandbox", "--disable-gpu"],
 });
-try {
+const elsewhere = [];
+const errors = [];
+
+// A tab of its own (its own sessionStorage, so its own token). A lease or
+// session that ended answers 404, which its page shows as such; `refused`
+// also lets the server's 403 to an admin action through (the browser logs
+// every 4xx it is answered).
+async function open(refused = false) {
   const page = await browser.newPage();
-  const elsewhere = [];
   await page.route("**/*", (route) => {
     const url = route.request().url();
     if (new URL(url).origin === origin) return route.continue();
     elsewhere.push(url);
     return route.abort();
   });
-  const errors = [];
   page.on("pageerror", (error) => errors.push(error.message));
   page.on("console", (message) => {
     if (message.type() !== "error") return;
-    // A lease or session that ended answers 404, which its page shows as
-    // such (the browser logs every 404 it is answered).
-    const ended = /\/v1\/(locks|sessions)\/[^/]+$/.test(message.location().url ?? "");
-    if (ended && message.text().includes("status of 404")) return;
+    const lease = /\/v1\/(locks|sessions)\/[^/]+$/.test(message.location().url ?? "");
+    if (lease && message.text().includes("status of 404")) return;
+    if (lease && refused && message.text().includes("status of 403")) return;
     errors.push(`${message.text()} ${message.location().url ?? ""}`);
   });
+  return page;
+}
 
+try {
+  const page = await open();
   await page.goto(`${base}/console`);
   if (token) {
     await page.getByRole("alert").filter({ hasText: "sign in" }).waitFor();
@@ -130,7 +139,7 @@ try {
   check(busyAnswer.status === 201, "that waiter is granted");
   await call("POST", `${busyPath}/release`, { token: busyAnswer.body.token });
 
-  await checkPages({ page, call, check, key });
+  await checkPages({ page, call, check, key, open, readerToken });
 
   check(elsewhere.length === 0, `no request to another origin (${elsewhere.join(", ")})`);
   check(errors.length === 0, `no script error (${errors.join("; ")})`);
