@@ -121,10 +121,13 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   console.log(`figure: the reservation appeared on the open pool page ${Date.now() - granted} ms after its answer`);
   check(later.status === 201, "a new reservation appears on the pool's page within a second, without a reload");
   await mapMatches(page, call, pool, check);
-  await page.selectOption("#resolution", "20");
-  await page.waitForFunction(() => location.hash.endsWith("prefix_len=20"));
-  await page.waitForSelector("#pool-map");
-  check((await page.textContent("#resolution")).includes("/20"), "the resolution can be changed");
+  await page.selectOption("#resolution", "25");
+  await page.waitForFunction(() => document.getElementById("pool-map")?.dataset.cols === "32");
+  const finer = await page.evaluate(() => document.getElementById("pool-map").dataset.runs);
+  check(finer.split(" ").reduce((n, r) => n + Number(r.split(":")[1]), 0) === 512,
+    "the block size can be changed (/25: 512 blocks, two squares of 16 × 16 side by side)");
+  check(await page.locator("#resolution option").first().textContent() === "the server's default (/24)",
+    "the block size offers the server's default first");
 
   // Groups: a group with a member on its own TTL and one in a session.
   const group = `${tag}-group`;

@@ -23,6 +23,7 @@ export async function pools(params) {
 }
 
 let grid = null; // the last layout, kept while the resolution stays
+const defaults = new Map(); // each pool's map resolution when none is asked
 
 export async function pool(params, name) {
   const wanted = params.get("prefix_len");
@@ -31,10 +32,13 @@ export async function pool(params, name) {
     api(`${path}/map${wanted ? `?prefix_len=${encode(wanted)}` : ""}`), api(`${path}/reservations?limit=1000`)]);
   const cidr = parseCidr(map.cidr);
   const bits = map.prefix_len - cidr.length;
+  if (!wanted) defaults.set(name, map.prefix_len);
   const picker = h("select", { id: "resolution", onchange: (e) => {
-    location.hash = `#/pools/${encode(name)}?prefix_len=${e.target.value}`;
-  } }, Array.from({ length: Math.min(MAX_BITS, cidr.bits - cidr.length) + 1 }, (_, i) => cidr.length + i)
-    .map((len) => h("option", { value: len, selected: len === map.prefix_len ? "" : null,
+    location.hash = `#/pools/${encode(name)}${e.target.value ? `?prefix_len=${e.target.value}` : ""}`;
+  } }, h("option", { value: "", selected: wanted ? null : "",
+    text: `the server's default${defaults.has(name) ? ` (/${defaults.get(name)})` : ""}` }),
+  Array.from({ length: Math.min(MAX_BITS, cidr.bits - cidr.length) + 1 }, (_, i) => cidr.length + i)
+    .map((len) => h("option", { value: len, selected: wanted && len === map.prefix_len ? "" : null,
       text: `/${len} (${2 ** (len - cidr.length)} blocks)` })));
   const items = reservations.items.map((r) => ({ ...r, range: parseCidr(r.subnet) }));
   const rows = items.map((r) => [r.subnet, r.holder, r.state,
