@@ -96,7 +96,7 @@ try {
   console.log(`figure: the grant appeared on the open locks page ${Date.now() - granted} ms after its answer`);
   check(true, "the grant appears on the open page without a reload");
 
-  await page.getByRole("link", { name: key }).click();
+  await page.getByRole("link", { name: key }).press("Enter");
   await page.waitForSelector("h2:has-text('Lock')");
   await page.getByRole("cell", { name: "first-holder" }).waitFor();
   check(true, "the key's page names its holder");

@@ -75,6 +75,15 @@ async function mapMatches(page, call, pool, check) {
   }, { points, cell });
   const wrong = points.filter(([, state], i) => state !== "free" && !COLOURS[state].includes(pixels[i]));
   check(wrong.length === 0, `each used run's first block is drawn in its state's colours (${pixels.join(" ")})`);
+  const runs = expected.map((r) => r.split(":"));
+  const free = runs.filter(([, , state]) => state === "free").sort((a, b) => Number(b[1]) - Number(a[1]))[0];
+  const [fx, fy] = cellOf(bits, Number(free[0]));
+  const outlined = await page.evaluate(({ fx, fy, cell }) => {
+    const { data } = document.getElementById("pool-map").getContext("2d").getImageData(fx * cell, fy * cell, cell, cell);
+    for (let i = 0; i < data.length; i += 4) if (data[i] === 0x0f && data[i + 1] === 0x7b && data[i + 2] === 0x3a) return true;
+    return false;
+  }, { fx, fy, cell });
+  check(outlined, "the largest free run is outlined");
   return map;
 }
 
