@@ -129,6 +129,9 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   await page.getByRole("cell", { name: "live-holder" }).waitFor({ timeout: 1000 });
   console.log(`figure: the reservation appeared on the open pool page ${Date.now() - granted} ms after its answer`);
   check(later.status === 201, "a new reservation appears on the pool's page within a second, without a reload");
+  await page.waitForFunction(() => document.getElementById("map-block")?.textContent.startsWith("10.77.1.0/24"));
+  check(await page.evaluate(() => document.activeElement?.id) === "pool-map",
+    "the map keeps the keyboard's focus and block across the re-read");
   await mapMatches(page, call, pool, check);
   await page.selectOption("#resolution", "25");
   await page.waitForFunction(() => document.getElementById("pool-map")?.dataset.cols === "32");

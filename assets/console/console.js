@@ -40,7 +40,10 @@ async function render() {
   reading = (async () => {
     try {
       state.tap = null;
+      // A re-read replaces the page: the control that had the focus gets it back.
+      const focused = document.activeElement?.id;
       page = await route()();
+      if (focused && focused !== "main") document.getElementById(focused)?.focus();
       showProblem("");
     } catch (error) {
       showProblem(error.status === 401

@@ -23,6 +23,7 @@ export async function pools(params) {
 }
 
 let grid = null; // the last layout, kept while the resolution stays
+const focus = { map: "", at: 0 }; // the keyboard's block, kept across re-reads of one map
 const defaults = new Map(); // each pool's map resolution when none is asked
 
 export async function pool(params, name) {
@@ -81,7 +82,9 @@ function mapFigure(map, cidr, bits, items) {
   const drawn = context.getImageData(0, 0, canvas.width, canvas.height);
   const named = h("p", { id: "map-block", role: "status", text: "Point at a block, or focus the map and use the arrow keys." });
   const size = 1n << BigInt(cidr.bits - map.prefix_len);
-  let cursor = 0;
+  const which = `${map.pool} /${map.prefix_len}`;
+  if (focus.map !== which) Object.assign(focus, { map: which, at: 0 });
+  let cursor = focus.at;
   const name = (i) => {
     const start = cidr.value + BigInt(i) * size;
     const run = runs.find(([first, count]) => i >= first && i < first + count);
@@ -93,7 +96,7 @@ function mapFigure(map, cidr, bits, items) {
     named.textContent = `${formatAddress(start, cidr.v6)}/${map.prefix_len}: ${run[2]}${who.length ? `; ${who.join("; ")}` : ""}${holders.length > 3 ? ` and ${holders.length - 3} more` : ""}`;
   };
   const show = (i, mark) => {
-    cursor = Math.max(0, Math.min(grid.count - 1, i));
+    cursor = focus.at = Math.max(0, Math.min(grid.count - 1, i));
     context.putImageData(drawn, 0, 0);
     if (mark) {
       context.strokeStyle = "#000";
