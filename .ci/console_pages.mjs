@@ -21,14 +21,16 @@ export async function accessible(page, what, check) {
 }
 
 // From the page's content back to a link of the navigation, with Shift+Tab
-// alone, then Enter.
+// alone, then Enter: whether it led to the link's page.
 export async function reach(page, name) {
   await page.evaluate(() => document.getElementById("main").focus());
   for (let i = 0; i < 30; i++) {
     await page.keyboard.press("Shift+Tab");
-    if (await page.evaluate((n) => document.activeElement?.textContent === n, name)) {
+    const href = await page.evaluate((n) => document.activeElement?.textContent === n
+      && document.activeElement.getAttribute("href"), name);
+    if (href) {
       await page.keyboard.press("Enter");
-      return true;
+      return page.waitForFunction((h) => location.hash === h, href, { timeout: 2000 }).then(() => true, () => false);
     }
   }
   return false;

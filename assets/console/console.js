@@ -40,10 +40,13 @@ async function render() {
   reading = (async () => {
     try {
       state.tap = null;
-      // A re-read replaces the page: the control that had the focus gets it back.
-      const focused = document.activeElement?.id;
+      // A re-read replaces the page: a control of it that had the focus,
+      // lost with it, gets it back (one outside the page keeps its own).
+      const had = document.activeElement;
       page = await route()();
-      if (focused && focused !== "main") document.getElementById(focused)?.focus();
+      if (had?.id && !had.isConnected && document.activeElement === document.body) {
+        document.getElementById(had.id)?.focus();
+      }
       showProblem("");
     } catch (error) {
       showProblem(error.status === 401
