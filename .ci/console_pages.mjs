@@ -206,6 +206,17 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
     .catch(() => {});
   check(await tail.getByRole("row").count() === 2, "history from a revision reads that key's two events again");
 
+  // The type filter, chosen in the form: only releases of that key show.
+  await page.selectOption("#tail-type", "lock.released");
+  await page.getByRole("button", { name: "Filter" }).press("Enter");
+  await page.waitForFunction(() => location.hash.includes("type=lock.released"));
+  await page.waitForFunction(() => document.querySelectorAll("#tail tbody tr").length === 0);
+  const again = await call("POST", `${path}/acquire`, { holder: "tail-holder", ttl_ms: 60000 });
+  await call("POST", `${path}/release`, { token: again.body.token });
+  await tail.getByRole("row").filter({ hasText: "lock.released" }).waitFor({ timeout: 1000 });
+  await sleep(200);
+  check(await tail.getByRole("row").count() === 1, "filtered by type, the tail shows the release alone");
+
   // A burst of events (lock sets, 2,000 events in a second or two): the
   // page's main thread is never blocked long, and the tail keeps 500 rows.
   await page.goto(`${page.url().split("#")[0]}#/events`);
