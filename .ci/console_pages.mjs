@@ -158,15 +158,18 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   const joined = Date.now();
   await call("PUT", `/v1/groups/${group}/members/session-member`,
     { session: { id: opened.body.id, token: opened.body.token } });
-  await page.getByRole("cell", { name: "session-member" }).waitFor({ timeout: 1000 });
+  const joinedRow = page.getByRole("row").filter({ hasText: "session-member" });
+  await joinedRow.waitFor({ timeout: 1000 });
   console.log(`figure: the join appeared on the open group page ${Date.now() - joined} ms after its answer`);
   check(true, "a join appears on the group's page within a second, without a reload");
+  check(await joinedRow.getByRole("cell", { name: "session-holder" }).count() === 1,
+    "a member bound to a session shows the session's holder");
   await accessible(page, "a group's page", check);
 
   // A session, reached from the member bound to it; force close.
   await page.getByRole("link", { name: opened.body.id }).press("Enter");
-  await page.getByText("session-holder").waitFor();
-  check(await page.getByRole("button", { name: "Force close" }).count() === 1, "the session's page names its holder");
+  await page.getByRole("button", { name: "Force close" }).waitFor();
+  check(await page.locator("dd").filter({ hasText: "session-holder" }).count() === 1, "the session's page names its holder");
   await accessible(page, "a session's page", check);
   await page.getByRole("button", { name: "Force close" }).press("Enter");
   const dialog = page.getByRole("dialog", { name: "Force close" });
