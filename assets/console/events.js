@@ -30,13 +30,14 @@ function row(e) {
 export async function events(params) {
   const filter = Object.fromEntries(["prefix", "pool", "group", "type"].map((n) => [n, params.get(n) || ""]));
   const body = h("tbody");
-  const counter = h("p", { id: "tail-status", role: "status", text: "Following: new events appear at the top." });
+  // Counts change many times a second: shown, not announced.
+  const counter = h("p", { id: "tail-status", text: "Following: new events appear at the top." });
   const note = h("p", { id: "tail-history", role: "status" });
   let queue = [];
   let held = null; // live events that arrive while history is read
   let paused = false;
   let frame = 0;
-  let shown = 0;
+  let seen = 0;
 
   const flush = () => {
     frame = 0;
@@ -47,10 +48,10 @@ export async function events(params) {
     for (let i = batch.length - 1; i >= 0; i--) rows.append(row(batch[i]));
     body.prepend(rows);
     while (body.rows.length > KEEP) body.lastChild.remove();
-    shown += batch.length;
-    counter.textContent = `Following: ${shown} events so far, the newest ${body.rows.length} shown, newest first.`;
+    counter.textContent = `Following: ${seen} events so far, the newest ${body.rows.length} shown, newest first.`;
   };
   const add = (e) => {
+    seen += 1;
     queue.push(e);
     if (queue.length > 2 * KEEP) queue = queue.slice(-KEEP);
     if (!frame && !paused) frame = requestAnimationFrame(flush);
@@ -61,9 +62,8 @@ export async function events(params) {
     else add(e);
   };
 
-  const pause = h("button", { type: "button", id: "pause", "aria-pressed": "false", onclick: () => {
+  const pause = h("button", { type: "button", id: "pause", onclick: () => {
     paused = !paused;
-    pause.setAttribute("aria-pressed", String(paused));
     pause.textContent = paused ? "Resume" : "Pause";
     if (paused) counter.textContent = `Paused: ${queue.length} events held (the newest ${KEEP} are kept).`;
     else flush();
@@ -74,7 +74,7 @@ export async function events(params) {
     let since = Number(e.target.since.value);
     body.replaceChildren();
     queue = [];
-    shown = 0;
+    seen = 0;
     held = [];
     note.textContent = `Reading history after revision ${since}…`;
     let last = since;
