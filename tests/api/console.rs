@@ -1,7 +1,7 @@
 //! The console's files as the server serves them: the page, its script and
-//! style sheet with their types, every file referenced from this server
-//! alone; any other name is a 404 problem. (The page in a browser is
-//! `.ci/console_browser.mjs`.)
+//! style sheet with their types, the modules the script imports, every file
+//! referenced from this server alone; any other name is a 404 problem. (The
+//! page in a browser is `.ci/console_browser.mjs`.)
 
 use reqwest::StatusCode;
 
@@ -22,9 +22,33 @@ async fn the_console_and_its_files_come_from_the_server_itself() {
         assert_eq!(r.status(), StatusCode::OK, "{file}");
         assert_eq!(r.headers()["content-type"], kind, "{file}");
     }
-    // No address of another origin in the page or its files.
-    let script = app.get("/console/console.js").await.text().await.unwrap();
-    for text in [&html, &script] {
+    // Every module the script imports, and theirs, is served as a script;
+    // no address of another origin in the page or any of its files.
+    let mut texts = vec![html];
+    let mut modules = vec!["console.js".to_string()];
+    let mut seen = 0;
+    while seen < modules.len() {
+        let r = app.get(&format!("/console/{}", modules[seen])).await;
+        assert_eq!(r.status(), StatusCode::OK, "{}", modules[seen]);
+        assert_eq!(
+            r.headers()["content-type"],
+            "text/javascript; charset=utf-8"
+        );
+        let script = r.text().await.unwrap();
+        for import in script.split("from \"./").skip(1) {
+            let name = import.split('"').next().unwrap().to_string();
+            if !modules.contains(&name) {
+                modules.push(name);
+            }
+        }
+        texts.push(script);
+        seen += 1;
+    }
+    assert!(
+        modules.len() > 1,
+        "the script imports its pages: {modules:?}"
+    );
+    for text in &texts {
         assert!(!text.contains("http://") && !text.contains("https://"));
     }
     let r = app.get("/console/other.js").await;

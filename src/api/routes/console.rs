@@ -1,5 +1,5 @@
 //! The console at `/console`: pages for operators (who holds, who waits,
-//! live from the event stream), written with the project as plain files
+//! which subnets are taken, who is a member, live from the event stream), written with the project as plain files
 //! (`assets/console/`) and compiled into the binary, so neither the build
 //! nor the page reaches the network. The page itself needs no token; it
 //! signs in with one, as `/docs` does, and shows what that token may read.
@@ -15,11 +15,41 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 
 /// The page's files, by name, with their content type.
-const ASSETS: [(&str, &str, &str); 2] = [
+const ASSETS: [(&str, &str, &str); 8] = [
     (
         "console.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../assets/console/console.js"),
+    ),
+    (
+        "util.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/util.js"),
+    ),
+    (
+        "locks.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/locks.js"),
+    ),
+    (
+        "map.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/map.js"),
+    ),
+    (
+        "pools.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/pools.js"),
+    ),
+    (
+        "groups.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/groups.js"),
+    ),
+    (
+        "events.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/events.js"),
     ),
     (
         "console.css",
@@ -35,7 +65,9 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The console: an overview, locks by prefix and each key's holders and
-/// queue, live from the event stream. Served from the binary, no external
+/// queue, pools drawn as maps with their reservations, groups and their
+/// members, sessions, a tail of the event stream, and the admin's force
+/// release and force close, live from the event stream. Served from the binary, no external
 /// assets; the page needs no token and signs in with one.
 #[utoipa::path(get, path = "/console", operation_id = "getConsole", tag = "operations",
     responses((status = 200, description = "The console page", body = String, content_type = "text/html")))]

@@ -1,0 +1,284 @@
+// The console's pages beyond locks, checked in the browser against data
+// seeded through the API: pools and a pool's map, groups and members, a
+// session, the events tail, the admin actions; every page reached with the
+// keyboard and scanned by axe-core (injected from the local npm package, so
+// the page still asks nothing of another origin).
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+
+const axeSource = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+// No violation of impact serious or critical on the page as it is now.
+export async function accessible(page, what, check) {
+  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: axeSource });
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+    return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  check(violations.length === 0, `axe: no serious or critical violation on ${what} (${violations.join("; ")})`);
+}
+
+// From the page's content back to a link of the navigation, with Shift+Tab
+// alone, then Enter: whether it led to the link's page.
+export async function reach(page, name) {
+  await page.evaluate(() => document.getElementById("main").focus());
+  for (let i = 0; i < 30; i++) {
+    await page.keyboard.press("Shift+Tab");
+    const href = await page.evaluate((n) => document.activeElement?.textContent === n
+      && document.activeElement.getAttribute("href"), name);
+    if (href) {
+      await page.keyboard.press("Enter");
+      return page.waitForFunction((h) => location.hash === h, href, { timeout: 2000 }).then(() => true, () => false);
+    }
+  }
+  return false;
+}
+
+// The map's Hilbert layout, written again here: block i's cell.
+function cellOf(bits, i) {
+  const side = 2 ** Math.floor(bits / 2);
+  const square = Math.floor(i / (side * side));
+  let x = 0, y = 0, t = i % (side * side);
+  for (let s = 1; s < side; s *= 2, t = Math.floor(t / 4)) {
+    const rx = (t >> 1) & 1, ry = (t ^ rx) & 1;
+    if (ry === 0) {
+      if (rx === 1) { x = s - 1 - x; y = s - 1 - y; }
+      [x, y] = [y, x];
+    }
+    x += s * rx;
+    y += s * ry;
+  }
+  return [x + square * side, y];
+}
+
+// The legend's colours: a block's centre pixel is its state's fill or mark.
+const COLOURS = { free: ["#e4e8ec"], reserved: ["#f2b33d", "#7a4d00"], allocated: ["#1f5fbf"],
+  mixed: ["#a97ee8", "#3d1a78"] };
+
+async function mapMatches(page, call, pool, check) {
+  const map = (await call("GET", `/v1/pools/${pool}/map`)).body;
+  let index = 0;
+  const expected = map.runs.map((r) => { const run = `${index}:${r.count}:${r.state}`; index += Number(r.count); return run; });
+  await page.waitForFunction((runs) => document.getElementById("pool-map")?.dataset.runs === runs, expected.join(" "),
+    { timeout: 3000 }).catch(() => {});
+  const drawn = await page.evaluate(() => document.getElementById("pool-map").dataset.runs);
+  check(drawn === expected.join(" "), `the map draws the API's runs (${drawn})`);
+  const bits = map.prefix_len - Number(map.cidr.split("/")[1]);
+  const cell = Number(await page.evaluate(() => document.getElementById("pool-map").dataset.cell));
+  const points = expected.map((r) => r.split(":")).map(([first, , state]) => [cellOf(bits, Number(first)), state]);
+  const pixels = await page.evaluate(({ points, cell }) => {
+    const c = document.getElementById("pool-map").getContext("2d");
+    return points.map(([[x, y]]) => {
+      const [r, g, b] = c.getImageData(x * cell + Math.floor(cell / 2), y * cell + Math.floor(cell / 2), 1, 1).data;
+      return `#${[r, g, b].map((v) => v.toString(16).padStart(2, "0")).join("")}`;
+    });
+  }, { points, cell });
+  const wrong = points.filter(([, state], i) => state !== "free" && !COLOURS[state].includes(pixels[i]));
+  check(wrong.length === 0, `each used run's first block is drawn in its state's colours (${pixels.join(" ")})`);
+  const runs = expected.map((r) => r.split(":"));
+  const free = runs.filter(([, , state]) => state === "free").sort((a, b) => Number(b[1]) - Number(a[1]))[0];
+  const [fx, fy] = cellOf(bits, Number(free[0]));
+  const outlined = await page.evaluate(({ fx, fy, cell }) => {
+    const { data } = document.getElementById("pool-map").getContext("2d").getImageData(fx * cell, fy * cell, cell, cell);
+    for (let i = 0; i < data.length; i += 4) if (data[i] === 0x0f && data[i + 1] === 0x7b && data[i + 2] === 0x3a) return true;
+    return false;
+  }, { fx, fy, cell });
+  check(outlined, "the largest free run is outlined");
+  return map;
+}
+
+export async function checkPages({ page, call, check, key, open, readerToken }) {
+  const tag = `console-${process.pid}`;
+  const pool = tag;
+
+  // Pools: a pool with a reserved, a confirmed and a partly used /24.
+  check([200, 201].includes((await call("PUT", `/v1/pools/${pool}`, { cidr: "10.77.0.0/16" })).status), "a pool is created");
+  const reserve = (body) => call("POST", `/v1/pools/${pool}/reservations`, { holder: "map-holder", ttl_ms: 60000, ...body });
+  const reserved = await reserve({ prefix_len: 24 });
+  const confirmed = await reserve({ prefix_len: 24 });
+  await call("POST", `/v1/pools/${pool}/reservations/${confirmed.body.id}/confirm`, { token: confirmed.body.token });
+  await reserve({ prefix_len: 26 });
+  check(await reach(page, "Pools"), "the pools page is reached with the keyboard");
+  const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: pool, exact: true }) });
+  await row.waitFor();
+  check(await row.getByRole("cell", { name: "10.77.0.0/16" }).count() === 1, "the pools page lists the pool with its cidr");
+  await accessible(page, "the pools page", check);
+
+  await row.getByRole("link", { name: pool, exact: true }).press("Enter");
+  await page.waitForSelector("#pool-map");
+  await mapMatches(page, call, pool, check);
+  await page.getByRole("cell", { name: reserved.body.subnet, exact: true }).waitFor();
+  check(true, "the reservations table lists the subnets");
+  await page.focus("#pool-map");
+  await page.keyboard.press("Home");
+  const first = await page.textContent("#map-block");
+  check(first.startsWith(`${reserved.body.subnet}: reserved`) && first.includes("map-holder"),
+    `the focused map names its first block, its state and holder (${first})`);
+  await page.keyboard.press("PageDown");
+  check((await page.textContent("#map-block")).includes("allocated"), "Page Down moves to the next block, confirmed");
+  const [hx, hy] = cellOf(8, 2);
+  const cell = Number(await page.evaluate(() => document.getElementById("pool-map").dataset.cell));
+  await page.hover("#pool-map", { position: { x: hx * cell + cell / 2, y: hy * cell + cell / 2 } });
+  const hovered = await page.textContent("#map-block");
+  check(hovered.startsWith("10.77.2.0/24: mixed") && hovered.includes("/26 held by map-holder"),
+    `the pointer names the partly used block under it and its reservation (${hovered})`);
+  await accessible(page, "a pool's page", check);
+
+  const granted = Date.now();
+  const later = await call("POST", `/v1/pools/${pool}/reservations`, { holder: "live-holder", prefix_len: 24, ttl_ms: 60000 });
+  await page.getByRole("cell", { name: "live-holder" }).waitFor({ timeout: 1000 });
+  console.log(`figure: the reservation appeared on the open pool page ${Date.now() - granted} ms after its answer`);
+  check(later.status === 201, "a new reservation appears on the pool's page within a second, without a reload");
+  await page.waitForFunction(() => document.getElementById("map-block")?.textContent.startsWith("10.77.1.0/24"));
+  check(await page.evaluate(() => document.activeElement?.id) === "pool-map",
+    "the map keeps the keyboard's focus and block across the re-read");
+  await mapMatches(page, call, pool, check);
+  await page.selectOption("#resolution", "25");
+  await page.waitForFunction(() => document.getElementById("pool-map")?.dataset.cols === "32");
+  const finer = await page.evaluate(() => document.getElementById("pool-map").dataset.runs);
+  check(finer.split(" ").reduce((n, r) => n + Number(r.split(":")[1]), 0) === 512,
+    "the block size can be changed (/25: 512 blocks, two squares of 16 × 16 side by side)");
+  check(await page.locator("#resolution option").first().textContent() === "the server's default (/24)",
+    "the block size offers the server's default first");
+
+  // Groups: a group with a member on its own TTL and one in a session.
+  const group = `${tag}-group`;
+  await call("PUT", `/v1/groups/${group}`, {});
+  await call("PUT", `/v1/groups/${group}/members/first-member`, { ttl_ms: 60000, capabilities: { role: "primary" } });
+  const opened = await call("POST", "/v1/sessions", { holder: "session-holder", ttl_ms: 60000 });
+  check(opened.status === 201, "a session is opened");
+  check(await reach(page, "Groups"), "the groups page is reached with the keyboard");
+  await page.getByRole("link", { name: group, exact: true }).waitFor();
+  await accessible(page, "the groups page", check);
+  await page.getByRole("link", { name: group, exact: true }).press("Enter");
+  await page.getByRole("cell", { name: "first-member" }).waitFor();
+  check(await page.getByRole("cell", { name: '{"role":"primary"}' }).count() === 1, "a group's page lists a member and its capabilities");
+  const joined = Date.now();
+  await call("PUT", `/v1/groups/${group}/members/session-member`,
+    { session: { id: opened.body.id, token: opened.body.token } });
+  const joinedRow = page.getByRole("row").filter({ hasText: "session-member" });
+  await joinedRow.waitFor({ timeout: 1000 });
+  console.log(`figure: the join appeared on the open group page ${Date.now() - joined} ms after its answer`);
+  check(true, "a join appears on the group's page within a second, without a reload");
+  check(await joinedRow.getByRole("cell", { name: "session-holder" }).count() === 1,
+    "a member bound to a session shows the session's holder");
+  await accessible(page, "a group's page", check);
+
+  // A session, reached from the member bound to it; force close.
+  await page.getByRole("link", { name: opened.body.id }).press("Enter");
+  await page.getByRole("button", { name: "Force close" }).waitFor();
+  check(await page.locator("dd").filter({ hasText: "session-holder" }).count() === 1, "the session's page names its holder");
+  await accessible(page, "a session's page", check);
+  await page.getByRole("button", { name: "Force close" }).press("Enter");
+  const dialog = page.getByRole("dialog", { name: "Force close" });
+  await dialog.waitFor();
+  await accessible(page, "the confirmation", check);
+  await dialog.getByRole("button", { name: "Force close" }).click();
+  await page.getByRole("alert").filter({ hasText: "Force close: done." }).waitFor();
+  await page.getByText("No live session by this id").waitFor({ timeout: 2000 });
+  check((await call("GET", `/v1/sessions/${opened.body.id}`)).status === 404, "force close, confirmed, ends the session");
+
+  // Events: the tail shows a new event, pauses, and reads history.
+  check(await reach(page, "Events"), "the events page is reached with the keyboard");
+  await page.waitForSelector("#tail");
+  const tailKey = `${key}-tail`;
+  const path = `/v1/locks/${encodeURIComponent(tailKey)}`;
+  const since = (await call("GET", "/v1/locks?limit=1")).body.revision;
+  const one = await call("POST", `${path}/acquire`, { holder: "tail-holder", ttl_ms: 60000 });
+  const tail = page.locator("#tail tbody");
+  await tail.getByRole("row").filter({ hasText: "lock.acquired" }).filter({ hasText: tailKey }).waitFor({ timeout: 1000 });
+  check(true, "the tail shows a new event within a second");
+  await accessible(page, "the events page", check);
+  await page.getByRole("button", { name: "Pause" }).click();
+  await call("POST", `${path}/release`, { token: one.body.token });
+  await sleep(700);
+  check(await tail.getByRole("row").filter({ hasText: "lock.released" }).filter({ hasText: tailKey }).count() === 0,
+    "a paused tail shows no new event");
+  await page.getByRole("button", { name: "Resume" }).click();
+  await tail.getByRole("row").filter({ hasText: "lock.released" }).filter({ hasText: tailKey }).waitFor({ timeout: 1000 });
+  check(true, "resumed, it shows what came while paused");
+  await page.goto(`${page.url().split("#")[0]}#/events?prefix=${encodeURIComponent(tailKey)}`);
+  await page.waitForFunction((k) => document.getElementById("tail-prefix")?.value === k, tailKey);
+  await page.getByLabel("Resume after revision").fill(String(since));
+  await page.getByRole("button", { name: "Read history" }).click();
+  await page.locator("#tail-history").filter({ hasText: /Read history up to revision|History: / }).waitFor();
+  check((await page.textContent("#tail-history")).startsWith("Read history"), `history is read (${await page.textContent("#tail-history")})`);
+  await page.waitForFunction(() => document.querySelectorAll("#tail tbody tr").length === 2, null, { timeout: 2000 })
+    .catch(() => {});
+  check(await tail.getByRole("row").count() === 2, "history from a revision reads that key's two events again");
+
+  // The type filter, chosen in the form: only releases of that key show.
+  await page.selectOption("#tail-type", "lock.released");
+  await page.getByRole("button", { name: "Filter" }).press("Enter");
+  await page.waitForFunction(() => location.hash.includes("type=lock.released"));
+  await page.waitForFunction(() => document.querySelectorAll("#tail tbody tr").length === 0);
+  const again = await call("POST", `${path}/acquire`, { holder: "tail-holder", ttl_ms: 60000 });
+  await call("POST", `${path}/release`, { token: again.body.token });
+  await tail.getByRole("row").filter({ hasText: "lock.released" }).waitFor({ timeout: 1000 });
+  await sleep(200);
+  check(await tail.getByRole("row").count() === 1, "filtered by type, the tail shows the release alone");
+
+  // A burst of events (lock sets, 2,000 events in a second or two): the
+  // page's main thread is never blocked long, and the tail keeps 500 rows.
+  await page.goto(`${page.url().split("#")[0]}#/events`);
+  await page.waitForFunction(() => document.getElementById("tail-prefix")?.value === "");
+  await page.evaluate(() => {
+    window.longest = 0;
+    new PerformanceObserver((list) => {
+      for (const task of list.getEntries()) window.longest = Math.max(window.longest, task.duration);
+    }).observe({ entryTypes: ["longtask"] });
+  });
+  const burst = `${key}-burst`;
+  const started = Date.now();
+  for (let round = 0; round < 4; round++) {
+    await Promise.all(Array.from({ length: 10 }, async (_, i) => {
+      const keys = Array.from({ length: 25 }, (_, j) => `${burst}/${round}/${i}/${j}`);
+      const set = await call("POST", "/v1/lock-sets/acquire", { holder: "burst", ttl_ms: 60000, keys });
+      await Promise.all(set.body.items.map((l) =>
+        call("POST", `/v1/locks/${encodeURIComponent(l.key)}/release`, { token: l.token })));
+    }));
+  }
+  const took = Date.now() - started;
+  await tail.getByRole("row").filter({ hasText: `${burst}/3/` }).first().waitFor();
+  await sleep(200);
+  const longest = Math.round(await page.evaluate(() => window.longest));
+  console.log(`figure: 2000 events in ${took} ms (${Math.round(2000000 / took)}/s); the page's longest task meanwhile ${longest} ms`);
+  check(longest < 250, "the page is never blocked for long while the events pour in");
+  const rows = await tail.getByRole("row").count();
+  check(rows > 0 && rows <= 500, `after 2000 events the tail keeps ${rows} rows, at most 500`);
+
+  // Force release of a held key, from its page, behind a confirmation.
+  const forced = `${key}-forced`;
+  await call("POST", `/v1/locks/${encodeURIComponent(forced)}/acquire`, { holder: "forced-holder", ttl_ms: 60000 });
+  await page.evaluate((k) => { location.hash = `#/locks/${encodeURIComponent(k)}`; }, forced);
+  await page.getByRole("cell", { name: "forced-holder" }).waitFor();
+  await page.getByRole("button", { name: "Force release" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Cancel" }).click();
+  check((await call("GET", `/v1/locks/${encodeURIComponent(forced)}`)).status === 200, "cancelled, the lock stays held");
+  await page.getByRole("button", { name: "Force release" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Force release" }).click();
+  await page.getByRole("alert").filter({ hasText: "Force release: done." }).waitFor();
+  await page.getByText("Nobody holds this key.").waitFor({ timeout: 2000 });
+  check((await call("GET", `/v1/locks/${encodeURIComponent(forced)}`)).status === 404, "force release, confirmed, frees the key");
+
+  // A token without admin: the server refuses, and the page says so.
+  if (readerToken) {
+    const held = await call("POST", `/v1/locks/${encodeURIComponent(forced)}/acquire`, { holder: "kept-holder", ttl_ms: 60000 });
+    const reader = await open(true);
+    await reader.addInitScript((t) => sessionStorage.setItem("leasehold-token", t), readerToken);
+    await reader.goto(`${page.url().split("#")[0]}#/locks/${encodeURIComponent(forced)}`);
+    await reader.getByRole("cell", { name: "kept-holder" }).waitFor();
+    await reader.getByRole("button", { name: "Force release" }).click();
+    await reader.getByRole("dialog").getByRole("button", { name: "Force release" }).click();
+    const refusal = reader.getByRole("alert").filter({ hasText: "Force release: the server refused (403" });
+    await refusal.waitFor();
+    check((await call("GET", `/v1/locks/${encodeURIComponent(forced)}`)).status === 200,
+      `a token without admin is refused, in the server's words, and the lock stays held (${await refusal.textContent()})`);
+    await reader.close();
+    await call("POST", `/v1/locks/${encodeURIComponent(forced)}/release`, { token: held.body.token });
+  }
+
+  await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });
+}

@@ -1,0 +1,139 @@
+// Pools with their usage, and a pool's page: its map on a canvas (hover or
+// arrow keys name the block under the pointer), a legend, and the same data
+// as a table of reservations for those who do not see the canvas.
+
+import { api, duration, encode, h, main, sessionLink, table } from "./util.js";
+import { LARGEST, MAX_BITS, PALETTE, draw, formatAddress, layout, parseCidr, pattern } from "./map.js";
+
+export async function pools(params) {
+  const cursor = params.get("cursor");
+  const query = new URLSearchParams({ limit: "50" });
+  if (cursor) query.set("cursor", cursor);
+  const list = await api(`/v1/pools?${query}`);
+  const usage = await Promise.all(list.items.map((p) => api(`/v1/pools/${encode(p.name)}`)));
+  const next = list.next_cursor
+    ? h("a", { href: `#/pools?cursor=${encode(list.next_cursor)}`, text: "Next page" }) : "";
+  main.replaceChildren(h("h2", { text: "Pools" }),
+    table("Pools and their usage", ["pool", "cidr", "reserved", "allocated", "free addresses", "largest free block"],
+      usage.map((p) => [h("a", { href: `#/pools/${encode(p.name)}`, text: p.name }), p.cidr,
+        String(p.reserved_count), String(p.allocated_count), `${p.free_addresses} of ${p.total_addresses}`,
+        p.largest_free ?? "—"]),
+      "No pool."), next);
+  return (e) => e.pool !== undefined;
+}
+
+let grid = null; // the last layout, kept while the resolution stays
+const focus = { map: "", at: 0 }; // the keyboard's block, kept across re-reads of one map
+const defaults = new Map(); // each pool's map resolution when none is asked
+
+export async function pool(params, name) {
+  const wanted = params.get("prefix_len");
+  const path = `/v1/pools/${encode(name)}`;
+  const [usage, map, reservations] = await Promise.all([api(path),
+    api(`${path}/map${wanted ? `?prefix_len=${encode(wanted)}` : ""}`), api(`${path}/reservations?limit=1000`)]);
+  const cidr = parseCidr(map.cidr);
+  const bits = map.prefix_len - cidr.length;
+  if (!wanted) defaults.set(name, map.prefix_len);
+  const picker = h("select", { id: "resolution", onchange: (e) => {
+    location.hash = `#/pools/${encode(name)}${e.target.value ? `?prefix_len=${e.target.value}` : ""}`;
+  } }, h("option", { value: "", selected: wanted ? null : "",
+    text: `the server's default${defaults.has(name) ? ` (/${defaults.get(name)})` : ""}` }),
+  Array.from({ length: Math.min(MAX_BITS, cidr.bits - cidr.length) + 1 }, (_, i) => cidr.length + i)
+    .map((len) => h("option", { value: len, selected: wanted && len === map.prefix_len ? "" : null,
+      text: `/${len} (${2 ** (len - cidr.length)} blocks)` })));
+  const items = reservations.items.map((r) => ({ ...r, range: parseCidr(r.subnet) }));
+  const rows = items.map((r) => [r.subnet, r.holder, r.state,
+    r.expires_in_ms === null ? "confirmed" : duration(r.expires_in_ms), sessionLink(r.session)]);
+  const figures = h("ul", { class: "figures", "aria-label": "Usage" },
+    h("li", {}, h("strong", { text: usage.cidr }), "addresses"),
+    h("li", {}, h("strong", { id: "pool-reserved", text: usage.reserved_count }), "reserved"),
+    h("li", {}, h("strong", { id: "pool-allocated", text: usage.allocated_count }), "allocated"),
+    h("li", {}, h("strong", { text: usage.largest_free ?? "none" }), "largest free block"));
+  const parts = [h("h2", {}, "Pool ", h("code", { text: name })), figures,
+    h("p", {}, h("label", { for: "resolution", text: "Block size " }), picker)];
+  if (bits > MAX_BITS) {
+    parts.push(h("p", { class: "muted", text: `Too many blocks to draw (2^${bits}): choose a larger block size.` }));
+  } else {
+    parts.push(mapFigure(map, cidr, bits, items));
+  }
+  parts.push(h("h3", { text: "Reservations" }),
+    table(`Live reservations of ${name}${reservations.next_cursor ? " (the first 1000)" : ""}`,
+      ["subnet", "holder", "state", "time left", "session"], rows, "No live reservation."));
+  main.replaceChildren(...parts);
+  return (e) => e.pool === name && e.type.startsWith("reservation.");
+}
+
+function mapFigure(map, cidr, bits, items) {
+  if (!grid || grid.count !== 2 ** bits) grid = layout(bits);
+  let index = 0;
+  const runs = map.runs.map((r) => {
+    const run = [index, Number(r.count), r.state];
+    index += run[1];
+    return run;
+  });
+  let largest = -1;
+  runs.forEach((r, i) => { if (r[2] === "free" && (largest < 0 || r[1] > runs[largest][1])) largest = i; });
+  const canvas = h("canvas", { id: "pool-map", tabindex: "0", role: "img",
+    "aria-label": `Map of ${map.cidr} in /${map.prefix_len} blocks; arrow keys move from block to block`,
+    "aria-describedby": "map-block", "data-runs": runs.map((r) => r.join(":")).join(" "),
+    "data-cell": grid.cell, "data-cols": grid.cols });
+  draw(canvas, grid, runs, largest);
+  const context = canvas.getContext("2d");
+  const drawn = context.getImageData(0, 0, canvas.width, canvas.height);
+  const named = h("p", { id: "map-block", role: "status", text: "Point at a block, or focus the map and use the arrow keys." });
+  const size = 1n << BigInt(cidr.bits - map.prefix_len);
+  const which = `${map.pool} /${map.prefix_len}`;
+  if (focus.map !== which) Object.assign(focus, { map: which, at: 0 });
+  let cursor = focus.at;
+  const name = (i) => {
+    const start = cidr.value + BigInt(i) * size;
+    const run = runs.find(([first, count]) => i >= first && i < first + count);
+    const holders = items.filter((r) => {
+      const end = r.range.value + (1n << BigInt(r.range.bits - r.range.length));
+      return r.range.value < start + size && end > start;
+    });
+    const who = holders.slice(0, 3).map((r) => `${r.subnet} held by ${r.holder} ${r.expires_at ? `until ${r.expires_at}` : "(confirmed)"}`);
+    named.textContent = `${formatAddress(start, cidr.v6)}/${map.prefix_len}: ${run[2]}${who.length ? `; ${who.join("; ")}` : ""}${holders.length > 3 ? ` and ${holders.length - 3} more` : ""}`;
+  };
+  const show = (i, mark) => {
+    cursor = focus.at = Math.max(0, Math.min(grid.count - 1, i));
+    context.putImageData(drawn, 0, 0);
+    if (mark) {
+      context.strokeStyle = "#000";
+      context.lineWidth = 2;
+      context.strokeRect(grid.xy[2 * cursor] * grid.cell + 1, grid.xy[2 * cursor + 1] * grid.cell + 1, grid.cell - 2, grid.cell - 2);
+    }
+    name(cursor);
+  };
+  canvas.addEventListener("mousemove", (e) => {
+    const scale = canvas.width / canvas.clientWidth; // the page may shrink it
+    const x = Math.floor((e.offsetX * scale) / grid.cell), y = Math.floor((e.offsetY * scale) / grid.cell);
+    if (x < grid.cols && y < grid.rows) name(grid.at[y * grid.cols + x]);
+  });
+  canvas.addEventListener("focus", () => show(cursor, true));
+  canvas.addEventListener("blur", () => context.putImageData(drawn, 0, 0));
+  canvas.addEventListener("keydown", (e) => {
+    const x = grid.xy[2 * cursor], y = grid.xy[2 * cursor + 1];
+    const at = (dx, dy) => {
+      const nx = x + dx, ny = y + dy;
+      return nx < 0 || ny < 0 || nx >= grid.cols || ny >= grid.rows ? cursor : grid.at[ny * grid.cols + nx];
+    };
+    const moves = { ArrowRight: at(1, 0), ArrowLeft: at(-1, 0), ArrowUp: at(0, -1), ArrowDown: at(0, 1),
+      PageDown: cursor + 1, PageUp: cursor - 1, Home: 0, End: grid.count - 1 };
+    if (!(e.key in moves)) return;
+    e.preventDefault();
+    show(moves[e.key], true);
+  });
+  const legend = h("ul", { class: "legend", "aria-label": "Legend" },
+    Object.entries(PALETTE).map(([state, { label }]) => {
+      const swatch = h("canvas", { width: 16, height: 16, "aria-hidden": "true" });
+      const c = swatch.getContext("2d");
+      c.fillStyle = pattern(c, state);
+      c.fillRect(0, 0, 16, 16);
+      return h("li", {}, swatch, label);
+    }),
+    h("li", {}, h("span", { class: "outline", style: `border-color: ${LARGEST}`, "aria-hidden": "true" }),
+      largest < 0 ? "no free block" : `the largest free run (${runs[largest][1]} blocks), outlined`));
+  return h("figure", {}, canvas, h("figcaption", {}, legend, named,
+    h("p", { class: "muted", text: "Arrow keys move on the map; Page Up and Page Down follow the addresses." })));
+}

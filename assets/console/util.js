@@ -1,0 +1,108 @@
+// What every page of the console shares: elements, requests to the server
+// that served the page (with the operator's token), tables, a confirm step.
+
+export const base = new URL("..", import.meta.url).href.replace(/\/$/, "");
+export const main = document.getElementById("main");
+const problemBox = document.getElementById("problem");
+const actionBox = document.getElementById("action");
+
+// The operator's token, and who listens to the event stream besides the
+// pages' re-reads (the events page's tail).
+export const state = { token: sessionStorage.getItem("leasehold-token") || "", tap: null };
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (name === "text") el.textContent = value;
+    else if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+    else if (value !== undefined && value !== null && value !== false) el.setAttribute(name, value);
+  }
+  for (const child of children.flat()) {
+    el.append(child instanceof Node ? child : document.createTextNode(String(child ?? "")));
+  }
+  return el;
+}
+
+export function showProblem(message) {
+  problemBox.hidden = !message;
+  problemBox.textContent = message || "";
+}
+
+// What an admin action came to; it stays until the operator leaves the page.
+export function showAction(message) {
+  actionBox.hidden = !message;
+  actionBox.textContent = message || "";
+}
+
+export function headers(extra = {}) {
+  return state.token ? { ...extra, Authorization: `Bearer ${state.token}` } : extra;
+}
+
+// A request; a problem answer becomes an Error carrying its status and title.
+export async function api(path, method = "GET") {
+  const response = await fetch(base + path, { method, headers: headers({ Accept: "application/json" }) });
+  if (response.status === 204) return null;
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = new Error(body.detail || body.title || `${path} answered ${response.status}`);
+    error.status = response.status;
+    error.title = body.title || response.statusText;
+    throw error;
+  }
+  return body;
+}
+
+export const encode = (text) => encodeURIComponent(text);
+export const duration = (ms) => (ms === null || ms === undefined ? "—"
+  : ms >= 60000 ? `${Math.round(ms / 60000)} min` : `${(ms / 1000).toFixed(1)} s`);
+
+export function table(caption, columns, rows, empty) {
+  if (rows.length === 0) return h("p", { class: "muted", text: empty });
+  return h("table", {},
+    h("caption", { class: "muted", text: caption }),
+    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col", text: c })))),
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((c) => h("td", {}, c))))));
+}
+
+// A filter form that puts its fields in the page's address.
+export function filterForm(path, fields, values) {
+  return h("form", { role: "search", class: "filters", onsubmit: (e) => {
+    e.preventDefault();
+    const query = new URLSearchParams();
+    for (const [name] of fields) if (e.target[name].value) query.set(name, e.target[name].value);
+    location.hash = `#/${path}${query.size ? `?${query}` : ""}`;
+  } }, fields.map(([name, label]) => [
+    h("label", { for: `filter-${name}`, text: label }),
+    h("input", { id: `filter-${name}`, name, value: values.get(name) || "" })]),
+  h("button", { type: "submit", text: "Filter" }));
+}
+
+export const sessionLink = (id) => (id ? h("a", { href: `#/sessions/${encode(id)}`, text: id }) : "—");
+
+// An admin action behind a confirmation in the page (a modal <dialog>), then
+// the server's answer: a refusal (403 for a token without admin) is shown
+// as the server words it.
+export async function adminAction(question, verb, run) {
+  const dialog = h("dialog", { "aria-labelledby": "confirm-title" },
+    h("form", { method: "dialog" },
+      h("h2", { id: "confirm-title", text: verb }),
+      h("p", { text: question }),
+      h("div", { class: "actions" },
+        h("button", { value: "cancel", text: "Cancel", autofocus: "" }),
+        h("button", { value: "confirm", class: "danger", text: verb }))));
+  document.body.append(dialog);
+  const answer = await new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue), { once: true });
+    dialog.showModal();
+  });
+  dialog.remove();
+  if (answer !== "confirm") return false;
+  try {
+    await run();
+    showAction(`${verb}: done.`);
+    return true;
+  } catch (error) {
+    showAction(`${verb}: the server refused (${error.status} ${error.title}): ${error.message}`);
+    return false;
+  }
+}
