@@ -4,18 +4,16 @@
 //!
 //! Two ways to the same page, both bounded by `scan` rows:
 //!
-//! - By the terms' indexes (`events_by_key_segment`, `events_by_pool`,
+//! - By the terms' indexes (`events_by_key`, `events_by_pool`,
 //!   `events_by_group`, `events_of_sessions`). An exact term (a pool, a
-//!   group, a token's sessions, a key prefix with a `/`: its keys' first
-//!   segment) reads the entries of its index in revision order from where
-//!   the page starts, at most its share of `scan`, and keeps those that
-//!   match (a key prefix is finer than its segment). A range (a key prefix
-//!   without a `/`, every pool) reads its entries in index order, so it
-//!   helps only when it holds few events in the whole log: it reads at most
-//!   its share of `scan` and gives up past it. When every term is read this
-//!   way, the page knows each event it selects up to where the shortest of
-//!   them stopped: a tenant whose events are few in a log of others' is
-//!   answered at once, however long the log.
+//!   group, a token's sessions) reads its own events in revision order from
+//!   where the page starts; a range (a key prefix, every pool) reads its
+//!   entries in key order, so it helps only when it holds few events in the
+//!   whole log: it reads at most its share of `scan` and gives up past it.
+//!   When every term is read this way, the page knows each event it
+//!   selects up to where the shortest of them stopped: a tenant whose
+//!   events are few in a log of others' is answered at once, however long
+//!   the log.
 //! - Else through the log in revision order from where the page starts,
 //!   at most `scan` revisions (the primary key), every term in one filter.
 //!
@@ -57,9 +55,6 @@ pub struct HistoryPage {
 struct Condition {
     sql: String,
     values: Vec<String>,
-    /// What an index read keeps of the entries its condition reads (`1`
-    /// for all), from the placeholder after the condition's on.
-    keep: String,
     /// The order of its index: `revision` for an equality (its events in
     /// revision order), else the range's columns, so that a read of a few
     /// entries stops after them (rather than collect every entry first, as
@@ -83,13 +78,11 @@ fn under(column: &'static str, order: &'static str, prefix: &str, n: usize) -> C
         Some(upper) => Condition {
             sql: format!("{column} >= ${n} AND {column} < ${}", n + 1),
             values: vec![prefix.to_owned(), upper],
-            keep: "1".into(),
             order,
         },
         None => Condition {
             sql: format!("{column} >= ${n}"),
             values: vec![prefix.to_owned()],
-            keep: "1".into(),
             order,
         },
     }
@@ -99,28 +92,6 @@ fn equal(column: &str, value: &str, n: usize) -> Condition {
     Condition {
         sql: format!("{column} = ${n}"),
         values: vec![value.to_owned()],
-        keep: "1".into(),
-        order: "revision",
-    }
-}
-
-/// Keys under `prefix`, as the index of their first segment reads them:
-/// by that segment and then the revision when the prefix names it (has a
-/// `/`), keeping the entries under the prefix; else a range of segments,
-/// which are under the prefix exactly when their keys are.
-fn keys_under_by_segment(segment: &'static str, prefix: &str, n: usize) -> Condition {
-    let Some(slash) = prefix.find('/') else {
-        let range = under(segment, "key_segment, revision", prefix, n);
-        return Condition {
-            sql: format!("key IS NOT NULL AND {}", range.sql),
-            ..range
-        };
-    };
-    let keys = under("key", "revision", prefix, n + 1);
-    Condition {
-        sql: format!("key IS NOT NULL AND {segment} = ${n}"),
-        values: [vec![prefix[..=slash].to_owned()], keys.values].concat(),
-        keep: format!("CASE WHEN {} THEN 1 ELSE 0 END", keys.sql),
         order: "revision",
     }
 }
@@ -129,7 +100,6 @@ fn condition(term: &Term, n: usize) -> Condition {
     let fixed = |sql: &str, order| Condition {
         sql: sql.to_owned(),
         values: vec![],
-        keep: "1".into(),
         order,
     };
     match term {
@@ -250,54 +220,45 @@ async fn by_index(
     let mut ordered = Vec::with_capacity(terms.len());
     let mut bound: Vec<Arg<'_>> = args![q.after, q.through, share + 1].to_vec();
     let mut values = Vec::new();
-    let segment = conn.texts().key_segment;
     for (i, term) in terms.iter().enumerate() {
-        let n = 4 + values.len();
-        let c = match term {
-            Term::KeysUnder(p) => keys_under_by_segment(segment, p, n),
-            _ => condition(term, n),
-        };
-        let order = c.order.replace("key_segment", segment);
+        let c = condition(term, 4 + values.len());
         let read = if c.ordered() {
             format!(
-                "SELECT revision, key FROM events WHERE {} AND revision > $1 AND revision <= $2 \
+                "SELECT revision FROM events WHERE {} AND revision > $1 AND revision <= $2 \
                  ORDER BY revision LIMIT $3",
                 c.sql
             )
         } else {
             format!(
-                "SELECT revision, key FROM events WHERE {} ORDER BY {order} LIMIT $3",
-                c.sql
+                "SELECT revision FROM events WHERE {} ORDER BY {} LIMIT $3",
+                c.sql, c.order
             )
         };
         branches.push(format!(
-            "SELECT CAST({i} AS bigint) AS term, revision, CAST({} AS bigint) AS kept \
-             FROM ({read}) t{i}",
-            c.keep
+            "SELECT CAST({i} AS bigint) AS term, revision FROM ({read}) t{i}"
         ));
         ordered.push(c.ordered());
         values.extend(c.values);
     }
     bound.extend(values.iter().map(Arg::from));
-    // Each term's entries read: their revision, and whether it selects them.
-    let mut read: Vec<Vec<(i64, bool)>> = vec![Vec::new(); terms.len()];
+    let mut read: Vec<Vec<i64>> = vec![Vec::new(); terms.len()];
     for row in conn.rows(branches.join(" UNION ALL "), &bound).await? {
         let term = usize::try_from(row.int("term")?).unwrap_or(0);
-        read[term.min(terms.len() - 1)].push((row.int("revision")?, row.int("kept")? != 0));
+        read[term.min(terms.len() - 1)].push(row.int("revision")?);
     }
     let mut found: Vec<i64> = Vec::new();
     // Every event each term selects is known up to here.
     let mut known = q.through;
-    for (mut entries, ordered) in read.into_iter().zip(ordered) {
-        if entries.len() as i64 > share {
+    for (mut revisions, ordered) in read.into_iter().zip(ordered) {
+        if revisions.len() as i64 > share {
             if !ordered {
                 return Ok(None);
             }
-            entries.sort_unstable();
-            entries.truncate(share as usize);
-            known = known.min(entries.last().map_or(q.after, |e| e.0));
+            revisions.sort_unstable();
+            revisions.truncate(share as usize);
+            known = known.min(revisions.last().copied().unwrap_or(q.after));
         }
-        found.extend(entries.into_iter().filter(|e| e.1).map(|e| e.0));
+        found.extend(revisions);
     }
     found.retain(|r| *r > q.after && *r <= known);
     found.sort_unstable();

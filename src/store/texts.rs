@@ -86,10 +86,6 @@ pub struct Texts {
     /// row, where writes commit side by side and so out of revision order;
     /// `None` where they commit one after another.
     pub event_horizon: Option<&'static str>,
-    /// An event's key up to and including its first `/` (the whole key
-    /// without one), as the expression of the `events_by_key_segment`
-    /// index spells it, so that a read naming it is served by that index.
-    pub key_segment: &'static str,
 }
 
 /// The ends of an event insert around a `SELECT` of its columns

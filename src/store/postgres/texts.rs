@@ -120,5 +120,4 @@ pub const TEXTS: &Texts = &Texts {
          UNION ALL SELECT transaction::text::bigint FROM pg_prepared_xacts \
          WHERE database = current_database()",
     ),
-    key_segment: "(CASE WHEN strpos(key, '/') > 0 THEN substr(key, 1, strpos(key, '/')) ELSE key END)",
 };

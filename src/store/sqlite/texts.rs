@@ -59,5 +59,4 @@ pub const TEXTS: &Texts = &Texts {
     delete_returning: false,
     // One writer commits one batch after another, in revision order.
     event_horizon: None,
-    key_segment: "(CASE WHEN instr(key, '/') > 0 THEN substr(key, 1, instr(key, '/')) ELSE key END)",
 };
