@@ -5,16 +5,19 @@
 // leaves it when it is granted, and the holders follow; the other pages are
 // checked against data seeded through the API (console_pages.mjs); every
 // page is reached with the keyboard alone, and axe-core finds no serious or
-// critical accessibility violation on any of them.
+// critical accessibility violation on any of them; a token scoped to one key
+// prefix and one pool sees nothing outside them (console_scope.mjs).
 //
-// usage: node console_browser.mjs BASE_URL [API_TOKEN [READER_TOKEN]]
-// (READER_TOKEN: one without admin, whose force release the server refuses)
+// usage: node console_browser.mjs BASE_URL [API_TOKEN [READER_TOKEN [SCOPED_TOKEN]]]
+// (READER_TOKEN: one without admin, whose force release the server refuses;
+// SCOPED_TOKEN: one made with --lock-prefix scoped/ --pool scoped-pool)
 // Needs playwright-core and axe-core (from npm, beside this script) and
 // Debian's chromium.
 import { chromium } from "playwright-core";
 import { accessible, checkPages } from "./console_pages.mjs";
+import { checkScope } from "./console_scope.mjs";
 
-const [base, token, readerToken] = process.argv.slice(2);
+const [base, token, readerToken, scopedToken] = process.argv.slice(2);
 const origin = new URL(base).origin;
 const key = `console/${process.pid}`;
 
@@ -140,6 +143,7 @@ try {
   await call("POST", `${busyPath}/release`, { token: busyAnswer.body.token });
 
   await checkPages({ page, call, check, key, open, readerToken });
+  if (scopedToken) await checkScope({ open, call, check, base, scopedToken });
 
   check(elsewhere.length === 0, `no request to another origin (${elsewhere.join(", ")})`);
   check(errors.length === 0, `no script error (${errors.join("; ")})`);
