@@ -142,6 +142,24 @@ try {
   check(busyAnswer.status === 201, "that waiter is granted");
   await call("POST", `${busyPath}/release`, { token: busyAnswer.body.token });
 
+  // The overview's charts, from its own samples of /v1/prefixes: after a
+  // burst of grants the grants chart has a new point of more than 10 a
+  // second (the checks before it grant a handful in all).
+  await page.waitForSelector("#chart-grants");
+  const before = Number(await page.evaluate(() => document.getElementById("chart-grants").dataset.points));
+  const burstKeys = Array.from({ length: 50 }, (_, i) => `${key}-chart/${i}`);
+  const set = await call("POST", "/v1/lock-sets/acquire", { holder: "chart-holder", ttl_ms: 60000, keys: burstKeys });
+  check(set.status === 201, "a burst of 50 grants");
+  const charted = Date.now();
+  await page.waitForFunction((n) => {
+    const chart = document.getElementById("chart-grants");
+    return chart && Number(chart.dataset.points) > n && Number(chart.dataset.latest) > 10;
+  }, before, { timeout: 10000 });
+  console.log(`figure: the grants chart showed the burst ${Date.now() - charted} ms after its answer`);
+  check(true, `the overview's grants chart shows the burst (${await page.getByRole("img", { name: /^Grants/ }).getAttribute("aria-label")})`);
+  for (const l of set.body.items) await call("POST", `/v1/locks/${encodeURIComponent(l.key)}/release`, { token: l.token });
+  await accessible(page, "the overview with its charts", check);
+
   await checkPages({ page, call, check, key, open, readerToken });
   if (scopedToken) await checkScope({ open, call, check, base, scopedToken });
 
