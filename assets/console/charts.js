@@ -51,9 +51,12 @@ function series() {
 const round = (v) => (v >= 10 ? Math.round(v) : Math.round(v * 10) / 10);
 
 // One small chart of one or two lines (points [at, value|null]) over the
-// last ten minutes, its latest and peak values in its label and beside it.
+// samples kept (a minute at least, ten at most), its latest and peak values
+// in its label and beside it.
 function chart(id, title, unit, lines) {
-  const width = 260, height = 70, now = Date.now(), span = 600000;
+  const width = 260, height = 70, now = Date.now();
+  const span = Math.max(60000, now - (samples[0]?.at ?? now));
+  const over = span >= 90000 ? `${Math.round(span / 60000)} minutes` : `${Math.round(span / 1000)} seconds`;
   const values = lines.flatMap((l) => l.points.map(([, v]) => v)).filter((v) => v !== null);
   const peak = values.length ? Math.max(...values) : 0;
   const top = peak > 0 ? peak * 1.1 : 1;
@@ -86,7 +89,7 @@ function chart(id, title, unit, lines) {
     h("figcaption", {}, h("strong", { text: title }), h("span", { class: "muted", text })),
     picture);
   picture.setAttribute("role", "img");
-  picture.setAttribute("aria-label", `${title} over the last ten minutes: ${text}`);
+  picture.setAttribute("aria-label", `${title} over the last ${over}: ${text}`);
   return figure;
 }
 
