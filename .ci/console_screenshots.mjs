@@ -1,7 +1,7 @@
 // The README's pictures of the console: a fresh server is seeded through the
 // API and given some traffic, then the overview (with its charts), a key's
 // page with a holder and two waiters, and a pool's map are saved as PNGs of
-// a 1200 × 800 window. Not run in CI (it spends about a minute on traffic for
+// a 1200 × 800 window. Not run in CI (it spends TRAFFIC_SECONDS, 60, on traffic for
 // the charts).
 //
 // usage: node console_screenshots.mjs BINARY OUT_DIR
@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 
 const [binary, out] = process.argv.slice(2);
-const SECONDS = Number(process.env.SECONDS || 60);
+const SECONDS = Number(process.env.TRAFFIC_SECONDS || 60);
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 const port = await new Promise((done) => {
   const s = createServer().listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => done(port)); });
