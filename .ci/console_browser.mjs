@@ -5,16 +5,19 @@
 // leaves it when it is granted, and the holders follow; the other pages are
 // checked against data seeded through the API (console_pages.mjs); every
 // page is reached with the keyboard alone, and axe-core finds no serious or
-// critical accessibility violation on any of them.
+// critical accessibility violation on any of them; a token scoped to one key
+// prefix and one pool sees nothing outside them (console_scope.mjs).
 //
-// usage: node console_browser.mjs BASE_URL [API_TOKEN [READER_TOKEN]]
-// (READER_TOKEN: one without admin, whose force release the server refuses)
+// usage: node console_browser.mjs BASE_URL [API_TOKEN [READER_TOKEN [SCOPED_TOKEN]]]
+// (READER_TOKEN: one without admin, whose force release the server refuses;
+// SCOPED_TOKEN: one made with --lock-prefix scoped/ --pool scoped-pool)
 // Needs playwright-core and axe-core (from npm, beside this script) and
 // Debian's chromium.
 import { chromium } from "playwright-core";
 import { accessible, checkPages } from "./console_pages.mjs";
+import { checkScope } from "./console_scope.mjs";
 
-const [base, token, readerToken] = process.argv.slice(2);
+const [base, token, readerToken, scopedToken] = process.argv.slice(2);
 const origin = new URL(base).origin;
 const key = `console/${process.pid}`;
 
@@ -139,7 +142,26 @@ try {
   check(busyAnswer.status === 201, "that waiter is granted");
   await call("POST", `${busyPath}/release`, { token: busyAnswer.body.token });
 
+  // The overview's charts, from its own samples of /v1/prefixes: after a
+  // burst of grants the grants chart has a new point of more than 10 a
+  // second (the checks before it grant a handful in all).
+  await page.waitForSelector("#chart-grants");
+  const before = Number(await page.evaluate(() => document.getElementById("chart-grants").dataset.points));
+  const burstKeys = Array.from({ length: 50 }, (_, i) => `${key}-chart/${i}`);
+  const set = await call("POST", "/v1/lock-sets/acquire", { holder: "chart-holder", ttl_ms: 60000, keys: burstKeys });
+  check(set.status === 201, "a burst of 50 grants");
+  const charted = Date.now();
+  await page.waitForFunction((n) => {
+    const chart = document.getElementById("chart-grants");
+    return chart && Number(chart.dataset.points) > n && Number(chart.dataset.latest) > 10;
+  }, before, { timeout: 10000 });
+  console.log(`figure: the grants chart showed the burst ${Date.now() - charted} ms after its answer`);
+  check(true, `the overview's grants chart shows the burst (${await page.getByRole("img", { name: /^Grants/ }).getAttribute("aria-label")})`);
+  for (const l of set.body.items) await call("POST", `/v1/locks/${encodeURIComponent(l.key)}/release`, { token: l.token });
+  await accessible(page, "the overview with its charts", check);
+
   await checkPages({ page, call, check, key, open, readerToken });
+  if (scopedToken) await checkScope({ open, call, check, base, scopedToken });
 
   check(elsewhere.length === 0, `no request to another origin (${elsewhere.join(", ")})`);
   check(errors.length === 0, `no script error (${errors.join("; ")})`);

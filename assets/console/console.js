@@ -10,6 +10,7 @@ import { key, locks, overview, session } from "./locks.js";
 import { pool, pools } from "./pools.js";
 import { group, groups } from "./groups.js";
 import { events } from "./events.js";
+import { startSampling } from "./charts.js";
 
 const live = document.getElementById("live");
 const tokenInput = document.getElementById("token");
@@ -137,3 +138,4 @@ window.addEventListener("hashchange", () => { showAction(""); watchQueue(); rend
 watchQueue();
 follow();
 render();
+startSampling();

@@ -2,6 +2,7 @@
 // Each page renders into `main` and answers which events make it read again.
 
 import { adminAction, api, duration, encode, filterForm, h, main, sessionLink, state, table } from "./util.js";
+import { charts } from "./charts.js";
 
 export async function overview() {
   const [locks, queues] = await Promise.all([api("/v1/locks?limit=1000"), api("/v1/queues?limit=10")]);
@@ -13,6 +14,8 @@ export async function overview() {
       h("li", {}, h("strong", { id: "live-locks", text: `${locks.items.length}${locks.next_cursor ? "+" : ""}` }), "live locks"),
       h("li", {}, h("strong", { id: "waiters", text: queues.waiters }), `waiters on ${queues.keys} keys`),
       h("li", {}, h("strong", { id: "events-minute", text: perMinute }), "events in the last minute")),
+    h("h3", { text: "Lock activity" }),
+    charts(),
     h("h3", { text: "Longest queues" }),
     table("The keys with the most waiters", ["key", "waiters", "longest wait"],
       queues.items.map((q) => [h("a", { href: `#/locks/${encode(q.key)}`, text: q.key }),

@@ -15,7 +15,7 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 
 /// The page's files, by name, with their content type.
-const ASSETS: [(&str, &str, &str); 8] = [
+const ASSETS: [(&str, &str, &str); 9] = [
     (
         "console.js",
         "text/javascript; charset=utf-8",
@@ -50,6 +50,11 @@ const ASSETS: [(&str, &str, &str); 8] = [
         "events.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../assets/console/events.js"),
+    ),
+    (
+        "charts.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/charts.js"),
     ),
     (
         "console.css",
