@@ -14,7 +14,7 @@
 // Needs playwright-core and axe-core (from npm, beside this script) and
 // Debian's chromium.
 import { chromium } from "playwright-core";
-import { accessible, checkPages } from "./console_pages.mjs";
+import { accessible, checkPages, follow } from "./console_pages.mjs";
 import { checkScope } from "./console_scope.mjs";
 
 const [base, token, readerToken, scopedToken] = process.argv.slice(2);
@@ -99,7 +99,7 @@ try {
   console.log(`figure: the grant appeared on the open locks page ${Date.now() - granted} ms after its answer`);
   check(true, "the grant appears on the open page without a reload");
 
-  await page.getByRole("link", { name: key }).press("Enter");
+  await follow(page, page.getByRole("link", { name: key }));
   await page.waitForSelector("h2:has-text('Lock')");
   await page.getByRole("cell", { name: "first-holder" }).waitFor();
   check(true, "the key's page names its holder");
