@@ -78,7 +78,8 @@ impl ApiToken {
         self.sha256
     }
 
-    fn allows(&self, need: Need) -> Result<(), Denial> {
+    /// Whether the token may do `need` at all (its scope aside).
+    pub fn allows(&self, need: Need) -> Result<(), Denial> {
         match need {
             Need::Read => Ok(()),
             Need::Write if self.access == Access::ReadWrite => Ok(()),

@@ -99,6 +99,16 @@ impl Selection {
             Selection::Terms(terms) => terms.iter().any(|t| t.matches(event)),
         }
     }
+
+    /// Whether it selects the lock `key`'s events (and so its waiters).
+    pub fn selects_key(&self, key: &str) -> bool {
+        match self {
+            Selection::Everything => true,
+            Selection::Terms(terms) => terms
+                .iter()
+                .any(|t| matches!(t, Term::KeysUnder(p) if key.starts_with(p.as_str()))),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +167,8 @@ mod tests {
         assert!(exact.matches(&group("b/g")) && exact.matches(&reservation));
         assert!(!exact.matches(&group("b/g2")) && !exact.matches(&lock("b/g")));
         assert!(!Selection::of(vec![]).matches(&lock("x")));
+        assert!(b.selects_key("b/1") && !b.selects_key("a/1"));
+        assert!(!exact.selects_key("b/g") && Selection::Everything.selects_key("x"));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod lock_sets;
 pub mod locks;
 pub mod sessions;
 pub mod shares;
+pub mod status;
 pub mod subnets;
 mod turns;
 pub mod waiter_board;

@@ -15,6 +15,7 @@ use super::sql::Sql;
 use super::texts::Texts;
 use super::{KeyEvent, Resumed, StoreResult};
 use crate::domain::Millis;
+use crate::domain::commands::DatabaseStatus;
 use crate::telemetry::StoreStats;
 
 /// What a write needs from the transaction around it.
@@ -75,6 +76,8 @@ pub trait Dialect: Send + Sync + 'static {
     async fn record_alive(&self, now: Millis) -> StoreResult<()>;
     /// See `Store::resume_after_downtime`.
     async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed>;
+    /// See `Store::database_status`.
+    async fn database_status(&self, now: Millis) -> StoreResult<DatabaseStatus>;
     fn stats(&self) -> &StoreStats;
     /// The texts its connections answer (`Sql::texts`): what a verb may ask
     /// of it before it takes one.

@@ -31,7 +31,7 @@ fn live(n: u8) -> String {
 }
 
 /// `live` for a statement on `group_members` itself (no alias).
-fn live_plain(n: u8) -> String {
+pub fn live_plain(n: u8) -> String {
     format!(
         "{} AND {}",
         expiry::live("group_members", &format!("${n}")),

@@ -35,6 +35,7 @@ mod sessions;
 mod snapshots;
 mod sql;
 pub mod sqlite;
+mod status;
 mod subnets;
 mod texts;
 mod waiter_rows;

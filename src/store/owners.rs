@@ -47,19 +47,35 @@ static COUNT_LIVE: Text = Text::new(|| {
     )
 });
 
-/// The live leases at `$1` by kind (`LiveLeases`). `gone_at` is never
-/// before `expires_at`: the range on its index skips the expired rows the
-/// reaper has not deleted yet.
-static COUNT_ALL_LIVE: Text = Text::new(|| {
+/// A row of `lock_leases` live at `$1`. `gone_at` is never before
+/// `expires_at`: the range on its index skips the expired rows the reaper
+/// has not deleted yet.
+pub(super) fn live_lock() -> String {
     format!(
-        "SELECT (SELECT count(*) FROM lock_leases WHERE {} AND {} AND {}) AS locks, \
-         (SELECT count(*) FROM subnet_reservations \
-         WHERE (expires_at IS NULL OR {}) AND {}) AS reservations, {}",
+        "{} AND {} AND {}",
         expiry::present("lock_leases", "$1"),
         expiry::live("lock_leases", "$1"),
-        live_by_session("lock_leases", 1),
+        live_by_session("lock_leases", 1)
+    )
+}
+
+/// A row of `subnet_reservations` live at `$1`: reserved and unexpired, or
+/// allocated, and its session (if bound) live.
+pub(super) fn live_reservation() -> String {
+    format!(
+        "(expires_at IS NULL OR {}) AND {}",
         expiry::live("subnet_reservations", "$1"),
-        live_by_session("subnet_reservations", 1),
+        live_by_session("subnet_reservations", 1)
+    )
+}
+
+/// The live leases at `$1` by kind (`LiveLeases`).
+static COUNT_ALL_LIVE: Text = Text::new(|| {
+    format!(
+        "SELECT (SELECT count(*) FROM lock_leases WHERE {}) AS locks, \
+         (SELECT count(*) FROM subnet_reservations WHERE {}) AS reservations, {}",
+        live_lock(),
+        live_reservation(),
         sessions::COUNT_LIVE
     )
 });

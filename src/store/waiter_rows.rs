@@ -10,7 +10,7 @@
 use super::StoreResult;
 use super::hub::Store;
 use super::rows::corrupt;
-use super::sql::{Columns, Sql, args};
+use super::sql::{Columns, Sql, args, one};
 use crate::domain::LockMode;
 use crate::domain::Millis;
 use crate::domain::lock::prefix_upper_bound;
@@ -71,6 +71,18 @@ const KEYS_FROM: &str = concat!(
      WHERE key >= $3 AND ",
     others!(),
     " GROUP BY key"
+);
+
+/// How many waiters of other servers wait for keys from `$3` below `$4`.
+const COUNT_BELOW: &str = concat!(
+    "SELECT count(*) AS n FROM lock_waiters w WHERE key >= $3 AND key < $4 AND ",
+    others!()
+);
+
+/// How many wait for keys from `$3` on.
+const COUNT_FROM: &str = concat!(
+    "SELECT count(*) AS n FROM lock_waiters w WHERE key >= $3 AND ",
+    others!()
 );
 
 impl Store {
@@ -233,4 +245,27 @@ async fn waiting_keys(
             })
         })
         .collect()
+}
+
+/// How many waiters servers other than `me` published, alive at `now`, for
+/// keys under any of `prefixes` (disjoint; `""` is every key).
+pub(super) async fn count_others(
+    conn: &mut dyn Sql,
+    me: &str,
+    prefixes: &[&str],
+    now: Millis,
+) -> StoreResult<u64> {
+    let alive = now - ALIVE_WITHIN_MS;
+    let mut n = 0;
+    for prefix in prefixes {
+        let row = match prefix_upper_bound(prefix) {
+            Some(upper) => {
+                let args = args![me, alive, *prefix, upper.as_str()];
+                one(conn, COUNT_BELOW, args).await?
+            }
+            None => one(conn, COUNT_FROM, args![me, alive, *prefix]).await?,
+        };
+        n += u64::try_from(row.int("n")?).map_err(|_| corrupt("waiter count"))?;
+    }
+    Ok(n)
 }

@@ -43,6 +43,7 @@ mod session_reservations;
 mod sessions;
 mod spec_answers;
 mod sqlite;
+mod status;
 mod strict_requests;
 mod subnets;
 mod tenant_limits;
@@ -85,6 +86,7 @@ fn main() {
         session_owners::tests(),
         session_reservations::tests(),
         sessions::tests(),
+        status::tests(),
         strict_requests::tests(),
         subnets::tests(),
         tenant_limits::tests(),

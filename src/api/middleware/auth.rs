@@ -20,6 +20,8 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 use crate::auth::{ANY_POOL, Access, ApiToken, Denial, Need};
 use crate::domain::commands::{GroupOwner, LeaseOwner};
+use crate::domain::events::EventFilter;
+use crate::domain::selection::Selection;
 use crate::domain::session::SessionAccess;
 use crate::leases::ClientId;
 
@@ -249,6 +251,29 @@ impl Caller {
         match self {
             Caller::Open => true,
             Caller::Token(g) => g.sees_pool(pool),
+        }
+    }
+
+    /// The events the caller receives: what `filter` asks for, within its
+    /// token's scope (lock and group events by its key prefixes,
+    /// reservation events by its pools, session events of the sessions it
+    /// may see; every event without an auth file). With the filter of
+    /// everything, its whole scope: what `GET /v1/status` counts.
+    pub fn selection(&self, filter: &EventFilter) -> Selection {
+        match self {
+            Caller::Open => Selection::unscoped(filter),
+            Caller::Token(grant) => grant.selection(filter),
+        }
+    }
+
+    /// Whether the caller may use the admin operations (force release,
+    /// force close, member removal, pool delete) within its scope: what
+    /// each of them asks of its token (`Need::Admin`); anyone without an
+    /// auth file.
+    pub fn admin(&self) -> bool {
+        match self {
+            Caller::Open => true,
+            Caller::Token(g) => g.allows(Need::Admin).is_ok(),
         }
     }
 

@@ -53,7 +53,7 @@ impl utoipa::Modify for BearerScheme {
         (name = "groups", description = "Groups: who is alive and what each can do; members end with their session or their TTL"),
         (name = "events", description = "The change log: every grant, release, expiry and session change, as a stream or a long-poll page"),
         (name = "pools", description = "Subnet pools and reservations: free blocks handed out best fit, then lowest address"),
-        (name = "operations", description = "Health, readiness, metrics and this document"),
+        (name = "operations", description = "Health, readiness, metrics, the caller's overview and this document"),
     )
 )]
 struct ApiDoc;

@@ -24,7 +24,6 @@ use crate::api::problems::storage_problem;
 use crate::auth::Need;
 use crate::domain::events::{Event, EventFilter, Resource};
 use crate::domain::names::{GroupName, PoolName};
-use crate::domain::selection::Selection;
 use crate::domain::time::Now;
 use crate::domain::validate;
 use crate::leases::events::Ended;
@@ -279,17 +278,6 @@ fn parse_query(pairs: Vec<(String, String)>) -> Result<EventsQuery, Problem> {
     Ok(query)
 }
 
-/// The events the caller receives: what `filter` asks for, within its
-/// token's scope (lock and group events by its key prefixes, reservation
-/// events by its pools, session events of the sessions it may see; every
-/// event without an auth file).
-fn selection(caller: &Caller, filter: &EventFilter) -> Selection {
-    match caller {
-        Caller::Open => Selection::unscoped(filter),
-        Caller::Token(grant) => grant.selection(filter),
-    }
-}
-
 fn watch_problem(error: WatchError) -> Problem {
     match error {
         WatchError::Compacted { oldest } => Problem::of(
@@ -405,7 +393,7 @@ pub async fn watch_events(
         pool: query.pool,
         group: query.group,
     };
-    let selection = selection(&caller, &filter);
+    let selection = caller.selection(&filter);
     let leases = &state.leases;
     let watch = leases
         .events

@@ -26,6 +26,7 @@ pub mod prefixes;
 pub mod reservations;
 pub mod session_bodies;
 pub mod sessions;
+pub mod status;
 pub mod waiters;
 
 /// Every route, under the document's `header`.
@@ -43,6 +44,7 @@ pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .merge(groups::router())
         .merge(events::router())
         .merge(ops::router())
+        .merge(status::router())
         .merge(docs::router())
         .merge(console::router())
 }

@@ -5,11 +5,13 @@
 mod groups;
 mod locks;
 mod sessions;
+mod status;
 mod subnets;
 
 pub use groups::*;
 pub use locks::*;
 pub use sessions::*;
+pub use status::*;
 pub use subnets::*;
 
 /// The API token a grant is made for, and its quota of live leases.

@@ -16,6 +16,7 @@ use tokio::sync::{Notify, broadcast};
 use super::dialect::{Atomicity, Dialect, Effects, Erased, ReadWork, WriteWork};
 use super::{KeyEvent, Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
+use crate::domain::commands::DatabaseStatus;
 use crate::telemetry::StoreStats;
 
 mod announcer;
@@ -204,6 +205,12 @@ impl Dialect for PostgresStore {
 
     async fn resume_after_downtime(&self, _proposed: Millis) -> StoreResult<Resumed> {
         self.resume_if_all_were_down().await
+    }
+
+    async fn database_status(&self, _now: Millis) -> StoreResult<DatabaseStatus> {
+        Ok(DatabaseStatus::Postgres {
+            replicas: self.running_replicas().await?,
+        })
     }
 
     fn stats(&self) -> &StoreStats {

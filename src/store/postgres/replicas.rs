@@ -12,6 +12,7 @@
 //! time a heartbeat takes to reach the database plus their monotonic clocks'
 //! drift; each measures the disagreement at every heartbeat (the
 //! `leasehold_replica_clock_skew_seconds` gauge) and warns past one second.
+//! Who runs is also what `GET /v1/status` lists.
 
 use std::sync::atomic::Ordering;
 
@@ -19,6 +20,7 @@ use sqlx::{Connection, PgConnection};
 
 use super::PostgresStore;
 use crate::domain::Millis;
+use crate::domain::commands::RunningReplica;
 use crate::store::resume::resume;
 use crate::store::{Applied, Resumed, StoreResult};
 
@@ -128,6 +130,36 @@ impl PostgresStore {
         .await?;
         self.commit(tx).await?;
         Ok(Resumed { anchor, applied })
+    }
+
+    /// The replicas seen alive lately (judged on the database's clock, as
+    /// a start judges them), by id, this one among them.
+    pub(super) async fn running_replicas(&self) -> StoreResult<Vec<RunningReplica>> {
+        let mut conn = self.connections.take().await?;
+        let done = self
+            .connections
+            .answered(async {
+                let rows: Vec<(String, Option<String>, Millis)> =
+                    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                        "SELECT id, name, alive_at FROM replicas \
+                         WHERE db_seen_at > {DB_CLOCK} - $1 ORDER BY id"
+                    )))
+                    .bind(RUNNING_WITHIN_MS)
+                    .fetch_all(&mut *conn)
+                    .await?;
+                Ok(rows)
+            })
+            .await;
+        let rows = conn.settle(done)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, name, alive_at)| RunningReplica {
+                this: id == self.replica,
+                id,
+                name,
+                alive_at,
+            })
+            .collect())
     }
 
     /// A replica stopping gracefully says so, so that the next one to start

@@ -6,6 +6,7 @@
 //! one's expiries; so a server holds an exclusive lock on `<db>.lock` for its
 //! whole life, taken before anything reads or writes the database. Backup and
 //! check never take it: they are readers, safe beside a running server.
+//! Its size and its log's are read for `GET /v1/status`.
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Read};
@@ -15,6 +16,8 @@ use std::path::{Path, PathBuf};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
+use crate::store::{StoreError, StoreResult};
+
 /// Owner read and write, nothing for anyone else: the file holds lease tokens.
 pub const OWNER_ONLY: u32 = 0o600;
 
@@ -23,6 +26,18 @@ pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
+}
+
+/// The size in bytes of the file at `path`, 0 when there is none (a WAL
+/// the last connection to close removed).
+pub async fn size(path: &Path) -> StoreResult<u64> {
+    match tokio::fs::metadata(path).await {
+        Ok(meta) => Ok(meta.len()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+        Err(e) => {
+            Err(StoreError::Unavailable(format!("cannot read {}: {e}", path.display())).into())
+        }
+    }
 }
 
 /// Opens (creating it mode 0600 if missing) a file that must be readable by

@@ -17,6 +17,7 @@ use super::resume::resume;
 use super::sql::{Sql, args};
 use super::{Error, Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
+use crate::domain::commands::DatabaseStatus;
 use crate::domain::events::Event;
 use crate::telemetry::StoreStats;
 
@@ -200,6 +201,17 @@ impl Dialect for SqliteStore {
         Ok(Resumed {
             anchor: proposed,
             applied,
+        })
+    }
+
+    async fn database_status(&self, now: Millis) -> StoreResult<DatabaseStatus> {
+        let ago = self.writer.last_checkpoint().ago();
+        Ok(DatabaseStatus::Sqlite {
+            file_bytes: file::size(&self.path).await?,
+            wal_bytes: file::size(&file::sibling(&self.path, "-wal")).await?,
+            last_checkpoint_at: ago.map(|ago| {
+                now.saturating_sub(Millis::try_from(ago.as_millis()).unwrap_or(Millis::MAX))
+            }),
         })
     }
 

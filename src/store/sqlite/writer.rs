@@ -30,7 +30,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::Durability;
-use super::checkpointer::Checkpointer;
+use super::checkpointer::{Checkpointer, LastCheckpoint};
 use super::conn::Conn;
 use crate::domain::events::Event;
 use crate::store::dialect::Effects;
@@ -147,6 +147,7 @@ enum Message {
 pub struct Writer {
     jobs: mpsc::Sender<Message>,
     committed: Arc<Committed>,
+    last_checkpoint: Arc<LastCheckpoint>,
     stopped: tokio::sync::Mutex<Option<oneshot::Receiver<()>>>,
 }
 
@@ -160,10 +161,12 @@ impl Writer {
         let (stopped_tx, stopped) = oneshot::channel();
         let committed = Arc::new(Committed::default());
         let thread_committed = committed.clone();
+        let last_checkpoint = Arc::new(LastCheckpoint::default());
+        let noted = last_checkpoint.clone();
         let started = std::thread::Builder::new()
             .name("leasehold-writer".into())
             .spawn(move || {
-                let checkpoints = Checkpointer::start(path.clone(), durability);
+                let checkpoints = Checkpointer::start(path.clone(), durability, noted);
                 let open = || Conn::open_writer(&path, durability);
                 let conn = run(open, queue, &stats, &thread_committed, &checkpoints);
                 // The writer's connection closes last, and so checkpoints
@@ -179,6 +182,7 @@ impl Writer {
         Self {
             jobs,
             committed,
+            last_checkpoint,
             stopped: tokio::sync::Mutex::new(Some(stopped)),
         }
     }
@@ -186,6 +190,11 @@ impl Writer {
     /// Where the events of committed writes go.
     pub fn committed(&self) -> &Arc<Committed> {
         &self.committed
+    }
+
+    /// When the checkpoints beside the writer last completed one.
+    pub fn last_checkpoint(&self) -> &LastCheckpoint {
+        &self.last_checkpoint
     }
 
     /// Finishes the writes already queued, refuses new ones, and closes the

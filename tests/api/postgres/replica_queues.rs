@@ -1,6 +1,7 @@
 //! A key's queue over two real replicas on one database: either lists the
-//! waiters of both, each named by the replica that serves it, and a waiter
-//! leaves the queue of both when it is granted or gives up.
+//! waiters of both, each named by the replica that serves it (and counts
+//! them in its status, beside both replicas), and a waiter leaves the queue
+//! of both when it is granted or gives up.
 
 use std::time::Duration;
 
@@ -94,6 +95,27 @@ async fn either_replica_lists_the_waiters_of_both() {
         );
         assert_eq!(body["items"][0]["key"], "job", "{body}");
         assert_eq!(body["items"][0]["waiters"], 2, "{body}");
+    }
+    // Either counts the waiters of both in its status, and lists both
+    // replicas, itself among them.
+    for (address, me) in [(both[0], "replica-a"), (both[1], "replica-b")] {
+        let r = client.get(format!("{address}/v1/status")).send().await;
+        let body: Value = r.unwrap().json().await.unwrap();
+        assert_eq!(body["counts"]["waiters"], 2, "{body}");
+        let replicas = body["database"]["postgres"]["replicas"].as_array().unwrap();
+        let mut seen: Vec<(&str, bool)> = replicas
+            .iter()
+            .map(|r| (r["name"].as_str().unwrap(), r["self"].as_bool().unwrap()))
+            .collect();
+        seen.sort();
+        let other = if me == "replica-a" {
+            "replica-b"
+        } else {
+            "replica-a"
+        };
+        let mut expected = vec![(me, true), (other, false)];
+        expected.sort();
+        assert_eq!(seen, expected, "{body}");
     }
 
     // The release grants one of them; the other stays queued on both.
