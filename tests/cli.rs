@@ -34,6 +34,8 @@ mod proxy;
 mod sessions;
 #[path = "cli/shell.rs"]
 mod shell;
+#[path = "cli/status.rs"]
+mod status;
 #[path = "cli/subnets.rs"]
 mod subnets;
 #[path = "cli/systemd.rs"]

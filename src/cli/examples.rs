@@ -143,3 +143,9 @@ Examples:
   leasehold watch --prefix lb/              # lock events under lb/, as they happen
   leasehold watch --pool docker --json      # one JSON object per line
   leasehold watch --since 1200              # every event after revision 1200";
+
+pub const STATUS: &str = "\
+Examples:
+  leasehold status                         # counts of what the API token may read, the database
+  leasehold status --json                  # the server's answer, one line
+  LEASEHOLD_TOKEN=lh_… leasehold status    # as that token sees it (admin: yes or no)";

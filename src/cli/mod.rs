@@ -1,4 +1,5 @@
-//! The client commands of the `leasehold` binary: `lock`, `session`, `pool`, `subnet`.
+//! The client commands of the `leasehold` binary: `lock`, `session`, `pool`,
+//! `subnet`, `status`.
 //!
 //! Each command talks to a server through [`crate::client::Client`], prints a
 //! human-readable answer (or the server's JSON with `--json`), and maps a
@@ -16,6 +17,7 @@ pub mod pool;
 pub mod retry;
 pub mod run;
 pub mod session;
+pub mod status;
 pub mod subnet;
 pub mod token;
 pub mod watch;

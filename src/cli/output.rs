@@ -1,4 +1,4 @@
-//! Text output for people: aligned tables and relative times.
+//! Text output for people: aligned tables, relative times and sizes.
 
 use std::fmt::Write;
 
@@ -20,6 +20,21 @@ fn two_units(big: u64, big_unit: &str, small: u64, small_unit: &str) -> String {
     } else {
         format!("{big}{big_unit} {small}{small_unit}")
     }
+}
+
+/// `512 B`, `4.0 KiB`, `3.2 MiB`, `1.5 GiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut size = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while size >= 1024.0 && unit + 1 < UNITS.len() {
+        size /= 1024.0;
+        unit += 1;
+    }
+    format!("{size:.1} {}", UNITS[unit])
 }
 
 /// `expires in 12s`, or `expired` once the server says no time is left.
@@ -76,6 +91,14 @@ mod tests {
         assert_eq!(human_ms(3 * 86_400_000 + 4 * 3_600_000), "3d 4h");
         assert_eq!(expires_in(0), "expired");
         assert_eq!(expires_in(30_000), "expires in 30s");
+    }
+
+    #[test]
+    fn sizes_read_in_binary_units() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(4096), "4.0 KiB");
+        assert_eq!(human_bytes(4_198_400), "4.0 MiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 mod events;
 mod locks;
 mod sessions;
+mod status;
 mod subnets;
 mod types;
 
@@ -24,6 +25,9 @@ use crate::domain::paths;
 pub use crate::domain::LockMode;
 pub use events::{EventJson, EventPageJson, EventQuery};
 pub use sessions::{OpenSessionBody, SessionJson};
+pub use status::{
+    CallerJson, DatabaseJson, PostgresJson, ReplicaJson, SqliteJson, StatusCountsJson, StatusJson,
+};
 pub use types::{
     AcquireBody, FencingJson, HolderJson, LockJson, LockSetBody, PageJson, PoolJson, PoolUsageJson,
     ReservationJson, ReserveBody, SessionRef, Tenure, WaiterJson, WaitersJson,

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use super::{leasehold_binary, text};
 
-const COMMANDS: [&[&str]; 21] = [
+const COMMANDS: [&[&str]; 22] = [
     &["lock"],
     &["lock", "run"],
     &["lock", "acquire"],
@@ -28,6 +28,7 @@ const COMMANDS: [&[&str]; 21] = [
     &["subnet", "confirm"],
     &["subnet", "release"],
     &["subnet", "show"],
+    &["status"],
 ];
 
 /// The example lines under `Examples:` in the help of `command`.
