@@ -74,6 +74,15 @@ from .models import (
     Waiter,
 )
 from .session import LOST_RELEASE_BOUND, Session
+from .status import (
+    CallerStatus,
+    DatabaseStatus,
+    PostgresStatus,
+    Replica,
+    SqliteStatus,
+    Status,
+    StatusCounts,
+)
 from .watch import Watch, list_then_watch
 
 __all__ = [
@@ -82,6 +91,8 @@ __all__ = [
     "JSON", "JSONObject",
     "Counts", "Event", "Group", "LockHolder", "LockLease", "MapRun", "Member", "Page", "Pool",
     "PoolMap", "PrefixActivity", "Queue", "Queues", "Reservation", "SessionInfo", "Waiter",
+    "Status", "StatusCounts", "DatabaseStatus", "SqliteStatus", "PostgresStatus", "Replica",
+    "CallerStatus",
     "PROBLEM_TYPES", "LeaseholdError", "ConnectionFailed", "Cancelled", "Lost", "Problem",
     "InvalidRequest", "Unauthorized", "Forbidden", "NotFound", "LockNotFound",
     "PoolNotFound", "ReservationNotFound", "SessionNotFound", "GroupNotFound",

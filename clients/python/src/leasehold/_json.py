@@ -53,6 +53,12 @@ def opt_int(doc: JSONObject, name: str) -> int | None:
     return None
 
 
+def flag(doc: JSONObject, name: str, default: bool = False) -> bool:
+    """A boolean field, or ``default``."""
+    value = doc.get(name)
+    return value if isinstance(value, bool) else default
+
+
 def opt_float(doc: JSONObject, name: str) -> float | None:
     """A number field, or ``None``."""
     value = doc.get(name)

@@ -15,6 +15,7 @@ from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as
 from .groups import GroupsMixin
 from .models import Event, LockLease, Page, PrefixActivity, Queues, SessionInfo, Waiter
 from .session import Session, session_ref
+from .status import Status
 from .subnets import SubnetsMixin
 
 T = TypeVar("T")
@@ -161,6 +162,13 @@ class Client(GroupsMixin, SubnetsMixin):
         ``/metrics`` counts per prefix, within the caller's scope."""
         doc = self.transport.request("GET", "/v1/prefixes").doc
         return [PrefixActivity.from_json(p) for p in objects(doc, "items")]
+
+    def status(self) -> Status:
+        """What the client's token may read, counted (live locks, waiters on
+        every server, sessions, groups, members, reservations) in one
+        snapshot with the revision they reflect; the database the server
+        runs on; and whether the token is an admin."""
+        return Status.from_json(self.transport.request("GET", "/v1/status").doc)
 
     def force_release(self, key: str) -> None:
         """Release every lease on ``key`` (admin)."""
