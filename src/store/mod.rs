@@ -31,6 +31,7 @@ mod reservations;
 mod resume;
 mod rows;
 mod session_ends;
+mod session_views;
 mod sessions;
 mod snapshots;
 mod sql;

@@ -38,6 +38,7 @@ mod request_ids;
 mod restarts;
 mod scopes;
 mod session_ends;
+mod session_lists;
 mod session_owners;
 mod session_reservations;
 mod sessions;
@@ -82,6 +83,7 @@ fn main() {
         scopes::tests(),
         spec_answers::tests(),
         session_ends::tests(),
+        session_lists::tests(),
         session_owners::tests(),
         session_reservations::tests(),
         sessions::tests(),
