@@ -20,6 +20,7 @@ mod harness;
 mod helpers;
 mod hostile_clients;
 mod idempotency;
+mod key_history;
 mod list_then_watch;
 mod locations;
 mod lock_rules;
@@ -67,6 +68,7 @@ fn main() {
         groups::tests(),
         hostile_clients::tests(),
         idempotency::tests(),
+        key_history::tests(),
         list_then_watch::tests(),
         locations::tests(),
         lock_rules::tests(),
