@@ -6,7 +6,7 @@ use std::process::Command;
 
 use super::{leasehold_binary, text};
 
-const COMMANDS: [&[&str]; 21] = [
+const COMMANDS: [&[&str]; 22] = [
     &["lock"],
     &["lock", "run"],
     &["lock", "acquire"],
@@ -14,6 +14,7 @@ const COMMANDS: [&[&str]; 21] = [
     &["lock", "release"],
     &["lock", "check"],
     &["lock", "show"],
+    &["lock", "history"],
     &["lock", "list"],
     &["elect"],
     &["watch"],
