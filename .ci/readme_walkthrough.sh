@@ -16,7 +16,7 @@ mkdir -p "$work"
 
 # What the curl commands answer, in order (locks, subnets and a pool's map,
 # sessions, events, then the fencing check).
-expected="201 409 409 200 200 200 204 201 200 204 201 201 200 201 200 200 200 204 201 201 201 201 200 200 204 201 200 200 200"
+expected="201 409 409 200 200 200 204 201 200 204 201 201 200 201 200 200 200 204 201 201 201 201 200 200 200 204 201 200 200 200"
 
 awk '
   /^<!-- walkthrough -->$/ { armed = 1; next }

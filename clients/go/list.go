@@ -7,8 +7,9 @@ import (
 
 // ListOptions pages a list. Every list call takes one after what it lists
 // (ListLocks and ListGroups a key prefix, ListReservations a pool,
-// ListMembers a group): ListOptions{} is the first page of the server's
-// default size; pass a page's NextCursor as Cursor for the next.
+// ListMembers a group; Sessions nothing): ListOptions{} is the first page
+// of the server's default size; pass a page's NextCursor as Cursor for the
+// next.
 type ListOptions struct {
 	// Limit is the most items on one page (0: the server's default).
 	Limit int

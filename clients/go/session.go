@@ -19,7 +19,9 @@ type SessionInfo struct {
 	Metadata     map[string]any `json:"metadata"`
 	Locks        *int64         `json:"locks"`
 	Reservations *int64         `json:"reservations"`
-	Token        string         `json:"token,omitempty"`
+	// Members counts the group memberships bound to it (Info and Sessions).
+	Members *int64 `json:"members"`
+	Token   string `json:"token,omitempty"`
 }
 
 // Session is one heartbeat for many leases: locks, elections, members and
@@ -202,4 +204,25 @@ func (s *Session) Close(ctx context.Context) error {
 func (c *Client) ForceCloseSession(ctx context.Context, id string) error {
 	_, err := c.do(ctx, &call{method: http.MethodDelete, path: "/v1/sessions/" + escape(id)}, nil)
 	return err
+}
+
+// SessionPage is one page of live sessions, each as Info shows it.
+type SessionPage struct {
+	Items      []SessionInfo `json:"items"`
+	NextCursor *string       `json:"next_cursor"`
+	// Revision is the change-log revision the page reflects: a Watch with
+	// Since: Revision continues exactly after it.
+	Revision int64 `json:"revision"`
+}
+
+// Sessions returns one page of the live sessions the client's token may
+// inspect (its own; an admin's also those of the tokens it covers), in id
+// order, with how many locks, reservations and members each holds.
+func (c *Client) Sessions(ctx context.Context, opts ListOptions) (*SessionPage, error) {
+	var p SessionPage
+	cl := &call{method: http.MethodGet, path: "/v1/sessions", query: opts.query()}
+	if _, err := c.do(ctx, cl, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }

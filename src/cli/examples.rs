@@ -52,6 +52,7 @@ Examples:
   SESSION_TOKEN=$(sed -n 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/p' session.json)
   leasehold session renew \"$ID\" \"$SESSION_TOKEN\"
   leasehold session show \"$ID\"             # how many locks and reservations it holds
+  leasehold session list                   # every live session this API token may see
   leasehold session close \"$ID\" \"$SESSION_TOKEN\"   # releases every lease bound to it";
 
 pub const LOCK_CHECK: &str = "\
@@ -64,6 +65,11 @@ pub const LOCK_SHOW: &str = "\
 Examples:
   leasehold lock show lb/3f2a              # who holds it, \"expires in 28s\"
   leasehold lock show lb/3f2a --json";
+
+pub const LOCK_HISTORY: &str = "\
+Examples:
+  leasehold lock history lb/3f2a           # who held it, how each lease ended
+  leasehold lock history lb/3f2a --limit 5 --json";
 
 pub const LOCK_LIST: &str = "\
 Examples:

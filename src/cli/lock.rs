@@ -1,5 +1,6 @@
-//! `leasehold lock …`: acquire, renew, release, show and list lock leases, and
-//! `lock run` (in [`super::run`]) to run a command under one.
+//! `leasehold lock …`: acquire, renew, release, show and list lock leases,
+//! a key's history, and `lock run` (in [`super::run`]) to run a command
+//! under one.
 
 use std::time::Duration;
 
@@ -76,6 +77,14 @@ pub enum LockAction {
     /// Show who holds a key and who waits for it.
     #[command(after_help = examples::LOCK_SHOW)]
     Show { key: String },
+    /// Show what happened to a key: its newest events, newest first.
+    #[command(after_help = examples::LOCK_HISTORY)]
+    History {
+        key: String,
+        /// How many events (1 to 500; 50 by default).
+        #[arg(long)]
+        limit: Option<u32>,
+    },
     /// List live leases.
     #[command(after_help = examples::LOCK_LIST)]
     List {
@@ -209,6 +218,18 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
             let lock = client.get_lock(&key).await?;
             let waiters = client.lock_waiters(&key).await?.items;
             args.print(&Shown { lock, waiters }, show);
+        }
+        LockAction::History { key, limit } => {
+            let history = client.lock_history(&key, limit).await?;
+            args.print(&history, |h| {
+                if h.items.is_empty() {
+                    return format!("no events of {key}\n");
+                }
+                h.items
+                    .iter()
+                    .map(|e| super::watch::line(e) + "\n")
+                    .collect()
+            });
         }
         LockAction::List {
             prefix,

@@ -1,5 +1,5 @@
-//! `leasehold session …`: open, renew, close and show sessions, the one
-//! heartbeat that keeps every lease bound to it alive.
+//! `leasehold session …`: open, renew, close, show and list sessions, the
+//! one heartbeat that keeps every lease bound to it alive.
 
 use std::time::Duration;
 
@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 
 use super::lock::parse_metadata;
-use super::output::expires_in;
+use super::output::{expires_in, more, table};
 use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
 use crate::client::{OpenSessionBody, SessionJson, millis};
 use crate::config::parse_duration;
@@ -60,6 +60,18 @@ pub enum SessionAction {
     },
     /// Show a session and how many leases it holds.
     Show { id: String },
+    /// List the live sessions this API token may see, with what each holds.
+    List {
+        /// Only the sessions of this holder.
+        #[arg(long)]
+        holder: Option<String>,
+        /// Page size (1 to 1000).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// `next_cursor` of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+    },
 }
 
 fn describe(s: &SessionJson) -> String {
@@ -78,6 +90,17 @@ fn describe(s: &SessionJson) -> String {
         text.push_str(&format!("token: {token}\n"));
     }
     text
+}
+
+fn row(s: &SessionJson) -> Vec<String> {
+    let count = |n: Option<u64>| n.map_or_else(|| "-".to_owned(), |n| n.to_string());
+    vec![
+        s.id.clone(),
+        s.holder.clone(),
+        count(s.locks),
+        count(s.reservations),
+        expires_in(s.expires_in_ms),
+    ]
 }
 
 pub async fn execute(cmd: SessionCommand) -> Result<u8, CliError> {
@@ -124,6 +147,20 @@ pub async fn execute(cmd: SessionCommand) -> Result<u8, CliError> {
         SessionAction::Show { id } => {
             let session = client.get_session(&id).await?;
             args.print(&session, describe);
+        }
+        SessionAction::List {
+            holder,
+            limit,
+            cursor,
+        } => {
+            let page = client
+                .list_sessions(holder.as_deref(), limit, cursor.as_deref())
+                .await?;
+            args.print(&page, |p| {
+                let rows: Vec<Vec<String>> = p.items.iter().map(row).collect();
+                table(&["id", "holder", "locks", "reservations", "expires"], &rows)
+                    + &more(p.next_cursor.as_deref())
+            });
         }
     }
     Ok(exit::OK)

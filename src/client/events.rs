@@ -49,6 +49,15 @@ pub struct EventPageJson {
     pub next_revision: i64,
 }
 
+/// A key's newest events, newest first, read from the server's
+/// `KeyHistoryBody`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistoryJson {
+    pub items: Vec<EventJson>,
+    /// The change-log revision the items reflect.
+    pub revision: i64,
+}
+
 /// Which events, and from where.
 #[derive(Debug, Clone, Default)]
 pub struct EventQuery {

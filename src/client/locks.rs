@@ -6,8 +6,8 @@ use reqwest::Method;
 use serde_json::json;
 
 use super::{
-    AcquireBody, Client, ClientError, FencingJson, LockJson, LockSetBody, PageJson, WaitersJson,
-    page_query, renew_body,
+    AcquireBody, Client, ClientError, FencingJson, HistoryJson, LockJson, LockSetBody, PageJson,
+    WaitersJson, page_query, renew_body,
 };
 
 impl Client {
@@ -65,6 +65,17 @@ impl Client {
     pub async fn lock_waiters(&self, key: &str) -> Result<WaitersJson, ClientError> {
         let path = format!("{}/waiters", Self::lock_path(key));
         self.get(&path, &[]).await
+    }
+
+    /// The newest events of `key` (`limit` of them, the server's default
+    /// when `None`), newest first.
+    pub async fn lock_history(
+        &self,
+        key: &str,
+        limit: Option<u32>,
+    ) -> Result<HistoryJson, ClientError> {
+        let path = format!("{}/history", Self::lock_path(key));
+        self.get(&path, &page_query(limit, None)).await
     }
 
     /// Whether `fencing_token` is current for `key`: carried by a live lease on it.

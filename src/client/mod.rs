@@ -23,7 +23,7 @@ use crate::domain::paths;
 /// The mode an acquire asks for: the client's requests name it as the
 /// server's rules do.
 pub use crate::domain::LockMode;
-pub use events::{EventJson, EventPageJson, EventQuery};
+pub use events::{EventJson, EventPageJson, EventQuery, HistoryJson};
 pub use sessions::{OpenSessionBody, SessionJson};
 pub use status::{
     CallerJson, DatabaseJson, PostgresJson, ReplicaJson, SqliteJson, StatusCountsJson, StatusJson,

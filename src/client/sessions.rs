@@ -6,7 +6,7 @@ use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Client, ClientError, renew_body};
+use super::{Client, ClientError, PageJson, page_query, renew_body};
 use crate::domain::paths;
 
 /// The body of `POST /v1/sessions`; the client's side of the server's
@@ -38,6 +38,8 @@ pub struct SessionJson {
     pub locks: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservations: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<u64>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -68,6 +70,21 @@ impl Client {
 
     pub async fn get_session(&self, id: &str) -> Result<SessionJson, ClientError> {
         self.get(&paths::session(id), &[]).await
+    }
+
+    /// One page of the live sessions the caller may inspect, in id order
+    /// (`holder`: that holder's alone).
+    pub async fn list_sessions(
+        &self,
+        holder: Option<&str>,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<PageJson<SessionJson>, ClientError> {
+        let mut query = page_query(limit, cursor);
+        if let Some(holder) = holder {
+            query.push(("holder", holder.to_owned()));
+        }
+        self.get("/v1/sessions", &query).await
     }
 
     /// Closes a session without its token (admin).

@@ -47,8 +47,8 @@ pub enum Tenure {
     Ttl { ttl_ms: Millis, token: String },
 }
 
-/// Where a page of groups or members resumes: after this name, sent as hex
-/// so that any name travels in a query string.
+/// Where a page of groups, members or sessions resumes: after this name
+/// (or session id), sent as hex so that any name travels in a query string.
 pub fn encode_cursor(after: &str) -> String {
     hex::encode(after.as_bytes())
 }

@@ -19,10 +19,23 @@ pub const MAX_SET_KEYS: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageLimit(u32);
 
+/// How many of a key's newest events a read of its history answers
+/// without `limit`, and at most.
+pub const HISTORY_DEFAULT_LIMIT: u32 = 50;
+pub const HISTORY_MAX_LIMIT: u32 = 500;
+
 impl PageLimit {
     pub fn parse(limit: Option<u32>, max: u32) -> Result<Self, InvalidInput> {
         let limit = limit.unwrap_or(100.min(max));
         validate::page_limit(limit, max)?;
+        Ok(Self(limit))
+    }
+
+    /// The events of a key's history one read answers: 1 to
+    /// `HISTORY_MAX_LIMIT`, `HISTORY_DEFAULT_LIMIT` when none is asked for.
+    pub fn history(limit: Option<u32>) -> Result<Self, InvalidInput> {
+        let limit = limit.unwrap_or(HISTORY_DEFAULT_LIMIT);
+        validate::page_limit(limit, HISTORY_MAX_LIMIT)?;
         Ok(Self(limit))
     }
 
@@ -197,6 +210,9 @@ mod tests {
         assert_eq!(PageLimit::parse(None, 10).unwrap().get(), 10);
         assert_eq!(PageLimit::parse(Some(0), 1_000).unwrap_err().field, "limit");
         assert!(PageLimit::parse(Some(1_001), 1_000).is_err());
+        assert_eq!(PageLimit::history(None).unwrap().get(), 50);
+        assert_eq!(PageLimit::history(Some(500)).unwrap().get(), 500);
+        assert_eq!(PageLimit::history(Some(501)).unwrap_err().field, "limit");
     }
 
     #[test]

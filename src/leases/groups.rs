@@ -139,8 +139,9 @@ impl GroupService<'_> {
     }
 }
 
-/// `items` (one more than `limit` when there is a next page) as a page.
-fn paged<T>(
+/// `items` (one more than `limit` when there is a next page) as a page
+/// resuming after the `name` of its last item.
+pub(super) fn paged<T>(
     mut items: Vec<T>,
     limit: u32,
     revision: i64,

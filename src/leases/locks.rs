@@ -1,5 +1,5 @@
 //! Lock operations: acquire (with waiting), renew, release, inspect, list,
-//! force release.
+//! a key's history, force release.
 
 use tokio::sync::oneshot;
 
@@ -7,6 +7,7 @@ use super::turns::{Asking, Try, take_turns};
 use super::{LeaseError, Leases, new_token};
 use crate::domain::Millis;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
+use crate::domain::events::Event;
 use crate::domain::fencing::Fencing;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
@@ -238,6 +239,16 @@ impl LockService<'_> {
             return Err(Missing::Lock.into());
         }
         Ok(held)
+    }
+
+    /// The newest `limit` events of `key` in the change log, newest first,
+    /// and the revision they reflect.
+    pub async fn history(
+        &self,
+        key: &LockKey,
+        limit: PageLimit,
+    ) -> Result<(Vec<Event>, i64), LeaseError> {
+        Ok(self.leases.store.key_history(key, limit.get()).await?)
     }
 
     /// One page of the live leases whose keys start with `prefix`.

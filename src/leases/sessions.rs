@@ -1,10 +1,11 @@
-//! Session operations: open, keep alive, close, inspect, force close. A
+//! Session operations: open, keep alive, close, inspect, list, force close. A
 //! session is a lease of its own (a TTL on the lease clock, a secret token);
 //! ending it ends every lease bound to it, and wakes their keys' waiters.
 
+use super::groups::{NamePage, paged};
 use super::{LeaseError, Leases, new_token};
-use crate::domain::commands::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd};
-use crate::domain::inputs::Metadata;
+use crate::domain::commands::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd, SessionQuery};
+use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::names::{Holder, IdempotencyKey, LeaseToken, SessionId, Ttl};
 use crate::domain::session::{Session, SessionAccess, SessionView};
 use crate::domain::{Missing, Refused};
@@ -186,5 +187,29 @@ impl SessionService<'_> {
             return Err(Missing::Session.into());
         }
         Ok(view)
+    }
+
+    /// One page of the live sessions the caller may see (`access`, as
+    /// `inspect` answers them), in id order after the id `after`; only
+    /// `holder`'s when given.
+    pub async fn list(
+        &self,
+        access: &SessionAccess,
+        holder: Option<Holder>,
+        limit: PageLimit,
+        after: Option<String>,
+    ) -> Result<NamePage<SessionView>, LeaseError> {
+        let limit = limit.get();
+        let query = SessionQuery {
+            access: access.clone(),
+            holder: holder.map(Holder::into_string),
+            after,
+            limit: limit + 1,
+        };
+        let now = self.leases.now();
+        let (items, revision) = self.leases.store.list_sessions(&query, now).await?;
+        Ok(paged(items, limit, revision, |v: &SessionView| {
+            &v.session.id
+        }))
     }
 }

@@ -5,8 +5,10 @@
 //! rewrites one row however many leases are bound. Closing deletes the
 //! session and its bound leases in one transaction; an expired session's
 //! leases are absent to every grant at once (rule 1) and the reaper deletes
-//! them in batches, then the session (rule 8).
+//! them in batches, then the session (rule 8). Reads of sessions, one or a
+//! page, are in `session_views.rs`.
 
+use super::StoreResult;
 use super::dialect::Atomicity::{AllOrNothing, OnKeys, Statement};
 use super::dialect::Effects;
 use super::events::{self, session_event};
@@ -14,7 +16,6 @@ use super::expiry::{self, Text};
 use super::hub::Store;
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
-use super::{Error, StoreResult};
 use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::commands::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
@@ -24,8 +25,8 @@ use crate::domain::inputs::Metadata;
 use crate::domain::lease::Lease;
 use crate::domain::names::Ttl;
 use crate::domain::names::{LeaseToken, SessionId};
-use crate::domain::refusal::{Missing, OverQuota, Refused};
-use crate::domain::session::{BOUND, Session, SessionView};
+use crate::domain::refusal::{OverQuota, Refused};
+use crate::domain::session::{BOUND, Session};
 use crate::token::digest;
 
 impl Store {
@@ -58,17 +59,9 @@ impl Store {
         })
         .await
     }
-
-    /// A live session with what is bound to it; `NotFound`.
-    pub async fn get_session(&self, id: &SessionId, now: Millis) -> StoreResult<SessionView> {
-        self.read(id.as_str().to_owned(), move |c, id| {
-            Box::pin(async move { get(c, &id, now).await })
-        })
-        .await
-    }
 }
 
-static SESSION_COLUMNS: Text = Text::new(|| {
+pub(super) static SESSION_COLUMNS: Text = Text::new(|| {
     format!(
         "id, holder, token, owner, owner_quota, acquired_at, {} AS expires_at, \
          ttl_ms, metadata, idempotency_key",
@@ -120,7 +113,7 @@ pub(super) static LIVE_SESSION: Text = Text::new(|| {
     )
 });
 
-fn session(row: &impl Columns) -> StoreResult<Session> {
+pub(super) fn session(row: &impl Columns) -> StoreResult<Session> {
     Ok(Session {
         id: row.text("id")?,
         holder: row.text("holder")?,
@@ -420,32 +413,6 @@ pub async fn check(conn: &mut dyn Sql, claim: &SessionClaim, now: Millis) -> Sto
         .into());
     }
     Ok(held)
-}
-
-/// The live session of `$1` at `$2` with the counts of what is bound to it.
-static VIEW: Text = Text::new(|| {
-    format!(
-        "SELECT {SESSION_COLUMNS}, \
-         (SELECT count(*) FROM lock_leases WHERE session_id = $1) AS locks, \
-         (SELECT count(*) FROM subnet_reservations WHERE session_id = $1) AS reservations, \
-         (SELECT count(*) FROM group_members WHERE session_id = $1) AS members \
-         {LIVE_SESSION}"
-    )
-});
-
-/// A live session with the counts of what is bound to it.
-pub async fn get(conn: &mut dyn Sql, id: &str, now: Millis) -> StoreResult<SessionView> {
-    let row = conn
-        .row(VIEW.as_str(), args![id, now])
-        .await?
-        .ok_or(Error::from(Missing::Session))?;
-    let count = |column| u64::try_from(row.int(column)?).map_err(|_| corrupt(column));
-    Ok(SessionView {
-        session: session(&row)?,
-        locks: count("locks")?,
-        reservations: count("reservations")?,
-        members: count("members")?,
-    })
 }
 
 /// Live sessions, and live leases bound to them, at `$1`.

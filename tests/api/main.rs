@@ -20,6 +20,7 @@ mod harness;
 mod helpers;
 mod hostile_clients;
 mod idempotency;
+mod key_history;
 mod list_then_watch;
 mod locations;
 mod lock_rules;
@@ -38,6 +39,7 @@ mod request_ids;
 mod restarts;
 mod scopes;
 mod session_ends;
+mod session_lists;
 mod session_owners;
 mod session_reservations;
 mod sessions;
@@ -67,6 +69,7 @@ fn main() {
         groups::tests(),
         hostile_clients::tests(),
         idempotency::tests(),
+        key_history::tests(),
         list_then_watch::tests(),
         locations::tests(),
         lock_rules::tests(),
@@ -83,6 +86,7 @@ fn main() {
         scopes::tests(),
         spec_answers::tests(),
         session_ends::tests(),
+        session_lists::tests(),
         session_owners::tests(),
         session_reservations::tests(),
         sessions::tests(),

@@ -120,7 +120,7 @@ fn pinned_types(spec: &Value, schema: &Value) -> Vec<Value> {
 }
 
 /// Checks `response` of `method template` against the document; its body.
-async fn answered(method: &str, template: &str, response: Response) -> Value {
+pub async fn answered(method: &str, template: &str, response: Response) -> Value {
     let spec = spec();
     let status = response.status().as_u16().to_string();
     let operation = format!("{method} {template} {status}");

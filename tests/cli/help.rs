@@ -14,6 +14,7 @@ const COMMANDS: [&[&str]; 22] = [
     &["lock", "release"],
     &["lock", "check"],
     &["lock", "show"],
+    &["lock", "history"],
     &["lock", "list"],
     &["elect"],
     &["watch"],

@@ -6,6 +6,7 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{OpenApi, RefOr, Schema};
 
+use crate::domain::inputs::HISTORY_MAX_LIMIT;
 use crate::domain::subnet::MAX_POOL_NAME_BYTES;
 use crate::domain::validate::{MAX_IDEMPOTENCY_KEY_BYTES, MAX_KEY_BYTES};
 use crate::leases::DEFAULT_MAX_PAGE;
@@ -49,10 +50,20 @@ pub(super) fn writes(doc: &mut OpenApi) -> impl Iterator<Item = (&str, &mut Oper
     })
 }
 
+/// The most a `limit` of the operation `id` may ask for: a page's bound,
+/// or a key's history's.
+fn limit_bound(id: Option<&str>) -> u32 {
+    match id {
+        Some("getLockHistory") => HISTORY_MAX_LIMIT,
+        _ => DEFAULT_MAX_PAGE,
+    }
+}
+
 /// The schema of a shared parameter, by name: the rules the server checks
 /// that JSON Schema can state (byte lengths it cannot: a key of 256 characters
-/// may still be too long in UTF-8, and is refused with 400).
-fn parameter_schema(name: &str) -> Option<Schema> {
+/// may still be too long in UTF-8, and is refused with 400). A `limit` is
+/// at most `max_limit`.
+fn parameter_schema(name: &str, max_limit: u32) -> Option<Schema> {
     // Printable text: no control characters (Unicode category Cc).
     const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$";
     let text = || ObjectBuilder::new().schema_type(Type::String);
@@ -74,7 +85,7 @@ fn parameter_schema(name: &str) -> Option<Schema> {
         "limit" => ObjectBuilder::new()
             .schema_type(Type::Integer)
             .minimum(Some(1))
-            .maximum(Some(DEFAULT_MAX_PAGE)),
+            .maximum(Some(max_limit)),
         _ => return None,
     };
     Some(schema.build().into())
@@ -82,11 +93,12 @@ fn parameter_schema(name: &str) -> Option<Schema> {
 
 pub(super) fn constrain_parameters(doc: &mut OpenApi) {
     for (_, op) in operations(doc) {
+        let max_limit = limit_bound(op.operation_id.as_deref());
         for parameter in op.parameters.iter_mut().flatten() {
             let RefOr::T(parameter) = parameter else {
                 continue;
             };
-            if let Some(schema) = parameter_schema(&parameter.name) {
+            if let Some(schema) = parameter_schema(&parameter.name, max_limit) {
                 parameter.schema = Some(RefOr::T(schema));
             }
         }

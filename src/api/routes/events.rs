@@ -173,7 +173,7 @@ pub struct EventPage {
 }
 
 impl EventBody {
-    fn new(event: &Event, now: Now) -> Self {
+    pub(super) fn new(event: &Event, now: Now) -> Self {
         use crate::domain::events::{EventType as T, Reason as R};
         let kind = match event.kind {
             T::LockAcquired => EventKind::LockAcquired,

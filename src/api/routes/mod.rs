@@ -17,6 +17,7 @@ pub mod fencing;
 pub mod group_bodies;
 pub mod groups;
 pub mod lease_requests;
+pub mod lock_history;
 pub mod lock_sets;
 pub mod locks;
 pub mod ops;
@@ -35,6 +36,7 @@ pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .merge(locks::router())
         .merge(fencing::router())
         .merge(waiters::router())
+        .merge(lock_history::router())
         .merge(prefixes::router())
         .merge(lock_sets::router())
         .merge(pools::router())

@@ -1,10 +1,10 @@
 //! The bodies of the session routes: what a client sends to open, keep
-//! alive and close a session, the claim a grant makes on one, and the
-//! session as it is shown.
+//! alive and close a session, the claim a grant makes on one, the session
+//! as it is shown, and a page of them.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::session::{Session, SessionView};
 use crate::domain::time::Now;
@@ -108,4 +108,28 @@ impl SessionBody {
             ..Self::new(v.session, now, None)
         }
     }
+}
+
+/// A page of live sessions, each as an inspect shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionPageBody {
+    pub items: Vec<SessionBody>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    #[schema(required = true)]
+    pub next_cursor: Option<String>,
+    /// The change-log revision the page reflects: `GET /v1/events?since=`
+    /// it continues exactly after the listing.
+    pub revision: i64,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SessionListQuery {
+    /// Only the sessions of this holder (exact match).
+    pub holder: Option<String>,
+    /// Page size, 1 to 1000 (default 100).
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
 }

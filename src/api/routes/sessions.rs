@@ -1,5 +1,5 @@
-//! The session routes: open, keep alive, close, inspect, force close; and
-//! the `session` a lock acquire names instead of a TTL.
+//! The session routes: open, keep alive, close, inspect, list, force
+//! close; and the `session` a lock acquire names instead of a TTL.
 
 use axum::Json;
 use axum::extract::State;
@@ -10,21 +10,24 @@ use utoipa_axum::routes;
 
 use super::commands::{AskedLifetime, renewal_ttl};
 use super::created::created_or_ok;
-use super::extract::{AppJson, AppPath};
+use super::extract::{AppJson, AppPath, AppQuery};
 use super::lease_requests::idempotency_key;
 pub use super::session_bodies::{
-    CloseSessionRequest, OpenSessionRequest, RenewSessionRequest, SessionBody, SessionRef,
+    CloseSessionRequest, OpenSessionRequest, RenewSessionRequest, SessionBody, SessionListQuery,
+    SessionPageBody, SessionRef,
 };
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
-use crate::api::openapi::refusals::{SessionOpenRefusals, SessionTokenRefusals, SessionUnknown};
+use crate::api::openapi::refusals::{
+    QueryRefusals, SessionOpenRefusals, SessionTokenRefusals, SessionUnknown,
+};
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::api::problems::kinds;
 use crate::auth::Access;
 use crate::domain::Millis;
 use crate::domain::commands::SessionClaim;
-use crate::domain::inputs::Metadata;
+use crate::domain::inputs::{self, Metadata, PageLimit};
 use crate::domain::names::LeaseToken;
 use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
 use crate::domain::validate;
@@ -33,7 +36,7 @@ use crate::leases::sessions::NewSession;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(open_session))
+        .routes(routes!(open_session, list_sessions))
         .routes(routes!(renew_session))
         .routes(routes!(close_session))
         .routes(routes!(get_session, force_close_session))
@@ -216,6 +219,43 @@ pub async fn get_session(
         .await
         .map_err(|e| state.problem(Subject::Session(&id), e))?;
     Ok(Json(SessionBody::view(view, state.leases.moment())))
+}
+
+/// List the live sessions the caller may inspect, in id order, each as an
+/// inspect shows it: a token sees the sessions it opened (an admin also
+/// those of the tokens within its scope), never another tenant's.
+#[utoipa::path(
+    get, path = "/v1/sessions", operation_id = "listSessions", tag = "sessions",
+    params(SessionListQuery),
+    responses(
+        (status = 200, description = "A page of live sessions with their counts (no tokens)", body = SessionPageBody),
+        QueryRefusals,
+    )
+)]
+pub async fn list_sessions(
+    caller: Caller,
+    State(state): State<AppState>,
+    AppQuery(query): AppQuery<SessionListQuery>,
+) -> Result<Json<SessionPageBody>, Problem> {
+    let holder = query.holder.map(Holder::parse).transpose()?;
+    let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
+    let after = inputs::name_cursor(query.cursor.as_deref())?;
+    let page = state
+        .leases
+        .sessions()
+        .list(&caller.sessions(), holder, limit, after)
+        .await
+        .map_err(|e| state.problem(Subject::Other("the session list"), e))?;
+    let now = state.leases.moment();
+    Ok(Json(SessionPageBody {
+        items: page
+            .items
+            .into_iter()
+            .map(|v| SessionBody::view(v, now))
+            .collect(),
+        next_cursor: page.next,
+        revision: page.revision,
+    }))
 }
 
 /// Close a session whatever its token (admin, within its scope: a session

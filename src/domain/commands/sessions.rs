@@ -5,7 +5,7 @@ use super::LeaseOwner;
 use crate::domain::Millis;
 use crate::domain::inputs::Metadata;
 use crate::domain::names::{LeaseToken, Ttl};
-use crate::domain::session::Session;
+use crate::domain::session::{Session, SessionAccess};
 
 /// How long a grant lives: by a TTL of its own, or exactly as long as a
 /// session (the database column keeps its own representation, converted
@@ -74,4 +74,16 @@ pub enum SessionEnd {
     },
     /// An admin, whatever the token; `caller` as in `Close`.
     Force { caller: Option<String> },
+}
+
+/// One page of the live sessions a caller may see, in id order.
+#[derive(Debug, Clone)]
+pub struct SessionQuery {
+    /// Whose sessions: every one, or those these API tokens opened.
+    pub access: SessionAccess,
+    /// Only the sessions of this holder.
+    pub holder: Option<String>,
+    /// The page starts after this id.
+    pub after: Option<String>,
+    pub limit: u32,
 }

@@ -94,3 +94,21 @@ pub async fn seed_live_locks(db: &Path, count: i64) {
         Backend::Postgres(_) => postgres::seed_live_locks(db, count).await,
     }
 }
+
+/// Writes `count` events of `key` straight into a stopped server's log,
+/// then as many of a thousand other keys after them, and has the database
+/// gather its statistics: a key busy long ago and idle since.
+pub async fn seed_old_key_events(db: &Path, key: &str, count: i64) {
+    match current() {
+        Backend::Sqlite => sqlite::seed_old_key_events(db, key, count).await,
+        Backend::Postgres(_) => postgres::seed_old_key_events(db, key, count).await,
+    }
+}
+
+/// How the database would run `query`: its plan, one line a row.
+pub async fn plan(db: &Path, query: &str) -> Vec<String> {
+    match current() {
+        Backend::Sqlite => sqlite::plan(db, query).await,
+        Backend::Postgres(_) => postgres::plan(db, query).await,
+    }
+}

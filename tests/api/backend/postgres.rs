@@ -126,3 +126,24 @@ pub async fn seed_live_locks(db: &Path, count: i64) {
     .unwrap();
     conn.close().await.unwrap();
 }
+
+pub async fn seed_old_key_events(db: &Path, key: &str, count: i64) {
+    let mut conn = PgConnection::connect(db.to_str().unwrap()).await.unwrap();
+    sqlx::query(
+        "INSERT INTO events (revision, xid, type, at, key, holder, fencing_token) \
+         SELECT (SELECT coalesce(max(revision), 0) FROM events) + i, 0, 'lock.acquired', 0, \
+             CASE WHEN i <= $1 THEN $2 ELSE 'seed/' || (i % 1000) END, 'seed', i \
+         FROM generate_series(1, $1 * 2) AS i",
+    )
+    .bind(count)
+    .bind(key)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.execute("ANALYZE events").await.unwrap();
+    conn.close().await.unwrap();
+}
+
+pub async fn plan(db: &Path, query: &str) -> Vec<String> {
+    texts(db, &format!("EXPLAIN {query}")).await
+}

@@ -63,3 +63,32 @@ pub async fn seed_live_locks(db: &Path, count: i64) {
     .unwrap();
     pool.close().await;
 }
+
+pub async fn seed_old_key_events(db: &Path, key: &str, count: i64) {
+    let options = SqliteConnectOptions::new().filename(db);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1 * 2) \
+         INSERT INTO events (type, at, key, holder, fencing_token) \
+         SELECT 'lock.acquired', 0, CASE WHEN i <= ?1 THEN ?2 ELSE 'seed/' || (i % 1000) END, \
+             'seed', i FROM n",
+    )
+    .bind(count)
+    .bind(key)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE").execute(&pool).await.unwrap();
+    pool.close().await;
+}
+
+pub async fn plan(db: &Path, query: &str) -> Vec<String> {
+    let options = SqliteConnectOptions::new().filename(db).read_only(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {query}")))
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    rows.iter().map(|r| r.get::<String, _>("detail")).collect()
+}

@@ -13,7 +13,9 @@ from typing import Callable, Iterator, TypeVar
 from ._json import JSONObject, objects, opt_int
 from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as _page
 from .groups import GroupsMixin
-from .models import Event, LockLease, Page, PrefixActivity, Queues, SessionInfo, Waiter
+from .models import (
+    Event, KeyHistory, LockLease, Page, PrefixActivity, Queues, SessionInfo, Waiter,
+)
 from .session import Session, session_ref
 from .status import Status
 from .subnets import SubnetsMixin
@@ -150,6 +152,15 @@ class Client(GroupsMixin, SubnetsMixin):
         doc = self.transport.request("GET", f"/v1/locks/{quote(key)}/waiters").doc
         return [Waiter.from_json(w) for w in objects(doc, "items")]
 
+    def lock_history(self, key: str, limit: int | None = None) -> KeyHistory:
+        """The newest ``limit`` events of ``key`` (the server's default, 50,
+        when ``None``; at most 500), newest first: who held it, with which
+        fencing token, and how each lease ended. A key without events has
+        none, whether it was ever held or not."""
+        q: dict[str, QueryValue] = {"limit": limit}
+        resp = self.transport.request("GET", f"/v1/locks/{quote(key)}/history", query=q)
+        return KeyHistory.from_json(resp.doc)
+
     def queues(self, prefix: str = "", limit: int | None = None) -> Queues:
         """The keys with the longest queues, most waiters first, on every
         server sharing the store, with the totals over every key under
@@ -237,6 +248,15 @@ class Client(GroupsMixin, SubnetsMixin):
         return SessionInfo.from_json(
             self.transport.request("GET", f"/v1/sessions/{quote(session_id)}").doc
         )
+
+    def sessions(
+        self, limit: int | None = None, cursor: str | None = None, holder: str | None = None
+    ) -> Page[SessionInfo]:
+        """One page of the live sessions this token may inspect, in id order,
+        each with what it holds (``holder``: that holder's alone)."""
+        q: dict[str, QueryValue] = {"holder": holder, "limit": limit, "cursor": cursor}
+        return _page(self.transport.request("GET", "/v1/sessions", query=q),
+                     SessionInfo.from_json)
 
     def force_close_session(self, session_id: str) -> None:
         """Close a session whoever holds it (admin)."""

@@ -271,13 +271,20 @@ class LockLease:
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """A session. ``token`` is set only in the answer to the open."""
+    """A session. ``token`` is set only in the answer to the open; the
+    counts of what is bound to it (``locks``, unconfirmed ``reservations``,
+    group ``members``) only in an inspect's and a listing's."""
 
     id: str
     holder: str
     ttl_ms: int
     expires_in_ms: int | None
     token: str | None
+    expires_at: str | None = None
+    metadata: JSONObject | None = None
+    locks: int | None = None
+    reservations: int | None = None
+    members: int | None = None
     sent: float | None = field(default=None, compare=False)
     raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
 
@@ -294,6 +301,11 @@ class SessionInfo:
             ttl_ms=integer(doc, "ttl_ms"),
             expires_in_ms=opt_int(doc, "expires_in_ms"),
             token=opt_text(doc, "token"),
+            expires_at=opt_text(doc, "expires_at"),
+            metadata=opt_object(doc, "metadata"),
+            locks=opt_int(doc, "locks"),
+            reservations=opt_int(doc, "reservations"),
+            members=opt_int(doc, "members"),
             sent=sent,
             raw=doc,
         )
@@ -462,9 +474,44 @@ class Event:
         """A text field of the event's data (``key``, ``holder``, …), or ``None``."""
         return opt_text(self.data, name)
 
+    @property
+    def key(self) -> str | None:
+        """The lock key of a ``lock.*`` event."""
+        return opt_text(self.data, "key")
+
+    @property
+    def holder(self) -> str | None:
+        return opt_text(self.data, "holder")
+
+    @property
+    def fencing_token(self) -> int | None:
+        """The lease's fencing token (lock and reservation events)."""
+        return opt_int(self.data, "fencing_token")
+
+    @property
+    def reason(self) -> str | None:
+        """Why it ended: ``released``, ``expired``, ``session_closed``, …"""
+        return opt_text(self.data, "reason")
+
     @classmethod
     def from_json(cls, doc: JSONObject) -> "Event":
         return cls(integer(doc, "revision"), text(doc, "type"), doc)
+
+
+@dataclass(frozen=True)
+class KeyHistory:
+    """A key's newest events, newest first, and the change-log ``revision``
+    they reflect."""
+
+    items: list[Event]
+    revision: int
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.items)
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "KeyHistory":
+        return cls([Event.from_json(e) for e in objects(doc, "items")], integer(doc, "revision"))
 
 
 @dataclass(frozen=True)
