@@ -9,7 +9,7 @@
 // prefix and one pool sees nothing outside them (console_scope.mjs).
 //
 // usage: node console_browser.mjs BASE_URL [API_TOKEN [READER_TOKEN [SCOPED_TOKEN]]]
-// (READER_TOKEN: one without admin, whose force release the server refuses;
+// (READER_TOKEN: one without admin, to whom the console offers no admin action;
 // SCOPED_TOKEN: one made with --lock-prefix scoped/ --pool scoped-pool)
 // Needs playwright-core and axe-core (from npm, beside this script) and
 // Debian's chromium.
@@ -41,10 +41,9 @@ const elsewhere = [];
 const errors = [];
 
 // A tab of its own (its own sessionStorage, so its own token). A lease or
-// session that ended answers 404, which its page shows as such; `refused`
-// also lets the server's 403 to an admin action through (the browser logs
-// every 4xx it is answered).
-async function open(refused = false) {
+// session that ended answers 404, which its page shows as such (the browser
+// logs every 4xx it is answered).
+async function open() {
   const page = await browser.newPage();
   await page.route("**/*", (route) => {
     const url = route.request().url();
@@ -57,7 +56,6 @@ async function open(refused = false) {
     if (message.type() !== "error") return;
     const lease = /\/v1\/(locks|sessions)\/[^/]+$/.test(message.location().url ?? "");
     if (lease && message.text().includes("status of 404")) return;
-    if (lease && refused && message.text().includes("status of 403")) return;
     errors.push(`${message.text()} ${message.location().url ?? ""}`);
   });
   return page;
@@ -81,6 +79,16 @@ try {
   check(true, "the overview shows its figures and the event stream is live");
 
   await accessible(page, "the overview", check);
+
+  // The overview's counts are the server's, and it says what the database is.
+  const status = (await call("GET", "/v1/status")).body;
+  const backend = { sqlite: "SQLite", postgres: "PostgreSQL" }[status.database.backend];
+  check(await page.textContent("#db-backend") === backend, `the overview names the database (${backend})`);
+  if (status.database.sqlite) {
+    check(!["0 B", ""].includes(await page.textContent("#db-file")), "and the SQLite file's size");
+  } else {
+    check(Number(await page.textContent("#db-replicas")) >= 1, "and the PostgreSQL replicas seen");
+  }
 
   // Keyboard only: from the top of the page to the locks page.
   await page.keyboard.press("Tab"); // the leasehold link
@@ -135,6 +143,16 @@ try {
   await page.evaluate(() => { location.hash = "#/"; });
   const longest = page.getByRole("table", { name: "The keys with the most waiters" });
   await longest.getByRole("link", { name: busy, exact: true }).waitFor();
+  const figures = ["locks", "waiters", "sessions", "groups", "reservations"];
+  let shown = [], counted = [];
+  for (let i = 0; i < 20; i++) {
+    const now = (await call("GET", "/v1/status")).body.counts;
+    counted = figures.map((f) => String(now[f]));
+    shown = await Promise.all(figures.map((f) => page.textContent(f === "locks" ? "#live-locks" : `#${f}`)));
+    if (shown.join() === counted.join()) break;
+    await new Promise((done) => setTimeout(done, 100));
+  }
+  check(shown.join() === counted.join(), `the overview's counts are the server's (${figures.map((f, i) => `${f} ${shown[i]}`).join(", ")})`);
   check(await longest.getByRole("row").filter({ hasText: busy }).getByRole("cell", { name: "1", exact: true }).count() === 1,
     "the overview lists a key with its one waiter among the longest queues");
   await call("POST", `${busyPath}/release`, { token: first.body.token });

@@ -158,6 +158,30 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   check(await page.locator("#resolution option").first().textContent() === "the server's default (/24)",
     "the block size offers the server's default first");
 
+  // An IPv6 pool: a /48 drawn as its /56s by default, aggregated (never one
+  // element per /64), its blocks named in IPv6's own notation.
+  const pool6 = `${tag}-v6`;
+  check([200, 201].includes((await call("PUT", `/v1/pools/${pool6}`, { cidr: "fd77:1::/48" })).status), "an IPv6 pool is created");
+  const six = await call("POST", `/v1/pools/${pool6}/reservations`, { holder: "v6-holder", prefix_len: 64, ttl_ms: 60000 });
+  const sixWhole = await call("POST", `/v1/pools/${pool6}/reservations`, { holder: "v6-holder", prefix_len: 56, ttl_ms: 60000 });
+  check(six.status === 201 && sixWhole.status === 201, "a /64 and a /56 are reserved in it");
+  await page.evaluate((p) => { location.hash = `#/pools/${encodeURIComponent(p)}`; }, pool6);
+  await page.waitForFunction(() => document.getElementById("pool-map")?.dataset.runs);
+  const map6 = await mapMatches(page, call, pool6, check);
+  check(map6.runs.some((r) => r.state === "mixed") && map6.prefix_len < 64,
+    `the IPv6 map aggregates: the /64 is part of a mixed /${map6.prefix_len} block`);
+  check(await page.evaluate(() => document.querySelectorAll("#pool-map, #main canvas").length) <= 5,
+    "the map is one canvas, not one element per block");
+  await page.focus("#pool-map");
+  await page.keyboard.press("Home");
+  const first6 = await page.textContent("#map-block");
+  check(first6.startsWith("fd77:1::/") && first6.includes("v6-holder"),
+    `the focused IPv6 map names its first block in IPv6 notation and its holder (${first6})`);
+  await accessible(page, "an IPv6 pool's page", check);
+  for (const r of [six, sixWhole]) {
+    await call("POST", `/v1/pools/${pool6}/reservations/${r.body.id}/release`, { token: r.body.token });
+  }
+
   // Groups: a group with a member on its own TTL and one in a session.
   const group = `${tag}-group`;
   await call("PUT", `/v1/groups/${group}`, {});
@@ -180,6 +204,19 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   check(await joinedRow.getByRole("cell", { name: "session-holder" }).count() === 1,
     "a member bound to a session shows the session's holder");
   await accessible(page, "a group's page", check);
+
+  // The sessions page lists the live session with what is bound to it.
+  check(await reach(page, "Sessions"), "the sessions page is reached with the keyboard");
+  const sessionRow = page.getByRole("row").filter({ has: page.getByRole("link", { name: opened.body.id, exact: true }) });
+  await sessionRow.waitFor();
+  check(await sessionRow.getByRole("cell", { name: "session-holder" }).count() === 1,
+    "the sessions page lists the session with its holder");
+  const listed = (await call("GET", "/v1/sessions?limit=1000")).body.items.find((x) => x.id === opened.body.id);
+  check(listed && listed.members === 1, "the API lists it with its one membership");
+  check(await sessionRow.getByRole("cell").nth(6).textContent() === "1", "the page shows its one membership");
+  await accessible(page, "the sessions page", check);
+  await page.goBack();
+  await page.getByRole("row").filter({ hasText: "session-member" }).waitFor();
 
   // A session, reached from the member bound to it; force close.
   await follow(page, page.getByRole("link", { name: opened.body.id }));
@@ -277,22 +314,35 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   await page.getByRole("alert").filter({ hasText: "Force release: done." }).waitFor();
   await page.getByText("Nobody holds this key.").waitFor({ timeout: 2000 });
   check((await call("GET", `/v1/locks/${encodeURIComponent(forced)}`)).status === 404, "force release, confirmed, frees the key");
+  // The key's history, newest first: the force release, then the grant.
+  const history = page.locator("#history li");
+  await page.waitForFunction(() => document.querySelector("#history li")?.textContent.includes("lock.released"),
+    null, { timeout: 3000 }).catch(() => {});
+  const lines = await history.allTextContents();
+  check(lines.length === 2 && lines[0].includes("lock.released") && lines[0].includes("forced-holder")
+    && lines[1].includes("lock.acquired"), `the key's page shows its history, newest first (${lines.join(" | ")})`);
 
-  // A token without admin: the server refuses, and the page says so.
+  // A token without admin has no admin action: no button on a held key's
+  // page nor on its own session's (the server would refuse them: 403).
   if (readerToken) {
     const held = await call("POST", `/v1/locks/${encodeURIComponent(forced)}/acquire`, { holder: "kept-holder", ttl_ms: 60000 });
-    const reader = await open(true);
+    const asReader = { "content-type": "application/json", authorization: `Bearer ${readerToken}` };
+    const own = await (await fetch(`${new URL(page.url()).origin}/v1/sessions`, { method: "POST", headers: asReader,
+      body: JSON.stringify({ holder: "reader-session", ttl_ms: 60000 }) })).json();
+    const reader = await open();
     await reader.addInitScript((t) => sessionStorage.setItem("leasehold-token", t), readerToken);
     await reader.goto(`${page.url().split("#")[0]}#/locks/${encodeURIComponent(forced)}`);
     await reader.getByRole("cell", { name: "kept-holder" }).waitFor();
-    await reader.getByRole("button", { name: "Force release" }).click();
-    await reader.getByRole("dialog").getByRole("button", { name: "Force release" }).click();
-    const refusal = reader.getByRole("alert").filter({ hasText: "Force release: the server refused (403" });
-    await refusal.waitFor();
-    check((await call("GET", `/v1/locks/${encodeURIComponent(forced)}`)).status === 200,
-      `a token without admin is refused, in the server's words, and the lock stays held (${await refusal.textContent()})`);
+    check(await reader.getByRole("button", { name: "Force release" }).count() === 0,
+      "a token without admin sees no force release on a held key");
+    await reader.evaluate((id) => { location.hash = `#/sessions/${encodeURIComponent(id)}`; }, own.id);
+    await reader.locator("dd").filter({ hasText: "reader-session" }).waitFor();
+    check(await reader.getByRole("button", { name: "Force close" }).count() === 0,
+      "nor force close on its own session's page");
     await reader.close();
     await call("POST", `/v1/locks/${encodeURIComponent(forced)}/release`, { token: held.body.token });
+    await fetch(`${new URL(page.url()).origin}/v1/sessions/${own.id}/close`, { method: "POST", headers: asReader,
+      body: JSON.stringify({ token: own.token }) });
   }
 
   await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });

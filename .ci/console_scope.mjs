@@ -50,11 +50,38 @@ export async function checkScope({ open, call, check, base, scopedToken }) {
     .getByRole("cell", { name: `${inside}/group` }).first().waitFor();
   check(true, "the scoped token's overview shows the queue and the events inside its scope");
   await clean("overview");
+  // Its counts are its own: the locks under its prefix, not the server's.
+  const own = () => page.evaluate(async (t) => (await (await fetch("/v1/status",
+    { headers: { Authorization: `Bearer ${t}` } })).json()).counts, scopedToken);
+  let shown = "", counts = null;
+  for (let i = 0; i < 20; i++) {
+    counts = await own();
+    shown = await page.textContent("#live-locks");
+    if (shown === String(counts.locks)) break;
+    await sleep(100);
+  }
+  const inScope = (await call("GET", `/v1/locks?prefix=${encodeURIComponent(SCOPE.prefix)}&limit=1000`)).body.items.length;
+  const all = (await call("GET", "/v1/status")).body.counts.locks;
+  check(shown === String(counts.locks) && counts.locks === inScope && counts.locks < all,
+    `the scoped token's overview counts the ${inScope} locks in its scope, not the server's ${all} (shows ${shown})`);
 
   await page.evaluate(() => { location.hash = "#/locks"; });
   await page.getByRole("link", { name: `${inside}/held`, exact: true }).waitFor();
   check(true, "the scoped token's locks page lists the lock inside its scope");
   await clean("locks page");
+
+  await page.getByRole("link", { name: `${inside}/held`, exact: true }).click();
+  await page.locator("#history li").filter({ hasText: "scoped-holder" }).first().waitFor();
+  check(true, "the key's history inside its scope is shown");
+  await clean("key's page");
+
+  const stranger = await call("POST", "/v1/sessions", { holder: `${outside}-session`, ttl_ms: 60000 });
+  await page.evaluate(() => { location.hash = "#/sessions"; });
+  await page.getByRole("heading", { name: "Sessions" }).waitFor();
+  await sleep(300);
+  check(stranger.status === 201, "the sessions page of the scoped token is read while another token's session is open");
+  await clean("sessions page");
+  await call("POST", `/v1/sessions/${stranger.body.id}/close`, { token: stranger.body.token });
 
   await page.evaluate(() => { location.hash = "#/pools"; });
   await page.getByRole("link", { name: SCOPE.pool, exact: true }).waitFor();

@@ -14,10 +14,13 @@ const COUNTS = ["grants", "releases", "expiries", "refusals"];
 // prefix's wait quantiles of the last minute.
 const samples = [];
 let listener = null;
+// The prefixes as the last sample read them, for the overview's table.
+export let latestPrefixes = [];
 
 async function sample() {
   try {
     const { items } = await api("/v1/prefixes");
+    latestPrefixes = items;
     const totals = Object.fromEntries(COUNTS.map((c) => [c, items.reduce((n, p) => n + Number(p.total[c]), 0)]));
     const worst = (q) => items.reduce((m, p) => (p[q] === null ? m : Math.max(m ?? 0, p[q])), null);
     samples.push({ at: Date.now(), totals, p50: worst("wait_p50_ms"), p99: worst("wait_p99_ms") });

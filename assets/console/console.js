@@ -5,8 +5,9 @@
 // open page, whatever it shows: pages re-read what they show when an event
 // touches it, batched, never once per event.
 
-import { base, headers, main, showAction, showProblem, state } from "./util.js";
-import { key, locks, overview, session } from "./locks.js";
+import { base, headers, main, showAction, showProblem, state, whoAmI } from "./util.js";
+import { key, locks, overview } from "./locks.js";
+import { session, sessions } from "./sessions.js";
 import { pool, pools } from "./pools.js";
 import { group, groups } from "./groups.js";
 import { events } from "./events.js";
@@ -26,7 +27,7 @@ function route() {
   const params = new URLSearchParams(query);
   const [section, ...name] = path.split("/");
   const pages = { locks: [locks, key], pools: [pools, pool], groups: [groups, group], events: [events],
-    sessions: [null, session] };
+    sessions: [sessions, session] };
   const [list, one] = pages[section] || [];
   if (name.length && one) return () => one(params, decodeURIComponent(name.join("/")));
   if (list) return () => list(params);
@@ -44,6 +45,7 @@ async function render() {
       // A re-read replaces the page: a control of it that had the focus,
       // lost with it, gets it back (one outside the page keeps its own).
       const had = document.activeElement;
+      await whoAmI();
       page = await route()();
       if (had?.id && !had.isConnected && document.activeElement === document.body) {
         document.getElementById(had.id)?.focus();
@@ -122,6 +124,7 @@ function note(event) {
 document.getElementById("signin").addEventListener("submit", (e) => {
   e.preventDefault();
   state.token = tokenInput.value.trim();
+  state.admin = undefined;
   sessionStorage.setItem("leasehold-token", state.token);
   follow();
   render();

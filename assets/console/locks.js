@@ -1,19 +1,49 @@
-// The overview, locks by prefix, a key's holders and queue, a session.
+// The overview, locks by prefix, a key's holders, queue and history.
 // Each page renders into `main` and answers which events make it read again.
 
-import { adminAction, api, duration, encode, filterForm, h, main, sessionLink, state, table } from "./util.js";
-import { charts } from "./charts.js";
+import { adminAction, adminButton, api, duration, encode, filterForm, h, main, state, table, sessionLink } from "./util.js";
+import { charts, latestPrefixes } from "./charts.js";
+
+const bytes = (n) => (n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20
+  ? `${(n / (1 << 20)).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
+const since = (at) => (at ? duration(Date.now() - Date.parse(at)) : "—");
+
+// What the database says of itself: SQLite's file, log and last checkpoint;
+// PostgreSQL's replicas seen alive.
+function database(db) {
+  const fact = (name, value, id) => [h("dt", { text: name }), h("dd", { id, text: value })];
+  if (db.sqlite) {
+    const s = db.sqlite;
+    return h("dl", { class: "facts", "aria-label": "Database" },
+      fact("backend", "SQLite", "db-backend"), fact("file", bytes(s.file_bytes), "db-file"),
+      fact("write-ahead log", bytes(s.wal_bytes), "db-wal"),
+      fact("last checkpoint", s.last_checkpoint_at ? `${since(s.last_checkpoint_at)} ago` : "none yet", "db-checkpoint"));
+  }
+  const replicas = db.postgres?.replicas ?? [];
+  return [h("dl", { class: "facts", "aria-label": "Database" },
+    fact("backend", "PostgreSQL", "db-backend"), fact("replicas seen", String(replicas.length), "db-replicas")),
+  table("The replicas sharing the database, as it last heard of them", ["replica", "last seen", ""],
+    replicas.map((r) => [h("code", { text: r.replica }), `${since(r.last_seen_at)} ago`, r.self ? "this page's" : ""]),
+    "No replica has recorded itself yet.")];
+}
 
 export async function overview() {
-  const [locks, queues] = await Promise.all([api("/v1/locks?limit=1000"), api("/v1/queues?limit=10")]);
+  const [status, queues] = await Promise.all([api("/v1/status"), api("/v1/queues?limit=10")]);
+  state.admin = status.caller.admin === true;
   const minute = [...state.seconds.entries()].filter(([s]) => s > Date.now() / 1000 - 60);
   const perMinute = minute.reduce((sum, [, n]) => sum + n, 0);
+  const c = status.counts;
+  const figure = (id, value, label) => h("li", {}, h("strong", { id, text: String(value) }), label);
+  const waiting = latestPrefixes.filter((p) => p.waiters > 0).sort((a, b) => b.waiters - a.waiters).slice(0, 10);
   main.replaceChildren(
     h("h2", { text: "Overview" }),
     h("ul", { class: "figures", "aria-label": "Figures" },
-      h("li", {}, h("strong", { id: "live-locks", text: `${locks.items.length}${locks.next_cursor ? "+" : ""}` }), "live locks"),
-      h("li", {}, h("strong", { id: "waiters", text: queues.waiters }), `waiters on ${queues.keys} keys`),
-      h("li", {}, h("strong", { id: "events-minute", text: perMinute }), "events in the last minute")),
+      figure("live-locks", c.locks, "live locks"),
+      figure("waiters", c.waiters, `waiters on ${queues.keys} keys`),
+      figure("sessions", c.sessions, "live sessions"),
+      figure("groups", c.groups, `groups, ${c.members} members`),
+      figure("reservations", c.reservations, "live reservations"),
+      figure("events-minute", perMinute, "events in the last minute")),
     h("h3", { text: "Lock activity" }),
     charts(),
     h("h3", { text: "Longest queues" }),
@@ -21,6 +51,11 @@ export async function overview() {
       queues.items.map((q) => [h("a", { href: `#/locks/${encode(q.key)}`, text: q.key }),
         String(q.waiters), duration(q.longest_wait_ms)]),
       "Nobody waits."),
+    waiting.length ? table("The key prefixes with the most waiters", ["prefix", "waiters", "wait p99, last minute"],
+      waiting.map((p) => [h("a", { href: `#/locks?prefix=${encode(p.prefix === "other" ? "" : p.prefix)}`, text: p.prefix }),
+        String(p.waiters), p.wait_p99_ms === null ? "—" : `${Math.round(p.wait_p99_ms)} ms`]), "") : "",
+    h("h3", { text: "Database" }),
+    database(status.database),
     h("h3", { text: "Latest events" }),
     table("The latest changes, newest first", ["revision", "type", "resource", "holder", "reason"],
       state.recent.slice(0, 20).map((e) => [String(e.revision), e.type, e.key ?? e.subnet ?? e.group ?? e.session ?? "",
@@ -35,72 +70,64 @@ export async function locks(params) {
   const query = new URLSearchParams({ limit: "100" });
   if (prefix) query.set("prefix", prefix);
   if (cursor) query.set("cursor", cursor);
-  const list = await api(`/v1/locks?${query}`);
+  // The waiters of the keys shown: the keys with waiters under the prefix,
+  // at most a thousand, in one read beside the page's.
+  const waitQuery = new URLSearchParams({ limit: "1000" });
+  if (prefix) waitQuery.set("prefix", prefix);
+  const [list, queues] = await Promise.all([api(`/v1/locks?${query}`), api(`/v1/queues?${waitQuery}`)]);
+  const waiters = new Map(queues.items.map((q) => [q.key, q.waiters]));
   const rows = list.items.map((l) => [
     h("a", { href: `#/locks/${encode(l.key)}`, text: l.key }), l.holder, l.mode,
-    String(l.fencing_token), duration(l.expires_in_ms)]);
+    String(l.fencing_token), since(l.acquired_at), duration(l.expires_in_ms), String(waiters.get(l.key) ?? 0)]);
   const next = list.next_cursor
     ? h("a", { href: `#/locks?prefix=${encode(prefix)}&cursor=${encode(list.next_cursor)}`, text: "Next page" })
     : "";
   main.replaceChildren(h("h2", { text: "Locks" }), filterForm("locks", [["prefix", "Key prefix"]], params),
     table(`Live locks${prefix ? ` under ${prefix}` : ""}, read at ${new Date().toLocaleTimeString()}`,
-      ["key", "holder", "mode", "fencing token", "time left"], rows, "No live lock."), next);
+      ["key", "holder", "mode", "fencing token", "held for", "time left", "waiters"], rows, "No live lock."), next);
   return (e) => e.key !== undefined && e.key.startsWith(prefix);
 }
 
+const VERBS = { "lock.acquired": "granted to", "lock.released": "released by", "lock.updated": "updated by" };
+
+// A key's history from the change log, newest first, as a timeline.
+function timeline(items) {
+  if (items.length === 0) return h("p", { class: "muted", text: "The change log has nothing of this key." });
+  return h("ol", { class: "timeline", id: "history", "aria-label": "History, newest first" },
+    items.map((e) => h("li", {},
+      h("time", { datetime: e.at, text: new Date(e.at).toLocaleString() }), " ",
+      h("strong", { text: e.type }), ` ${VERBS[e.type] ?? "by"} ${e.holder}`,
+      e.fencing_token !== undefined ? ` (fencing token ${e.fencing_token})` : "",
+      e.reason ? `: ${e.reason}` : "",
+      e.session ? [" in session ", sessionLink(e.session)] : "",
+      h("span", { class: "muted", text: ` · revision ${e.revision}` }))));
+}
+
 export async function key(params, name) {
-  let lock = null;
-  try {
-    lock = await api(`/v1/locks/${encode(name)}`);
-  } catch (error) {
-    if (error.status !== 404) throw error;
-  }
-  const queue = await api(`/v1/locks/${encode(name)}/waiters`);
+  const path = `/v1/locks/${encode(name)}`;
+  const [lock, queue, history] = await Promise.all([
+    api(path).catch((error) => { if (error.status === 404) return null; throw error; }),
+    api(`${path}/waiters`), api(`${path}/history?limit=20`)]);
   const holders = lock ? (lock.holders || [lock]) : [];
   const force = () => adminAction(
     `Force release ${name}? Every holder loses it now, and the next waiter is granted.`,
-    "Force release", () => api(`/v1/locks/${encode(name)}`, "DELETE"));
+    "Force release", () => api(path, "DELETE"));
   main.replaceChildren(
     h("h2", {}, "Lock ", h("code", { text: name })),
     h("h3", { text: "Holders" }),
     lock?.session ? h("p", {}, "Bound to session ", sessionLink(lock.session)) : "",
-    table("Who holds the key", ["holder", "fencing token", "acquired", "time left"],
-      holders.map((l) => [l.holder, String(l.fencing_token), l.acquired_at, duration(l.expires_in_ms)]),
+    table("Who holds the key", ["holder", "fencing token", "acquired", "held for", "time left"],
+      holders.map((l) => [l.holder, String(l.fencing_token), l.acquired_at, since(l.acquired_at),
+        duration(l.expires_in_ms)]),
       "Nobody holds this key."),
-    lock ? h("p", {}, h("button", { type: "button", class: "danger", onclick: force, text: "Force release" }),
-      h("span", { class: "muted", text: " (admin)" })) : "",
+    lock ? adminButton("Force release", force) : "",
     h("h3", { text: "Queue" }),
     table("Who waits, the next to be granted first",
       ["#", "holder", "mode", "waiting for", "gives up in", "replica"],
       queue.items.map((w) => [String(w.position), w.holder, w.mode, duration(w.waited_ms),
         duration(w.wait_left_ms), w.replica]),
-      "Nobody waits for this key."));
+      "Nobody waits for this key."),
+    h("h3", { text: "History" }),
+    timeline(history.items));
   return (e) => e.key === name;
-}
-
-export async function session(params, id) {
-  let found = null;
-  try {
-    found = await api(`/v1/sessions/${encode(id)}`);
-  } catch (error) {
-    if (error.status !== 404) throw error;
-  }
-  const title = h("h2", {}, "Session ", h("code", { text: id }));
-  if (!found) {
-    main.replaceChildren(title, h("p", { text: "No live session by this id: it ended, or it was never yours to see." }));
-    return (e) => e.session === id;
-  }
-  const force = () => adminAction(
-    `Force close session ${id}? Its locks, unconfirmed reservations and memberships end now.`,
-    "Force close", () => api(`/v1/sessions/${encode(id)}`, "DELETE"));
-  const fact = (name, value) => [h("dt", { text: name }), h("dd", { text: value })];
-  main.replaceChildren(title,
-    h("dl", { class: "facts" },
-      fact("holder", found.holder), fact("opened", found.acquired_at), fact("TTL", duration(found.ttl_ms)),
-      fact("time left", duration(found.expires_in_ms)), fact("locks", found.locks ?? 0),
-      fact("unconfirmed reservations", found.reservations ?? 0), fact("memberships", found.members ?? 0),
-      fact("metadata", found.metadata ? JSON.stringify(found.metadata) : "—")),
-    h("p", {}, h("button", { type: "button", class: "danger", onclick: force, text: "Force close" }),
-      h("span", { class: "muted", text: " (admin)" })));
-  return (e) => e.session === id;
 }

@@ -77,6 +77,24 @@ export function filterForm(path, fields, values) {
   h("button", { type: "submit", text: "Filter" }));
 }
 
+// Whether the signed-in token may use admin actions (`caller.admin` of
+// `GET /v1/status`): read once per sign-in, before the first page.
+export async function whoAmI() {
+  if (state.admin !== undefined) return;
+  try {
+    state.admin = (await api("/v1/status")).caller.admin === true;
+  } catch (error) {
+    if (error.status !== 401 && error.status !== 403) throw error;
+    state.admin = false;
+  }
+}
+
+// An admin action's button, shown only to a token that may use it.
+export function adminButton(label, onclick) {
+  return state.admin ? h("p", {}, h("button", { type: "button", class: "danger", onclick, text: label }),
+    h("span", { class: "muted", text: " (admin)" })) : "";
+}
+
 export const sessionLink = (id) => (id ? h("a", { href: `#/sessions/${encode(id)}`, text: id }) : "—");
 
 // An admin action behind a confirmation in the page (a modal <dialog>), then

@@ -15,7 +15,7 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 
 /// The page's files, by name, with their content type.
-const ASSETS: [(&str, &str, &str); 9] = [
+const ASSETS: [(&str, &str, &str); 10] = [
     (
         "console.js",
         "text/javascript; charset=utf-8",
@@ -30,6 +30,11 @@ const ASSETS: [(&str, &str, &str); 9] = [
         "locks.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../assets/console/locks.js"),
+    ),
+    (
+        "sessions.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/sessions.js"),
     ),
     (
         "map.js",
