@@ -20,11 +20,11 @@ function database(db) {
       fact("last checkpoint", s.last_checkpoint_at ? `${since(s.last_checkpoint_at)} ago` : "none yet", "db-checkpoint"));
   }
   const replicas = db.postgres?.replicas ?? [];
-  return [h("dl", { class: "facts", "aria-label": "Database" },
+  return h("div", {}, h("dl", { class: "facts", "aria-label": "Database" },
     fact("backend", "PostgreSQL", "db-backend"), fact("replicas seen", String(replicas.length), "db-replicas")),
   table("The replicas sharing the database, as it last heard of them", ["replica", "last seen", ""],
     replicas.map((r) => [h("code", { text: r.replica }), `${since(r.last_seen_at)} ago`, r.self ? "this page's" : ""]),
-    "No replica has recorded itself yet.")];
+    "No replica has recorded itself yet."));
 }
 
 export async function overview() {
