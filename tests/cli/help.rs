@@ -6,7 +6,7 @@ use std::process::Command;
 
 use super::{leasehold_binary, text};
 
-const COMMANDS: [&[&str]; 22] = [
+const COMMANDS: [&[&str]; 23] = [
     &["lock"],
     &["lock", "run"],
     &["lock", "acquire"],
