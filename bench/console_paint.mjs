@@ -1,5 +1,6 @@
-// How soon the console paints with a lot of data: the locks page of a server
-// with LOCKS live leases, and a /8 pool's map cut into /24s (65,536 blocks)
+// How soon the console paints with a lot of data: the locks page and the
+// overview (whose counts read every live lock) of a server with LOCKS live
+// leases, and a /8 pool's map cut into /24s (65,536 blocks)
 // with every STRIDE-th /24 reserved. Each page is loaded LOADS times in a
 // fresh browser context; the time is from the start of the navigation to the
 // first frame after the page's table (or map) is in the document. Prints the
@@ -79,6 +80,17 @@ try {
   if (!live.next_cursor) throw new Error("the seeded leases are not live");
   const locks = await paint(browser, base, "/locks", "main table tbody tr");
   console.log(`locks page, ${LOCKS} live locks: first paint of the table ${median(locks)} ms median of ${LOADS} (${locks.join(", ")} ms)`);
+  // The overview counts every live lock (GET /v1/status) each time it reads.
+  const reads = [];
+  for (let i = 0; i < 20; i++) {
+    const started = performance.now();
+    const status = await call(base, "GET", "/v1/status");
+    reads.push(performance.now() - started);
+    if (status.counts.locks < LOCKS) throw new Error(`the status counts ${status.counts.locks} locks`);
+  }
+  console.log(`GET /v1/status with ${LOCKS} live locks: ${median(reads).toFixed(1)} ms median of 20 (slowest ${Math.max(...reads).toFixed(1)} ms)`);
+  const overview = await paint(browser, base, "/", "#live-locks");
+  console.log(`overview, ${LOCKS} live locks: first paint of its counts ${median(overview)} ms median of ${LOADS} (${overview.join(", ")} ms)`);
 
   // A /8 pool, every STRIDE-th /24 reserved (a run of each state per gap).
   await call(base, "PUT", "/v1/pools/paint", { cidr: "10.0.0.0/8" });

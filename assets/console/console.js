@@ -46,6 +46,7 @@ async function render() {
       // lost with it, gets it back (one outside the page keeps its own).
       const had = document.activeElement;
       await whoAmI();
+      readAt = Date.now();
       page = await route()();
       if (had?.id && !had.isConnected && document.activeElement === document.body) {
         document.getElementById(had.id)?.focus();
@@ -62,10 +63,15 @@ async function render() {
   if (again) { again = false; render(); }
 }
 
+// A page reads again 100 ms after an event touches it, or, if it says how
+// often at most (`every`, in ms: the overview, whose counts read every live
+// lease), no sooner than that after its last read began.
 let batch = null;
+let readAt = 0;
 function touched(event) {
   if (!page || !page(event) || batch) return;
-  batch = setTimeout(() => { batch = null; render(); }, 100);
+  const wait = Math.max(100, (page.every ?? 0) - (Date.now() - readAt));
+  batch = setTimeout(() => { batch = null; render(); }, wait);
 }
 
 // The event stream, read with fetch so that it carries the token; resumed

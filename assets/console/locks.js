@@ -61,7 +61,9 @@ export async function overview() {
       state.recent.slice(0, 20).map((e) => [String(e.revision), e.type, e.key ?? e.subnet ?? e.group ?? e.session ?? "",
         e.holder ?? "", e.reason ?? ""]),
       "No change since the page opened."));
-  return () => true;
+  // Its counts read every live lease the token may see (tens of ms with
+  // 100,000): at most once a second, whatever the traffic.
+  return Object.assign(() => true, { every: 1000 });
 }
 
 export async function locks(params) {
