@@ -226,3 +226,39 @@ func (c *Client) Sessions(ctx context.Context, opts ListOptions) (*SessionPage, 
 	}
 	return &p, nil
 }
+
+// BoundMember is a group membership bound to a session: the member as
+// ListMembers shows it, with its group.
+type BoundMember struct {
+	Group string `json:"group"`
+	MemberInfo
+}
+
+// SessionLeases is what a session holds: exactly the leases its end would
+// release, none with its token.
+type SessionLeases struct {
+	// Locks are its locks, by key, as ListLocks shows them.
+	Locks []Lease `json:"locks"`
+	// Reservations are its reservations not yet confirmed (a confirmed
+	// one outlives the session), by pool and address.
+	Reservations []Reservation `json:"reservations"`
+	// Members are its group memberships, by group and member.
+	Members []BoundMember `json:"members"`
+	// Truncated says a list was cut at 1000; Info counts them all.
+	Truncated bool `json:"truncated"`
+	// Revision is the change-log revision the lists reflect: a Watch with
+	// Since: Revision continues exactly after them.
+	Revision int64 `json:"revision"`
+}
+
+// SessionLeases reads the leases bound to the live session id, at most
+// 1000 of each kind. A session the client's token may not inspect, or one
+// that ended, is a session-not-found *Problem (IsNotFound).
+func (c *Client) SessionLeases(ctx context.Context, id string) (*SessionLeases, error) {
+	var l SessionLeases
+	cl := &call{method: http.MethodGet, path: "/v1/sessions/" + escape(id) + "/leases"}
+	if _, err := c.do(ctx, cl, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}

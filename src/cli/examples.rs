@@ -51,7 +51,7 @@ Examples:
   ID=$(sed -n 's/.*\"id\":\"\\([^\"]*\\)\".*/\\1/p' session.json)
   SESSION_TOKEN=$(sed -n 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/p' session.json)
   leasehold session renew \"$ID\" \"$SESSION_TOKEN\"
-  leasehold session show \"$ID\"             # how many locks and reservations it holds
+  leasehold session show \"$ID\"             # what it holds: its counts, then each lease
   leasehold session list                   # every live session this API token may see
   leasehold session close \"$ID\" \"$SESSION_TOKEN\"   # releases every lease bound to it";
 

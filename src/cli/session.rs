@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::lock::parse_metadata;
 use super::output::{expires_in, more, table};
 use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
-use crate::client::{OpenSessionBody, SessionJson, millis};
+use crate::client::{OpenSessionBody, SessionJson, SessionLeasesJson, millis};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
@@ -58,7 +58,8 @@ pub enum SessionAction {
         #[arg(long, conflicts_with_all = ["lease_token", "lease_token_flag"])]
         force: bool,
     },
-    /// Show a session and how many leases it holds.
+    /// Show a session, how many leases it holds, and which (with --json,
+    /// the session alone).
     Show { id: String },
     /// List the live sessions this API token may see, with what each holds.
     List {
@@ -88,6 +89,27 @@ fn describe(s: &SessionJson) -> String {
     }
     if let Some(token) = &s.token {
         text.push_str(&format!("token: {token}\n"));
+    }
+    text
+}
+
+/// One line per lease bound to the session, as its end would release them.
+fn bound(l: &SessionLeasesJson) -> String {
+    let mut text = String::new();
+    for lock in &l.locks {
+        text.push_str(&format!(
+            "lock {} (fencing token {})\n",
+            lock.key, lock.fencing_token
+        ));
+    }
+    for r in &l.reservations {
+        text.push_str(&format!("reservation {} {} ({})\n", r.pool, r.subnet, r.id));
+    }
+    for m in &l.members {
+        text.push_str(&format!("member {} of {}\n", m.member, m.group));
+    }
+    if l.truncated {
+        text.push_str("(at most 1000 of each are shown)\n");
     }
     text
 }
@@ -146,7 +168,12 @@ pub async fn execute(cmd: SessionCommand) -> Result<u8, CliError> {
         }
         SessionAction::Show { id } => {
             let session = client.get_session(&id).await?;
-            args.print(&session, describe);
+            if args.json {
+                args.print(&session, describe);
+            } else {
+                let leases = client.session_leases(&id).await?;
+                args.print(&session, |s| describe(s) + &bound(&leases));
+            }
         }
         SessionAction::List {
             holder,

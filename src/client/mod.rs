@@ -24,7 +24,7 @@ use crate::domain::paths;
 /// server's rules do.
 pub use crate::domain::LockMode;
 pub use events::{EventJson, EventPageJson, EventQuery, HistoryJson};
-pub use sessions::{OpenSessionBody, SessionJson};
+pub use sessions::{BoundMemberJson, OpenSessionBody, SessionJson, SessionLeasesJson};
 pub use status::{
     CallerJson, DatabaseJson, PostgresJson, ReplicaJson, SqliteJson, StatusCountsJson, StatusJson,
 };

@@ -6,7 +6,7 @@ use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Client, ClientError, PageJson, page_query, renew_body};
+use super::{Client, ClientError, LockJson, PageJson, ReservationJson, page_query, renew_body};
 use crate::domain::paths;
 
 /// The body of `POST /v1/sessions`; the client's side of the server's
@@ -44,6 +44,30 @@ pub struct SessionJson {
     pub extra: Map<String, Value>,
 }
 
+/// What a session holds: its locks, unconfirmed reservations and group
+/// memberships, at most 1000 of each. Read from the server's
+/// `SessionLeasesBody`, unknown fields kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionLeasesJson {
+    pub locks: Vec<LockJson>,
+    pub reservations: Vec<ReservationJson>,
+    pub members: Vec<BoundMemberJson>,
+    /// Whether a list was cut.
+    pub truncated: bool,
+    pub revision: i64,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A membership bound to a session, with its group; unknown fields kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BoundMemberJson {
+    pub group: String,
+    pub member: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
 impl Client {
     pub async fn open_session(&self, req: &OpenSessionBody) -> Result<SessionJson, ClientError> {
         let mut request = self.request(Method::POST, "/v1/sessions").json(req);
@@ -70,6 +94,12 @@ impl Client {
 
     pub async fn get_session(&self, id: &str) -> Result<SessionJson, ClientError> {
         self.get(&paths::session(id), &[]).await
+    }
+
+    /// The leases bound to a live session.
+    pub async fn session_leases(&self, id: &str) -> Result<SessionLeasesJson, ClientError> {
+        self.get(&format!("{}/leases", paths::session(id)), &[])
+            .await
     }
 
     /// One page of the live sessions the caller may inspect, in id order

@@ -5,6 +5,9 @@
 use serde_json::{Map, Value};
 
 use super::Millis;
+use super::group::Member;
+use super::lock::LockLease;
+use super::subnet::Reservation;
 
 /// A bound lease's own `expires_at` in the store: the far future. It lives
 /// as long as its session, whose row alone is rewritten by a keep-alive.
@@ -75,6 +78,41 @@ pub struct SessionView {
     pub members: u64,
 }
 
+/// The most leases of each kind a session's listing shows: a session may
+/// hold many more, and its inspect counts them all.
+pub const MAX_BOUND_SHOWN: usize = 1_000;
+
+/// A live session and what is bound to it, each kind in its order (locks by
+/// key, reservations by pool and address, members by group and id): what
+/// its end would release, as `GET /v1/sessions/{id}/leases` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundLeases {
+    pub session: Session,
+    pub locks: Vec<LockLease>,
+    /// Unconfirmed reservations (a confirmed one is no longer bound).
+    pub reservations: Vec<Reservation>,
+    pub members: Vec<Member>,
+    /// Whether some kind holds more than is shown.
+    pub truncated: bool,
+}
+
+impl BoundLeases {
+    /// At most `most` of each kind, from lists read one longer than that:
+    /// truncated when any kind had more.
+    pub fn at_most(mut self, most: usize) -> Self {
+        let (locks, reservations, members) = (
+            self.locks.len(),
+            self.reservations.len(),
+            self.members.len(),
+        );
+        self.truncated |= locks.max(reservations).max(members) > most;
+        self.locks.truncate(most);
+        self.reservations.truncate(most);
+        self.members.truncate(most);
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +150,31 @@ mod tests {
             "a session opened without tokens is no one's"
         );
         assert!(SessionAccess::Any.allows(None));
+    }
+
+    #[test]
+    fn bound_leases_are_cut_at_most_and_say_so() {
+        let member = |name: &str| Member {
+            group: "g".into(),
+            member: name.into(),
+            capabilities: None,
+            session: Some("s".into()),
+            joined_at: 0,
+            expires_at: 10,
+            ttl_ms: 10,
+        };
+        let bound = |members: &[&str]| BoundLeases {
+            session: session(10),
+            locks: vec![],
+            reservations: vec![],
+            members: members.iter().map(|m| member(m)).collect(),
+            truncated: false,
+        };
+        let whole = bound(&["a", "b"]).at_most(2);
+        assert_eq!((whole.members.len(), whole.truncated), (2, false));
+        let cut = bound(&["a", "b", "c"]).at_most(2);
+        assert_eq!((cut.members.len(), cut.truncated), (2, true));
+        assert_eq!(cut.members[1].member, "b", "the first ones are kept");
     }
 
     #[test]

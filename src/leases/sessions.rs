@@ -7,7 +7,7 @@ use super::{LeaseError, Leases, new_token};
 use crate::domain::commands::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd, SessionQuery};
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::names::{Holder, IdempotencyKey, LeaseToken, SessionId, Ttl};
-use crate::domain::session::{Session, SessionAccess, SessionView};
+use crate::domain::session::{BoundLeases, MAX_BOUND_SHOWN, Session, SessionAccess, SessionView};
 use crate::domain::{Missing, Refused};
 use crate::store;
 use crate::telemetry::Metrics;
@@ -183,10 +183,24 @@ impl SessionService<'_> {
     ) -> Result<SessionView, LeaseError> {
         let now = self.leases.now();
         let view = self.leases.store.get_session(id, now).await?;
-        if !access.allows(view.session.owner.as_deref()) {
-            return Err(Missing::Session.into());
-        }
+        seen(access, &view.session)?;
         Ok(view)
+    }
+
+    /// A live session the caller may see (as `inspect`) and the leases
+    /// bound to it, at most `MAX_BOUND_SHOWN` of each kind, with the
+    /// change-log revision they reflect; `NotFound`.
+    pub async fn bound(
+        &self,
+        id: &SessionId,
+        access: &SessionAccess,
+    ) -> Result<(BoundLeases, i64), LeaseError> {
+        let now = self.leases.now();
+        // One more than shown of each, to know whether a kind holds more.
+        let most = MAX_BOUND_SHOWN as u32 + 1;
+        let (bound, revision) = self.leases.store.session_leases(id, most, now).await?;
+        seen(access, &bound.session)?;
+        Ok((bound.at_most(MAX_BOUND_SHOWN), revision))
     }
 
     /// One page of the live sessions the caller may see (`access`, as
@@ -211,5 +225,13 @@ impl SessionService<'_> {
         Ok(paged(items, limit, revision, |v: &SessionView| {
             &v.session.id
         }))
+    }
+}
+
+/// Another token's session is answered as a missing one.
+fn seen(access: &SessionAccess, session: &Session) -> Result<(), LeaseError> {
+    match access.allows(session.owner.as_deref()) {
+        true => Ok(()),
+        false => Err(Missing::Session.into()),
     }
 }

@@ -134,7 +134,7 @@ fn member_key(group: &str, member: &str) -> String {
     format!("group member {group}\n{member}")
 }
 
-fn member(row: &impl Columns) -> StoreResult<Member> {
+pub(super) fn member(row: &impl Columns) -> StoreResult<Member> {
     let capabilities = row
         .opt_text("capabilities")?
         .map(|t| serde_json::from_str(&t))

@@ -32,6 +32,7 @@ mod reservations;
 mod resume;
 mod rows;
 mod session_ends;
+mod session_leases;
 mod session_views;
 mod sessions;
 mod snapshots;

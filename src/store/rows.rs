@@ -75,6 +75,15 @@ pub fn family_code(family: Family) -> i64 {
     }
 }
 
+/// The address family a row's `family` column stores, as `family_code` wrote it.
+pub fn family(row: &impl Columns) -> StoreResult<Family> {
+    match row.int("family")? {
+        4 => Ok(Family::V4),
+        6 => Ok(Family::V6),
+        _ => Err(corrupt("pool family")),
+    }
+}
+
 /// A stored block of `family`.
 pub fn block_of(family: Family, start: &[u8], prefix_len: i64) -> StoreResult<Block> {
     let len = u8::try_from(prefix_len).map_err(|_| corrupt("prefix length"))?;
@@ -139,11 +148,7 @@ pub fn reservation(family: Family, row: &impl Columns) -> StoreResult<Reservatio
 
 /// A row of `POOL_COLUMNS`.
 pub fn pool(row: &impl Columns) -> StoreResult<Pool> {
-    let family = match row.int("family")? {
-        4 => Family::V4,
-        6 => Family::V6,
-        _ => return Err(corrupt("pool family")),
-    };
+    let family = family(row)?;
     let labels = row.text("labels")?;
     Ok(Pool {
         name: row.text("name")?,

@@ -1,9 +1,10 @@
 //! A session id that belongs to another API token is answered exactly as a
 //! missing one, wherever it is named: binding a lock, a lock set, a
-//! reservation or a membership to it, leaving by it, inspecting, renewing,
-//! closing and force-closing it. So another tenant cannot tell whether it
-//! lives: every answer while it lives is byte for byte the answer once it
-//! is closed, and the answer to an id that never existed.
+//! reservation or a membership to it, leaving by it, inspecting it, listing
+//! its leases, renewing, closing and force-closing it. So another tenant
+//! cannot tell whether it lives: every answer while it lives is byte for
+//! byte the answer once it is closed, and the answer to an id that never
+//! existed.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -46,7 +47,7 @@ async fn every_answer(app: &TestApp, token: &str, id: &str, secret: &str) -> Vec
     let claim = json!({"id": id, "token": secret});
     let path = format!("/v1/sessions/{id}");
     let secret = json!({ "token": secret });
-    let requests: [(&'static str, &str, String, Option<Value>); 9] = [
+    let requests: [(&'static str, &str, String, Option<Value>); 10] = [
         (
             "bind a lock",
             "POST",
@@ -78,6 +79,7 @@ async fn every_answer(app: &TestApp, token: &str, id: &str, secret: &str) -> Vec
             Some(json!({"session": claim})),
         ),
         ("inspect", "GET", path.clone(), None),
+        ("list its leases", "GET", format!("{path}/leases"), None),
         (
             "renew",
             "POST",
@@ -171,6 +173,7 @@ async fn another_tenants_live_session_is_answered_as_a_closed_one() {
         ("bind a member", 409, "session-lost"),
         ("leave by it", 409, "lease-lost"),
         ("inspect", 404, "session-not-found"),
+        ("list its leases", 404, "session-not-found"),
         ("renew", 409, "lease-lost"),
         ("close", 409, "lease-lost"),
         ("force close", 404, "session-not-found"),

@@ -39,6 +39,7 @@ mod request_ids;
 mod restarts;
 mod scopes;
 mod session_ends;
+mod session_leases;
 mod session_lists;
 mod session_owners;
 mod session_reservations;
@@ -86,6 +87,7 @@ fn main() {
         scopes::tests(),
         spec_answers::tests(),
         session_ends::tests(),
+        session_leases::tests(),
         session_lists::tests(),
         session_owners::tests(),
         session_reservations::tests(),

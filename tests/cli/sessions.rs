@@ -45,6 +45,13 @@ async fn a_script_opens_a_session_binds_locks_renews_and_closes_it() {
         !text(&shown.stdout).contains(token),
         "show never prints the token"
     );
+    for key in ["svc/a", "svc/b"] {
+        assert!(
+            text(&shown.stdout).contains(&format!("lock {key} (fencing token ")),
+            "show lists each bound lock: {}",
+            text(&shown.stdout)
+        );
+    }
 
     let renewed = server
         .run(&["session", "renew", id, token, "--ttl", "1m"])

@@ -1,5 +1,5 @@
 """What an operator reads: every live session with what each holds, page by
-page, and what happened to a key, newest first."""
+page, the leases bound to one, and what happened to a key, newest first."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import Server, new_token, server_with_tokens
-from leasehold import Client, Forbidden, InvalidRequest, KeyHistory, SessionInfo
+from leasehold import (
+    Client, Forbidden, InvalidRequest, KeyHistory, SessionInfo, SessionLeases, SessionNotFound,
+)
 
 
 def every_session(client: Client, limit: int) -> list[SessionInfo]:
@@ -71,6 +73,51 @@ def test_a_token_lists_its_own_sessions_alone(tmp_path: Path) -> None:
                 own[name].append(client.open_session(ttl=60).id)
         for name, client in clients.items():
             assert [s.id for s in every_session(client, 1)] == sorted(own[name])
+    finally:
+        server.stop()
+
+
+def test_a_sessions_leases_are_what_its_end_would_release(own_server: Server) -> None:
+    client = own_server.client()
+    session = client.open_session(ttl=60, holder="ctl")
+    assert session.token is not None
+    b = client.acquire("held/b", session=session)
+    client.acquire("held/a", session=session)
+    client.acquire("held/c", ttl=60, holder="ctl")  # the same holder's, not bound
+    client.put_pool("nets", "10.0.0.0/16")
+    kept = client.reserve("nets", 24, session=session)
+    client.confirm(client.reserve("nets", 24, session=session))  # no longer bound
+    client.create_group("workers")
+    client.join("workers", "w1", session=session)
+
+    bound = client.session_leases(session.id)
+    assert isinstance(bound, SessionLeases)
+    assert [lock.key for lock in bound.locks] == ["held/a", "held/b"]
+    assert all(lock.session == session.id and lock.token is None for lock in bound.locks)
+    assert [(r.id, r.state, r.token) for r in bound.reservations] == [(kept.id, "reserved", None)]
+    assert [(m.group, m.member, m.session) for m in bound.members] == [
+        ("workers", "w1", session.id)]
+    assert not bound.truncated and bound.revision > 0
+
+    assert b.token is not None
+    client.release("held/b", b.token)
+    assert [lock.key for lock in client.session_leases(session.id).locks] == ["held/a"]
+    client.close_session(session.id, session.token)
+    with pytest.raises(SessionNotFound):
+        client.session_leases(session.id)
+
+
+def test_another_tokens_session_has_no_leases_to_show(tmp_path: Path) -> None:
+    a_token, a = new_token("a", "--lock-prefix", "a/")
+    b_token, b = new_token("b", "--lock-prefix", "b/")
+    server = server_with_tokens(tmp_path, a, b)
+    try:
+        mine = server.client(token=a_token)
+        session = mine.open_session(ttl=60)
+        mine.acquire("a/x", session=session)
+        assert [lock.key for lock in mine.session_leases(session.id).locks] == ["a/x"]
+        with pytest.raises(SessionNotFound):
+            server.client(token=b_token).session_leases(session.id)
     finally:
         server.stop()
 

@@ -26,6 +26,7 @@ pub mod pools;
 pub mod prefixes;
 pub mod reservations;
 pub mod session_bodies;
+pub mod session_leases;
 pub mod sessions;
 pub mod status;
 pub mod waiters;
@@ -43,6 +44,7 @@ pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .merge(pool_maps::router())
         .merge(reservations::router())
         .merge(sessions::router())
+        .merge(session_leases::router())
         .merge(groups::router())
         .merge(events::router())
         .merge(ops::router())

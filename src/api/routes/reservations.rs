@@ -124,7 +124,7 @@ pub struct ReservationGrantBody {
 }
 
 impl ReservationBody {
-    fn new(r: Reservation, now: Now) -> Self {
+    pub(super) fn new(r: Reservation, now: Now) -> Self {
         Self {
             id: r.id(),
             state: r.state().into(),

@@ -72,6 +72,7 @@ from .models import (
     Queues,
     Reservation,
     SessionInfo,
+    SessionLeases,
     Waiter,
 )
 from .session import LOST_RELEASE_BOUND, Session
@@ -91,7 +92,8 @@ __all__ = [
     "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND", "local_networks",
     "JSON", "JSONObject",
     "Counts", "Event", "Group", "KeyHistory", "LockHolder", "LockLease", "MapRun", "Member", "Page", "Pool",
-    "PoolMap", "PrefixActivity", "Queue", "Queues", "Reservation", "SessionInfo", "Waiter",
+    "PoolMap", "PrefixActivity", "Queue", "Queues", "Reservation", "SessionInfo", "SessionLeases",
+    "Waiter",
     "Status", "StatusCounts", "DatabaseStatus", "SqliteStatus", "PostgresStatus", "Replica",
     "CallerStatus",
     "PROBLEM_TYPES", "LeaseholdError", "ConnectionFailed", "Cancelled", "Lost", "Problem",

@@ -14,7 +14,8 @@ from ._json import JSONObject, objects, opt_int
 from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as _page
 from .groups import GroupsMixin
 from .models import (
-    Event, KeyHistory, LockLease, Page, PrefixActivity, Queues, SessionInfo, Waiter,
+    Event, KeyHistory, LockLease, Page, PrefixActivity, Queues, SessionInfo, SessionLeases,
+    Waiter,
 )
 from .session import Session, session_ref
 from .status import Status
@@ -247,6 +248,14 @@ class Client(GroupsMixin, SubnetsMixin):
         """A session, with how much it holds."""
         return SessionInfo.from_json(
             self.transport.request("GET", f"/v1/sessions/{quote(session_id)}").doc
+        )
+
+    def session_leases(self, session_id: str) -> SessionLeases:
+        """The leases bound to a live session: its locks, unconfirmed
+        reservations and group memberships, at most 1000 of each. Another
+        token's session, or one that ended, raises ``SessionNotFound``."""
+        return SessionLeases.from_json(
+            self.transport.request("GET", f"/v1/sessions/{quote(session_id)}/leases").doc
         )
 
     def sessions(

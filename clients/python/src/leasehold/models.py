@@ -16,6 +16,7 @@ from typing import Generic, Iterator, TypeVar
 from ._json import (
     JSON,
     JSONObject,
+    flag,
     integer,
     objects,
     opt_float,
@@ -512,6 +513,34 @@ class KeyHistory:
     @classmethod
     def from_json(cls, doc: JSONObject) -> "KeyHistory":
         return cls([Event.from_json(e) for e in objects(doc, "items")], integer(doc, "revision"))
+
+
+@dataclass(frozen=True)
+class SessionLeases:
+    """What a session holds: exactly the leases its end would release, its
+    ``locks`` by key, its ``reservations`` not yet confirmed by pool and
+    address, its group ``members`` (each with its ``group``) by group and
+    member, none with a token; at most 1000 of each, ``truncated`` when one
+    was cut (``get_session`` counts them all); and the change-log
+    ``revision`` they reflect."""
+
+    locks: list[LockLease]
+    reservations: list[Reservation]
+    members: list[Member]
+    truncated: bool
+    revision: int
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "SessionLeases":
+        return cls(
+            locks=[LockLease.from_json(d) for d in objects(doc, "locks")],
+            reservations=[Reservation.from_json(d) for d in objects(doc, "reservations")],
+            members=[Member.from_json(d) for d in objects(doc, "members")],
+            truncated=flag(doc, "truncated"),
+            revision=integer(doc, "revision"),
+            raw=doc,
+        )
 
 
 @dataclass(frozen=True)
