@@ -222,6 +222,17 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   await follow(page, page.getByRole("link", { name: opened.body.id }));
   await page.getByRole("button", { name: "Force close" }).waitFor();
   check(await page.locator("dd").filter({ hasText: "session-holder" }).count() === 1, "the session's page names its holder");
+  // What is bound to it: its membership, and a lock acquired in it now.
+  const boundKey = `${key}-bound`;
+  const boundLock = await call("POST", `/v1/locks/${encodeURIComponent(boundKey)}/acquire`,
+    { holder: "session-holder", session: { id: opened.body.id, token: opened.body.token } });
+  check(boundLock.status === 201, "a lock is acquired in the session");
+  await page.getByRole("table", { name: "The locks bound to this session" })
+    .getByRole("link", { name: boundKey, exact: true }).waitFor({ timeout: 2000 });
+  check(true, "the session's page lists the lock bound to it, live");
+  const memberships = page.getByRole("table", { name: "The group memberships bound to this session" });
+  check(await memberships.getByRole("row").filter({ hasText: "session-member" })
+    .getByRole("link", { name: group, exact: true }).count() === 1, "and its membership, with its group");
   await accessible(page, "a session's page", check);
   await page.getByRole("button", { name: "Force close" }).press("Enter");
   const dialog = page.getByRole("dialog", { name: "Force close" });
@@ -231,6 +242,7 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   await page.getByRole("alert").filter({ hasText: "Force close: done." }).waitFor();
   await page.getByText("No live session by this id").waitFor({ timeout: 2000 });
   check((await call("GET", `/v1/sessions/${opened.body.id}`)).status === 404, "force close, confirmed, ends the session");
+  check((await call("GET", `/v1/locks/${encodeURIComponent(boundKey)}`)).status === 404, "and releases the lock bound to it");
 
   // Events: the tail shows a new event, pauses, and reads history.
   check(await reach(page, "Events"), "the events page is reached with the keyboard");

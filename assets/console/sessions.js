@@ -1,5 +1,6 @@
 // Sessions: the live ones the token may see, paged on the server, and one
-// session with what is bound to it.
+// session with the locks, unconfirmed reservations and memberships bound to
+// it (what its end would release).
 
 import { adminAction, adminButton, api, duration, encode, h, main, table } from "./util.js";
 
@@ -34,6 +35,7 @@ export async function session(params, id) {
     main.replaceChildren(title, h("p", { text: "No live session by this id: it ended, or it was never yours to see." }));
     return (e) => e.session === id;
   }
+  const bound = await api(`/v1/sessions/${encode(id)}/leases`);
   const force = () => adminAction(
     `Force close session ${id}? Its locks, unconfirmed reservations and memberships end now.`,
     "Force close", () => api(`/v1/sessions/${encode(id)}`, "DELETE"));
@@ -44,6 +46,23 @@ export async function session(params, id) {
       fact("time left", duration(found.expires_in_ms)), fact("locks", found.locks ?? 0),
       fact("unconfirmed reservations", found.reservations ?? 0), fact("memberships", found.members ?? 0),
       fact("metadata", found.metadata ? JSON.stringify(found.metadata) : "—")),
-    adminButton("Force close", force));
+    adminButton("Force close", force),
+    bound.truncated ? h("p", { class: "muted", text: "Each list below shows the first 1000; the counts above are all of them." }) : "",
+    h("h3", { text: "Locks" }),
+    table("The locks bound to this session", ["key", "mode", "fencing token", "held for"],
+      bound.locks.map((l) => [h("a", { href: `#/locks/${encode(l.key)}`, text: l.key }), l.mode,
+        String(l.fencing_token), duration(Date.now() - Date.parse(l.acquired_at))]),
+      "No lock is bound to this session."),
+    h("h3", { text: "Unconfirmed reservations" }),
+    table("The reservations bound to this session", ["pool", "subnet", "fencing token"],
+      bound.reservations.map((r) => [h("a", { href: `#/pools/${encode(r.pool)}`, text: r.pool }), r.subnet,
+        String(r.fencing_token)]),
+      "No unconfirmed reservation is bound to this session."),
+    h("h3", { text: "Memberships" }),
+    table("The group memberships bound to this session", ["group", "member", "capabilities"],
+      bound.members.map((m) => [h("a", { href: `#/groups/${encode(m.group)}`, text: m.group }), m.member,
+        m.capabilities ? JSON.stringify(m.capabilities) : "—"]),
+      "No membership is bound to this session."));
+  // Its own events, and those of what is bound to it.
   return (e) => e.session === id;
 }
