@@ -113,6 +113,22 @@ try {
   check(true, "the key's page names its holder");
   await accessible(page, "a key's page", check);
 
+  // What an open, idle key's page costs the server: its queue once a second
+  // (a waiter joining is not an event), and the charts' sample every 3 s.
+  const reads = new Map();
+  const countRead = (request) => {
+    const path = new URL(request.url()).pathname;
+    if (path.startsWith("/v1/")) reads.set(path, (reads.get(path) || 0) + 1);
+  };
+  page.on("request", countRead);
+  await new Promise((done) => setTimeout(done, 3000));
+  page.off("request", countRead);
+  const waitersPath = `/v1/locks/${encodeURIComponent(key)}/waiters`;
+  const others = [...reads].filter(([p]) => p !== waitersPath && p !== "/v1/prefixes");
+  console.log(`figure: an idle key's page in 3 s: ${[...reads].map(([p, n]) => `${n} × ${p}`).join(", ")}`);
+  check(others.length === 0 && (reads.get(waitersPath) || 0) <= 4,
+    "an idle key's page reads its queue alone, once a second (and the charts' sample)");
+
   const waiting = call("POST", `/v1/locks/${encodeURIComponent(key)}/acquire`,
     { holder: "patient-waiter", ttl_ms: 60000, wait_ms: 4500 });
   await page.getByRole("cell", { name: "patient-waiter" }).waitFor();

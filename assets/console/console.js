@@ -137,11 +137,16 @@ document.getElementById("signin").addEventListener("submit", (e) => {
 });
 tokenInput.value = state.token;
 // A key's queue changes without an event when a waiter joins: its page
-// reads again every second while it is open (one request, whatever the data).
+// reads the queue again every second while it is open (one request,
+// whatever the data), and the rest of the page when an event touches it.
 let ticker = null;
 function watchQueue() {
   clearInterval(ticker);
-  if (location.hash.startsWith("#/locks/")) ticker = setInterval(render, 1000);
+  if (!location.hash.startsWith("#/locks/")) return;
+  ticker = setInterval(() => {
+    if (reading || !page?.tick) return;
+    page.tick().catch((error) => showProblem(error.message));
+  }, 1000);
 }
 window.addEventListener("hashchange", () => { showAction(""); watchQueue(); render(); main.focus(); });
 watchQueue();

@@ -124,12 +124,22 @@ export async function key(params, name) {
       "Nobody holds this key."),
     lock ? adminButton("Force release", force) : "",
     h("h3", { text: "Queue" }),
-    table("Who waits, the next to be granted first",
-      ["#", "holder", "mode", "waiting for", "gives up in", "replica"],
-      queue.items.map((w) => [String(w.position), w.holder, w.mode, duration(w.waited_ms),
-        duration(w.wait_left_ms), w.replica]),
-      "Nobody waits for this key."),
+    h("div", { id: "queue", "data-key": name }, queueTable(queue)),
     h("h3", { text: "History" }),
     timeline(history.items));
-  return (e) => e.key === name;
+  const tick = async () => {
+    const again = await api(`${path}/waiters`);
+    // Only onto this key's page, should the page have changed meanwhile.
+    const shown = document.getElementById("queue");
+    if (shown?.dataset.key === name) shown.replaceChildren(queueTable(again));
+  };
+  return Object.assign((e) => e.key === name, { tick });
+}
+
+function queueTable(queue) {
+  return table("Who waits, the next to be granted first",
+    ["#", "holder", "mode", "waiting for", "gives up in", "replica"],
+    queue.items.map((w) => [String(w.position), w.holder, w.mode, duration(w.waited_ms),
+      duration(w.wait_left_ms), w.replica]),
+    "Nobody waits for this key.");
 }
