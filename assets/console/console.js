@@ -5,7 +5,7 @@
 // open page, whatever it shows: pages re-read what they show when an event
 // touches it, batched, never once per event.
 
-import { base, headers, main, showAction, showProblem, state, whoAmI } from "./util.js";
+import { base, headers, main, showAction, showProblem, state } from "./util.js";
 import { key, locks, overview } from "./locks.js";
 import { session, sessions } from "./sessions.js";
 import { pool, pools } from "./pools.js";
@@ -45,7 +45,6 @@ async function render() {
       // A re-read replaces the page: a control of it that had the focus,
       // lost with it, gets it back (one outside the page keeps its own).
       const had = document.activeElement;
-      await whoAmI();
       readAt = Date.now();
       page = await route()();
       if (had?.id && !had.isConnected && document.activeElement === document.body) {

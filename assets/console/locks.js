@@ -1,12 +1,12 @@
 // The overview, locks by prefix, a key's holders, queue and history.
 // Each page renders into `main` and answers which events make it read again.
 
-import { adminAction, adminButton, api, duration, encode, filterForm, h, main, state, table, sessionLink } from "./util.js";
+import { adminAction, adminButton, api, duration, encode, filterForm, h, main, sessionLink, since, state, table,
+  whoAmI } from "./util.js";
 import { charts, latestPrefixes } from "./charts.js";
 
 const bytes = (n) => (n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20
   ? `${(n / (1 << 20)).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
-const since = (at) => (at ? duration(Date.now() - Date.parse(at)) : "—");
 
 // What the database says of itself: SQLite's file, log and last checkpoint;
 // PostgreSQL's replicas seen alive.
@@ -109,7 +109,7 @@ export async function key(params, name) {
   const path = `/v1/locks/${encode(name)}`;
   const [lock, queue, history] = await Promise.all([
     api(path).catch((error) => { if (error.status === 404) return null; throw error; }),
-    api(`${path}/waiters`), api(`${path}/history?limit=20`)]);
+    api(`${path}/waiters`), api(`${path}/history?limit=20`), whoAmI()]);
   const holders = lock ? (lock.holders || [lock]) : [];
   const force = () => adminAction(
     `Force release ${name}? Every holder loses it now, and the next waiter is granted.`,

@@ -2,7 +2,7 @@
 // session with the locks, unconfirmed reservations and memberships bound to
 // it (what its end would release).
 
-import { adminAction, adminButton, api, duration, encode, h, main, table } from "./util.js";
+import { adminAction, adminButton, api, duration, encode, h, main, since, table, whoAmI } from "./util.js";
 
 export async function sessions(params) {
   const cursor = params.get("cursor");
@@ -35,7 +35,7 @@ export async function session(params, id) {
     main.replaceChildren(title, h("p", { text: "No live session by this id: it ended, or it was never yours to see." }));
     return (e) => e.session === id;
   }
-  const bound = await api(`/v1/sessions/${encode(id)}/leases`);
+  const [bound] = await Promise.all([api(`/v1/sessions/${encode(id)}/leases`), whoAmI()]);
   const force = () => adminAction(
     `Force close session ${id}? Its locks, unconfirmed reservations and memberships end now.`,
     "Force close", () => api(`/v1/sessions/${encode(id)}`, "DELETE"));
@@ -51,7 +51,7 @@ export async function session(params, id) {
     h("h3", { text: "Locks" }),
     table("The locks bound to this session", ["key", "mode", "fencing token", "held for"],
       bound.locks.map((l) => [h("a", { href: `#/locks/${encode(l.key)}`, text: l.key }), l.mode,
-        String(l.fencing_token), duration(Date.now() - Date.parse(l.acquired_at))]),
+        String(l.fencing_token), since(l.acquired_at)]),
       "No lock is bound to this session."),
     h("h3", { text: "Unconfirmed reservations" }),
     table("The reservations bound to this session", ["pool", "subnet", "fencing token"],

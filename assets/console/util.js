@@ -53,6 +53,8 @@ export async function api(path, method = "GET") {
 }
 
 export const encode = (text) => encodeURIComponent(text);
+// How long ago an RFC 3339 time was ("—" for none).
+export const since = (at) => (at ? duration(Date.now() - Date.parse(at)) : "—");
 export const duration = (ms) => (ms === null || ms === undefined ? "—"
   : ms >= 60000 ? `${Math.round(ms / 60000)} min` : `${(ms / 1000).toFixed(1)} s`);
 
@@ -78,7 +80,8 @@ export function filterForm(path, fields, values) {
 }
 
 // Whether the signed-in token may use admin actions (`caller.admin` of
-// `GET /v1/status`): read once per sign-in, before the first page.
+// `GET /v1/status`): read once per sign-in, by the first page that offers
+// one (the overview learns it from its own read).
 export async function whoAmI() {
   if (state.admin !== undefined) return;
   try {
