@@ -11,7 +11,7 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypeVar
 
 import pytest
 
@@ -89,6 +89,22 @@ class Server:
 
     def client(self, **options: object) -> Client:
         return Client(self.url, **options)  # type: ignore[arg-type]
+
+
+T = TypeVar("T")
+
+
+def eventually(read: Callable[[], T], ok: Callable[[T], bool], what: str) -> T:
+    """What `read` answers once `ok` holds of it, read every 20 ms for up to
+    10 s (what the server counts or lists may trail a write elsewhere)."""
+    deadline = time.monotonic() + 10
+    while True:
+        value = read()
+        if ok(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: still {value}")
+        time.sleep(0.02)
 
 
 def new_token(name: str, *flags: str) -> tuple[str, dict[str, object]]:

@@ -4,24 +4,9 @@ by key prefix, as an operator's dashboard reads them."""
 from __future__ import annotations
 
 import threading
-import time
-from typing import Callable, TypeVar
 
-from conftest import Server
+from conftest import Server, eventually
 from leasehold import Client, LockHeld, LockLease
-
-T = TypeVar("T")
-
-
-def eventually(read: Callable[[], T], ok: Callable[[T], bool], what: str) -> T:
-    deadline = time.monotonic() + 10
-    while True:
-        value = read()
-        if ok(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: still {value}")
-        time.sleep(0.02)
 
 
 def free(client: Client, lease: LockLease) -> None:

@@ -4,28 +4,13 @@ token may read, counted, the database, and whether the token is an admin."""
 from __future__ import annotations
 
 import threading
-import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, TypeVar
 
 import pytest
 
-from conftest import Server, new_token, server_with_tokens
+from conftest import Server, eventually, new_token, server_with_tokens
 from leasehold import Client, LockLease, Status, StatusCounts, Unauthorized
-
-T = TypeVar("T")
-
-
-def eventually(read: Callable[[], T], ok: Callable[[T], bool], what: str) -> T:
-    deadline = time.monotonic() + 10
-    while True:
-        value = read()
-        if ok(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: still {value}")
-        time.sleep(0.02)
 
 
 def counts_become(client: Client, want: StatusCounts) -> Status:
