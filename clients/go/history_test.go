@@ -2,9 +2,6 @@ package leasehold_test
 
 import (
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -98,25 +95,10 @@ func TestSessionsListsTheLiveSessionsPageByPage(t *testing.T) {
 	}
 }
 
-// tokenEntry makes an API token with the binary: the token and its entry.
-func tokenEntry(t *testing.T, args ...string) (string, string) {
-	t.Helper()
-	out, err := exec.Command(binary(t), append([]string{"token", "new"}, args...)...).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[0], lines[1]
-}
-
 func TestSessionsOfAnotherTokenAreNotListed(t *testing.T) {
-	a, aEntry := tokenEntry(t, "--name", "a", "--lock-prefix", "a/")
-	b, bEntry := tokenEntry(t, "--name", "b", "--lock-prefix", "b/")
-	auth := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(auth, []byte(`{"tokens": [`+aEntry+`,`+bEntry+`]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, "--auth-file", auth)
+	srv, secrets := startServerWithTokens(t,
+		[]string{"--name", "a", "--lock-prefix", "a/"}, []string{"--name", "b", "--lock-prefix", "b/"})
+	a, b := secrets[0], secrets[1]
 	ctx := ctxT(t, 30*time.Second)
 	mine := map[string][]string{}
 	for i := 0; i < 3; i++ {

@@ -4,10 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -456,17 +452,7 @@ func TestStreamWatchRefusedAtItsStartEnds(t *testing.T) {
 	// A server that asks for API tokens, watched without one: the revision
 	// the stream would start from is refused 401, and the watch ends with
 	// that refusal instead of retrying it.
-	dir := t.TempDir()
-	out, err := exec.Command(binary(t), "token", "new", "--name", "w", "--lock-prefix", "", "--admin").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	auth := filepath.Join(dir, "auth.json")
-	if err := os.WriteFile(auth, []byte(`{"tokens": [`+lines[len(lines)-1]+`]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, "--auth-file", auth)
+	srv, _ := startServerWithTokens(t, []string{"--name", "w", "--lock-prefix", "", "--admin"})
 	c := srv.client(t)
 	ctx := ctxT(t, 20*time.Second)
 	started := time.Now()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -67,6 +68,28 @@ func startServer(t *testing.T, args ...string) *server {
 	s.start(args...)
 	t.Cleanup(s.stop)
 	return s
+}
+
+// startServerWithTokens starts a server that requires API tokens: one made
+// by the binary for each of tokens (each the arguments of `token new`). It
+// returns the server and the tokens' secrets, in order.
+func startServerWithTokens(t *testing.T, tokens ...[]string) (*server, []string) {
+	t.Helper()
+	var secrets, entries []string
+	for _, args := range tokens {
+		out, err := exec.Command(binary(t), append([]string{"token", "new"}, args...)...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		secrets = append(secrets, lines[0])
+		entries = append(entries, lines[len(lines)-1])
+	}
+	auth := filepath.Join(t.TempDir(), "auth.json")
+	if err := os.WriteFile(auth, []byte(`{"tokens": [`+strings.Join(entries, ",")+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, "--auth-file", auth), secrets
 }
 
 func (s *server) start(args ...string) {

@@ -1,8 +1,6 @@
 package leasehold_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -95,13 +93,9 @@ func TestSessionLeasesListsWhatTheSessionWouldRelease(t *testing.T) {
 }
 
 func TestSessionLeasesOfAnotherTokenAreNotFound(t *testing.T) {
-	a, aEntry := tokenEntry(t, "--name", "a", "--lock-prefix", "a/")
-	b, bEntry := tokenEntry(t, "--name", "b", "--lock-prefix", "b/")
-	auth := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(auth, []byte(`{"tokens": [`+aEntry+`,`+bEntry+`]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, "--auth-file", auth)
+	srv, secrets := startServerWithTokens(t,
+		[]string{"--name", "a", "--lock-prefix", "a/"}, []string{"--name", "b", "--lock-prefix", "b/"})
+	a, b := secrets[0], secrets[1]
 	ctx := ctxT(t, 30*time.Second)
 	ca := srv.client(t, leasehold.WithToken(a))
 	s, err := ca.NewSession(ctx, leasehold.WithTTL(time.Minute))

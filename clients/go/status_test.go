@@ -2,10 +2,6 @@ package leasehold_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -115,25 +111,9 @@ func TestStatusCountsWhatIsHeldAndNamesTheDatabase(t *testing.T) {
 }
 
 func TestStatusOfAScopedTokenCountsItsOwnAndSaysItIsNoAdmin(t *testing.T) {
-	dir := t.TempDir()
-	var secrets, entries []string
-	for _, args := range [][]string{
-		{"--name", "mine", "--lock-prefix", "mine/", "--pool", "mine"},
-		{"--name", "root", "--lock-prefix", "", "--pool", "*", "--admin"},
-	} {
-		out, err := exec.Command(binary(t), append([]string{"token", "new"}, args...)...).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		secrets = append(secrets, lines[0])
-		entries = append(entries, lines[len(lines)-1])
-	}
-	auth := filepath.Join(dir, "auth.json")
-	if err := os.WriteFile(auth, []byte(`{"tokens": [`+strings.Join(entries, ",")+`]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, "--auth-file", auth)
+	srv, secrets := startServerWithTokens(t,
+		[]string{"--name", "mine", "--lock-prefix", "mine/", "--pool", "mine"},
+		[]string{"--name", "root", "--lock-prefix", "", "--pool", "*", "--admin"})
 	mine := srv.client(t, leasehold.WithToken(secrets[0]))
 	root := srv.client(t, leasehold.WithToken(secrets[1]))
 	ctx := ctxT(t, 30*time.Second)
