@@ -30,14 +30,14 @@ var (
 	// the margin; the network or the server was silent.
 	ErrExpired = errors.New("leasehold: lease expired: no renewal confirmed in time")
 	// ErrReleasedElsewhere: the server answered that the lease is gone
-	// (409 lease-lost): force-released, released with its token elsewhere,
-	// or expired on the server.
+	// (409 lease-lost, or a 404): force-released, released with its token
+	// elsewhere, expired on the server, or no longer there.
 	ErrReleasedElsewhere = errors.New("leasehold: the server says the lease is gone")
 	// ErrRefused: the server refused the renewal for another reason (401,
-	// 403, or another final refusal).
+	// 403, 400, another 409, or any other final refusal).
 	ErrRefused = errors.New("leasehold: the server refused the renewal")
 	// ErrSessionEnded: the session the lease is bound to ended: closed,
-	// expired or lost.
+	// expired or lost (told by the session, or a 409 session-lost).
 	ErrSessionEnded = errors.New("leasehold: the lease's session ended")
 	// ErrUnlocked: this client released the lease itself (Unlock, Resign,
 	// Close, Leave). Not a loss.
@@ -65,17 +65,25 @@ func (e *LostError) Is(target error) bool { return target == e.Reason }
 // Unwrap gives what was seen, for errors.As (a *Problem, a *TransportError).
 func (e *LostError) Unwrap() error { return e.Err }
 
-// lostBy is the reason a final renewal error ends a lease with.
+// lostBy is the reason a final renewal answer ends a lease with: the table
+// of loss reasons in the README, the same in every leasehold client.
+//
+//	409 session-lost              ErrSessionEnded
+//	409 lease-lost                ErrReleasedElsewhere
+//	404 (any *-not-found)         ErrReleasedElsewhere
+//	any other final answer        ErrRefused (401, 403, 400, another 409, 410…)
+//	no answer, 408, 429, 5xx      retried; ErrExpired at the lost time
 func lostBy(err error) error {
 	p := AsProblem(err)
 	switch {
-	case p != nil && (p.Type == TypeLeaseLost || p.Type == TypeSessionLost ||
-		(p.Type == "" && p.Status == http.StatusConflict)):
+	case p == nil:
+		return &LostError{Reason: ErrExpired, Err: err}
+	case p.Type == TypeSessionLost:
+		return &LostError{Reason: ErrSessionEnded, Err: err}
+	case p.Type == TypeLeaseLost || p.Status == http.StatusNotFound:
 		return &LostError{Reason: ErrReleasedElsewhere, Err: err}
-	case p != nil:
-		return &LostError{Reason: ErrRefused, Err: err}
 	}
-	return &LostError{Reason: ErrExpired, Err: err}
+	return &LostError{Reason: ErrRefused, Err: err}
 }
 
 // final says whether a renewal error ends the lease at once: the server

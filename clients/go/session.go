@@ -120,8 +120,9 @@ func (s *Session) Done() <-chan struct{} { return s.ending.ch }
 
 // Err says why Done was closed (nil while the session lives): an error
 // matching ErrUnlocked (Close), ErrExpired, ErrReleasedElsewhere (the
-// server says it is gone: closed by another, or expired there) or
-// ErrRefused.
+// server says it is gone: closed by another, or expired there),
+// ErrSessionEnded (a 409 session-lost answer) or ErrRefused: the table of
+// loss reasons in the README.
 func (s *Session) Err() error { return s.ending.reason() }
 
 // Deadline is the session's local deadline as of its last confirmed
@@ -176,7 +177,7 @@ func (s *Session) Close(ctx context.Context) error {
 		// Lost before: the server said it is gone, or it may still hold it
 		// a little while (then one bounded try frees its leases sooner).
 		why := s.Err()
-		if errors.Is(why, ErrReleasedElsewhere) || errors.Is(why, ErrUnlocked) {
+		if errors.Is(why, ErrReleasedElsewhere) || errors.Is(why, ErrSessionEnded) || errors.Is(why, ErrUnlocked) {
 			return nil
 		}
 		bound = time.Now()

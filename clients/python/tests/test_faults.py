@@ -27,6 +27,7 @@ from leasehold import (
     Lock,
     LockLease,
     LossReason,
+    Lost,
     Session,
 )
 
@@ -250,12 +251,14 @@ def test_leaving_a_lock_on_a_hung_server_after_its_loss_is_bounded(
     client = own_server.client()  # the defaults: 10 s a request, 3 retries
     ttl = 1.0
     try:
-        with Lock(client, key, ttl=ttl) as lock:
-            own_server.pause()
-            assert lock.lost.wait(2 * ttl)
-            assert lock.lost_reason is LossReason.EXPIRED
-            left = time.monotonic()
+        with pytest.raises(Lost) as lost:  # leaving the block says the loss
+            with Lock(client, key, ttl=ttl) as lock:
+                own_server.pause()
+                assert lock.lost.wait(2 * ttl)
+                assert lock.lost_reason is LossReason.EXPIRED
+                left = time.monotonic()
         took = time.monotonic() - left
+        assert lost.value.reason is LossReason.EXPIRED
         figure(f"hung server (SIGSTOP): `with Lock` exit after the loss took {took * 1000:.0f} ms "
                f"(bound {LOST_RELEASE_BOUND * 1000:.0f} ms; the old client ~40 s)")
         assert took <= LOST_RELEASE_BOUND + 0.2

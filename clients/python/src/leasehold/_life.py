@@ -31,6 +31,7 @@ from .errors import (
     NotFound,
     Problem,
     ServerError,
+    SessionLost,
     TooManyRequests,
 )
 from .loss import LossReason
@@ -166,12 +167,28 @@ class LeaseLife:
 
 
 def loss_reason(exc: LeaseholdError) -> LossReason | None:
-    """What a failed renewal means: a loss (and why), or ``None`` (try again)."""
+    """What a failed renewal means: a loss (and why), or ``None`` (try again).
+
+    The table of loss reasons in the README, the same in every leasehold
+    client::
+
+        409 session-lost              session_ended
+        409 lease-lost                released_elsewhere
+        404 (any *-not-found)         released_elsewhere
+        any other final answer        refused (401, 403, 400, another 409, 410, ...)
+        no answer, 408, 429, 5xx      None: retried; expired at deadline - margin
+    """
+    if isinstance(exc, SessionLost):
+        return LossReason.SESSION_ENDED
     if isinstance(exc, (LeaseLost, NotFound)):
         return LossReason.RELEASED_ELSEWHERE
     if isinstance(exc, (ConnectionFailed, ServerError, TooManyRequests)):
         return None
     if isinstance(exc, Problem):
+        if exc.status == 404:
+            return LossReason.RELEASED_ELSEWHERE
+        if exc.status == 408 or exc.status >= 500:
+            return None
         return LossReason.REFUSED
     return None
 

@@ -17,7 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Callable, Iterator, ParamSpec, TypeVar
 
 from ._json import JSONObject
-from .errors import LockNotFound
+from .errors import Cancelled, LockNotFound
 from .lock import Lock
 from .loss import LossReason, OnLost
 from .models import LockLease, Waiter
@@ -44,6 +44,10 @@ class Election:
 
     ``identifier`` (the lease's holder text) is what :meth:`leader` and
     :meth:`observe` show of the leader.
+
+    A context manager too: ``with election:`` campaigns (as long as it
+    takes), and resigns on leaving; leadership lost during the block raises
+    :class:`~leasehold.Lost` there, as a :class:`~leasehold.Lock` does.
     """
 
     def __init__(
@@ -131,6 +135,18 @@ class Election:
             return func(*args, **kwargs)
         finally:
             self.resign()
+
+    def __enter__(self) -> "Election":
+        """Campaign until leader (as long as it takes; :meth:`cancel` from
+        another thread raises :class:`~leasehold.Cancelled`)."""
+        if not self.campaign():
+            raise Cancelled(f"the campaign for {self.name!r} was cancelled")
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        """Resign; raise :class:`~leasehold.Lost` if leadership was lost
+        during the block and no exception is propagating."""
+        self._lock._leave(exc_type, f"leadership of {self.name!r}")
 
     def leader(self) -> LockLease | None:
         """The leader's lease (``holder`` is its identifier), or ``None``."""

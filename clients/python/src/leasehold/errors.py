@@ -30,9 +30,14 @@ class Cancelled(LeaseholdError):
 
 class Lost(LeaseholdError):
     """The lease is known to be lost; ``reason`` says why (a
-    :class:`~leasehold.LossReason`)."""
+    :class:`~leasehold.LossReason`), ``what`` which lease (``lock 'lb/3f2a'``,
+    ``session 0f3c…``, ``leadership of 'controller'``).
+
+    Raised on leaving a ``with`` block whose lease was lost during it, and by
+    ``extend()`` / ``renew()`` of a lease known lost."""
 
     def __init__(self, what: str, reason: LossReason) -> None:
+        self.what = what
         self.reason = reason
         super().__init__(f"{what} was lost: {reason.value}")
 

@@ -43,7 +43,9 @@ class Lock:
     ``lost_margin`` before it unless a renewal was confirmed, or at once when
     the server refuses one. Then :attr:`lost` is set, :attr:`lost_reason`
     says why, and ``on_lost`` is called (with the reason, or with nothing if
-    it takes no argument).
+    it takes no argument). Leaving a ``with`` block whose lease was lost
+    during it raises :class:`~leasehold.Lost` (``on_lost`` or not), unless
+    an exception is already leaving it; :meth:`release` returns ``False``.
 
     Bound to a ``session``, nothing is renewed here and no thread runs for
     it: the lease lives as long as the session, and the session tells the
@@ -342,8 +344,9 @@ class Lock:
             self.client.release(self.key, lease.token, deadline=deadline)
             return True
         except LeaseholdError as exc:
-            if loss_reason(exc) == LossReason.RELEASED_ELSEWHERE:
-                self._notify(LossReason.RELEASED_ELSEWHERE)
+            gone = loss_reason(exc)
+            if gone in (LossReason.RELEASED_ELSEWHERE, LossReason.SESSION_ENDED):
+                self._notify(gone)
                 return False
             raise
 
@@ -355,9 +358,19 @@ class Lock:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        self._leave(exc_type, f"lock {self.key!r}")
+
+    def _leave(self, exc_type: type[BaseException] | None, what: str) -> None:
+        """Release on leaving a ``with`` block; raise :class:`~leasehold.Lost`
+        if the lease was lost during it (seen then, or by the release) and no
+        exception is propagating, whether or not ``on_lost`` was given."""
+        held = self.lease is not None
         try:
-            self.release()
+            released = self.release()
         except LeaseholdError as exc:
             if exc_type is None:
                 raise
             LOG.warning("releasing %r failed while an exception was raised: %s", self.key, exc)
+            return
+        if held and not released and exc_type is None:
+            raise Lost(what, self.lost_reason or LossReason.EXPIRED)

@@ -24,18 +24,21 @@ MAX_MARGIN = 2.0
 class LossReason(str, enum.Enum):
     """Why a lease ended while it was held.
 
-    The same names in the Go client and the CLI.
+    The same names in the Go client and the CLI; which server answer gives
+    which is the README's table of loss reasons (:func:`leasehold._life.loss_reason`).
     """
 
     #: No renewal was confirmed before the local deadline minus the margin
     #: (the server, or the way to it, was slow, hung or gone).
     EXPIRED = "expired"
-    #: The server answered that the lease is gone (``lease-lost``): it was
-    #: force-released, released elsewhere, or expired on the server.
+    #: The server answered that the lease is gone (409 ``lease-lost``, or a
+    #: 404): it was force-released, released elsewhere, expired on the
+    #: server, or is no longer there.
     RELEASED_ELSEWHERE = "released_elsewhere"
     #: The server refused the renewal for another reason (401, 403, 400, …).
     REFUSED = "refused"
-    #: The session the lease was bound to ended (closed, expired or lost).
+    #: The session the lease was bound to ended (closed, expired or lost; or
+    #: the server answered 409 ``session-lost``).
     SESSION_ENDED = "session_ended"
 
     def __str__(self) -> str:

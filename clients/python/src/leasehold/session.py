@@ -63,8 +63,10 @@ class Session:
     ``on_lost`` called) a margin before its local deadline unless a renewal
     was confirmed (``expired``), or as soon as the server refuses a renewal
     (``released_elsewhere`` when it says the session is gone, ``refused``
-    otherwise). Every lock bound to it is then lost with ``session_ended``,
-    told by the session itself: no thread per bound lock.
+    otherwise: the README's table of loss reasons). Every lock bound to it
+    is then lost with ``session_ended``, told by the session itself: no
+    thread per bound lock. Leaving a ``with`` block of a session lost during
+    it raises :class:`~leasehold.Lost`.
 
     With ``keepalive=False`` nothing renews it but :meth:`renew`; the loss is
     still said at its deadline minus the margin.
@@ -210,7 +212,8 @@ class Session:
         """Close the session, releasing everything bound to it (bound locks
         are lost with ``session_ended``). Once the session is known lost, no
         call is made, except one attempt of at most ``LOST_RELEASE_BOUND``
-        (0.5 s) when it was lost to silence (``expired``)."""
+        (0.5 s) when it was lost to silence (``expired``). A close answered
+        that the session is gone says its loss (as a renewal would have)."""
         if self._keepalive is not None:
             self._keepalive.stop()
             self._keepalive = None
@@ -232,14 +235,21 @@ class Session:
                 info.id, info.token or "", deadline=deadline, retries=0 if lost else None
             )
         except LeaseholdError as exc:
-            if lost or loss_reason(exc) is not None:
-                return  # gone, or as good as gone: its end is the server's
-            raise
+            if lost:
+                return  # as good as gone: its end is the server's
+            gone = loss_reason(exc)
+            if gone is None:
+                raise
+            if gone is not LossReason.REFUSED:
+                self._lose(gone)  # it had ended before the close: lost
 
     def __enter__(self) -> "Session":
         return self.open()
 
     def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        """Close the session; raise :class:`~leasehold.Lost` if it was lost
+        during the block (seen then, or by the close) and no exception is
+        propagating, whether or not ``on_lost`` was given."""
         try:
             self.close()
         except LeaseholdError as exc:
@@ -247,6 +257,9 @@ class Session:
                 raise
             LOG.warning("closing session %s failed while an exception was raised: %s",
                         self.last_id, exc)
+            return
+        if self.lost_reason is not None and exc_type is None:
+            raise Lost(f"session {self.last_id}", self.lost_reason)
 
 
 def session_ref(session: "Session | SessionInfo") -> JSONObject:
