@@ -15,6 +15,7 @@ const (
 	TypeInvalidRequest     = "/problems/invalid-request"
 	TypeUnauthorized       = "/problems/unauthorized"
 	TypeForbidden          = "/problems/forbidden"
+	TypeSessionOutOfScope  = "/problems/session-out-of-scope"
 	TypeNotFound           = "/problems/not-found"
 	TypeLockNotFound       = "/problems/lock-not-found"
 	TypePoolNotFound       = "/problems/pool-not-found"

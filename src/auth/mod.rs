@@ -10,9 +10,11 @@ use sha2::{Digest, Sha256};
 
 use crate::domain::session::SessionAccess;
 
+mod carriers;
 mod file;
 mod selection;
 
+pub use carriers::Holding;
 pub use file::{TokenEntry, load, parse};
 
 /// What an operation needs of a token.

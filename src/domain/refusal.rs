@@ -50,6 +50,22 @@ pub enum Refused {
     /// (`field` says which part of the claim failed: its id, or its token).
     #[error("the session is not live or its token is wrong")]
     SessionLost { field: &'static str },
+    /// The session a grant binds to is `owner`'s, an API token that could
+    /// not hold the lease: a session carries only leases its own token
+    /// could hold.
+    #[error("the session {session} is another token's, which could not hold the lease")]
+    SessionCannotCarry {
+        session: String,
+        owner: Option<String>,
+    },
+    /// The session holds a lease outside the scope of the admin forcing it
+    /// closed (it was bound when its token's scope was wider): the close
+    /// would end what the admin may not touch.
+    #[error("the session {session} holds leases outside the caller's scope")]
+    SessionBeyondScope {
+        session: String,
+        owner: Option<String>,
+    },
     /// The session already holds its cap of bound leases.
     #[error("the session holds {limit} leases, its limit")]
     SessionFull { limit: u32 },

@@ -102,11 +102,31 @@ impl Selection {
 
     /// Whether it selects the lock `key`'s events (and so its waiters).
     pub fn selects_key(&self, key: &str) -> bool {
+        self.any(|t| matches!(t, Term::KeysUnder(p) if key.starts_with(p.as_str())))
+    }
+
+    /// Whether it selects the reservation events of `pool`.
+    pub fn selects_pool(&self, pool: &str) -> bool {
+        self.any(|t| match t {
+            Term::Pool(p) => p == pool,
+            Term::EveryPool => true,
+            _ => false,
+        })
+    }
+
+    /// Whether it selects the events of the group `name` and its members.
+    pub fn selects_group(&self, name: &str) -> bool {
+        self.any(|t| match t {
+            Term::Group(g) => g == name,
+            Term::GroupsUnder(p) => name.starts_with(p.as_str()),
+            _ => false,
+        })
+    }
+
+    fn any(&self, selects: impl Fn(&Term) -> bool) -> bool {
         match self {
             Selection::Everything => true,
-            Selection::Terms(terms) => terms
-                .iter()
-                .any(|t| matches!(t, Term::KeysUnder(p) if key.starts_with(p.as_str()))),
+            Selection::Terms(terms) => terms.iter().any(selects),
         }
     }
 }
@@ -169,6 +189,10 @@ mod tests {
         assert!(!Selection::of(vec![]).matches(&lock("x")));
         assert!(b.selects_key("b/1") && !b.selects_key("a/1"));
         assert!(!exact.selects_key("b/g") && Selection::Everything.selects_key("x"));
+        assert!(exact.selects_pool("p") && !exact.selects_pool("q") && !b.selects_pool("p"));
+        assert!(Selection::of(vec![Term::EveryPool]).selects_pool("q"));
+        assert!(exact.selects_group("b/g") && !exact.selects_group("b/g2"));
+        assert!(b.selects_group("b/g2") && !b.selects_group("a/g"));
     }
 
     #[test]

@@ -45,7 +45,8 @@ impl Session {
 }
 
 /// Whose sessions a caller may see, keep alive, close and force close: a
-/// session belongs to the API token that opened it.
+/// session belongs to the API token that opened it. Also whose sessions
+/// may carry a lease (`SessionClaim::carriers`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionAccess {
     /// Every session: a server without an auth file, or an admin over every

@@ -7,6 +7,7 @@ use super::{LeaseError, Leases, new_token};
 use crate::domain::commands::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd, SessionQuery};
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::names::{Holder, IdempotencyKey, LeaseToken, SessionId, Ttl};
+use crate::domain::selection::Selection;
 use crate::domain::session::{BoundLeases, MAX_BOUND_SHOWN, Session, SessionAccess, SessionView};
 use crate::domain::{Missing, Refused};
 use crate::store;
@@ -152,14 +153,20 @@ impl SessionService<'_> {
     }
 
     /// Closes the session whatever its token (admin), if the caller may see
-    /// it; answers the keys it freed.
+    /// it and every lease bound to it lies `within` the caller's scope;
+    /// answers the keys it freed.
     pub async fn force_close(
         &self,
         id: &SessionId,
         access: &SessionAccess,
+        within: Selection,
     ) -> Result<Vec<String>, LeaseError> {
         let opener = self.opener(id, access, Missing::Session.into()).await?;
-        self.end(id, SessionEnd::Force { caller: opener }).await
+        let end = SessionEnd::Force {
+            caller: opener,
+            within,
+        };
+        self.end(id, end).await
     }
 
     async fn end(&self, id: &SessionId, end: SessionEnd) -> Result<Vec<String>, LeaseError> {

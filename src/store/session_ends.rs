@@ -15,6 +15,7 @@ use crate::domain::commands::SessionEnd;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::names::SessionId;
 use crate::domain::refusal::{Missing, Refused};
+use crate::domain::selection::Selection;
 use crate::token::digest;
 
 impl Store {
@@ -64,16 +65,22 @@ pub async fn end(
             };
             (row, Reason::Released)
         }
-        SessionEnd::Force { caller } => {
+        SessionEnd::Force { caller, within } => {
             let sql = format!(
                 "DELETE {LIVE_SESSION} AND ($3 IS NULL OR coalesce(owner, '') = $3) \
                  RETURNING holder, owner"
             );
             let row = conn.row(sql, args![id, now, caller.as_deref()]).await?;
-            (
-                row.ok_or(Error::from(Missing::Session))?,
-                Reason::ForceReleased,
-            )
+            let row = row.ok_or(Error::from(Missing::Session))?;
+            // Refused after the delete: the write is undone, nothing ended.
+            if !bound_within(conn, id, within).await? {
+                return Err(Refused::SessionBeyondScope {
+                    session: id.to_owned(),
+                    owner: row.opt_text("owner")?,
+                }
+                .into());
+            }
+            (row, Reason::ForceReleased)
         }
     };
     let (holder, owner) = (ended.text("holder")?, ended.opt_text("owner")?);
@@ -99,6 +106,45 @@ pub async fn end(
     reservations::remove_bound(conn, fx, id, bound, now).await?;
     members::end_bound(conn, fx, id, bound, now).await?;
     Ok(keys)
+}
+
+/// The names a session's leases of one kind are bound on (`$1`: the
+/// session), and whether a scope holds one of them.
+struct BoundNames {
+    sql: &'static str,
+    holds: fn(&Selection, &str) -> bool,
+}
+
+const BOUND_NAMES: [BoundNames; 3] = [
+    BoundNames {
+        sql: "SELECT DISTINCT key AS name FROM lock_leases WHERE session_id = $1",
+        holds: Selection::selects_key,
+    },
+    BoundNames {
+        sql: "SELECT DISTINCT pool AS name FROM subnet_reservations WHERE session_id = $1",
+        holds: Selection::selects_pool,
+    },
+    BoundNames {
+        sql: "SELECT DISTINCT group_name AS name FROM group_members WHERE session_id = $1",
+        holds: Selection::selects_group,
+    },
+];
+
+/// Whether every lease bound to the session `id` (its locks, unconfirmed
+/// reservations and memberships) lies within `scope`: an admin's force
+/// close ends nothing outside its own scope. Read only for a scoped admin.
+async fn bound_within(conn: &mut dyn Sql, id: &str, scope: &Selection) -> StoreResult<bool> {
+    if *scope == Selection::Everything {
+        return Ok(true);
+    }
+    for kind in &BOUND_NAMES {
+        for row in conn.rows(kind.sql, args![id]).await? {
+            if !(kind.holds)(scope, &row.text("name")?) {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// One batch: the leases bound to expired sessions, then the expired

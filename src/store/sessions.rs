@@ -312,6 +312,14 @@ pub(super) fn keys_of<R: Columns>(rows: &[R]) -> StoreResult<Vec<String>> {
 /// a close cannot slip between the check and the insert.
 pub async fn bind(conn: &mut dyn Sql, claim: &SessionClaim, now: Millis) -> StoreResult<Session> {
     let held = check(conn, claim, now).await?;
+    // A session carries only leases its own token could hold, whoever binds.
+    if !claim.carriers.allows(held.owner.as_deref()) {
+        return Err(Refused::SessionCannotCarry {
+            session: held.id,
+            owner: held.owner,
+        }
+        .into());
+    }
     let bound = one(
         conn,
         "SELECT (SELECT count(*) FROM lock_leases WHERE session_id = $1) \

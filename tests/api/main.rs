@@ -38,6 +38,7 @@ mod refusals;
 mod request_ids;
 mod restarts;
 mod scopes;
+mod session_binding;
 mod session_ends;
 mod session_leases;
 mod session_lists;
@@ -86,6 +87,7 @@ fn main() {
         restarts::tests(),
         scopes::tests(),
         spec_answers::tests(),
+        session_binding::tests(),
         session_ends::tests(),
         session_leases::tests(),
         session_lists::tests(),

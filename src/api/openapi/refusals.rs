@@ -130,10 +130,11 @@ macro_rules! refusals {
 refusals! {
     /// A grant on a key that cannot be made now.
     LockGrantRefusals = ["lock-held", "limit-mismatch", "idempotency-key-reused", "quota-exceeded",
-        "session-lost", "session-full"];
+        "session-lost", "session-full", "session-out-of-scope"];
     /// A subnet that cannot be reserved now.
     SubnetGrantRefusals = ["pool-not-found", "pool-exhausted", "subnet-unavailable",
-        "idempotency-key-reused", "quota-exceeded", "session-lost", "session-full"];
+        "idempotency-key-reused", "quota-exceeded", "session-lost", "session-full",
+        "session-out-of-scope"];
     /// A lock token that names no live lease.
     LockTokenRefusals = ["lease-lost"];
     /// A key that is not held.
@@ -156,9 +157,11 @@ refusals! {
     SessionTokenRefusals = ["lease-lost"];
     /// A session that is not live.
     SessionUnknown = ["session-not-found"];
+    /// A session that is not live, or holds a lease outside the admin's scope.
+    SessionForceCloseRefusals = ["session-not-found", "session-out-of-scope"];
     /// A set of keys that cannot be granted now, of which none was.
     LockSetRefusals = ["forbidden", "lock-held", "limit-mismatch", "idempotency-key-reused",
-        "quota-exceeded", "session-lost", "session-full"];
+        "quota-exceeded", "session-lost", "session-full", "session-out-of-scope"];
     /// A watch that cannot start: a bad filter or revision, a filter outside
     /// the token's scope, a revision whose history is pruned.
     EventRefusals = ["invalid-request", "forbidden", "history-compacted"];
@@ -170,7 +173,7 @@ refusals! {
     GroupDeleteRefusals = ["group-not-found", "group-not-empty"];
     /// A member that cannot join now.
     JoinRefusals = ["group-not-found", "member-exists", "quota-exceeded", "session-lost",
-        "session-full"];
+        "session-full", "session-out-of-scope"];
     /// A member's token or session that names no live member.
     LeaveRefusals = ["lease-lost"];
     /// A member that is not live.

@@ -143,6 +143,15 @@ pub const FORBIDDEN: Kind = kind("forbidden", 403, "The token may not do this",
         req("admin", Ty::Bool, "Whether the token may force releases and delete pools."),
     ]);
 #[rustfmt::skip]
+pub const SESSION_OUT_OF_SCOPE: Kind = kind("session-out-of-scope", 403, "A lease of the session lies outside a token's scope",
+    "a session carries only leases its own API token could hold: the \
+        session named is a token's whose scope does not hold the key, pool or group a \
+        grant binds to it (nothing was bound); or it holds a lease outside the scope of \
+        the admin forcing it closed (nothing was ended)", &[
+        req("session", Ty::Text, "The session id."),
+        null("owner", Ty::Text, "The API token that opened the session; null: none did."),
+    ]);
+#[rustfmt::skip]
 pub const NOT_FOUND: Kind = kind("not-found", 404, "Not found",
     "no such route", &[]);
 #[rustfmt::skip]
@@ -309,6 +318,7 @@ pub const KINDS: &[Kind] = &[
     MALFORMED_JSON,
     UNAUTHORIZED,
     FORBIDDEN,
+    SESSION_OUT_OF_SCOPE,
     NOT_FOUND,
     LOCK_NOT_FOUND,
     POOL_NOT_FOUND,

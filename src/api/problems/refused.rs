@@ -26,6 +26,7 @@ pub fn refused_problem(subject: Subject, refused: &Refused, now: Now) -> Problem
         R::IdempotencyKeyElsewhere { key } => key_spent_elsewhere_problem(subject, key),
         R::OverQuota(over) => quota_problem(over),
         R::SessionLost { .. } | R::SessionFull { .. } => binding_problem(refused),
+        R::SessionCannotCarry { .. } | R::SessionBeyondScope { .. } => scope_problem(refused),
         // The group routes answer it with the caller's own refusal.
         R::NotGroupCreator => Problem::internal(refused),
         R::PoolConflict { .. } | R::PoolInUse { .. } => pool_problem(subject, refused, now),
@@ -181,6 +182,45 @@ fn binding_problem(refused: &Refused) -> Problem {
         .with("field", "session")
         .with("limit", *limit),
         other => Problem::internal(other),
+    }
+}
+
+/// The 403 of a session whose leases would lie outside a token's scope:
+/// its own token's, for a grant binding to it; the admin's, for a force close.
+fn scope_problem(refused: &Refused) -> Problem {
+    let (session, owner, detail) = match refused {
+        Refused::SessionCannotCarry { session, owner } => (
+            session,
+            owner,
+            format!(
+                "session {session} was opened by {}, whose scope does not hold what this request \
+                 binds: a session carries only leases its own API token could hold; nothing was \
+                 bound",
+                opener(owner)
+            ),
+        ),
+        Refused::SessionBeyondScope { session, owner } => (
+            session,
+            owner,
+            format!(
+                "session {session} (opened by {}) holds leases outside this token's scope, and a \
+                 force close would end them; nothing was ended: its own token may close it, or \
+                 an admin whose scope holds them",
+                opener(owner)
+            ),
+        ),
+        other => return Problem::internal(other),
+    };
+    Problem::of(&kinds::SESSION_OUT_OF_SCOPE, detail)
+        .with("session", session.as_str())
+        .with("owner", owner.as_deref())
+}
+
+/// The API token that opened a session, in words.
+fn opener(owner: &Option<String>) -> String {
+    match owner {
+        Some(name) => format!("token {name}"),
+        None => "no API token".to_owned(),
     }
 }
 

@@ -23,7 +23,7 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::Need;
+use crate::auth::{Holding, Need};
 use crate::domain::Refused;
 use crate::domain::commands::{JoinMember, JoinOutcome, JoinTenure, LeaveProof};
 use crate::domain::inputs::{self, Capabilities, Metadata, PageLimit};
@@ -208,7 +208,13 @@ pub async fn join_group(
     caller.group(&group, Need::Write)?;
     let group = GroupName::parse(group)?;
     let member = MemberName::parse(member)?;
-    let tenure = match lifetime(&state, &caller, body.ttl_ms, body.session)? {
+    let tenure = match lifetime(
+        &state,
+        &caller,
+        body.ttl_ms,
+        body.session,
+        Holding::Group(group.as_str()),
+    )? {
         AskedLifetime::Session(claim) => JoinTenure::Session(claim),
         AskedLifetime::Ttl(Some(ms)) => JoinTenure::Ttl {
             ttl: Ttl::parse("ttl_ms", ms, state.leases.limits.max_ttl_ms)?,

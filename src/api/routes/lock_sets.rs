@@ -17,7 +17,7 @@ use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::LockSetRefusals;
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::Need;
+use crate::auth::{Holding, Need};
 use crate::domain::inputs::KeySet;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -53,7 +53,13 @@ pub async fn acquire_lock_set(
     for key in &body.keys {
         caller.lock(key, Need::Write)?;
     }
-    let lifetime = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
+    let lifetime = lifetime(
+        &state,
+        &caller,
+        body.ttl_ms,
+        body.session.clone(),
+        Holding::Keys(&body.keys),
+    )?;
     let idem = idempotency_key(&headers)?;
     let (keys, template, wait_ms) =
         body.parse(idem, caller.owner(), lifetime, &state.leases.limits)?;

@@ -24,7 +24,7 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::Need;
+use crate::auth::{Holding, Need};
 use crate::domain::Millis;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease};
@@ -180,7 +180,13 @@ pub async fn acquire_lock(
 ) -> Result<Response, Problem> {
     let arrived = state.leases.now();
     caller.lock(&key, Need::Write)?;
-    let lifetime = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
+    let lifetime = lifetime(
+        &state,
+        &caller,
+        body.ttl_ms,
+        body.session.clone(),
+        Holding::Keys(std::slice::from_ref(&key)),
+    )?;
     let idempotency_key = idempotency_key(&headers)?;
     let (request, wait_ms) = body.parse(
         key.clone(),

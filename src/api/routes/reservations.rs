@@ -24,7 +24,7 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::Need;
+use crate::auth::{Holding, Need};
 use crate::domain::Missing;
 use crate::domain::inputs::{self, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{LeaseToken, PoolName};
@@ -176,7 +176,13 @@ pub async fn reserve_subnet(
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let lifetime = lifetime(&state, &caller, body.ttl_ms, body.session.clone())?;
+    let lifetime = lifetime(
+        &state,
+        &caller,
+        body.ttl_ms,
+        body.session.clone(),
+        Holding::Pool(&pool),
+    )?;
     let idempotency_key = idempotency_key(&headers)?;
     let request = body.parse(
         pool.clone(),

@@ -19,17 +19,20 @@ pub use super::session_bodies::{
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
-    QueryRefusals, SessionOpenRefusals, SessionTokenRefusals, SessionUnknown,
+    QueryRefusals, SessionForceCloseRefusals, SessionOpenRefusals, SessionTokenRefusals,
+    SessionUnknown,
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::api::problems::kinds;
-use crate::auth::Access;
+use crate::auth::{Access, Holding};
 use crate::domain::Millis;
 use crate::domain::commands::SessionClaim;
+use crate::domain::events::EventFilter;
 use crate::domain::inputs::{self, Metadata, PageLimit};
 use crate::domain::names::LeaseToken;
 use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
+use crate::domain::session::SessionAccess;
 use crate::domain::validate;
 use crate::leases::Opened;
 use crate::leases::sessions::NewSession;
@@ -61,13 +64,15 @@ fn may(caller: &Caller, admin: bool) -> Result<(), Problem> {
     .with("token", g.name.as_str()))
 }
 
-/// The lifetime a grant asks for: its own `ttl_ms` (if any), or a
-/// session's (the claim checked in the grant's transaction); never both.
+/// The lifetime a grant of `what` asks for: its own `ttl_ms` (if any), or
+/// a session's (the claim checked in the grant's transaction); never both.
+/// The caller's own scope is checked before.
 pub fn lifetime(
     state: &AppState,
     caller: &Caller,
     ttl_ms: Option<Millis>,
     session: Option<SessionRef>,
+    what: Holding<'_>,
 ) -> Result<AskedLifetime, Problem> {
     match (ttl_ms, session) {
         (Some(_), Some(_)) => Err(Problem::invalid(
@@ -77,13 +82,29 @@ pub fn lifetime(
         (ttl, None) => Ok(AskedLifetime::Ttl(ttl)),
         (None, Some(s)) => {
             may(caller, false)?;
-            Ok(AskedLifetime::Session(claim(state, caller, s)?))
+            let binding = SessionClaim {
+                carriers: carriers(state, caller, what),
+                ..claim(state, caller, s)?
+            };
+            Ok(AskedLifetime::Session(binding))
         }
     }
 }
 
-/// The claim a grant makes on a session, checked in the grant's own
-/// transaction; its id and token must be of the shape this server draws.
+/// Whose sessions may carry `what` when `caller` binds it: a session
+/// carries only leases its own token could hold. A caller bound to its own
+/// sessions could hold `what` itself (its scope was checked); an admin who
+/// may bind to any session is held to the session's token's scope.
+fn carriers(state: &AppState, caller: &Caller, what: Holding<'_>) -> SessionAccess {
+    match (&state.tokens, caller.binds_as()) {
+        (Some(tokens), None) => tokens.carriers(what),
+        _ => SessionAccess::Any,
+    }
+}
+
+/// The claim a request makes on a session, checked in its own transaction;
+/// its id and token must be of the shape this server draws. It binds
+/// nothing by itself (a leave by session): a grant adds its `carriers`.
 pub fn claim(state: &AppState, caller: &Caller, s: SessionRef) -> Result<SessionClaim, Problem> {
     validate::session_claim_part("session.id", &s.id)?;
     validate::session_claim_part("session.token", &s.token)?;
@@ -92,6 +113,7 @@ pub fn claim(state: &AppState, caller: &Caller, s: SessionRef) -> Result<Session
         token: LeaseToken::new(s.token),
         caller: caller.binds_as(),
         max_leases: state.leases.limits.max_session_leases,
+        carriers: SessionAccess::Any,
     })
 }
 
@@ -259,13 +281,14 @@ pub async fn list_sessions(
 }
 
 /// Close a session whatever its token (admin, within its scope: a session
-/// opened by a token whose keys and pools all lie in the admin's).
+/// opened by a token whose keys and pools all lie in the admin's, holding
+/// no lease outside them, else 403 `session-out-of-scope`).
 #[utoipa::path(
     delete, path = "/v1/sessions/{id}", operation_id = "forceCloseSession", tag = "sessions",
     params(("id" = String, Path, description = "The session id")),
     responses(
         (status = 204, description = "The session and every lease bound to it were removed"),
-        SessionUnknown,
+        SessionForceCloseRefusals,
     )
 )]
 pub async fn force_close_session(
@@ -275,10 +298,11 @@ pub async fn force_close_session(
 ) -> Result<StatusCode, Problem> {
     may(&caller, true)?;
     let id = SessionId::parse(id)?;
+    let within = caller.selection(&EventFilter::default());
     let freed = state
         .leases
         .sessions()
-        .force_close(&id, &caller.sessions())
+        .force_close(&id, &caller.sessions(), within)
         .await
         .map_err(|e| state.problem(Subject::Session(&id), e))?;
     tracing::info!(

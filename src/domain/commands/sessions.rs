@@ -5,6 +5,7 @@ use super::LeaseOwner;
 use crate::domain::Millis;
 use crate::domain::inputs::Metadata;
 use crate::domain::names::{LeaseToken, Ttl};
+use crate::domain::selection::Selection;
 use crate::domain::session::{Session, SessionAccess};
 
 /// How long a grant lives: by a TTL of its own, or exactly as long as a
@@ -36,6 +37,12 @@ pub struct SessionClaim {
     pub caller: Option<String>,
     /// The most leases the session may hold (`SessionFull` past it).
     pub max_leases: u32,
+    /// The API tokens whose sessions may carry what the grant binds: a
+    /// session carries only leases its own token could hold
+    /// (`SessionCannotCarry` otherwise). `Any` where no other check is
+    /// needed: no auth file, or a caller bound to its own sessions, whose
+    /// scope was checked.
+    pub carriers: SessionAccess,
 }
 
 /// A session to open, with its id and secret token already drawn (the
@@ -72,8 +79,13 @@ pub enum SessionEnd {
         token: LeaseToken,
         caller: Option<String>,
     },
-    /// An admin, whatever the token; `caller` as in `Close`.
-    Force { caller: Option<String> },
+    /// An admin, whatever the token; `caller` as in `Close`. A session
+    /// holding a lease outside `within` (the admin's scope) is not ended
+    /// (`SessionBeyondScope`).
+    Force {
+        caller: Option<String>,
+        within: Selection,
+    },
 }
 
 /// One page of the live sessions a caller may see, in id order.

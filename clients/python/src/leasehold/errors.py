@@ -118,6 +118,19 @@ class Forbidden(Problem):
     types: tuple[str, ...] = ("forbidden",)
 
 
+class SessionOutOfScope(Forbidden):
+    """403: a session carries only leases its own API token could hold.
+
+    A bind to a session whose token could not hold the key, pool or group
+    (nothing was bound), or a scoped admin's force close of a session that
+    holds a lease outside the admin's scope (nothing was ended).
+    ``extensions["session"]`` names the session, ``extensions["owner"]`` its
+    API token.
+    """
+
+    types: tuple[str, ...] = ("session-out-of-scope",)
+
+
 class NotFound(Problem):
     """404: the resource does not exist (or is not held)."""
 
