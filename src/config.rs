@@ -258,9 +258,10 @@ pub struct ServeConfig {
     /// apart by it). Default: the host's name and the port it listens on.
     #[arg(long, env = "LEASEHOLD_NAME", value_parser = parse_name)]
     pub name: Option<String>,
-    /// Distinct key prefixes (a key's first path segment) counted by name in
-    /// `/metrics` and `GET /v1/prefixes`; keys of any other prefix are
-    /// counted together as `other`.
+    /// Without an auth file: distinct key prefixes (a key's first path
+    /// segment) counted by name in `/metrics` and `GET /v1/prefixes`, the
+    /// first seen; keys of any other prefix, or without a `/`, are counted
+    /// together as `other`. With one, the buckets are its key prefixes.
     #[arg(long, env = "LEASEHOLD_PREFIX_STATS", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub prefix_stats: u32,
 }

@@ -21,6 +21,7 @@ use crate::config::{ServeConfig, format_duration};
 use crate::leases::{Leases, Limits};
 use crate::serve::ConnectionLimits;
 use crate::store::{self, KeyEvent};
+use crate::telemetry::PrefixActivity;
 
 pub struct Application {
     listener: TcpListener,
@@ -92,7 +93,7 @@ impl Application {
             ),
         }
         let limits = limits(&config);
-        let mut leases = Leases::new(store, clock, limits);
+        let mut leases = Leases::new(store, clock, limits, prefix_buckets(&config, &tokens));
         let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
         leases.name = config.server_name(port);
         Ok(Self {
@@ -275,6 +276,15 @@ async fn forward_key_events(leases: Leases) {
     }
 }
 
+/// The buckets of lock activity by key prefix: the auth file's prefixes, or
+/// without one the first `--prefix-stats` first path segments seen.
+fn prefix_buckets(config: &ServeConfig, tokens: &Option<Arc<Tokens>>) -> PrefixActivity {
+    match tokens {
+        Some(tokens) => PrefixActivity::fixed(tokens.key_prefixes()),
+        None => PrefixActivity::first_seen(config.prefix_stats as usize),
+    }
+}
+
 /// The bounds the service keeps, as the configuration sets them.
 fn limits(config: &ServeConfig) -> Limits {
     Limits {
@@ -294,7 +304,6 @@ fn limits(config: &ServeConfig) -> Limits {
         max_history_reads: config.max_history_reads as usize,
         max_history_reads_per_client: config.history_reads_per_client() as usize,
         event_scan_rows: config.event_scan_rows,
-        prefix_stats: config.prefix_stats as usize,
         ..Limits::default()
     }
 }

@@ -33,6 +33,9 @@ pub struct TokenEntry {
     /// Force release of locks and reservations, and pool delete.
     #[serde(default)]
     pub admin: bool,
+    /// May read `/metrics` (as an admin of every key may).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub metrics: bool,
     /// Live leases (locks and reservations) the token may hold at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_live_leases: Option<u32>,
@@ -86,6 +89,7 @@ impl TokenEntry {
             pools: self.pools,
             access: self.access,
             admin: self.admin,
+            metrics: self.metrics,
             max_live_leases: self.max_live_leases,
             max_live_sessions: self.max_live_sessions,
             max_groups: self.max_groups,

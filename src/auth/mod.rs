@@ -48,6 +48,8 @@ pub struct ApiToken {
     pub pools: Vec<String>,
     pub access: Access,
     pub admin: bool,
+    /// May read `/metrics`, whatever its scope.
+    pub metrics: bool,
     pub max_live_leases: Option<u32>,
     /// Sessions the token may hold open at once (unset: `max_live_leases`).
     pub max_live_sessions: Option<u32>,
@@ -107,6 +109,12 @@ impl ApiToken {
 
     pub fn sees_every_key(&self) -> bool {
         self.lock_prefixes.iter().any(String::is_empty)
+    }
+
+    /// Whether the token may read `/metrics`, which counts every tenant's
+    /// activity: a metrics token, or an admin of every key.
+    pub fn reads_metrics(&self) -> bool {
+        self.metrics || (self.admin && self.sees_every_key())
     }
 
     /// Whether every key and pool `other` may touch, this token may touch
@@ -218,6 +226,19 @@ impl Tokens {
 
     pub fn is_empty(&self) -> bool {
         self.grants.is_empty()
+    }
+
+    /// Every key prefix a token names, each once (`""` among them if one
+    /// names every key): the buckets of lock activity by prefix.
+    pub fn key_prefixes(&self) -> Vec<String> {
+        let mut prefixes: Vec<String> = self
+            .grants
+            .iter()
+            .flat_map(|g| g.lock_prefixes.iter().cloned())
+            .collect();
+        prefixes.sort();
+        prefixes.dedup();
+        prefixes
     }
 
     /// The grant of a presented token. Every entry is compared in full, in

@@ -9,6 +9,7 @@ fn grant(prefixes: &[&str], pools: &[&str], access: Access, admin: bool) -> ApiT
         pools: pools.iter().map(|p| (*p).to_owned()).collect(),
         access,
         admin,
+        metrics: false,
         max_live_leases: None,
         max_live_sessions: None,
         max_groups: None,
@@ -161,6 +162,38 @@ fn the_auth_file_is_read_and_checked() {
         "tokens[0].max_groups",
     );
     bad(r#"{"tokens": [], "extra": 1}"#.into(), "extra");
+}
+
+#[test]
+fn metrics_are_read_by_a_metrics_token_or_an_admin_of_every_key() {
+    let mut scraper = grant(&[], &[], Access::ReadOnly, false);
+    scraper.metrics = true;
+    assert!(scraper.reads_metrics());
+    assert!(grant(&[""], &["*"], Access::ReadWrite, true).reads_metrics());
+    assert!(!grant(&["b/"], &["pb"], Access::ReadWrite, true).reads_metrics());
+    assert!(!grant(&[""], &["*"], Access::ReadOnly, false).reads_metrics());
+    let text = format!(
+        r#"{{"tokens": [{{"name": "scrape", "sha256": "{}", "access": "read-only", "metrics": true}}]}}"#,
+        hash_hex("s")
+    );
+    let tokens = parse(&text).unwrap();
+    assert!(tokens.find("s").unwrap().reads_metrics());
+}
+
+#[test]
+fn the_key_prefixes_of_every_token_are_named_once() {
+    let tokens = Tokens::new(vec![
+        named(
+            "a",
+            grant(&["a/", "shared/"], &[], Access::ReadWrite, false),
+        ),
+        named(
+            "b",
+            grant(&["b/", "shared/"], &[], Access::ReadWrite, false),
+        ),
+        named("root", grant(&[""], &["*"], Access::ReadWrite, true)),
+    ]);
+    assert_eq!(tokens.key_prefixes(), ["", "a/", "b/", "shared/"]);
 }
 
 #[test]

@@ -33,6 +33,9 @@ pub enum TokenAction {
         /// May force release and delete pools.
         #[arg(long)]
         admin: bool,
+        /// May read /metrics (a scrape token needs no --lock-prefix).
+        #[arg(long)]
+        metrics: bool,
         /// Live leases it may hold at once.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         max_live_leases: Option<u32>,
@@ -58,12 +61,13 @@ pub fn execute(cmd: TokenCommand) -> Result<(), String> {
             pools,
             read_only,
             admin,
+            metrics,
             max_live_leases,
             max_live_sessions,
             max_groups,
             max_writes_per_second,
         } => {
-            if lock_prefixes.is_empty() && pools.is_empty() {
+            if lock_prefixes.is_empty() && pools.is_empty() && !metrics {
                 eprintln!(
                     "leasehold: note: without --lock-prefix or --pool this token may touch no \
                      key and no pool (--lock-prefix \"\" is every key, --pool \"*\" every pool)"
@@ -81,6 +85,7 @@ pub fn execute(cmd: TokenCommand) -> Result<(), String> {
                     Access::ReadWrite
                 },
                 admin,
+                metrics,
                 max_live_leases,
                 max_live_sessions,
                 max_groups,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::domain::events::{Event, EventType, Reason};
 use crate::telemetry::PrefixActivity;
-use crate::telemetry::prefixes::{Activity, prefix_of};
+use crate::telemetry::prefixes::Activity;
 
 use super::Leases;
 
@@ -48,7 +48,7 @@ pub fn waiters_by_prefix(leases: &Leases) -> Vec<(String, u64)> {
         .map(|f| (f.prefix, 0))
         .collect();
     for waiting in leases.waiters.keys(|_| true) {
-        let bucket = leases.prefixes.bucket_of(prefix_of(&waiting.key));
+        let bucket = leases.prefixes.bucket_of(&waiting.key);
         *counts.entry(bucket).or_default() += waiting.waiters;
     }
     counts.into_iter().collect()

@@ -76,8 +76,6 @@ pub struct Limits {
     pub max_history_reads_per_client: usize,
     /// The rows one page of history examines at most.
     pub event_scan_rows: u32,
-    /// Distinct key prefixes counted by name (the rest as `other`).
-    pub prefix_stats: usize,
 }
 
 impl Default for Limits {
@@ -100,7 +98,6 @@ impl Default for Limits {
             max_history_reads: 16,
             max_history_reads_per_client: 8,
             event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
-            prefix_stats: 64,
         }
     }
 }
@@ -160,8 +157,14 @@ pub struct Leases {
 }
 
 impl Leases {
-    pub fn new(store: Arc<Store>, clock: SharedClock, limits: Limits) -> Self {
-        let prefixes = Arc::new(PrefixActivity::new(limits.prefix_stats));
+    /// The operations over `store`, counting lock activity into `prefixes`.
+    pub fn new(
+        store: Arc<Store>,
+        clock: SharedClock,
+        limits: Limits,
+        prefixes: PrefixActivity,
+    ) -> Self {
+        let prefixes = Arc::new(prefixes);
         Self {
             events: Arc::new(EventFeed::new(
                 store.clone(),

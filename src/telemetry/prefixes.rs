@@ -1,20 +1,28 @@
-//! Lock activity by key prefix, with bounded cardinality: a key's prefix is
-//! its first path segment with its slash (`lb/` for `lb/3f2a`, the whole key when it has no
-//! `/`); the first `limit` prefixes seen have a bucket each, and every other
-//! key is counted in `other`. Each bucket counts grants, releases, expiries
+//! Lock activity by key prefix, with bounded cardinality and never a whole
+//! key for a name. With an auth file the buckets are its tokens' key
+//! prefixes, fixed at start: a key counts under the longest it starts with,
+//! any other key under `other`. Without one, a key's bucket is its first
+//! path segment with its slash (`lb/` for `lb/3f2a`), for the first `limit`
+//! prefixes seen; every other key, and every key without a `/`, is counted
+//! in `other`. Each bucket counts grants, releases, expiries
 //! and refusals since the start, the waits of acquires that waited, and the
 //! same in five-second slots over the last five minutes, for rates and
 //! charts. The waiters by prefix are counted by the caller and handed to
 //! `render`, as `/metrics` does for every gauge.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::exposition::{Exposition, Kind};
 use super::histogram::Histogram;
 use super::waits::WAIT_BUCKETS;
+
+#[path = "prefix_naming.rs"]
+mod naming;
+
+use naming::Naming;
+pub use naming::first_segment;
 
 /// A counter family of `/metrics`: its name, help and what it counts.
 type Counter = (&'static str, &'static str, fn(&Counts) -> u64);
@@ -38,16 +46,6 @@ pub enum Activity {
     Refusal,
     /// An acquire that asked to wait was answered after this long.
     Wait(Duration),
-}
-
-/// A key's prefix: its first path segment with its `/` (`lb/` for
-/// `lb/3f2a`), or the whole key when it has none; a prefix with its `/` is
-/// exactly the keys a token scoped to it may read.
-pub fn prefix_of(key: &str) -> &str {
-    match key.find('/') {
-        Some(i) => &key[..=i],
-        None => key,
-    }
 }
 
 /// What one slot (or a sum of slots) counted.
@@ -202,22 +200,31 @@ pub struct PrefixFigures {
     pub recent: Vec<Counts>,
 }
 
-/// The buckets, created as prefixes are first seen, up to the limit.
+/// The buckets of lock activity by key prefix.
 #[derive(Debug)]
 pub struct PrefixActivity {
-    limit: usize,
+    naming: Naming,
     started: Instant,
-    named: RwLock<HashMap<String, Arc<Bucket>>>,
     other: Arc<Bucket>,
 }
 
 impl PrefixActivity {
-    /// Buckets for at most `limit` prefixes besides `other`.
-    pub fn new(limit: usize) -> Self {
+    /// Buckets for the first `limit` first path segments seen, besides
+    /// `other`: for a server without an auth file.
+    pub fn first_seen(limit: usize) -> Self {
+        Self::with(Naming::first_seen(limit))
+    }
+
+    /// A bucket for each of `prefixes` (an auth file's), besides `other`:
+    /// `""` (every key) and `other` name none of their own.
+    pub fn fixed(prefixes: impl IntoIterator<Item = String>) -> Self {
+        Self::with(Naming::fixed(prefixes))
+    }
+
+    fn with(naming: Naming) -> Self {
         Self {
-            limit,
+            naming,
             started: Instant::now(),
-            named: RwLock::new(HashMap::new()),
             other: Arc::new(Bucket::new()),
         }
     }
@@ -226,49 +233,34 @@ impl PrefixActivity {
         (self.started.elapsed().as_millis() / SLOT.as_millis()) as u64
     }
 
-    /// The bucket counting `prefix`, created if there is room: its name.
-    pub fn bucket_of(&self, prefix: &str) -> String {
-        self.bucket(prefix).0
+    /// The name of the bucket counting `key` (created if it may be).
+    pub fn bucket_of(&self, key: &str) -> String {
+        self.bucket(key).0
     }
 
-    fn bucket(&self, prefix: &str) -> (String, Arc<Bucket>) {
-        let read = self.named.read().unwrap_or_else(|e| e.into_inner());
-        if let Some(b) = read.get(prefix) {
-            return (prefix.to_owned(), b.clone());
-        }
-        drop(read);
-        let mut named = self.named.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(b) = named.get(prefix) {
-            return (prefix.to_owned(), b.clone());
-        }
-        if named.len() >= self.limit || prefix == OTHER {
-            return (OTHER.to_owned(), self.other.clone());
-        }
-        let bucket = Arc::new(Bucket::new());
-        named.insert(prefix.to_owned(), bucket.clone());
-        (prefix.to_owned(), bucket)
+    fn bucket(&self, key: &str) -> (String, Arc<Bucket>) {
+        let found = self.naming.find(key);
+        found.unwrap_or_else(|| (OTHER.to_owned(), self.other.clone()))
     }
 
     /// Counts `what` on `key`.
     pub fn note(&self, key: &str, what: Activity) {
         let epoch = self.epoch();
-        self.bucket(prefix_of(key)).1.note(epoch, what);
+        self.bucket(key).1.note(epoch, what);
     }
 
     /// The figures of every bucket `selects` (by name, `other` included),
     /// in name order, with the last `slots` complete slots.
     pub fn figures(&self, selects: impl Fn(&str) -> bool, slots: usize) -> Vec<PrefixFigures> {
         let epoch = self.epoch();
-        let named = self.named.read().unwrap_or_else(|e| e.into_inner());
-        let mut buckets: Vec<(&str, &Arc<Bucket>)> =
-            named.iter().map(|(n, b)| (n.as_str(), b)).collect();
-        buckets.push((OTHER, &self.other));
+        let mut buckets = self.naming.all();
+        buckets.push((OTHER.to_owned(), self.other.clone()));
         buckets.retain(|(name, _)| selects(name));
-        buckets.sort_by_key(|(name, _)| *name);
+        buckets.sort_by(|(a, _), (b, _)| a.cmp(b));
         buckets
             .into_iter()
             .map(|(name, b)| PrefixFigures {
-                prefix: name.to_owned(),
+                prefix: name,
                 totals: Counts {
                     grants: b.total(0),
                     releases: b.total(1),
@@ -299,7 +291,7 @@ impl PrefixActivity {
         let counters: [Counter; KINDS] = [
             (
                 "leasehold_prefix_lock_grants_total",
-                "Lock leases granted, by key prefix (the first path segment; past the cap, other)",
+                "Lock leases granted, by key prefix (the auth file's, or else the first path segment; the rest: other)",
                 |c| c.grants,
             ),
             (

@@ -2,14 +2,44 @@ use super::*;
 
 #[test]
 fn a_prefix_is_the_first_path_segment() {
-    assert_eq!(prefix_of("lb/3f2a"), "lb/");
-    assert_eq!(prefix_of("scheduler"), "scheduler");
-    assert_eq!(prefix_of("a/b/c"), "a/");
+    assert_eq!(first_segment("lb/3f2a"), Some("lb/"));
+    assert_eq!(first_segment("scheduler"), None);
+    assert_eq!(first_segment("a/b/c"), Some("a/"));
+}
+
+#[test]
+fn a_key_without_a_slash_is_counted_as_other_never_as_itself() {
+    let activity = PrefixActivity::first_seen(8);
+    activity.note("scheduler", Activity::Grant);
+    let figures = activity.figures(|_| true, 1);
+    let names: Vec<&str> = figures.iter().map(|f| f.prefix.as_str()).collect();
+    assert_eq!(names, ["other"]);
+    assert_eq!(figures[0].totals.grants, 1);
+}
+
+#[test]
+fn fixed_prefixes_count_a_key_under_the_longest_it_starts_with() {
+    let activity = PrefixActivity::fixed(["a/".into(), "a/x/".into(), "".into(), "b".into()]);
+    for key in ["a/1", "a/x/1", "a/x/2", "b/1", "bc", "zzz", "other"] {
+        activity.note(key, Activity::Grant);
+    }
+    let figures = activity.figures(|_| true, 1);
+    let counted: Vec<(&str, u64)> = figures
+        .iter()
+        .map(|f| (f.prefix.as_str(), f.totals.grants))
+        .collect();
+    assert_eq!(
+        counted,
+        [("a/", 1), ("a/x/", 2), ("b", 2), ("other", 2)],
+        "every prefix of the file is a bucket, the empty one none"
+    );
+    assert_eq!(activity.bucket_of("a/x/y"), "a/x/");
+    assert_eq!(activity.bucket_of("c/1"), OTHER);
 }
 
 #[test]
 fn prefixes_past_the_limit_are_counted_as_other() {
-    let activity = PrefixActivity::new(2);
+    let activity = PrefixActivity::first_seen(2);
     activity.note("a/1", Activity::Grant);
     activity.note("b/1", Activity::Grant);
     activity.note("c/1", Activity::Grant);
@@ -26,13 +56,13 @@ fn prefixes_past_the_limit_are_counted_as_other() {
         (figures[2].totals.grants, figures[2].totals.refusals),
         (1, 1)
     );
-    assert_eq!(activity.bucket_of("zzz"), OTHER);
-    assert_eq!(activity.bucket_of("b/"), "b/");
+    assert_eq!(activity.bucket_of("zzz/1"), OTHER);
+    assert_eq!(activity.bucket_of("b/2"), "b/");
 }
 
 #[test]
 fn a_selection_sees_only_its_buckets() {
-    let activity = PrefixActivity::new(8);
+    let activity = PrefixActivity::first_seen(8);
     activity.note("a/1", Activity::Grant);
     activity.note("b/1", Activity::Grant);
     let only_a = activity.figures(|p| p == "a/", 1);
@@ -80,7 +110,7 @@ fn wait_quantiles_interpolate_within_their_bin() {
 
 #[test]
 fn metrics_carry_the_prefix_label() {
-    let activity = PrefixActivity::new(4);
+    let activity = PrefixActivity::first_seen(4);
     activity.note("lb/1", Activity::Grant);
     let mut out = Exposition::default();
     activity.render(&mut out, &[("lb/".into(), 1)]);

@@ -146,7 +146,7 @@ async fn a_preflight_is_answered_on_a_saturated_server_and_not_counted() {
     problem(refused, StatusCode::SERVICE_UNAVAILABLE, "overloaded").await;
     let shed = "leasehold_requests_shed_total{reason=\"in_flight\"}";
     assert_eq!(gauge(&app, shed).await, 1, "only the real request is shed");
-    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let metrics = app.scrape().await.text().await.unwrap();
     assert!(
         !metrics.contains("method=\"OPTIONS\""),
         "a preflight is not a request served: {metrics}"

@@ -25,6 +25,8 @@ pub struct TestApp {
     pub leases: Leases,
     pub db: PathBuf,
     pub dir: Arc<TempDir>,
+    /// The token `/metrics` is read with, on a server with an auth file.
+    pub scraper: Option<String>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<std::io::Result<()>>>,
 }
@@ -76,6 +78,7 @@ async fn spawn_app_on(
         leases,
         db,
         dir,
+        scraper: None,
         stop: Some(stop),
         server: Some(server),
     }
@@ -101,6 +104,15 @@ impl TestApp {
             .send()
             .await
             .expect("request sent")
+    }
+
+    /// `/metrics`, with the scraper's token if the server needs one.
+    pub async fn scrape(&self) -> Response {
+        let mut request = self.client.get(self.url("/metrics"));
+        if let Some(token) = &self.scraper {
+            request = request.bearer_auth(token);
+        }
+        request.send().await.expect("request sent")
     }
 
     pub async fn delete(&self, path: &str) -> Response {
@@ -198,7 +210,7 @@ pub async fn problem(response: Response, status: StatusCode, kind: &str) -> Valu
 
 /// The value of one series of `/metrics` (`name` with its labels, if any).
 pub async fn gauge(app: &TestApp, series: &str) -> u64 {
-    let text = app.get("/metrics").await.text().await.unwrap();
+    let text = app.scrape().await.text().await.unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{series} ")))
         .unwrap_or_else(|| panic!("{series} missing from /metrics"))

@@ -51,6 +51,7 @@ mod status;
 mod strict_requests;
 mod subnets;
 mod tenant_limits;
+mod tenant_metrics;
 mod tenants;
 mod unknown_reservations;
 mod waiting;
@@ -98,6 +99,7 @@ fn main() {
         strict_requests::tests(),
         subnets::tests(),
         tenant_limits::tests(),
+        tenant_metrics::tests(),
         tenants::tests(),
         unknown_reservations::tests(),
         waiting::tests(),

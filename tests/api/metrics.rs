@@ -18,7 +18,7 @@ fn sample(text: &str, name: &str) -> f64 {
 }
 
 async fn scrape(app: &TestApp) -> String {
-    let response = app.get("/metrics").await;
+    let response = app.scrape().await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(
         response.headers()["content-type"]

@@ -1,6 +1,8 @@
-//! Lock activity by key prefix in `/metrics`: grants, releases, expiries,
-//! refusals and waiters by a key's first path segment, the number of
-//! prefixes capped (`--prefix-stats`) with the rest counted as `other`.
+//! Lock activity by key prefix in `/metrics` on a server without an auth
+//! file: grants, releases, expiries, refusals and waiters by a key's first
+//! path segment, the number of prefixes capped (`--prefix-stats`) with the
+//! rest, and keys without a `/`, counted as `other`. With an auth file:
+//! `tenant_metrics.rs`.
 
 use std::sync::Arc;
 
@@ -19,7 +21,7 @@ async fn acquire(app: &TestApp, key: &str) -> StatusCode {
 /// A series of `/metrics`, 0 while it is not there yet (a prefix is named
 /// once its first event is delivered).
 async fn counted(app: &TestApp, series: &str) -> u64 {
-    let text = app.get("/metrics").await.text().await.unwrap();
+    let text = app.scrape().await.text().await.unwrap();
     let line = text
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{series} ")));
@@ -38,12 +40,12 @@ async fn counts_up_to(app: &TestApp, series: &str, value: u64) {
 }
 
 async fn series(app: &TestApp) -> Vec<String> {
-    let text = app.get("/metrics").await.text().await.unwrap();
+    let text = app.scrape().await.text().await.unwrap();
     let by_prefix = text.lines().filter(|l| l.starts_with("leasehold_prefix_"));
     by_prefix.map(str::to_owned).collect()
 }
 
-async fn grants_refusals_and_releases_are_counted_by_the_first_path_segment() {
+async fn grants_refusals_and_releases_are_counted_by_the_first_path_segment_never_a_whole_key() {
     let app = spawn_app_with(|c| c.prefix_stats = 8).await;
     assert_eq!(acquire(&app, "lb/one").await, StatusCode::CREATED);
     let two = app.must_acquire("lb/two/deep", "h", 30_000).await;
@@ -66,12 +68,15 @@ async fn grants_refusals_and_releases_are_counted_by_the_first_path_segment() {
         1,
     )
     .await;
+    // A key without a `/` is counted as `other`, never by its name.
     counts_up_to(
         &app,
-        "leasehold_prefix_lock_grants_total{prefix=\"solo\"}",
+        "leasehold_prefix_lock_grants_total{prefix=\"other\"}",
         1,
     )
     .await;
+    let named = series(&app).await;
+    assert!(!named.iter().any(|l| l.contains("solo")), "{named:?}");
     let refusals = "leasehold_prefix_lock_refusals_total{prefix=\"lb/\"}";
     assert_eq!(gauge(&app, refusals).await, 1);
     assert_eq!(
@@ -192,31 +197,32 @@ async fn a_token_sees_only_the_prefixes_it_may_read_whole() {
             StatusCode::CREATED
         );
     }
+    // With an auth file the buckets are its prefixes: db/ is none of them.
     let mut all = vec![];
     for _ in 0..250 {
         all = activity(&app, Some(ADMIN)).await;
-        if bucket(&all, "ci/").is_some() && bucket(&all, "db/").is_some() {
+        let other = bucket(&all, "other").map(|b| b["total"]["grants"].clone());
+        if other == Some(json!(1)) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    assert!(
-        bucket(&all, "db/").is_some() && bucket(&all, "other").is_some(),
-        "{all:?}"
-    );
+    let names: Vec<&str> = all.iter().map(|i| i["prefix"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ci/", "other", "q/", "shared/"], "{all:?}");
+    assert_eq!(bucket(&all, "other").unwrap()["total"]["grants"], 1);
     let ci = activity(&app, Some(CI)).await;
     let names: Vec<&str> = ci.iter().map(|i| i["prefix"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["ci/"],
-        "a token of ci/ and shared/ sees neither db/ nor other"
+        ["ci/", "shared/"],
+        "a token of ci/ and shared/ sees its own buckets, and neither q/ nor other"
     );
 }
 
 crate::harness::tests! {
     the_activity_of_each_prefix_is_read_as_json_over_the_last_minute,
     a_token_sees_only_the_prefixes_it_may_read_whole,
-    grants_refusals_and_releases_are_counted_by_the_first_path_segment,
+    grants_refusals_and_releases_are_counted_by_the_first_path_segment_never_a_whole_key,
     prefixes_past_the_cap_are_counted_together_as_other,
     waiters_are_counted_by_prefix_while_they_wait(2 threads),
 }

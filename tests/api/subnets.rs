@@ -512,7 +512,7 @@ async fn confirming_after_expiry_is_lease_lost_and_the_reaper_frees_the_block() 
     leasehold::reaper::reap_once(&app.leases, 10).await.unwrap();
     let pool = get_json(&app, "/v1/pools/p").await;
     assert_eq!(pool["largest_free"], "10.0.0.0/24");
-    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let metrics = app.scrape().await.text().await.unwrap();
     assert!(metrics.contains("leasehold_reaped_reservations_total 1"));
     assert!(metrics.contains("leasehold_reservation_grants_total 1"));
 }

@@ -21,32 +21,66 @@ async fn acquire(server: &TestApp, key: &str, extra: &[&str]) -> String {
     lease["token"].as_str().unwrap().to_owned()
 }
 
-/// A server with an auth file of one admin token (in its folder), and that token.
-async fn secured() -> (TestApp, String) {
+/// `leasehold token new --name NAME` with `flags`: the token, its auth file
+/// entry, and what it said on stderr.
+async fn new_token(name: &str, flags: &[&str]) -> (String, Value, String) {
     let made = Command::new(leasehold_binary())
-        .args([
-            "token",
-            "new",
-            "--name",
-            "ops",
-            "--lock-prefix",
-            "",
-            "--pool",
-            "*",
-        ])
-        .args(["--admin"])
+        .args(["token", "new", "--name", name])
+        .args(flags)
         .output()
         .await
         .unwrap();
     assert!(made.status.success(), "{}", text(&made.stderr));
-    let made = text(&made.stdout);
-    let (token, entry) = made.trim().split_once('\n').unwrap();
-    let entry: Value = serde_json::from_str(entry).unwrap();
+    let out = text(&made.stdout);
+    let (token, entry) = out.trim().split_once('\n').unwrap();
+    let entry = serde_json::from_str(entry).unwrap();
+    (token.to_owned(), entry, text(&made.stderr))
+}
+
+/// A server with an auth file of these entries (in its folder).
+async fn serve_with(entries: &[&Value]) -> TestApp {
     let dir = Arc::new(TempDir::new().unwrap());
     let file = dir.path().join("auth.json");
-    std::fs::write(&file, serde_json::json!({ "tokens": [entry] }).to_string()).unwrap();
-    let server = spawn_app_in(dir, |c| c.auth_file = Some(file)).await;
-    (server, token.to_owned())
+    std::fs::write(&file, serde_json::json!({ "tokens": entries }).to_string()).unwrap();
+    spawn_app_in(dir, |c| c.auth_file = Some(file)).await
+}
+
+/// A server with an auth file of one admin token, and that token.
+async fn secured() -> (TestApp, String) {
+    let flags = ["--lock-prefix", "", "--pool", "*", "--admin"];
+    let (token, entry, _) = new_token("ops", &flags).await;
+    (serve_with(&[&entry]).await, token)
+}
+
+#[tokio::test]
+async fn a_scrape_token_made_with_metrics_reads_metrics_and_touches_no_key() {
+    let (token, entry, said) = new_token("prometheus", &["--metrics"]).await;
+    assert_eq!(entry["metrics"], true, "{entry}");
+    assert_eq!(said, "", "a scrape token needs no --lock-prefix");
+    let (_, plain, _) = new_token("plain", &["--lock-prefix", "p/"]).await;
+    assert!(plain.get("metrics").is_none(), "{plain}");
+    let server = serve_with(&[&entry]).await;
+    let scrape = |token: Option<&str>| {
+        let mut request = server.client.get(server.url("/metrics"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    assert_eq!(scrape(Some(&token)).await.unwrap().status(), 200);
+    assert_eq!(scrape(None).await.unwrap().status(), 401);
+    let out = server
+        .run(&[
+            "lock",
+            "acquire",
+            "p/x",
+            "--ttl",
+            "60s",
+            "--api-token",
+            &token,
+        ])
+        .await;
+    assert_ne!(out.status.code(), Some(0), "it may lock nothing");
 }
 
 #[tokio::test]

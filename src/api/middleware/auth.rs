@@ -163,24 +163,26 @@ fn forbidden(grant: &ApiToken, what: &str, name: &str, need: Need, denial: Denia
         Denial::ReadOnly => "it is read-only".to_owned(),
         Denial::NotAdmin => "it is not an admin token".to_owned(),
     };
+    let detail = format!(
+        "token {} may not {} {what} {name}: {why}",
+        grant.name,
+        verb(need)
+    );
+    refusal(grant, detail).with(what, name)
+}
+
+/// A 403 for `grant`, with what it may use.
+fn refusal(grant: &ApiToken, detail: String) -> Problem {
     let access = match grant.access {
         Access::ReadOnly => "read-only",
         Access::ReadWrite => "read-write",
     };
-    Problem::of(
-        &kinds::FORBIDDEN,
-        format!(
-            "token {} may not {} {what} {name}: {why}",
-            grant.name,
-            verb(need)
-        ),
-    )
-    .with("token", grant.name.as_str())
-    .with(what, name)
-    .with("lock_prefixes", grant.lock_prefixes.clone())
-    .with("pools", grant.pools.clone())
-    .with("access", access)
-    .with("admin", grant.admin)
+    Problem::of(&kinds::FORBIDDEN, detail)
+        .with("token", grant.name.as_str())
+        .with("lock_prefixes", grant.lock_prefixes.clone())
+        .with("pools", grant.pools.clone())
+        .with("access", access)
+        .with("admin", grant.admin)
 }
 
 fn list(items: &[String], everything: &str) -> String {
@@ -237,13 +239,29 @@ impl Caller {
         }
     }
 
-    /// Whether every key under a key prefix bucket of `/metrics` (`name`,
-    /// its first path segment, or `other` for any key) is the caller's to read.
+    /// Whether every key under a key prefix bucket of `/metrics` (`name`, a
+    /// key prefix, or `other` for any key) is the caller's to read.
     pub fn sees_prefix_bucket(&self, name: &str, other: &str) -> bool {
         match self {
             Caller::Open => true,
             Caller::Token(g) if name == other => g.sees_every_key(),
             Caller::Token(g) => g.sees_key(name),
+        }
+    }
+
+    /// 403 unless the caller may read `/metrics`: a metrics token or an
+    /// admin of every key (anyone without an auth file).
+    pub fn metrics(&self) -> Result<(), Problem> {
+        match self {
+            Caller::Token(g) if !g.reads_metrics() => {
+                let detail = format!(
+                    "token {} may not read /metrics: it is neither a metrics token \
+                     (\"metrics\": true) nor an admin of every key",
+                    g.name
+                );
+                Err(refusal(g, detail).with("metrics", false))
+            }
+            _ => Ok(()),
         }
     }
 

@@ -180,6 +180,8 @@ refusals! {
     MemberUnknown = ["group-not-found", "member-not-found"];
     /// A database that cannot be used now.
     StorageRefusals = ["storage-unavailable"];
+    /// `/metrics` with an auth file: no token, or one that may not read it.
+    MetricsRefusals = ["unauthorized", "forbidden"];
 }
 
 /// The refusals every operation of a kind can answer, added to each: bad

@@ -11,12 +11,12 @@ use crate::domain::subnet::MAX_POOL_NAME_BYTES;
 use crate::domain::validate::{MAX_IDEMPOTENCY_KEY_BYTES, MAX_KEY_BYTES};
 use crate::leases::DEFAULT_MAX_PAGE;
 
-/// Every `/v1/` operation needs a token when the server has an auth file
-/// (its 401 and 403 are among the shared refusals of `refusals`).
+/// Every `/v1/` operation, and `/metrics`, needs a token when the server
+/// has an auth file (their 401 and 403 are among the refusals of `refusals`).
 pub(super) fn add_auth(doc: &mut OpenApi) {
     use utoipa::openapi::security::SecurityRequirement;
     for (path, op) in operations(doc) {
-        if path.starts_with("/v1/") {
+        if path.starts_with("/v1/") || path == "/metrics" {
             op.security = Some(vec![SecurityRequirement::new(
                 "bearerAuth",
                 Vec::<String>::new(),

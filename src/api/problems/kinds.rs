@@ -132,7 +132,7 @@ pub const UNAUTHORIZED: Kind = kind("unauthorized", 401, "A valid API token is r
 #[rustfmt::skip]
 pub const FORBIDDEN: Kind = kind("forbidden", 403, "The token may not do this",
     "the key, group or pool is outside the token's scope, the token is \
-        read-only, or the operation needs an admin token", &[
+        read-only, the operation needs an admin token, or `/metrics` a metrics token", &[
         req("token", Ty::Text, "The name of the token."),
         opt("lock", Ty::Text, "The lock key that was refused."),
         opt("pool", Ty::Text, "The pool that was refused."),
@@ -141,6 +141,7 @@ pub const FORBIDDEN: Kind = kind("forbidden", 403, "The token may not do this",
         req("pools", Ty::Texts, "The pools the token may use (`*`: every pool)."),
         req("access", Ty::OneOf(ACCESS), "What the token may do."),
         req("admin", Ty::Bool, "Whether the token may force releases and delete pools."),
+        opt("metrics", Ty::Bool, "Whether the token may read `/metrics` (on its refusal: false)."),
     ]);
 #[rustfmt::skip]
 pub const SESSION_OUT_OF_SCOPE: Kind = kind("session-out-of-scope", 403, "A lease of the session lies outside a token's scope",

@@ -14,7 +14,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::api::AppState;
-use crate::api::openapi::refusals::StorageRefusals;
+use crate::api::middleware::auth::Caller;
+use crate::api::openapi::refusals::{MetricsRefusals, StorageRefusals};
 use crate::api::problems::Problem;
 use crate::leases::Leases;
 use crate::leases::admission::SHED_REASONS;
@@ -102,9 +103,19 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, Probl
 }
 
 /// Prometheus metrics in text format.
+///
+/// With an auth file, for a metrics token (`"metrics": true`) or an admin
+/// of every key only: the series count every tenant's activity.
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations",
-    responses((status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain")))]
-pub async fn metrics(State(state): State<AppState>) -> Result<impl IntoResponse, Problem> {
+    responses(
+        (status = 200, description = "Prometheus text exposition", body = String, content_type = "text/plain"),
+        MetricsRefusals,
+    ))]
+pub async fn metrics(
+    caller: Caller,
+    State(state): State<AppState>,
+) -> Result<impl IntoResponse, Problem> {
+    caller.metrics()?;
     let live = state
         .leases
         .store
