@@ -89,6 +89,12 @@ try {
   await page.waitForSelector("#live-locks");
   await page.getByRole("status").filter({ hasText: "live" }).waitFor();
   check(true, "the overview shows its figures and the event stream is live");
+  // The icon the page links is served: a browser logs a missing one as an
+  // error on every load.
+  const icon = await page.evaluate(() => document.querySelector("link[rel~='icon']")?.href);
+  const iconAnswer = icon && await page.request.get(icon);
+  check(iconAnswer?.status() === 200 && iconAnswer.headers()["content-type"].startsWith("image/"),
+    `the page's icon is served as an image (${icon})`);
 
   await accessible(page, "the overview", check);
 

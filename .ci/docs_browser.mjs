@@ -47,6 +47,12 @@ try {
 
   await page.goto(`${base}/docs`);
   await page.waitForSelector("#operations-locks-acquireLock", { timeout: 30000 });
+  // The icon the page links is served: a browser logs a missing one as an
+  // error on every load.
+  const icon = await page.evaluate(() => document.querySelector("link[rel~='icon']")?.href);
+  const iconAnswer = icon && await page.request.get(icon);
+  check(iconAnswer?.status() === 200 && iconAnswer.headers()["content-type"].startsWith("image/"),
+    `the page's icon is served as an image (${icon})`);
   for (const op of ["acquireLock", "renewLock", "releaseLock", "getLock", "listLocks",
     "forceReleaseLock", "putPool", "getPool", "listPools", "deletePool", "reserveSubnet",
     "confirmReservation"]) {
