@@ -128,6 +128,14 @@ async fn a_request_that_names_no_host_is_refused() {
     assert!(body["host"].is_null(), "{body}");
 }
 
+async fn an_absolute_request_line_names_the_host_over_the_header() {
+    let app = spawn_app().await;
+    let head = "GET http://rebound.example/v1/status HTTP/1.1\r\nHost: localhost";
+    assert_misdirected(&send(&app, head).await, "rebound.example");
+    let head = "GET http://localhost:8474/v1/status HTTP/1.1\r\nHost: localhost";
+    assert_eq!(send(&app, head).await.0, 200);
+}
+
 async fn probes_answer_any_host() {
     let app = spawn_app().await;
     for path in ["/healthz", "/readyz"] {
@@ -207,6 +215,7 @@ crate::harness::tests! {
     loopback_names_and_addresses_are_answered_in_every_form,
     names_that_only_look_local_are_refused,
     a_request_that_names_no_host_is_refused,
+    an_absolute_request_line_names_the_host_over_the_header,
     probes_answer_any_host,
     hosts_named_with_allowed_hosts_are_answered_whatever_their_case_and_port,
     a_wildcard_answers_any_host,

@@ -121,13 +121,15 @@ fn is_loopback(host: &str) -> bool {
         })
 }
 
-/// The host a request names: its `Host` header, else the authority of its
-/// URI (HTTP/2, or an absolute request line).
+/// The host a request names: the authority of its URI where it has one
+/// (HTTP/2, or an absolute request line, which outranks `Host`), else its
+/// `Host` header (`""` when that is not text).
 fn named_host(request: &Request) -> Option<&str> {
-    match request.headers().get(header::HOST) {
-        Some(value) => value.to_str().ok().or(Some("")),
-        None => request.uri().authority().map(|a| a.as_str()),
+    if let Some(authority) = request.uri().authority() {
+        return Some(authority.as_str());
     }
+    let host = request.headers().get(header::HOST)?;
+    Some(host.to_str().unwrap_or(""))
 }
 
 /// The problem answering a request that names `host` (none: `None`).
