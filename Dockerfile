@@ -30,6 +30,9 @@ WORKDIR /data
 USER leasehold
 EXPOSE 8474
 # Ready means the database takes a write: /readyz answers 503 when it cannot.
+# It answers any Host; 127.0.0.1 is a loopback one besides. Without an auth
+# file the API answers only loopback Hosts (`docker run -p 127.0.0.1:8474:8474`
+# and localhost:8474) unless LEASEHOLD_ALLOWED_HOSTS names others (DNS rebinding).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
     CMD ["curl", "-fsS", "-o", "/dev/null", "http://127.0.0.1:8474/readyz"]
 ENTRYPOINT ["leasehold"]

@@ -5,7 +5,8 @@
 // leaves it when it is granted, and the holders follow; the other pages are
 // checked against data seeded through the API (console_pages.mjs); every
 // page is reached with the keyboard alone, and axe-core finds no serious or
-// critical accessibility violation on any of them; a token scoped to one key
+// critical accessibility violation on any of them; no page breaks its
+// Content-Security-Policy or misses its icon; a token scoped to one key
 // prefix and one pool sees nothing outside them (console_scope.mjs).
 //
 // usage: node console_browser.mjs BASE_URL [API_TOKEN [READER_TOKEN [SCOPED_TOKEN]]]
@@ -39,6 +40,9 @@ const browser = await chromium.launch({
 });
 const elsewhere = [];
 const errors = [];
+// Content-Security-Policy violations and a missing icon: never forgiven, not
+// even before signing in.
+const faults = [];
 
 // A tab of its own (its own sessionStorage, so its own token). A lease or
 // session that ended answers 404, which its page shows as such (the browser
@@ -51,9 +55,17 @@ async function open() {
     elsewhere.push(url);
     return route.abort();
   });
+  await page.addInitScript(() => document.addEventListener("securitypolicyviolation", (e) =>
+    console.error(`Content-Security-Policy violation: ${e.violatedDirective} refused ${e.blockedURI || "inline"} (${e.sourceFile}:${e.lineNumber})`)));
+  page.on("response", (response) => {
+    if (new URL(response.url()).pathname.endsWith("/favicon.ico") && response.status() !== 200) {
+      faults.push(`the icon answered ${response.status()}`);
+    }
+  });
   page.on("pageerror", (error) => errors.push(error.message));
   page.on("console", (message) => {
     if (message.type() !== "error") return;
+    if (/content.security.policy/i.test(message.text())) return void faults.push(message.text());
     const lease = /\/v1\/(locks|sessions)\/[^/]+$/.test(message.location().url ?? "");
     if (lease && message.text().includes("status of 404")) return;
     errors.push(`${message.text()} ${message.location().url ?? ""}`);
@@ -77,6 +89,12 @@ try {
   await page.waitForSelector("#live-locks");
   await page.getByRole("status").filter({ hasText: "live" }).waitFor();
   check(true, "the overview shows its figures and the event stream is live");
+  // The icon the page links is served: a browser logs a missing one as an
+  // error on every load.
+  const icon = await page.evaluate(() => document.querySelector("link[rel~='icon']")?.href);
+  const iconAnswer = icon && await page.request.get(icon);
+  check(iconAnswer?.status() === 200 && iconAnswer.headers()["content-type"].startsWith("image/"),
+    `the page's icon is served as an image (${icon})`);
 
   await accessible(page, "the overview", check);
 
@@ -214,6 +232,7 @@ try {
 
   check(elsewhere.length === 0, `no request to another origin (${elsewhere.join(", ")})`);
   check(errors.length === 0, `no script error (${errors.join("; ")})`);
+  check(faults.length === 0, `no Content-Security-Policy violation, the icon found (${faults.join("; ")})`);
 } finally {
   await browser.close();
 }

@@ -2,7 +2,8 @@
 // from the server alone (any request elsewhere fails the check), shows every
 // operation with schemas, enums, bounds and Markdown; with a token it is
 // authorised through "Authorize", then "try it out" acquires a lock and the
-// page shows the server's answer, which the server confirms on its own.
+// page shows the server's answer, which the server confirms on its own. The
+// page logs no error (a Content-Security-Policy violation, a missing icon).
 //
 // usage: node docs_browser.mjs BASE_URL [API_TOKEN]
 // Needs playwright-core (from npm) and Debian's chromium.
@@ -33,9 +34,25 @@ try {
   });
   const errors = [];
   page.on("pageerror", (error) => errors.push(error.message));
+  await page.addInitScript(() => document.addEventListener("securitypolicyviolation", (e) =>
+    console.error(`Content-Security-Policy violation: ${e.violatedDirective} refused ${e.blockedURI || "inline"} (${e.sourceFile}:${e.lineNumber})`)));
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(`${message.text()} ${message.location().url ?? ""}`);
+  });
+  page.on("response", (response) => {
+    if (new URL(response.url()).pathname.endsWith("/favicon.ico") && response.status() !== 200) {
+      errors.push(`the icon answered ${response.status()}`);
+    }
+  });
 
   await page.goto(`${base}/docs`);
   await page.waitForSelector("#operations-locks-acquireLock", { timeout: 30000 });
+  // The icon the page links is served: a browser logs a missing one as an
+  // error on every load.
+  const icon = await page.evaluate(() => document.querySelector("link[rel~='icon']")?.href);
+  const iconAnswer = icon && await page.request.get(icon);
+  check(iconAnswer?.status() === 200 && iconAnswer.headers()["content-type"].startsWith("image/"),
+    `the page's icon is served as an image (${icon})`);
   for (const op of ["acquireLock", "renewLock", "releaseLock", "getLock", "listLocks",
     "forceReleaseLock", "putPool", "getPool", "listPools", "deletePool", "reserveSubnet",
     "confirmReservation"]) {
@@ -94,7 +111,8 @@ try {
     `the server holds ${key} for ${holder}`);
 
   check(elsewhere.length === 0, `the page asked nothing of another origin (${elsewhere.join(", ")})`);
-  check(errors.length === 0, `the page raised no script error (${errors.join("; ")})`);
+  check(errors.length === 0,
+    `the page logged no error, no Content-Security-Policy violation among them (${errors.join("; ")})`);
 } finally {
   await browser.close();
 }

@@ -34,7 +34,7 @@ def rss_mib():
 try:
     time.sleep(2)
     before = rss_mib()
-    head = b"GET /v1/locks HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (size_kib * 1024)
+    head = b"GET /v1/locks HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * (size_kib * 1024)
     held = []
     for _ in range(count):
         conn = socket.create_connection(("127.0.0.1", 18599))

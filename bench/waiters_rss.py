@@ -46,7 +46,7 @@ def wait_until(check, what, patience=120):
 async def park(i):
     reader, writer = await asyncio.open_connection(HOST, int(PORT))
     body = json.dumps({"holder": f"w{i}", "ttl_ms": 60000, "wait_ms": 300000})
-    writer.write((f"POST /v1/locks/held-{i % KEYS}/acquire HTTP/1.1\r\nHost: bench\r\n"
+    writer.write((f"POST /v1/locks/held-{i % KEYS}/acquire HTTP/1.1\r\nHost: localhost\r\n"
                   f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
     await writer.drain()
     return writer

@@ -253,6 +253,18 @@ pub struct ServeConfig {
         value_delimiter = ','
     )]
     pub cors_origins: Vec<String>,
+    /// A host name or address (no port) requests may name in `Host` besides
+    /// loopback ones; repeat it, or separate hosts by commas in the
+    /// variable; `*`: any host. Without an auth file any other `Host` is
+    /// answered 421 (DNS rebinding); with one, the check applies only when
+    /// this is given.
+    #[arg(
+        long = "allowed-hosts",
+        env = "LEASEHOLD_ALLOWED_HOSTS",
+        value_name = "HOST",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
     /// This server's name, shown beside the waiters it serves and in the
     /// console (several replicas on one PostgreSQL database tell theirs
     /// apart by it). Default: the host's name and the port it listens on.
@@ -435,6 +447,7 @@ impl ServeConfig {
             auth_file: None,
             allow_unauthenticated: false,
             cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             name: None,
             prefix_stats: 64,
         }

@@ -149,6 +149,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         auth_file = ?config.auth_file,
         allow_unauthenticated = config.allow_unauthenticated,
         cors_origins = ?config.cors_origins,
+        allowed_hosts = ?config.allowed_hosts,
         "starting leasehold"
     );
     let app = Application::build(config).await?;

@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::api::middleware::cors::Cors;
+use crate::api::middleware::hosts::AllowedHosts;
 use crate::api::middleware::rates::WriteRates;
 use crate::api::middleware::requests::RequestLog;
 use crate::api::middleware::screen;
@@ -28,6 +29,7 @@ pub struct Application {
     leases: Leases,
     tokens: Option<Arc<Tokens>>,
     cors: Option<Cors>,
+    hosts: AllowedHosts,
     config: ServeConfig,
 }
 
@@ -46,6 +48,7 @@ impl Application {
         config.check_exposure()?;
         config.check_bounds()?;
         let cors = Cors::parse(&config.cors_origins)?;
+        let hosts = AllowedHosts::parse(&config.allowed_hosts, config.auth_file.is_some())?;
         let tokens = match &config.auth_file {
             Some(path) => {
                 let tokens = crate::auth::load(path)?;
@@ -101,6 +104,7 @@ impl Application {
             leases,
             tokens,
             cors,
+            hosts,
             config,
         })
     }
@@ -127,10 +131,11 @@ impl Application {
             leases,
             tokens,
             cors,
+            hosts,
             config,
         } = self;
         let background = Background::start(&leases, &config);
-        let app = app(&leases, tokens, cors, &config);
+        let app = app(&leases, tokens, (cors, hosts), &config);
         let stopping = leases.clone();
         let connections = ConnectionLimits {
             header_timeout: config.header_timeout,
@@ -182,7 +187,7 @@ impl Application {
 fn app(
     leases: &Leases,
     tokens: Option<Arc<Tokens>>,
-    cors: Option<Cors>,
+    (cors, hosts): (Option<Cors>, AllowedHosts),
     config: &ServeConfig,
 ) -> axum::Router {
     screen::prepare();
@@ -192,6 +197,7 @@ fn app(
             leases: Arc::new(leases.clone()),
             tokens,
             rates,
+            hosts,
             request_log: RequestLog {
                 every: config.log_requests,
                 slow: config.slow_request,

@@ -124,6 +124,10 @@ function mapFigure(map, cidr, bits, items) {
     e.preventDefault();
     show(moves[e.key], true);
   });
+  // Coloured through the CSSOM: the page's Content-Security-Policy refuses
+  // style attributes.
+  const outline = h("span", { class: "outline", "aria-hidden": "true" });
+  outline.style.borderColor = LARGEST;
   const legend = h("ul", { class: "legend", "aria-label": "Legend" },
     Object.entries(PALETTE).map(([state, { label }]) => {
       const swatch = h("canvas", { width: 16, height: 16, "aria-hidden": "true" });
@@ -132,7 +136,7 @@ function mapFigure(map, cidr, bits, items) {
       c.fillRect(0, 0, 16, 16);
       return h("li", {}, swatch, label);
     }),
-    h("li", {}, h("span", { class: "outline", style: `border-color: ${LARGEST}`, "aria-hidden": "true" }),
+    h("li", {}, outline,
       largest < 0 ? "no free block" : `the largest free run (${runs[largest][1]} blocks), outlined`));
   return h("figure", {}, canvas, h("figcaption", {}, legend, named,
     h("p", { class: "muted", text: "Arrow keys move on the map; Page Up and Page Down follow the addresses." })));

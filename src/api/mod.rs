@@ -20,7 +20,7 @@ pub mod problems;
 pub mod routes;
 
 use crate::api::problems::{Subject, kinds};
-use middleware::{cors, rates, requests, stack};
+use middleware::{cors, hosts, rates, requests, stack};
 pub use problems::Problem;
 
 /// Request bodies larger than this are refused with 413.
@@ -36,6 +36,8 @@ pub struct AppState {
     pub request_log: requests::RequestLog,
     /// Each token's write rate.
     pub rates: Arc<rates::WriteRates>,
+    /// The `Host`s the server answers.
+    pub hosts: hosts::AllowedHosts,
 }
 
 impl AppState {

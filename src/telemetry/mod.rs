@@ -69,6 +69,7 @@ pub struct Metrics {
     pub reservation_confirms: AtomicU64,
     pub reservation_releases: AtomicU64,
     pub reaped_reservations: AtomicU64,
+    pub misdirected_requests: AtomicU64,
     pub sessions: SessionMetrics,
     pub requests: RequestMetrics,
     pub acquire_waits: AcquireWaits,
@@ -191,7 +192,7 @@ impl Metrics {
 
     /// The counters of grants, releases and the like, one family each.
     fn render_counters(&self, out: &mut Exposition) {
-        let counters: [(&str, &str, &AtomicU64); 12] = [
+        let counters: [(&str, &str, &AtomicU64); 13] = [
             (
                 "leasehold_lock_grants_total",
                 "Lock leases granted",
@@ -251,6 +252,11 @@ impl Metrics {
                 "leasehold_reaped_reservations_total",
                 "Expired reservations deleted by the reaper",
                 &self.reaped_reservations,
+            ),
+            (
+                "leasehold_misdirected_requests_total",
+                "Requests refused with 421 because their Host is not a name of this server",
+                &self.misdirected_requests,
             ),
         ];
         for (name, help, value) in counters {

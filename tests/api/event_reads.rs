@@ -177,7 +177,7 @@ async fn a_clients_reads_of_history_are_bounded_by_its_share() {
     let address = app.address.trim_start_matches("http://").parse().unwrap();
     let mut stalled = socket.connect(address).await.unwrap();
     let head = format!(
-        "GET /v1/events?since={start} HTTP/1.1\r\nHost: leasehold\r\n\
+        "GET /v1/events?since={start} HTTP/1.1\r\nHost: localhost\r\n\
          Authorization: Bearer {B}\r\nAccept: text/event-stream\r\n\r\n"
     );
     stalled.write_all(head.as_bytes()).await.unwrap();

@@ -22,7 +22,7 @@ async fn stall(app: &TestApp, n: usize, path: &str, extra: &str) -> Vec<Raw> {
     for _ in 0..n {
         let mut raw = Raw::connect(app).await;
         raw.send(&format!(
-            "POST {path} HTTP/1.1\r\nHost: leasehold\r\nContent-Type: application/json\r\n\
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
              {extra}Content-Length: {}\r\n\r\n{}",
             BODY.len(),
             &BODY[..10]
@@ -193,7 +193,7 @@ async fn a_request_head_over_the_cap_is_answered_431() {
     let mut raw = Raw::connect(&app).await;
     let big = "a".repeat(40 * 1024);
     raw.send(&format!(
-        "GET /v1/locks HTTP/1.1\r\nHost: leasehold\r\nX-Big: {big}\r\n\r\n"
+        "GET /v1/locks HTTP/1.1\r\nHost: localhost\r\nX-Big: {big}\r\n\r\n"
     ))
     .await;
     let (received, _) = raw.read_until_closed(Duration::from_secs(5)).await;
@@ -208,7 +208,7 @@ async fn a_request_head_over_the_cap_is_answered_431() {
     let mut raw = Raw::connect(&app).await;
     let huge = "a".repeat(100 * 1024);
     raw.send(&format!(
-        "GET /v1/locks HTTP/1.1\r\nHost: leasehold\r\nX-Big: {huge}\r\n\r\n"
+        "GET /v1/locks HTTP/1.1\r\nHost: localhost\r\nX-Big: {huge}\r\n\r\n"
     ))
     .await;
     let (received, _) = raw.read_until_closed(Duration::from_secs(5)).await;

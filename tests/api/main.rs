@@ -6,6 +6,7 @@
 mod auth;
 mod backend;
 mod bodies;
+mod browser_headers;
 mod clock_steps;
 mod console;
 mod cors;
@@ -19,6 +20,7 @@ mod groups;
 mod harness;
 mod helpers;
 mod hostile_clients;
+mod hosts;
 mod idempotency;
 mod key_history;
 mod list_then_watch;
@@ -60,6 +62,7 @@ fn main() {
     let contract = [
         auth::tests(),
         bodies::tests(),
+        browser_headers::tests(),
         clock_steps::tests(),
         console::tests(),
         cors::tests(),
@@ -71,6 +74,7 @@ fn main() {
         group_quota::tests(),
         groups::tests(),
         hostile_clients::tests(),
+        hosts::tests(),
         idempotency::tests(),
         key_history::tests(),
         list_then_watch::tests(),

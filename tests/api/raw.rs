@@ -50,7 +50,7 @@ impl Raw {
     pub async fn stalled_post(app: &TestApp, path: &str, declared: usize, sent: &str) -> Self {
         let mut raw = Self::connect(app).await;
         raw.send(&format!(
-            "POST {path} HTTP/1.1\r\nHost: leasehold\r\nContent-Type: application/json\r\n\
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
              Content-Length: {declared}\r\n\r\n{sent}"
         ))
         .await;

@@ -120,7 +120,7 @@ async fn a_stream_its_client_stopped_reading_is_ended() {
     let mut stalled = socket.connect(address).await.unwrap();
     stalled
         .write_all(
-            b"GET /v1/events?prefix=big%2F HTTP/1.1\r\nHost: leasehold\r\n\
+            b"GET /v1/events?prefix=big%2F HTTP/1.1\r\nHost: localhost\r\n\
               Accept: text/event-stream\r\n\r\n",
         )
         .await

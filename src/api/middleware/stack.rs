@@ -2,10 +2,12 @@
 //!
 //! From the outside in: the request id (`request_id`), the request's log span
 //! (tower-http's `TraceLayer`), CORS when it is on (`cors`), then `Guard`,
-//! which counts and logs the request (`requests`), names its caller (`auth`),
+//! which counts and logs the request (`requests`), holds it to the hosts the
+//! server answers (`hosts`), names its caller (`auth`),
 //! holds it to its route's query parameters and its token's write rate
 //! (`screen`), gives it an in-flight slot or sheds it (`load`), reads its body within the
-//! deadline (`load`) and hands it to the route.
+//! deadline (`load`) and hands it to the route; its answer gets the headers
+//! its kind takes (`headers`).
 //!
 //! The layer is added once (`Router::layer`), and every step below the span
 //! runs in one future: each `Router::layer` wraps each route, so a request
@@ -25,8 +27,9 @@ use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 use tower_http::trace::TraceLayer;
 
 use super::cors::{Cors, CorsGateLayer};
+use super::headers::Answer;
 use super::request_id::{self, TagRequestLayer};
-use super::{auth, load, requests, screen};
+use super::{auth, hosts, load, requests, screen};
 use crate::api::{AppState, MAX_BODY_BYTES};
 
 /// `router` with the middleware around each of its routes and fallbacks.
@@ -84,8 +87,8 @@ impl<S> Layer<S> for GuardLayer {
     }
 }
 
-/// Counts, authenticates, admits and reads a request, in that order, in one
-/// future: a request that several steps would refuse is answered by the
+/// Counts, checks the host of, authenticates, admits and reads a request,
+/// in that order, in one future: a request that several steps would refuse is answered by the
 /// outermost of them, and every answer is counted and logged.
 #[derive(Clone)]
 struct Guard<S> {
@@ -121,7 +124,9 @@ where
             let admit = |request| load::shed_load(&state, request, read);
             let screen = |request| screen::screen(&state, request, admit);
             let identify = |request| auth::authenticate(&state, request, screen);
-            Ok(requests::track_requests(&state, request, identify).await)
+            let host = |request| hosts::check_host(&state, request, identify);
+            let answer = Answer::of(request.uri().path());
+            Ok(answer.head(requests::track_requests(&state, request, host).await))
         })
     }
 }

@@ -186,7 +186,8 @@ refusals! {
 
 /// The refusals every operation of a kind can answer, added to each: bad
 /// bodies where there is a body, bad path parameters where there are some,
-/// storage (and on `/v1/`, load) on every route that uses the database, and
+/// storage (and on `/v1/`, load) on every route that uses the database, a
+/// `Host` the server does not answer on every route but the probes, and
 /// the token check on `/v1/` (403 where the route names a key or a pool;
 /// listings are filtered instead).
 pub fn add_shared(doc: &mut OpenApi) {
@@ -216,6 +217,10 @@ pub fn add_shared(doc: &mut OpenApi) {
         }
         if v1 || path == "/metrics" {
             names.push("storage-unavailable");
+        }
+        // Probes answer any `Host` (`middleware::hosts`).
+        if !matches!(path, "/healthz" | "/readyz") {
+            names.push("misdirected-request");
         }
         if v1 {
             names.extend(["overloaded", "unauthorized"]);

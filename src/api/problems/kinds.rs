@@ -184,6 +184,14 @@ pub const SESSION_NOT_FOUND: Kind = kind("session-not-found", 404, "No such sess
 pub const METHOD_NOT_ALLOWED: Kind = kind("method-not-allowed", 405, "Method not allowed",
     "the route does not take this method", &[]);
 #[rustfmt::skip]
+pub const MISDIRECTED_REQUEST: Kind = kind("misdirected-request", 421, "The request names another host",
+    "the request's `Host` is not a name of this server: without an auth file it answers \
+        only loopback names and addresses and the hosts of `--allowed-hosts` (the defence \
+        against DNS rebinding)", &[
+        null("host", Ty::Text, "The `Host` the request named (at most 255 bytes of it); null \
+            when it named none."),
+    ]);
+#[rustfmt::skip]
 pub const REQUEST_TIMEOUT: Kind = kind("request-timeout", 408, "The body was not received in time",
     "the body did not arrive within the body timeout", &[]);
 #[rustfmt::skip]
@@ -329,6 +337,7 @@ pub const KINDS: &[Kind] = &[
     SESSION_NOT_FOUND,
     METHOD_NOT_ALLOWED,
     REQUEST_TIMEOUT,
+    MISDIRECTED_REQUEST,
     LEASE_LOST,
     GROUP_NOT_EMPTY,
     MEMBER_EXISTS,

@@ -72,6 +72,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(console))
         .routes(routes!(console_asset))
+        .routes(routes!(favicon))
 }
 
 /// The console: an overview, locks by prefix and each key's holders and
@@ -104,4 +105,14 @@ pub async fn console_asset(Path(file): Path<String>) -> Result<impl IntoResponse
         .find(|(name, _, _)| *name == file)
         .ok_or_else(|| Problem::of(&kinds::NOT_FOUND, format!("the console has no file {file}")))?;
     Ok(([(header::CONTENT_TYPE, *content_type)], *text))
+}
+
+/// The icon of the console and of `/docs` (SVG), where browsers look for it.
+#[utoipa::path(get, path = "/favicon.ico", operation_id = "getFavicon", tag = "operations",
+    responses((status = 200, description = "The icon", body = String, content_type = "image/svg+xml")))]
+pub async fn favicon() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "image/svg+xml")],
+        include_str!("../../../assets/console/favicon.svg"),
+    )
 }

@@ -72,7 +72,7 @@ async fn memory_comes_back_after_thousands_of_waiters_disconnect() {
     for i in 0..WAITERS {
         let mut raw = Raw::connect_to(&server.address).await;
         raw.send(&format!(
-            "POST /v1/locks/held-{}/acquire HTTP/1.1\r\nHost: leasehold\r\n\
+            "POST /v1/locks/held-{}/acquire HTTP/1.1\r\nHost: localhost\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             i % 10,
             body.len()

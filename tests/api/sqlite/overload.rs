@@ -179,7 +179,7 @@ async fn a_shed_flood_logs_no_error_lines() {
     for i in 0..2 {
         let mut raw = Raw::connect_to(&server.address).await;
         raw.send(&format!(
-            "POST /v1/locks/slow-{i}/acquire HTTP/1.1\r\nHost: leasehold\r\n\
+            "POST /v1/locks/slow-{i}/acquire HTTP/1.1\r\nHost: localhost\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
             BODY.len(),
             &BODY[..10]

@@ -24,7 +24,7 @@ async fn app_with_short_deadlines() -> TestApp {
 async fn a_client_that_stalls_in_its_headers_is_disconnected() {
     let app = app_with_short_deadlines().await;
     let mut raw = Raw::connect(&app).await;
-    raw.send("POST /v1/locks/k/acquire HTTP/1.1\r\nHost: leasehold\r\nContent-Ty")
+    raw.send("POST /v1/locks/k/acquire HTTP/1.1\r\nHost: localhost\r\nContent-Ty")
         .await;
     let (_, after) = raw.read_until_closed(Duration::from_secs(10)).await;
     assert!(
@@ -34,7 +34,7 @@ async fn a_client_that_stalls_in_its_headers_is_disconnected() {
     assert!(after < Duration::from_secs(5), "closed after {after:?}");
     // A client trickling header bytes does not extend the deadline.
     let mut raw = Raw::connect(&app).await;
-    let head = "GET /v1/locks HTTP/1.1\r\nHost: leasehold\r\nX-Slow: 0123456789abcdef";
+    let head = "GET /v1/locks HTTP/1.1\r\nHost: localhost\r\nX-Slow: 0123456789abcdef";
     assert!(
         !raw.trickle(head, Duration::from_millis(50)).await,
         "the server stops reading before the trickle ends"
@@ -90,11 +90,11 @@ async fn a_body_declared_too_large_is_refused_before_it_is_sent() {
 async fn an_idle_keep_alive_connection_is_closed() {
     let app = app_with_short_deadlines().await;
     let mut raw = Raw::connect(&app).await;
-    raw.send("GET /healthz HTTP/1.1\r\nHost: leasehold\r\n\r\n")
+    raw.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await;
     assert_eq!(status_of(&raw.read_response().await), 200);
     // The connection is kept alive for a next request…
-    raw.send("GET /healthz HTTP/1.1\r\nHost: leasehold\r\n\r\n")
+    raw.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await;
     assert_eq!(status_of(&raw.read_response().await), 200);
     // …and closed once it has been idle past the deadline.
@@ -152,7 +152,7 @@ async fn the_served_binary_takes_its_deadlines_from_flags_and_environment() {
     );
     let mut raw = Raw::connect_to(&server.address).await;
     raw.send(
-        "POST /v1/locks/k/acquire HTTP/1.1\r\nHost: leasehold\r\n\
+        "POST /v1/locks/k/acquire HTTP/1.1\r\nHost: localhost\r\n\
          Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{",
     )
     .await;
