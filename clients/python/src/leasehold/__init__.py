@@ -10,6 +10,7 @@
 """
 
 from ._json import JSON, JSONObject
+from ._life import LOST_RELEASE_BOUND
 from .client import Client
 from .election import Election, Observer
 from .errors import (
@@ -75,7 +76,7 @@ from .models import (
     SessionLeases,
     Waiter,
 )
-from .session import LOST_RELEASE_BOUND, Session
+from .session import Session
 from .status import (
     CallerStatus,
     DatabaseStatus,
