@@ -4,7 +4,8 @@ tests (loss_reasons_test.go) hold the same rows.
 
 Each answer is a real server's, recorded by provoking it (a lease released
 elsewhere, a session closed, a token without the right, …); an HTTP front
-between the lock and the server answers the lock's next renewals with it.
+between the holder and the server answers the next renewals of a held lock,
+or of a membership with its own TTL, with it.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 from urllib.parse import urlsplit
 
 import pytest
 
 from conftest import Server, new_token, server_with_tokens
-from leasehold import Client, Lock, LossReason
+from leasehold import Client, Lock, LossReason, Membership
 
 #: An answer of the server: status, content type, Retry-After, body.
 Answer = tuple[int, str, str, bytes]
@@ -184,9 +185,29 @@ REASON_ROWS = {
 }
 
 
+#: What keeps a lease: a lock, or a membership with its own TTL.
+HELD = ["lock", "membership"]
+
+
+def held(
+    client: Client, kind: str, row: str, ttl: float,
+    on_lost: Callable[[LossReason], object] | None = None,
+) -> tuple[Lock | Membership, Callable[[], bool]]:
+    """A lease of ``kind`` held for ``row``, and how to give it up."""
+    if kind == "lock":
+        lock = Lock(client, f"rows/{row}", ttl=ttl, on_lost=on_lost)
+        assert lock.acquire()
+        return lock, lock.release
+    client.create_group("rows")
+    member = Membership(client, "rows", row.replace(" ", "-"), ttl=ttl, on_lost=on_lost)
+    member.join()
+    return member, member.leave
+
+
+@pytest.mark.parametrize("kind", HELD)
 @pytest.mark.parametrize("row", list(REASON_ROWS))
 def test_a_renewal_answered_so_ends_the_lease_with_its_reason(
-    tokens: Tokens, front: RenewalFront, row: str
+    tokens: Tokens, front: RenewalFront, row: str, kind: str
 ) -> None:
     provoke, reason = REASON_ROWS[row]
     answer = provoke(tokens)
@@ -196,14 +217,13 @@ def test_a_renewal_answered_so_ends_the_lease_with_its_reason(
     client = Client(front.url, token=tokens.holder)
     ttl = 1.5
     heard: list[LossReason] = []
-    lock = Lock(client, f"rows/{row}", ttl=ttl, on_lost=heard.append)
-    assert lock.acquire()
+    lease, give_up = held(client, kind, row, ttl, heard.append)
     front.answer = answer
-    assert lock.lost.wait(ttl), f"{row}: not lost"
-    assert lock.lost_reason is reason, (row, lock.lost_reason)
+    assert lease.lost.wait(ttl), f"{row}: not lost"
+    assert lease.lost_reason is reason, (row, lease.lost_reason)
     assert front.answered >= 1
     front.answer = None
-    assert lock.release() is False
+    assert give_up() is False
     client.close()
 
 
@@ -224,24 +244,24 @@ RETRIED_ROWS = {
 }
 
 
+@pytest.mark.parametrize("kind", HELD)
 @pytest.mark.parametrize("row", list(RETRIED_ROWS))
 def test_a_renewal_answered_so_is_retried_until_the_deadline(
-    tokens: Tokens, front: RenewalFront, row: str
+    tokens: Tokens, front: RenewalFront, row: str, kind: str
 ) -> None:
     answer = RETRIED_ROWS[row](tokens)
     client = Client(front.url, token=tokens.holder, retries=0)
     ttl = 1.5
-    lock = Lock(client, f"rows/{row}", ttl=ttl)
-    assert lock.acquire()
+    lease, give_up = held(client, kind, row, ttl)
     front.answer = answer
     time.sleep(ttl / 3 + 0.4)  # a renewal or two get it
     assert front.answered >= 1
     front.answer = None
     time.sleep(ttl / 3 + 0.3)  # the next renewal is confirmed
-    assert lock.held and not lock.lost.is_set(), (row, lock.lost_reason)
+    assert not lease.lost.is_set(), (row, lease.lost_reason)
     front.answer = answer
-    assert lock.lost.wait(ttl + 0.5), f"{row}: never said lost"
-    assert lock.lost_reason is LossReason.EXPIRED
+    assert lease.lost.wait(ttl + 0.5), f"{row}: never said lost"
+    assert lease.lost_reason is LossReason.EXPIRED
     front.answer = None
-    lock.release()
+    give_up()
     client.close()

@@ -2,14 +2,17 @@
 
 ::
 
-    from leasehold import Client, Lock
+    from leasehold import Client, Lock, Membership
 
     client = Client("http://127.0.0.1:8474", token=None)
     with Lock(client, "lb/3f2a", ttl=10, on_lost=stop_writing) as lock:
         reconcile(fencing_token=lock.fencing_token)
+    with Membership(client, "workers", "node-7", ttl=10, capabilities={"weight": 2}):
+        serve()
 """
 
 from ._json import JSON, JSONObject
+from ._life import LOST_RELEASE_BOUND
 from .client import Client
 from .election import Election, Observer
 from .errors import (
@@ -56,6 +59,7 @@ from .errors import (
 from .localnet import local_networks
 from .lock import Lock
 from .loss import LossReason, OnLost, default_margin
+from .membership import Membership
 from .models import (
     Counts,
     Event,
@@ -76,7 +80,7 @@ from .models import (
     SessionLeases,
     Waiter,
 )
-from .session import LOST_RELEASE_BOUND, Session
+from .session import Session
 from .status import (
     CallerStatus,
     DatabaseStatus,
@@ -89,7 +93,7 @@ from .status import (
 from .watch import Watch, list_then_watch
 
 __all__ = [
-    "Client", "Lock", "Session", "Election", "Observer", "Watch", "list_then_watch",
+    "Client", "Lock", "Membership", "Session", "Election", "Observer", "Watch", "list_then_watch",
     "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND", "local_networks",
     "JSON", "JSONObject",
     "Counts", "Event", "Group", "KeyHistory", "LockHolder", "LockLease", "MapRun", "Member", "Page", "Pool",

@@ -22,12 +22,13 @@ import itertools
 import logging
 import threading
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 from .errors import (
     ConnectionFailed,
     LeaseholdError,
     LeaseLost,
+    Lost,
     NotFound,
     Problem,
     ServerError,
@@ -37,6 +38,11 @@ from .errors import (
 from .loss import LossReason
 
 LOG = logging.getLogger(__name__)
+
+#: How long giving up a lease (a release, a leave, a close) waits on the
+#: network once it is known lost to silence (``expired``): one attempt, no
+#: retries (seconds).
+LOST_RELEASE_BOUND = 0.5
 
 
 class _Timer:
@@ -239,3 +245,66 @@ class KeepAlive:
                 failed = True
                 continue
             failed = not life.confirm(sent, expires_in)
+
+
+#: ``give_up_call(deadline, retries)`` releases (or leaves) the lease on the
+#: server; ``retries=None`` is the client's own count.
+GiveUpCall = Callable[[Optional[float], Optional[int]], None]
+
+
+def give_up(
+    lost: LossReason | None,
+    local_end: float | None,
+    call: GiveUpCall,
+    notify: Callable[[LossReason], None],
+) -> bool:
+    """Give a lease up on the server: ``True`` if it was still held there.
+
+    Once the loss is known (``lost``), no call is made but one attempt of at
+    most ``LOST_RELEASE_BOUND`` when it was lost to silence (``expired``),
+    and the answer is ``False``. Otherwise the call ends by the lease's
+    local deadline ``local_end`` (at least ``LOST_RELEASE_BOUND`` from now;
+    ``None``: a lease bound to a session, no deadline of its own); an answer
+    that the lease is already gone says its loss (``notify``) and is ``False``.
+    """
+    now = time.monotonic()
+    if lost is not None:
+        if lost is LossReason.EXPIRED:
+            try:
+                call(now + LOST_RELEASE_BOUND, 0)
+            except LeaseholdError:
+                pass
+        return False
+    deadline = None if local_end is None else max(now + LOST_RELEASE_BOUND, local_end)
+    try:
+        call(deadline, None)
+        return True
+    except LeaseholdError as exc:
+        gone = loss_reason(exc)
+        if gone is LossReason.RELEASED_ELSEWHERE or gone is LossReason.SESSION_ENDED:
+            notify(gone)
+            return False
+        raise
+
+
+def leave_block(
+    what: str,
+    exc_type: type[BaseException] | None,
+    give_up_held: Callable[[], bool | None],
+    reason: Callable[[], LossReason | None],
+) -> None:
+    """Leave a ``with`` block over a lease: give it up (``give_up_held()``:
+    ``True`` if it was given up held, ``False`` if it had been lost, ``None``
+    if nothing was held), and raise :class:`~leasehold.Lost` with
+    ``reason()`` if it was lost during the block (seen then, or by giving it
+    up) and no exception is propagating, whether or not ``on_lost`` was
+    given. A failure to give it up while an exception propagates is logged."""
+    try:
+        kept = give_up_held()
+    except LeaseholdError as exc:
+        if exc_type is None:
+            raise
+        LOG.warning("giving up %s failed while an exception was raised: %s", what, exc)
+        return
+    if kept is False and exc_type is None:
+        raise Lost(what, reason() or LossReason.EXPIRED)

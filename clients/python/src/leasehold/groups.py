@@ -68,10 +68,12 @@ class GroupsMixin:
                 body["token"] = token
         if capabilities is not None:
             body["capabilities"] = capabilities
+        # A join with a TTL is a grant: not repeated after an answer that may
+        # have been lost (the member would then be another holder's).
         resp = self.transport.request(
-            "PUT", self._member_path(group, member), body=body
+            "PUT", self._member_path(group, member), body=body, safe=session is not None
         )
-        return Member.from_json(resp.doc or {"member": member}, group)
+        return Member.from_json(resp.doc or {"member": member}, group, resp.sent)
 
     def renew_member(
         self,
@@ -80,18 +82,21 @@ class GroupsMixin:
         token: str,
         ttl: float | None = None,
         capabilities: JSON = None,
+        *,
+        deadline: float | None = None,
     ) -> Member:
         """Renew a member that lives by its own TTL, optionally replacing its
-        capabilities in the same transaction (one ``group.member_updated``)."""
+        capabilities in the same transaction (one ``group.member_updated``).
+        ``deadline`` (monotonic) ends the call and its retries by then."""
         body: JSONObject = {"token": token}
         if ttl is not None:
             body["ttl_ms"] = ms(ttl)
         if capabilities is not None:
             body["capabilities"] = capabilities
         resp = self.transport.request(
-            "POST", self._member_path(group, member) + "/renew", body=body
+            "POST", self._member_path(group, member) + "/renew", body=body, deadline=deadline
         )
-        return Member.from_json(resp.doc or {"member": member}, group)
+        return Member.from_json(resp.doc or {"member": member}, group, resp.sent)
 
     def members(
         self, group: str, limit: int | None = None, cursor: str | None = None
@@ -115,13 +120,17 @@ class GroupsMixin:
         *,
         session: Session | SessionInfo | None = None,
         token: str | None = None,
+        deadline: float | None = None,
+        retries: int | None = None,
     ) -> None:
-        """Leave, proving the membership with its ``session`` or its ``token``."""
+        """Leave, proving the membership with its ``session`` or its ``token``;
+        ``deadline`` (monotonic) ends the call and its retries by then."""
         body: JSONObject = (
             {"session": session_ref(session)} if session is not None else {"token": token}
         )
         self.transport.request(
-            "POST", self._member_path(group, member) + "/leave", body=body
+            "POST", self._member_path(group, member) + "/leave", body=body,
+            deadline=deadline, retries=retries,
         )
 
     def remove_member(self, group: str, member: str) -> None:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ._json import JSONObject
-from ._life import KeepAlive, LeaseLife, loss_reason
+from ._kept import Kept
 from ._transport import Cancel
 from .errors import Cancelled, LeaseholdError, LockHeld, LockNotFound, Lost
-from .loss import LossReason, OnLost, adapt, check_margin, default_margin, run_callbacks
+from .loss import LossReason, OnLost, check_margin, default_margin
 from .models import LockLease
-from .session import LOST_RELEASE_BOUND
 
 if TYPE_CHECKING:
     from .client import Client
@@ -27,7 +25,7 @@ LOG = logging.getLogger(__name__)
 WAIT_CHUNK = 60.0
 
 
-class Lock:
+class Lock(Kept):
     """An exclusive (or shared) lock on one key; a context manager.
 
     ::
@@ -77,39 +75,25 @@ class Lock:
     ) -> None:
         self.client = client
         self.key = key
-        self.ttl = ttl
         self.wait = wait
-        self.session = session
         self.holder = holder
         self.metadata = metadata
         self.shared = shared
         self.max_holders = max_holders
-        self.on_lost = on_lost
-        self._margin = lost_margin
-        if session is None:
-            check_margin(ttl, self.lost_margin)
-        #: Set when the lease held was lost (cleared by the next acquire).
-        self.lost = threading.Event()
-        #: Why the lease was lost, once it is.
-        self.lost_reason: LossReason | None = None
-        #: When the loss was said (monotonic clock), once it is.
-        self.lost_at: float | None = None
+        super().__init__(ttl, session, on_lost, lost_margin)
         #: The lease held (``None`` before acquire and after release).
         self.lease: LockLease | None = None
         #: The last refusal of :meth:`acquire`, with ``holder`` and ``expires_at``.
         self.refusal: LockHeld | None = None
-        self._life: LeaseLife | None = None
-        self._keepalive: KeepAlive | None = None
         self._cancel: Cancel | None = None
 
     # -- what it holds -------------------------------------------------------
 
-    @property
-    def lost_margin(self) -> float:
-        """How long before the local deadline the loss is said (seconds)."""
-        if self.session is not None:
-            return self.session.lost_margin
-        return default_margin(self.ttl) if self._margin is None else self._margin
+    def _what(self) -> str:
+        return f"lock {self.key!r}"
+
+    def _holds(self) -> bool:
+        return self.lease is not None
 
     @property
     def fencing_token(self) -> int:
@@ -122,16 +106,6 @@ class Lock:
     def held(self) -> bool:
         """Whether this lock holds a lease it has not seen lost (no call)."""
         return self.lease is not None and not self.lost.is_set()
-
-    @property
-    def deadline(self) -> float | None:
-        """The lease's local deadline (monotonic): the server's end of the
-        lease is never before it. ``None`` while not held."""
-        if self.lease is None:
-            return None
-        if self.session is not None:
-            return self.session.deadline
-        return self._life.deadline if self._life is not None else None
 
     def locked(self) -> bool:
         """Whether anyone holds the key now (asks the server)."""
@@ -219,47 +193,16 @@ class Lock:
 
     def _hold(self, lease: LockLease) -> None:
         self.lease = lease
-        self.lost_reason = self.lost_at = None
-        self.lost.clear()
-        if self.session is not None:
-            self._life = None
-            if not self.session._bind(self):
-                callback = self._session_ended()
-                if callback is not None:
-                    run_callbacks([(callback, LossReason.SESSION_ENDED)])
-            return
-        life = self._life = LeaseLife(self.lost_margin, self._notify)
-        life.confirm(lease.sent or 0.0, (lease.expires_in_ms or 0) / 1000.0,
-                     lease.waited_ms / 1000.0)
-        self._keepalive = KeepAlive(f"leasehold-lock-{self.key}", life, self._renew)
+        self._keep(lease, lease.waited_ms / 1000.0, f"leasehold-lock-{self.key}", self._renew)
 
-    # -- keep-alive and loss ---------------------------------------------------
+    # -- keep-alive ------------------------------------------------------------
 
     def _renew(self, call_deadline: float) -> tuple[float, float]:
         lease = self.lease
         if lease is None or not lease.token:
-            raise Lost(f"lock {self.key!r}", LossReason.RELEASED_ELSEWHERE)
+            raise Lost(self._what(), LossReason.RELEASED_ELSEWHERE)
         renewed = self.client.renew(self.key, lease.token, self.ttl, deadline=call_deadline)
         return renewed.sent or 0.0, (renewed.expires_in_ms or 0) / 1000.0
-
-    def _mark(self, reason: LossReason) -> Callable[[LossReason], object] | None:
-        self.lost_at = time.monotonic()
-        self.lost_reason = reason
-        self.lost.set()
-        return adapt(self.on_lost)
-
-    def _notify(self, reason: LossReason) -> None:
-        callback = self._mark(reason)
-        if callback is not None:
-            run_callbacks([(callback, reason)])
-
-    def _session_ended(self) -> Callable[[LossReason], object] | None:
-        if self.lease is None or self.lost.is_set():
-            return None
-        return self._mark(LossReason.SESSION_ENDED)
-
-    def _lost_error(self) -> Lost:
-        return Lost(f"lock {self.key!r}", self.lost_reason or LossReason.EXPIRED)
 
     def extend(self, ttl: float | None = None) -> LockLease:
         """Renew the lease now, for ``ttl`` seconds (and from then on) if
@@ -280,31 +223,15 @@ class Lock:
         return lease
 
     def _renew_now(self, metadata: JSONObject | None) -> LockLease:
-        lease, life = self.lease, self._life
-        if lease is None or not lease.token:
-            raise RuntimeError(f"lock {self.key!r} is not held")
-        if self.lost.is_set():
-            raise self._lost_error()
-        if self.session is not None:
-            self.session.renew()
-        try:
-            renewed = self.client.renew(
-                self.key, lease.token, self.ttl if self.session is None else None, metadata,
-                deadline=life.loss_at if life is not None else None,
-            )
-        except LeaseholdError as exc:
-            reason = loss_reason(exc)
-            if reason is not None:
-                if life is not None:
-                    life.lose(reason)
-                else:
-                    self._notify(reason)
-            raise
-        if life is not None:
-            life.margin = self.lost_margin
-            if not life.confirm(renewed.sent or 0.0, (renewed.expires_in_ms or 0) / 1000.0):
-                raise self._lost_error()
-        return renewed
+        token = self.lease.token if self.lease is not None else None
+        ttl = self.ttl if self.session is None else None
+
+        def renew(deadline: float | None) -> LockLease:
+            if not token:
+                raise RuntimeError(f"{self._what()} is not held")
+            return self.client.renew(self.key, token, ttl, metadata, deadline=deadline)
+
+        return self._renewing(renew)
 
     # -- release ---------------------------------------------------------------
 
@@ -317,38 +244,17 @@ class Lock:
         the lease's local deadline (at least 0.5 s from now): the lease is no
         longer renewed, so it ends by then anyway.
         """
-        lease, life = self.lease, self._life
-        local_end = life.deadline if life is not None else None
+        lease = self.lease
+        local_end = self._stop_keeping()
         self.lease = None
-        if self._keepalive is not None:
-            self._keepalive.stop()
-            self._keepalive = None
-        if life is not None:
-            life.end()
-        if self.session is not None:
-            self.session._unbind(self)
         if lease is None or not lease.token:
             return False
-        now = time.monotonic()
-        if self.lost.is_set():
-            if self.lost_reason == LossReason.EXPIRED:
-                try:
-                    self.client.release(self.key, lease.token,
-                                        deadline=now + LOST_RELEASE_BOUND, retries=0)
-                except LeaseholdError:
-                    pass
-            return False
-        # A bound lease lives on with its session: no deadline of its own.
-        deadline = None if local_end is None else max(now + LOST_RELEASE_BOUND, local_end)
-        try:
-            self.client.release(self.key, lease.token, deadline=deadline)
-            return True
-        except LeaseholdError as exc:
-            gone = loss_reason(exc)
-            if gone in (LossReason.RELEASED_ELSEWHERE, LossReason.SESSION_ENDED):
-                self._notify(gone)
-                return False
-            raise
+        token = lease.token
+
+        def release(deadline: float | None, retries: int | None) -> None:
+            self.client.release(self.key, token, deadline=deadline, retries=retries)
+
+        return self._give_up(local_end, release)
 
     def __enter__(self) -> "Lock":
         if not self.acquire():
@@ -362,15 +268,5 @@ class Lock:
 
     def _leave(self, exc_type: type[BaseException] | None, what: str) -> None:
         """Release on leaving a ``with`` block; raise :class:`~leasehold.Lost`
-        if the lease was lost during it (seen then, or by the release) and no
-        exception is propagating, whether or not ``on_lost`` was given."""
-        held = self.lease is not None
-        try:
-            released = self.release()
-        except LeaseholdError as exc:
-            if exc_type is None:
-                raise
-            LOG.warning("releasing %r failed while an exception was raised: %s", self.key, exc)
-            return
-        if held and not released and exc_type is None:
-            raise Lost(what, self.lost_reason or LossReason.EXPIRED)
+        if the lease was lost during it and no exception is propagating."""
+        self._leave_block(exc_type, what, self.release)

@@ -335,7 +335,8 @@ class Group:
 
 @dataclass(frozen=True)
 class Member:
-    """A member of a group. ``token`` is set when joined with its own TTL."""
+    """A member of a group. ``token`` is set when joined with its own TTL;
+    ``sent`` when this client joined or renewed it."""
 
     group: str | None
     member: str
@@ -345,9 +346,18 @@ class Member:
     expires_at: str | None
     token: str | None
     raw: JSONObject = field(repr=False, compare=False)
+    expires_in_ms: int | None = None
+    sent: float | None = field(default=None, compare=False)
+
+    @property
+    def deadline(self) -> float | None:
+        """The local deadline (monotonic): ``sent + expires_in_ms``."""
+        return _deadline(self.sent, 0, self.expires_in_ms)
 
     @classmethod
-    def from_json(cls, doc: JSONObject, group: str | None = None) -> "Member":
+    def from_json(
+        cls, doc: JSONObject, group: str | None = None, sent: float | None = None
+    ) -> "Member":
         return cls(
             group=opt_text(doc, "group") or group,
             member=text(doc, "member"),
@@ -357,6 +367,8 @@ class Member:
             expires_at=opt_text(doc, "expires_at"),
             token=opt_text(doc, "token"),
             raw=doc,
+            expires_in_ms=opt_int(doc, "expires_in_ms"),
+            sent=sent,
         )
 
 

@@ -9,16 +9,12 @@ import weakref
 from typing import Callable, Protocol
 
 from ._json import JSONObject
-from ._life import KeepAlive, LeaseLife, loss_reason
+from ._life import LOST_RELEASE_BOUND, KeepAlive, LeaseLife, leave_block, loss_reason
 from .errors import LeaseholdError, Lost
 from .loss import LossReason, OnLost, adapt, check_margin, default_margin, run_callbacks
 from .models import SessionInfo
 
 LOG = logging.getLogger(__name__)
-
-#: How long closing or releasing waits on the network once the lease is known
-#: lost to silence (``expired``): one attempt, no retries (seconds).
-LOST_RELEASE_BOUND = 0.5
 
 
 class SessionCalls(Protocol):
@@ -58,14 +54,15 @@ class Session:
     """A session kept alive in the background; a context manager.
 
     Leases and memberships bound to it (``Lock(..., session=s)``,
-    ``client.join(..., session=s)``) end when it ends: on :meth:`close`, or
+    ``Membership(..., session=s)``, ``client.join(..., session=s)``) end
+    when it ends: on :meth:`close`, or
     when it is lost. It is lost (:attr:`lost` set, :attr:`lost_reason` said,
     ``on_lost`` called) a margin before its local deadline unless a renewal
     was confirmed (``expired``), or as soon as the server refuses a renewal
     (``released_elsewhere`` when it says the session is gone, ``refused``
-    otherwise: the README's table of loss reasons). Every lock bound to it
-    is then lost with ``session_ended``, told by the session itself: no
-    thread per bound lock. Leaving a ``with`` block of a session lost during
+    otherwise: the README's table of loss reasons). Every lock and
+    membership bound to it is then lost with ``session_ended``, told by the
+    session itself: no thread per bound lease. Leaving a ``with`` block of a session lost during
     it raises :class:`~leasehold.Lost`.
 
     With ``keepalive=False`` nothing renews it but :meth:`renew`; the loss is
@@ -250,16 +247,12 @@ class Session:
         """Close the session; raise :class:`~leasehold.Lost` if it was lost
         during the block (seen then, or by the close) and no exception is
         propagating, whether or not ``on_lost`` was given."""
-        try:
+
+        def close() -> bool:
             self.close()
-        except LeaseholdError as exc:
-            if exc_type is None:
-                raise
-            LOG.warning("closing session %s failed while an exception was raised: %s",
-                        self.last_id, exc)
-            return
-        if self.lost_reason is not None and exc_type is None:
-            raise Lost(f"session {self.last_id}", self.lost_reason)
+            return self.lost_reason is None
+
+        leave_block(f"session {self.last_id}", exc_type, close, lambda: self.lost_reason)
 
 
 def session_ref(session: "Session | SessionInfo") -> JSONObject:
