@@ -1,7 +1,8 @@
 package leasehold_test
 
-// The examples of README.md and of the repository's README.md, character
-// for character (TestReadmeGoBlocksAreTheseExamples checks it). go test runs
+// The examples of README.md, of the repository's README.md and of its
+// docs/clients.md, character for character
+// (TestReadmeGoBlocksAreTheseExamples checks it). go test runs
 // each against a fresh server (TestMain starts it and sets LEASEHOLD_URL)
 // and compares what it prints with its Output comment.
 

@@ -37,14 +37,15 @@ func goBlocks(t *testing.T, path string) []string {
 	return blocks
 }
 
-// Every Go block of both READMEs is an example that go test runs and
-// checks, as written: nothing in them is undefined or untried.
+// Every Go block of both READMEs, and of the clients' guide, is an example
+// that go test runs and checks, as written: nothing in them is undefined or
+// untried.
 func TestReadmeGoBlocksAreTheseExamples(t *testing.T) {
 	src, err := os.ReadFile("example_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, readme := range []string{"README.md", filepath.Join("..", "..", "README.md")} {
+	for _, readme := range []string{"README.md", filepath.Join("..", "..", "README.md"), filepath.Join("..", "..", "docs", "clients.md")} {
 		blocks := goBlocks(t, readme)
 		if len(blocks) == 0 {
 			t.Errorf("%s has no Go block", readme)
