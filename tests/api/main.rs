@@ -18,6 +18,7 @@ mod group_quota;
 mod groups;
 mod harness;
 mod helpers;
+mod history_turns;
 mod hostile_clients;
 mod idempotency;
 mod key_history;
@@ -68,6 +69,7 @@ fn main() {
         foreign_sessions::tests(),
         group_quota::tests(),
         groups::tests(),
+        history_turns::tests(),
         hostile_clients::tests(),
         idempotency::tests(),
         key_history::tests(),
