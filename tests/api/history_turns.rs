@@ -66,12 +66,16 @@ async fn read_to(mut stalled: TcpStream, head: i64) {
         .expect("caught up within a minute");
 }
 
-/// Fifty streams of one client resume behind the head, none of them read
-/// for a while: none is refused, none holds a slot while it is not read,
-/// another client's history and the same client's next stream are read
-/// meanwhile, and each stream then reaches the head.
+/// Fifty streams of one client resume behind the head, where one client
+/// reads two pages at once: none is refused, none holds a slot while it is
+/// not read, another client's history and the same client's next stream
+/// are read meanwhile, and each stream then reaches the head.
 async fn fifty_catching_up_streams_of_one_client_all_reach_the_head() {
-    let app = spawn_secured_tweaked(tenants(), |c| c.event_scan_rows = 100).await;
+    let app = spawn_secured_tweaked(tenants(), |c| {
+        c.event_scan_rows = 100;
+        c.max_history_reads = 4;
+    })
+    .await;
     let start = settled(&app).await;
     acquire(&app, A, "a/x").await;
     long_history(&app).await;
