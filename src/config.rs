@@ -163,16 +163,27 @@ pub struct ServeConfig {
     /// half of `--max-watchers`.
     #[arg(long, env = "LEASEHOLD_MAX_WATCHERS_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_watchers_per_client: Option<u32>,
-    /// Reads of the change log's history at once: event pages and streams
-    /// that start before the newest revision. Past it a new one answers 503
-    /// `overloaded` (reason `history_reads`).
+    /// Pages of the change log's history read at once, for event pages and
+    /// streams that start before the newest revision. Past it a reader
+    /// waits its turn: turns go round the clients, one page each.
     #[arg(long, env = "LEASEHOLD_MAX_HISTORY_READS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_history_reads: u32,
-    /// Reads of history of any one client at once; past it that client's
-    /// new ones answer 503 `overloaded` (reason `client_history_reads`)
-    /// while others still read. Default: half of `--max-history-reads`.
+    /// Pages of history any one client reads at once; past it that client's
+    /// readers wait their turn while others read. Default: half of
+    /// `--max-history-reads`.
     #[arg(long, env = "LEASEHOLD_MAX_HISTORY_READS_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_history_reads_per_client: Option<u32>,
+    /// Readers of history catching up at once (reading a page, or waiting
+    /// their turn for the next): past it, or when a new reader's first turn
+    /// does not come within 10 s, the server is saturated and a new one
+    /// answers 503 `overloaded` (reason `history_reads`).
+    #[arg(long, env = "LEASEHOLD_MAX_HISTORY_QUEUE", default_value_t = 4_096, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_history_queue: u32,
+    /// Readers of history of any one client catching up at once; past it
+    /// that client's new ones answer 503 `overloaded` (reason
+    /// `client_history_reads`). Default: half of `--max-history-queue`.
+    #[arg(long, env = "LEASEHOLD_MAX_HISTORY_QUEUE_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_history_queue_per_client: Option<u32>,
     /// The rows one page of history examines at most, however few of them
     /// the reader may see: a page answers what it found and a
     /// `next_revision` past what it examined.
@@ -409,6 +420,11 @@ impl ServeConfig {
         share(self.max_history_reads_per_client, self.max_history_reads)
     }
 
+    /// The share of `--max-history-queue` one client may hold.
+    pub fn history_queue_per_client(&self) -> u32 {
+        share(self.max_history_queue_per_client, self.max_history_queue)
+    }
+
     /// The defaults, on another address and database (for tests and embedding).
     pub fn new(listen: SocketAddr, db: PathBuf) -> Self {
         Self {
@@ -432,6 +448,8 @@ impl ServeConfig {
             max_watchers_per_client: None,
             max_history_reads: 16,
             max_history_reads_per_client: None,
+            max_history_queue: 4_096,
+            max_history_queue_per_client: None,
             event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
             event_buffer: 1_024,
             event_retention: Duration::from_secs(3600),

@@ -309,6 +309,8 @@ fn limits(config: &ServeConfig) -> Limits {
         event_buffer: config.event_buffer as usize,
         max_history_reads: config.max_history_reads as usize,
         max_history_reads_per_client: config.history_reads_per_client() as usize,
+        max_history_queue: config.max_history_queue as usize,
+        max_history_queue_per_client: config.history_queue_per_client() as usize,
         event_scan_rows: config.event_scan_rows,
         ..Limits::default()
     }

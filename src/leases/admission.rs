@@ -1,8 +1,10 @@
 //! Load shedding: a bound on requests in flight, a separate bound on
 //! acquires parked waiting for a key, one on open event streams, and one on
-//! reads of the change log's history. Past
+//! readers of the change log's history. Past
 //! any bound a request is refused at once (the caller answers 503 with
-//! `Retry-After`) instead of queueing without bound.
+//! `Retry-After`) instead of queueing without bound. Within that last bound
+//! the readers take turns at reading pages (`history_turns`) rather than
+//! being refused.
 //!
 //! A long-poll acquire is in flight until it starts to wait; then it gives its
 //! in-flight slot back and holds a waiter slot instead, so parked waiters
@@ -20,6 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::history_turns::{HistoryTurns, Place, TurnBounds};
 use super::shares::{ClientId, ClientShares, ClientSlot};
 
 /// A place in one bound, and in its client's share of it; dropping it gives
@@ -56,9 +59,10 @@ pub enum Shed {
     ClientWaiters,
     /// The client holds its whole share of the watcher bound.
     ClientWatchers,
-    /// Too many reads of the change log's history at once.
+    /// Too many readers of the change log's history at once, or a new one's
+    /// first turn did not come in time: the server is saturated.
     HistoryReads,
-    /// The client holds its whole share of the history reads.
+    /// The client has its whole share of the readers of history.
     ClientHistoryReads,
 }
 
@@ -97,8 +101,7 @@ pub struct Bounds {
     pub waiters_per_client: usize,
     pub watchers: usize,
     pub watchers_per_client: usize,
-    pub history_reads: usize,
-    pub history_reads_per_client: usize,
+    pub history: TurnBounds,
 }
 
 /// One bound: slots for everyone, a share per client, and what each refused.
@@ -152,7 +155,7 @@ pub struct Admission {
     in_flight: Bound,
     waiting: Bound,
     watching: Bound,
-    reading_history: Bound,
+    history: Arc<HistoryTurns>,
 }
 
 /// Whether the request the wrapped future served gave its in-flight slot up
@@ -180,11 +183,7 @@ impl Admission {
                 bounds.watchers_per_client,
                 [Shed::Watchers, Shed::ClientWatchers],
             ),
-            reading_history: Bound::new(
-                bounds.history_reads,
-                bounds.history_reads_per_client,
-                [Shed::HistoryReads, Shed::ClientHistoryReads],
-            ),
+            history: HistoryTurns::new(bounds.history),
         }
     }
 
@@ -245,19 +244,29 @@ impl Admission {
             .map(|slot| WatcherSlot { _slot: slot })
     }
 
-    /// A slot for a read of the change log's history (an event page or a
-    /// stream that starts before the newest revision), beside the slot the
-    /// request holds, counted against its client's share; refused when
-    /// every one (or its client's share) is taken.
-    pub fn read_history(&self) -> Result<HistorySlot, Shed> {
-        self.reading_history
-            .take(Self::client().as_ref())
-            .map(|slot| HistorySlot { _slot: slot })
+    /// A place among the readers of the change log's history (an event
+    /// page or a stream that starts before the newest revision), beside the
+    /// slot the request holds, counted against its client's share; it
+    /// waits its turn for each page (`Place::turn`). Refused when the
+    /// readers (or its client's share of them) are at their bound.
+    pub fn read_history(&self) -> Result<Place, Shed> {
+        self.history.place(Self::client())
     }
 
-    /// Reads of history going on now.
+    /// Pages of history being read now.
     pub fn history_reads(&self) -> usize {
-        self.reading_history.taken()
+        self.history.reading()
+    }
+
+    /// Readers of history waiting for their turn now.
+    pub fn history_waiting(&self) -> usize {
+        self.history.waiting()
+    }
+
+    /// Readers of history catching up now (reading, waiting or between
+    /// pages).
+    pub fn history_readers(&self) -> usize {
+        self.history.placed()
     }
 
     /// Event streams open now.
@@ -289,8 +298,8 @@ impl Admission {
             Shed::ClientWaiters => &self.waiting.shed_client,
             Shed::Watchers => &self.watching.shed_total,
             Shed::ClientWatchers => &self.watching.shed_client,
-            Shed::HistoryReads => &self.reading_history.shed_total,
-            Shed::ClientHistoryReads => &self.reading_history.shed_client,
+            Shed::HistoryReads => return self.history.shed().0,
+            Shed::ClientHistoryReads => return self.history.shed().1,
         };
         counter.load(Ordering::Relaxed)
     }
@@ -306,11 +315,6 @@ pub struct WatcherSlot {
     _slot: Slot,
 }
 
-/// A read of history's slot, held while the watch reads history.
-pub struct HistorySlot {
-    _slot: Slot,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,8 +327,12 @@ mod tests {
             waiters_per_client: waiters,
             watchers: 8,
             watchers_per_client: 8,
-            history_reads: 8,
-            history_reads_per_client: 8,
+            history: TurnBounds {
+                reads: 8,
+                reads_per_client: 8,
+                queue: 8,
+                queue_per_client: 8,
+            },
         }
     }
 
@@ -415,8 +423,12 @@ mod tests {
             waiters_per_client: 2,
             watchers: 4,
             watchers_per_client: 2,
-            history_reads: 4,
-            history_reads_per_client: 2,
+            history: TurnBounds {
+                reads: 4,
+                reads_per_client: 4,
+                queue: 4,
+                queue_per_client: 2,
+            },
         });
         let greedy = ClientId::Token("b".into());
         let other = ClientId::Token("a".into());
@@ -436,7 +448,8 @@ mod tests {
         assert!(matches!(third, Ok(Err(Shed::ClientWatchers))));
         let theirs = run(&admission, Some(&other), async { admission.watch() }).await;
         assert!(matches!(theirs, Ok(Ok(_))), "another client still watches");
-        // History reads are taken beside the request's own slot.
+        // Places among the readers of history are taken beside the
+        // request's own slot.
         let watching = run(&admission, Some(&greedy), async {
             let reads = [admission.read_history(), admission.read_history()];
             let third = admission.read_history();
@@ -445,7 +458,11 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(watching, ([true, true], Some(Shed::ClientHistoryReads)));
-        assert_eq!(admission.history_reads(), 0, "given back with the request");
+        assert_eq!(
+            admission.history_readers(),
+            0,
+            "given back with the request"
+        );
         assert_eq!(admission.shed(Shed::ClientWaiters), 1);
         assert_eq!(admission.shed(Shed::ClientWatchers), 1);
         assert_eq!(admission.shed(Shed::ClientHistoryReads), 1);

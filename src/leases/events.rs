@@ -52,8 +52,9 @@ pub enum WatchError {
     /// The revision asked for was never handed out.
     #[error("revision {since} is past the newest revision")]
     Future { since: i64 },
-    /// The watch would read history, and the reads of history (or the
-    /// client's share of them) are at their bound.
+    /// The watch would read history, and the readers of history (or the
+    /// client's share of them) are at their bound, or its first turn to
+    /// read did not come in time: the server is saturated.
     #[error("overloaded: too many {}", .0.as_str())]
     Overloaded(Shed),
     /// Storage failed the read of the history.

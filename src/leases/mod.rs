@@ -16,6 +16,7 @@ pub mod admission;
 pub mod events;
 mod fanout;
 pub mod groups;
+mod history_turns;
 pub mod lock_sets;
 pub mod locks;
 pub mod sessions;
@@ -30,8 +31,9 @@ mod watcher;
 pub use crate::domain::commands::AcquireLock;
 pub use crate::domain::commands::ReserveSubnet;
 pub use crate::token::new_token;
-pub use admission::{Admission, HistorySlot, Shed, WatcherSlot};
+pub use admission::{Admission, Shed, WatcherSlot};
 pub use events::{EventFeed, WatchError};
+pub use history_turns::{Place as HistoryPlace, Turn as HistoryTurn};
 pub use locks::{Acquired, LockService};
 pub use sessions::{Opened, SessionService};
 pub use shares::ClientId;
@@ -69,11 +71,17 @@ pub struct Limits {
     pub max_watchers_per_client: usize,
     /// Events a watcher may fall behind before its stream is ended.
     pub event_buffer: usize,
-    /// Reads of the change log's history at once (event pages and streams
-    /// that start before the newest revision); past it, 503.
+    /// Pages of the change log's history read at once (for event pages and
+    /// streams that start before the newest revision); past it, readers
+    /// wait their turn.
     pub max_history_reads: usize,
-    /// Of those, reads of any one client.
+    /// Of those, pages of any one client.
     pub max_history_reads_per_client: usize,
+    /// Readers of history catching up at once, reading or waiting their
+    /// turn; past it, 503.
+    pub max_history_queue: usize,
+    /// Of those, readers of any one client.
+    pub max_history_queue_per_client: usize,
     /// The rows one page of history examines at most.
     pub event_scan_rows: u32,
 }
@@ -97,6 +105,8 @@ impl Default for Limits {
             event_buffer: 1_024,
             max_history_reads: 16,
             max_history_reads_per_client: 8,
+            max_history_queue: 4_096,
+            max_history_queue_per_client: 2_048,
             event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
         }
     }
@@ -186,8 +196,12 @@ impl Leases {
                 waiters_per_client: limits.max_waiters_per_client,
                 watchers: limits.max_watchers,
                 watchers_per_client: limits.max_watchers_per_client,
-                history_reads: limits.max_history_reads,
-                history_reads_per_client: limits.max_history_reads_per_client,
+                history: history_turns::TurnBounds {
+                    reads: limits.max_history_reads,
+                    reads_per_client: limits.max_history_reads_per_client,
+                    queue: limits.max_history_queue,
+                    queue_per_client: limits.max_history_queue_per_client,
+                },
             })),
             stop: Arc::new(watch::Sender::new(false)),
         }

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::admission::Admission;
-use super::admission::{HistorySlot, WatcherSlot};
+use super::admission::{Admission, WatcherSlot};
 use super::events::{Ended, EventFeed, Live, PAGE, WatchError};
 use super::fanout::Subscriber;
+use super::history_turns::{FIRST_TURN, Place, Turn};
 use crate::domain::events::{Event, EventFilter};
 use crate::domain::selection::Selection;
 use crate::store::{HistoryQuery, Store};
@@ -36,8 +36,10 @@ pub struct Watch {
     pub(super) selection: Selection,
     pub(super) slow_ended: Arc<AtomicU64>,
     pub(super) _slot: WatcherSlot,
-    /// Held while the watch reads history.
-    pub(super) history: Option<HistorySlot>,
+    /// Held while the watch reads history: its place among the readers.
+    pub(super) history: Option<Place>,
+    /// The turn to read the first page in, taken before the watch began.
+    pub(super) turn: Option<Turn>,
 }
 
 /// A watcher's place in the fan-out's index, given up when it goes.
@@ -69,8 +71,14 @@ impl Watch {
     /// wants, from a bounded read of the log (its selection runs in the
     /// store). `last` moves past what the read examined, whether or not
     /// anything matched, so a page is answered at once however little of
-    /// the log the watcher may see.
+    /// the log the watcher may see. The page is read in the watch's turn,
+    /// waited for when it has none, and given back as soon as it is read.
     pub async fn history(&mut self, limit: usize) -> Result<Vec<Arc<Event>>, Ended> {
+        let turn = match (self.turn.take(), &self.history) {
+            (Some(turn), _) => Some(turn),
+            (None, Some(place)) => Some(place.turn().await),
+            (None, None) => None,
+        };
         let query = HistoryQuery {
             after: self.last,
             through: self.through,
@@ -78,7 +86,9 @@ impl Watch {
             scan: self.scan,
             selection: self.selection.clone(),
         };
-        let page = match self.store.read_history(query).await {
+        let read = self.store.read_history(query).await;
+        drop(turn);
+        let page = match read {
             Ok(page) => page,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the change log for a watcher");
@@ -137,8 +147,10 @@ impl Watch {
 impl EventFeed {
     /// Starts a watch of the events after `since` (none: from now on) that
     /// `selection` selects (`filter` is what the fan-out indexes it by),
-    /// holding `slot`; one that must read history first holds a slot of
-    /// `admission`'s history reads too, until it has.
+    /// holding `slot`; one that must read history first holds a place among
+    /// `admission`'s readers of history too, until it has, and waits for the
+    /// turn to read its first page before it begins (refused when that
+    /// turn does not come in time).
     pub async fn watch(
         &self,
         since: Option<i64>,
@@ -179,10 +191,15 @@ impl EventFeed {
             filter,
         };
         let last = since.unwrap_or(through);
-        let history = if last < through {
-            Some(admission.read_history().map_err(WatchError::Overloaded)?)
+        let (history, turn) = if last < through {
+            let place = admission.read_history().map_err(WatchError::Overloaded)?;
+            let turn = place
+                .first_turn(FIRST_TURN)
+                .await
+                .map_err(WatchError::Overloaded)?;
+            (Some(place), Some(turn))
         } else {
-            None
+            (None, None)
         };
         Ok(Watch {
             store: self.store.clone(),
@@ -197,6 +214,7 @@ impl EventFeed {
             slow_ended: self.slow_ended.clone(),
             _slot: slot,
             history,
+            turn,
         })
     }
 }

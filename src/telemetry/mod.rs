@@ -91,8 +91,12 @@ pub struct Snapshot<'a> {
     /// read too slowly for its buffer.
     pub watchers: usize,
     pub slow_watchers_ended: u64,
-    /// Event pages and streams reading the change log's history now.
+    /// Pages of the change log's history being read now; readers of it
+    /// waiting for their turn to read one; readers catching up (reading,
+    /// waiting, or between pages).
     pub history_reads: usize,
+    pub history_waiting: usize,
+    pub history_readers: usize,
     /// Requests being served, and the clients they belong to.
     pub in_flight: usize,
     pub clients_in_flight: usize,
@@ -172,8 +176,18 @@ impl Metrics {
         )
         .gauge(
             "leasehold_history_reads",
-            "Event pages and streams reading the change log's history now",
+            "Pages of the change log's history being read now",
             now.history_reads,
+        )
+        .gauge(
+            "leasehold_history_waiting",
+            "Event pages and streams waiting for their turn to read a page of history",
+            now.history_waiting,
+        )
+        .gauge(
+            "leasehold_history_readers",
+            "Event pages and streams catching up on history (reading, waiting, or between pages)",
+            now.history_readers,
         );
         const LIVE: &str = "leasehold_live_leases";
         out.family(LIVE, Kind::Gauge, "Live leases in the store by kind")

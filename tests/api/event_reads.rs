@@ -1,19 +1,18 @@
 //! Reads of the change log priced so that tenants cannot slow each other: a
 //! page of history examines a bounded number of rows however few match,
 //! answers at once with a `next_revision` past what it examined, and finds
-//! a tenant's few events in a long log of others' at once; a client's
-//! concurrent reads of history are bounded by its share. How the store
-//! filters is in `event_filters.rs`.
+//! a tenant's few events in a long log of others' at once. How the store
+//! filters is in `event_filters.rs`; how readers of history take turns,
+//! `history_turns.rs`.
 
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 use crate::auth::{ADMIN, send, spawn_secured_tweaked};
 use crate::events::EventStream;
-use crate::helpers::{TestApp, gauge, problem, wait_for_gauge};
+use crate::helpers::TestApp;
 use crate::tenants::{A, B, tenants};
 
 /// Tenants on a server whose pages of history examine `scan` rows at most.
@@ -159,51 +158,7 @@ async fn a_readers_few_events_are_found_at_once_in_a_long_log() {
     assert_eq!(body["next_revision"], body["items"][0]["revision"]);
 }
 
-/// A stream catching up that its client does not read holds one of the
-/// client's history reads: past its share the client's next read of
-/// history is refused, while its live pages and other clients' reads are
-/// served; once it goes, the client reads again.
-async fn a_clients_reads_of_history_are_bounded_by_its_share() {
-    let app = spawn_secured_tweaked(tenants(), |c| c.max_history_reads = 2).await;
-    let start = settled(&app).await;
-    // Far more history than the sockets between hold.
-    for set in 0..16 {
-        let keys = (0..64).map(|k| format!("b/{set:02}/{k:02}/{}", "k".repeat(230)));
-        lock_set(&app, B, keys.collect()).await;
-    }
-    settled(&app).await;
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4_096).unwrap();
-    let address = app.address.trim_start_matches("http://").parse().unwrap();
-    let mut stalled = socket.connect(address).await.unwrap();
-    let head = format!(
-        "GET /v1/events?since={start} HTTP/1.1\r\nHost: localhost\r\n\
-         Authorization: Bearer {B}\r\nAccept: text/event-stream\r\n\r\n"
-    );
-    stalled.write_all(head.as_bytes()).await.unwrap();
-    wait_for_gauge(&app, "leasehold_history_reads", 1).await;
-    let r = send(&app, B, "GET", &format!("/v1/events?since={start}"), None).await;
-    let body = problem(r, StatusCode::SERVICE_UNAVAILABLE, "overloaded").await;
-    assert_eq!(body["reason"], "client_history_reads");
-    assert_eq!(
-        gauge(
-            &app,
-            "leasehold_requests_shed_total{reason=\"client_history_reads\"}"
-        )
-        .await,
-        1
-    );
-    // A page from now on reads no history; another client reads its own.
-    assert_eq!(page(&app, B, "").await["items"], json!([]));
-    page(&app, A, &format!("?since={start}")).await;
-    drop(stalled);
-    wait_for_gauge(&app, "leasehold_history_reads", 0).await;
-    let body = page(&app, B, &format!("?since={start}&limit=5")).await;
-    assert_eq!(body["items"].as_array().unwrap().len(), 5);
-}
-
 crate::harness::tests! {
     a_page_examines_its_bound_and_answers_at_once_past_it,
     a_readers_few_events_are_found_at_once_in_a_long_log,
-    a_clients_reads_of_history_are_bounded_by_its_share,
 }

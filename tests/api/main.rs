@@ -19,6 +19,7 @@ mod group_quota;
 mod groups;
 mod harness;
 mod helpers;
+mod history_turns;
 mod hostile_clients;
 mod hosts;
 mod idempotency;
@@ -73,6 +74,7 @@ fn main() {
         foreign_sessions::tests(),
         group_quota::tests(),
         groups::tests(),
+        history_turns::tests(),
         hostile_clients::tests(),
         hosts::tests(),
         idempotency::tests(),

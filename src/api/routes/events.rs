@@ -319,9 +319,12 @@ fn wants_stream(headers: &HeaderMap) -> bool {
 /// A page of history examines at most the server's `--event-scan-rows`
 /// events, however few of them the caller may see, and answers at once
 /// what it found with a `next_revision` past what it examined (even with
-/// `wait_ms`, even empty); a page waits only at the newest revision. A
-/// client's reads of history at once are bounded (503 `overloaded`,
-/// `reason` `client_history_reads` or `history_reads`).
+/// `wait_ms`, even empty); a page waits only at the newest revision.
+/// Reads of history take turns: a page, or a stream catching up, waits its
+/// turn for each page, fairly among one client's readers and across
+/// clients. Only a saturated server refuses a new one (503 `overloaded`,
+/// `reason` `history_reads`, or `client_history_reads` past one client's
+/// share of the readers).
 #[utoipa::path(
     get, path = "/v1/events", operation_id = "watchEvents", tag = "events",
     params(

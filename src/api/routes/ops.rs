@@ -146,6 +146,8 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
         watchers: admission.watchers(),
         slow_watchers_ended: leases.events.slow_ended(),
         history_reads: admission.history_reads(),
+        history_waiting: admission.history_waiting(),
+        history_readers: admission.history_readers(),
         in_flight: admission.in_flight(),
         clients_in_flight: admission.clients_in_flight(),
         live_locks: live.locks,
