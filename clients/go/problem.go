@@ -16,6 +16,7 @@ const (
 	TypeUnauthorized       = "/problems/unauthorized"
 	TypeForbidden          = "/problems/forbidden"
 	TypeSessionOutOfScope  = "/problems/session-out-of-scope"
+	TypeMisdirected        = "/problems/misdirected-request"
 	TypeNotFound           = "/problems/not-found"
 	TypeLockNotFound       = "/problems/lock-not-found"
 	TypePoolNotFound       = "/problems/pool-not-found"

@@ -33,7 +33,7 @@ def test_every_problem_type_has_its_own_class() -> None:
     for name in ("lock-held", "lease-lost", "lock-not-found", "quota-exceeded",
                  "rate-limited", "history-compacted", "group-not-found",
                  "member-exists", "group-not-empty", "session-lost", "overloaded",
-                 "session-out-of-scope"):
+                 "session-out-of-scope", "misdirected-request"):
         assert PROBLEM_TYPES[name].types.count(name) == 1
 
 

@@ -131,6 +131,18 @@ class SessionOutOfScope(Forbidden):
     types: tuple[str, ...] = ("session-out-of-scope",)
 
 
+class MisdirectedRequest(Problem):
+    """421: the server does not answer the host name the client used.
+
+    A server without an auth file answers only loopback names and the hosts
+    its ``--allowed-hosts`` names (so that a web page cannot reach it by DNS
+    rebinding); ``extensions["host"]`` is the ``Host`` it refused. Reach it by
+    a name it answers, or have its operator add this one.
+    """
+
+    types: tuple[str, ...] = ("misdirected-request",)
+
+
 class NotFound(Problem):
     """404: the resource does not exist (or is not held)."""
 
