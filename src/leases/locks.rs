@@ -217,7 +217,6 @@ impl LockService<'_> {
         Ok(())
     }
 
-    /// The live leases on a key, oldest first; `NotFound` when it is not held.
     /// What `fencing_token` is to `key` now (`domain::fencing::check`).
     pub async fn check_fencing(
         &self,
@@ -249,16 +248,6 @@ impl LockService<'_> {
         limit: PageLimit,
     ) -> Result<(Vec<Event>, i64), LeaseError> {
         Ok(self.leases.store.key_history(key, limit.get()).await?)
-    }
-
-    /// One page of the live leases whose keys start with `prefix`.
-    pub async fn list(
-        &self,
-        prefix: KeyPrefix,
-        limit: PageLimit,
-        after: Option<ListCursor>,
-    ) -> Result<LockPage, LeaseError> {
-        self.list_under(vec![prefix], limit, after).await
     }
 
     /// One page of the live leases under any of `prefixes`, which must be

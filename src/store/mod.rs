@@ -1,5 +1,6 @@
-//! Storage: the trait the service runs on, named after what leasehold does,
-//! and its implementations. All SQL lives under this module.
+//! Storage: the `Store` the service runs on (`hub`), its verbs named after
+//! what leasehold does and written once over the SQLite and PostgreSQL
+//! dialects beneath it. All SQL lives under this module.
 
 use crate::domain::Millis;
 use crate::domain::grant::{self, Denial, Quota, QuotaKind};

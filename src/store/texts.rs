@@ -24,7 +24,7 @@ pub struct Texts {
     /// (0 before the first grant).
     pub last_fencing: &'static str,
     /// Inserts a lock lease with the next fencing token and answers it
-    /// (`fencing_token`): its columns are `locks::NewLockRow`'s arguments in
+    /// (`fencing_token`): its columns are `lock_rows::NewLockRow`'s arguments in
     /// their order; with `$14` true, only if the key (`$1`) has no row; with
     /// `$15` true, only if no row of its owner (`$12`) carries its
     /// idempotency key (`$11`). Where `record_selected` is given it answers
