@@ -1,6 +1,6 @@
 // Groups by name prefix, and a group's live members.
 
-import { api, duration, encode, filterForm, h, main, sessionLink, table } from "./util.js";
+import { api, duration, encode, filterForm, h, main, nextPage, sessionLink, table } from "./util.js";
 
 export async function groups(params) {
   const prefix = params.get("prefix") || "";
@@ -9,9 +9,7 @@ export async function groups(params) {
   if (prefix) query.set("prefix", prefix);
   if (cursor) query.set("cursor", cursor);
   const list = await api(`/v1/groups?${query}`);
-  const next = list.next_cursor
-    ? h("a", { href: `#/groups?prefix=${encode(prefix)}&cursor=${encode(list.next_cursor)}`, text: "Next page" })
-    : "";
+  const next = nextPage("groups", list, { prefix });
   main.replaceChildren(h("h2", { text: "Groups" }), filterForm("groups", [["prefix", "Group prefix"]], params),
     table(`Groups${prefix ? ` under ${prefix}` : ""}`, ["group", "members", "created"],
       list.items.map((g) => [h("a", { href: `#/groups/${encode(g.name)}`, text: g.name }),
@@ -42,8 +40,7 @@ export async function group(params, name) {
   const [about, members] = await Promise.all([api(`/v1/groups/${encode(name)}`),
     api(`/v1/groups/${encode(name)}/members?${query}`)]);
   await sessionHolders(members.items.map((m) => m.session));
-  const next = members.next_cursor
-    ? h("a", { href: `#/groups/${encode(name)}?cursor=${encode(members.next_cursor)}`, text: "Next page" }) : "";
+  const next = nextPage(`groups/${encode(name)}`, members);
   main.replaceChildren(h("h2", {}, "Group ", h("code", { text: name })),
     h("p", { class: "muted", text: `Created ${about.created_at}; ${about.members} live members.${
       about.metadata ? ` Metadata: ${JSON.stringify(about.metadata)}` : ""}` }),

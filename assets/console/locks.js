@@ -1,8 +1,8 @@
 // The overview, locks by prefix, a key's holders, queue and history.
 // Each page renders into `main` and answers which events make it read again.
 
-import { adminAction, adminButton, api, duration, encode, filterForm, h, main, sessionLink, since, state, table,
-  whoAmI } from "./util.js";
+import { adminAction, adminButton, api, duration, encode, filterForm, h, main, nextPage, sessionLink, since, state,
+  table, whoAmI } from "./util.js";
 import { charts, latestPrefixes } from "./charts.js";
 
 const bytes = (n) => (n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20
@@ -81,9 +81,7 @@ export async function locks(params) {
   const rows = list.items.map((l) => [
     h("a", { href: `#/locks/${encode(l.key)}`, text: l.key }), l.holder, l.mode,
     String(l.fencing_token), since(l.acquired_at), duration(l.expires_in_ms), String(waiters.get(l.key) ?? 0)]);
-  const next = list.next_cursor
-    ? h("a", { href: `#/locks?prefix=${encode(prefix)}&cursor=${encode(list.next_cursor)}`, text: "Next page" })
-    : "";
+  const next = nextPage("locks", list, { prefix });
   main.replaceChildren(h("h2", { text: "Locks" }), filterForm("locks", [["prefix", "Key prefix"]], params),
     table(`Live locks${prefix ? ` under ${prefix}` : ""}, read at ${new Date().toLocaleTimeString()}`,
       ["key", "holder", "mode", "fencing token", "held for", "time left", "waiters"], rows, "No live lock."), next);

@@ -2,7 +2,7 @@
 // arrow keys name the block under the pointer), a legend, and the same data
 // as a table of reservations for those who do not see the canvas.
 
-import { api, duration, encode, h, main, sessionLink, table } from "./util.js";
+import { api, duration, encode, h, main, nextPage, sessionLink, table } from "./util.js";
 import { LARGEST, MAX_BITS, PALETTE, draw, formatAddress, layout, parseCidr, pattern } from "./map.js";
 
 export async function pools(params) {
@@ -11,8 +11,7 @@ export async function pools(params) {
   if (cursor) query.set("cursor", cursor);
   const list = await api(`/v1/pools?${query}`);
   const usage = await Promise.all(list.items.map((p) => api(`/v1/pools/${encode(p.name)}`)));
-  const next = list.next_cursor
-    ? h("a", { href: `#/pools?cursor=${encode(list.next_cursor)}`, text: "Next page" }) : "";
+  const next = nextPage("pools", list);
   main.replaceChildren(h("h2", { text: "Pools" }),
     table("Pools and their usage", ["pool", "cidr", "reserved", "allocated", "free addresses", "largest free block"],
       usage.map((p) => [h("a", { href: `#/pools/${encode(p.name)}`, text: p.name }), p.cidr,

@@ -2,16 +2,14 @@
 // session with the locks, unconfirmed reservations and memberships bound to
 // it (what its end would release).
 
-import { adminAction, adminButton, api, duration, encode, h, main, since, table, whoAmI } from "./util.js";
+import { adminAction, adminButton, api, duration, encode, h, main, nextPage, since, table, whoAmI } from "./util.js";
 
 export async function sessions(params) {
   const cursor = params.get("cursor");
   const query = new URLSearchParams({ limit: "100" });
   if (cursor) query.set("cursor", cursor);
   const list = await api(`/v1/sessions?${query}`);
-  const next = list.next_cursor
-    ? h("a", { href: `#/sessions?cursor=${encode(list.next_cursor)}`, text: "Next page" })
-    : "";
+  const next = nextPage("sessions", list);
   main.replaceChildren(h("h2", { text: "Sessions" }),
     table(`Live sessions, read at ${new Date().toLocaleTimeString()}`,
       ["session", "holder", "TTL", "time left", "locks", "unconfirmed reservations", "memberships"],

@@ -58,6 +58,15 @@ export const since = (at) => (at ? duration(Date.now() - Date.parse(at)) : "—"
 export const duration = (ms) => (ms === null || ms === undefined ? "—"
   : ms >= 60000 ? `${Math.round(ms / 60000)} min` : `${(ms / 1000).toFixed(1)} s`);
 
+// The link to a list's next page: the page's address with its cursor ("" on
+// the last page). `filters` are the page's own parameters, kept.
+export function nextPage(path, list, filters = {}) {
+  if (!list.next_cursor) return "";
+  const query = new URLSearchParams(filters);
+  query.set("cursor", list.next_cursor);
+  return h("a", { href: `#/${path}?${query}`, text: "Next page" });
+}
+
 export function table(caption, columns, rows, empty) {
   if (rows.length === 0) return h("p", { class: "muted", text: empty });
   return h("table", {},
