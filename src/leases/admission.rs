@@ -24,6 +24,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::history_turns::{HistoryTurns, Place, TurnBounds};
 use super::shares::{ClientId, ClientShares, ClientSlot};
+pub use super::shed::{SHED_REASONS, Shed};
 
 /// A place in one bound, and in its client's share of it; dropping it gives
 /// both back.
@@ -42,54 +43,6 @@ struct Serving {
 
 tokio::task_local! {
     static SERVING: RefCell<Serving>;
-}
-
-/// Which bound refused a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shed {
-    /// Too many requests in flight.
-    InFlight,
-    /// Too many acquires waiting for keys.
-    Waiters,
-    /// The client holds its whole share of the in-flight bound.
-    ClientInFlight,
-    /// Too many event streams open.
-    Watchers,
-    /// The client holds its whole share of the waiter bound.
-    ClientWaiters,
-    /// The client holds its whole share of the watcher bound.
-    ClientWatchers,
-    /// Too many readers of the change log's history at once, or a new one's
-    /// first turn did not come in time: the server is saturated.
-    HistoryReads,
-    /// The client has its whole share of the readers of history.
-    ClientHistoryReads,
-}
-
-pub const SHED_REASONS: [Shed; 8] = [
-    Shed::InFlight,
-    Shed::Waiters,
-    Shed::ClientInFlight,
-    Shed::Watchers,
-    Shed::ClientWaiters,
-    Shed::ClientWatchers,
-    Shed::HistoryReads,
-    Shed::ClientHistoryReads,
-];
-
-impl Shed {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Shed::InFlight => "in_flight",
-            Shed::Waiters => "waiters",
-            Shed::ClientInFlight => "client_in_flight",
-            Shed::Watchers => "watchers",
-            Shed::ClientWaiters => "client_waiters",
-            Shed::ClientWatchers => "client_watchers",
-            Shed::HistoryReads => "history_reads",
-            Shed::ClientHistoryReads => "client_history_reads",
-        }
-    }
 }
 
 /// The sizes of the bounds, and of each client's share of each.

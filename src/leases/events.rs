@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::admission::Shed;
 use super::fanout::Index;
+use super::shed::Shed;
 use crate::domain::events::Event;
 use crate::store::{self, Horizon, Store, StoreError, StoreResult};
 use crate::telemetry::PrefixActivity;

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::admission::Shed;
 use super::shares::ClientId;
+use super::shed::Shed;
 
 /// The longest a new reader waits for its first page before it is refused.
 pub const FIRST_TURN: Duration = Duration::from_secs(10);

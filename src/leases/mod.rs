@@ -21,6 +21,7 @@ pub mod lock_sets;
 pub mod locks;
 pub mod sessions;
 pub mod shares;
+mod shed;
 pub mod status;
 pub mod subnets;
 mod turns;

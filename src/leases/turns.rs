@@ -9,7 +9,7 @@ use futures::future::select_all;
 use tokio::time::{Instant, sleep_until};
 
 use super::Leases;
-use super::admission::Shed;
+use super::shed::Shed;
 use crate::domain::Millis;
 use crate::domain::waiting::Waiting;
 
