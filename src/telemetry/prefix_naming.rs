@@ -9,8 +9,8 @@ use std::sync::{Arc, RwLock};
 
 use super::{Bucket, OTHER};
 
-/// A named bucket.
-type Named = (String, Arc<Bucket>);
+/// A named bucket (its name shared, so that finding it allocates nothing).
+type Named = (Arc<str>, Arc<Bucket>);
 
 /// A key's first path segment with its `/` (`lb/` for `lb/3f2a`), none
 /// for a key without one (which would name the whole key); a prefix with
@@ -25,7 +25,7 @@ pub(super) enum Naming {
     /// By first path segment, a bucket for each of the first `limit` seen.
     FirstSeen {
         limit: usize,
-        named: RwLock<HashMap<String, Arc<Bucket>>>,
+        named: RwLock<HashMap<Arc<str>, Arc<Bucket>>>,
     },
     /// By the longest of these prefixes a key starts with (longest first).
     Fixed(Vec<Named>),
@@ -48,7 +48,9 @@ impl Naming {
         // Longest first, so that the first a key starts with is the longest.
         names.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         names.dedup();
-        let buckets = names.into_iter().map(|n| (n, Arc::new(Bucket::new())));
+        let buckets = names
+            .into_iter()
+            .map(|n| (Arc::from(n), Arc::new(Bucket::new())));
         Naming::Fixed(buckets.collect())
     }
 
@@ -57,7 +59,7 @@ impl Naming {
         match self {
             Naming::Fixed(buckets) => buckets
                 .iter()
-                .find(|(prefix, _)| key.starts_with(prefix.as_str()))
+                .find(|(prefix, _)| key.starts_with(&**prefix))
                 .cloned(),
             Naming::FirstSeen { limit, named } => {
                 first_segment(key).and_then(|prefix| seen(named, *limit, prefix))
@@ -79,20 +81,24 @@ impl Naming {
 
 /// The bucket of the first path segment `prefix`, created while there are
 /// fewer than `limit`; none past it.
-fn seen(named: &RwLock<HashMap<String, Arc<Bucket>>>, limit: usize, prefix: &str) -> Option<Named> {
+fn seen(
+    named: &RwLock<HashMap<Arc<str>, Arc<Bucket>>>,
+    limit: usize,
+    prefix: &str,
+) -> Option<Named> {
     let read = named.read().unwrap_or_else(|e| e.into_inner());
-    if let Some(b) = read.get(prefix) {
-        return Some((prefix.to_owned(), b.clone()));
+    if let Some((name, b)) = read.get_key_value(prefix) {
+        return Some((name.clone(), b.clone()));
     }
     drop(read);
     let mut named = named.write().unwrap_or_else(|e| e.into_inner());
-    if let Some(b) = named.get(prefix) {
-        return Some((prefix.to_owned(), b.clone()));
+    if let Some((name, b)) = named.get_key_value(prefix) {
+        return Some((name.clone(), b.clone()));
     }
     if named.len() >= limit {
         return None;
     }
-    let bucket = Arc::new(Bucket::new());
-    named.insert(prefix.to_owned(), bucket.clone());
-    Some((prefix.to_owned(), bucket))
+    let (name, bucket): Named = (Arc::from(prefix), Arc::new(Bucket::new()));
+    named.insert(name.clone(), bucket.clone());
+    Some((name, bucket))
 }

@@ -235,18 +235,20 @@ impl PrefixActivity {
 
     /// The name of the bucket counting `key` (created if it may be).
     pub fn bucket_of(&self, key: &str) -> String {
-        self.bucket(key).0
+        self.naming
+            .find(key)
+            .map_or(OTHER.to_owned(), |(name, _)| name.to_string())
     }
 
-    fn bucket(&self, key: &str) -> (String, Arc<Bucket>) {
+    fn bucket(&self, key: &str) -> Arc<Bucket> {
         let found = self.naming.find(key);
-        found.unwrap_or_else(|| (OTHER.to_owned(), self.other.clone()))
+        found.map_or_else(|| self.other.clone(), |(_, bucket)| bucket)
     }
 
     /// Counts `what` on `key`.
     pub fn note(&self, key: &str, what: Activity) {
         let epoch = self.epoch();
-        self.bucket(key).1.note(epoch, what);
+        self.bucket(key).note(epoch, what);
     }
 
     /// The figures of every bucket `selects` (by name, `other` included),
@@ -254,13 +256,13 @@ impl PrefixActivity {
     pub fn figures(&self, selects: impl Fn(&str) -> bool, slots: usize) -> Vec<PrefixFigures> {
         let epoch = self.epoch();
         let mut buckets = self.naming.all();
-        buckets.push((OTHER.to_owned(), self.other.clone()));
+        buckets.push((Arc::from(OTHER), self.other.clone()));
         buckets.retain(|(name, _)| selects(name));
         buckets.sort_by(|(a, _), (b, _)| a.cmp(b));
         buckets
             .into_iter()
             .map(|(name, b)| PrefixFigures {
-                prefix: name,
+                prefix: name.to_string(),
                 totals: Counts {
                     grants: b.total(0),
                     releases: b.total(1),
