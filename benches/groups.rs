@@ -105,7 +105,7 @@ async fn main() {
     let dir = tempfile::TempDir::new().unwrap();
     let db =
         std::env::var("DB").unwrap_or_else(|_| dir.path().join("bench.db").display().to_string());
-    let config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), db.into());
+    let config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), db);
     let reaper_interval = config.reaper_interval;
     let app = Application::build(config).await.unwrap();
     let base = format!("http://127.0.0.1:{}", app.port());

@@ -146,7 +146,7 @@ async fn main() {
     let dir = tempfile::TempDir::new().unwrap();
     let db =
         std::env::var("DB").unwrap_or_else(|_| dir.path().join("bench.db").display().to_string());
-    let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), db.into());
+    let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), db);
     config.reaper_interval = Duration::from_secs(1);
     let reaper_interval = config.reaper_interval;
     let app = Application::build(config).await.unwrap();

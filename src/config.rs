@@ -4,10 +4,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, FromArgMatches};
 
 use crate::domain::validate::MIN_TTL_MS;
-use crate::store::Durability;
+use crate::store::{DbAddress, Durability};
 use crate::telemetry::LogFormat;
 
 /// Parses `500ms`, `30s`, `5m`, `2h`, `1d`, or a bare number of milliseconds.
@@ -93,8 +93,8 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// SQLite database file (created with its folder if missing), or a
     /// `postgres://` URL to share one PostgreSQL database among replicas.
-    #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db")]
-    pub db: PathBuf,
+    #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db", value_parser = DbAddress::parse)]
+    pub db: DbAddress,
     /// `full`: every acknowledged change is on disk; `normal`: faster, a power
     /// loss may lose the last changes (SQLite; on PostgreSQL its own
     /// `synchronous_commit` decides).
@@ -425,49 +425,22 @@ impl ServeConfig {
         share(self.max_history_queue_per_client, self.max_history_queue)
     }
 
-    /// The defaults, on another address and database (for tests and embedding).
-    pub fn new(listen: SocketAddr, db: PathBuf) -> Self {
+    /// The defaults, on another address and database (for tests and
+    /// embedding): what `leasehold serve` runs with when no flag and no
+    /// environment variable is given, read from the flags' own declarations
+    /// so that each default is written once.
+    pub fn new(listen: SocketAddr, db: impl Into<DbAddress>) -> Self {
+        let command = Self::augment_args(clap::Command::new("leasehold"))
+            .mut_args(|arg| arg.env(None::<&str>));
+        let matches = command
+            .try_get_matches_from(["leasehold"])
+            .expect("every flag of serve has a default or is optional");
+        let defaults =
+            Self::from_arg_matches(&matches).expect("the defaults are valid configuration");
         Self {
             listen,
-            db,
-            durability: Durability::Full,
-            db_timeout: Duration::from_secs(2),
-            reaper_interval: Duration::from_millis(500),
-            reaper_batch: 100,
-            default_ttl: Duration::from_secs(60),
-            max_ttl: Duration::from_secs(24 * 3600),
-            max_wait: Duration::from_secs(300),
-            max_in_flight: 1024,
-            max_in_flight_per_client: None,
-            max_waiters: 4096,
-            max_waiters_per_client: None,
-            max_session_leases: 100_000,
-            max_capabilities_bytes: 8192,
-            max_connections: 16_384,
-            max_watchers: 10_000,
-            max_watchers_per_client: None,
-            max_history_reads: 16,
-            max_history_reads_per_client: None,
-            max_history_queue: 4_096,
-            max_history_queue_per_client: None,
-            event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
-            event_buffer: 1_024,
-            event_retention: Duration::from_secs(3600),
-            event_retention_count: 100_000,
-            event_retention_max: 2_000_000,
-            send_timeout: Duration::from_secs(30),
-            header_timeout: Duration::from_secs(30),
-            body_timeout: Duration::from_secs(30),
-            shutdown_timeout: Duration::from_secs(5),
-            log_format: LogFormat::Text,
-            log_requests: false,
-            slow_request: Duration::from_secs(1),
-            auth_file: None,
-            allow_unauthenticated: false,
-            cors_origins: Vec::new(),
-            allowed_hosts: Vec::new(),
-            name: None,
-            prefix_stats: 64,
+            db: db.into(),
+            ..defaults
         }
     }
 }
@@ -511,6 +484,19 @@ mod tests {
         assert!(Cli::try_parse_from(["leasehold", "--max-in-flight", "0"]).is_err());
         assert!(Cli::try_parse_from(["leasehold", "--max-waiters", "0"]).is_err());
         assert!(Cli::try_parse_from(["leasehold", "--body-timeout", "0ms"]).is_err());
+    }
+
+    #[test]
+    fn embedding_starts_from_the_flags_defaults() {
+        let config = ServeConfig::new("127.0.0.1:0".parse().unwrap(), "x.db");
+        assert_eq!(config.db, DbAddress::Sqlite("x.db".into()));
+        assert_eq!(config.listen.port(), 0);
+        assert_eq!(config.max_wait, Duration::from_secs(300));
+        assert_eq!(config.default_ttl, Duration::from_secs(60));
+        assert_eq!(config.max_in_flight, 1024);
+        assert_eq!(config.in_flight_per_client(), 512);
+        assert_eq!(config.prefix_stats, 64);
+        assert_eq!(config.durability, Durability::Full);
     }
 
     #[test]

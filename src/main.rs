@@ -9,6 +9,7 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use leasehold::cli::{self, EXIT_CODES_HELP};
 use leasehold::config::{ServeConfig, format_duration};
 use leasehold::startup::Application;
+use leasehold::store::DbAddress;
 
 /// Requests allocate and free many small buffers on every worker thread:
 /// jemalloc's thread caches spend less time on them than the system's
@@ -83,16 +84,16 @@ enum Command {
     Man,
     /// Copy the database consistently (safe while the server runs).
     Backup {
-        #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db")]
-        db: std::path::PathBuf,
+        #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db", value_parser = DbAddress::parse)]
+        db: DbAddress,
         /// The copy to write; must not exist.
         #[arg(long)]
         out: std::path::PathBuf,
     },
     /// Check the database's integrity; exits non-zero on a problem.
     Check {
-        #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db")]
-        db: std::path::PathBuf,
+        #[arg(long, env = "LEASEHOLD_DB", default_value = "./leasehold.db", value_parser = DbAddress::parse)]
+        db: DbAddress,
     },
 }
 
@@ -118,7 +119,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
     leasehold::telemetry::init_tracing(config.log_format);
     tracing::info!(
         listen = %config.listen,
-        db = %leasehold::store::describe(&config.db),
+        db = %config.db,
         durability = ?config.durability,
         db_timeout = %format_duration(config.db_timeout),
         reaper_interval = %format_duration(config.reaper_interval),
@@ -205,13 +206,9 @@ async fn run(cli: Cli) -> ExitCode {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
             _ => Ok(()),
         },
-        Command::Backup { db, out } => leasehold::store::backup(&db, &out).await.map(|bytes| {
-            println!(
-                "backed up {} to {} ({bytes} bytes)",
-                leasehold::store::describe(&db),
-                out.display()
-            )
-        }),
+        Command::Backup { db, out } => leasehold::store::backup(&db, &out)
+            .await
+            .map(|bytes| println!("backed up {} to {} ({bytes} bytes)", db, out.display())),
         Command::Check { db } => match leasehold::store::integrity_check(&db).await {
             Ok(problems) if problems.is_empty() => {
                 println!("ok");

@@ -19,7 +19,7 @@ use crate::api::{self, AppState};
 use crate::auth::Tokens;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{ServeConfig, format_duration};
-use crate::leases::{Leases, Limits};
+use crate::leases::{DEFAULT_MAX_PAGE, Leases, Limits};
 use crate::serve::ConnectionLimits;
 use crate::store::{self, KeyEvent};
 use crate::telemetry::PrefixActivity;
@@ -75,12 +75,7 @@ impl Application {
         let resumed = store
             .resume_after_downtime(clock.now())
             .await
-            .map_err(|e| {
-                format!(
-                    "cannot resume leases in {}: {e}",
-                    store::describe(&config.db)
-                )
-            })?;
+            .map_err(|e| format!("cannot resume leases in {}: {e}", config.db))?;
         // The lease clock starts only now, so the leases just given a full
         // TTL have all of it when the server starts serving.
         clock.anchor(resumed.anchor);
@@ -312,6 +307,6 @@ fn limits(config: &ServeConfig) -> Limits {
         max_history_queue: config.max_history_queue as usize,
         max_history_queue_per_client: config.history_queue_per_client() as usize,
         event_scan_rows: config.event_scan_rows,
-        ..Limits::default()
+        max_page: DEFAULT_MAX_PAGE,
     }
 }

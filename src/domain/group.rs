@@ -6,9 +6,6 @@ use serde_json::{Map, Value};
 
 use super::Millis;
 
-/// The largest `capabilities` a member may carry unless configured otherwise.
-pub const DEFAULT_MAX_CAPABILITIES_BYTES: usize = 8192;
-
 /// A group as stored, with how many members are live in it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {

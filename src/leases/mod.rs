@@ -45,7 +45,8 @@ pub use watcher::Watch;
 /// The largest page a list answers unless configured otherwise.
 pub const DEFAULT_MAX_PAGE: u32 = 1_000;
 
-/// Server-side bounds on what clients may ask.
+/// Server-side bounds on what clients may ask, as the configuration
+/// (`config::ServeConfig`, where each default is written) sets them.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub default_ttl_ms: Millis,
@@ -85,32 +86,6 @@ pub struct Limits {
     pub max_history_queue_per_client: usize,
     /// The rows one page of history examines at most.
     pub event_scan_rows: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            default_ttl_ms: 60_000,
-            max_ttl_ms: 24 * 3_600_000,
-            max_wait_ms: 5 * 60_000,
-            max_page: DEFAULT_MAX_PAGE,
-            max_in_flight: 1_024,
-            max_in_flight_per_client: 512,
-            max_waiters: 4_096,
-            max_waiters_per_client: 2_048,
-            body_timeout: Duration::from_secs(30),
-            max_session_leases: 100_000,
-            max_capabilities_bytes: crate::domain::group::DEFAULT_MAX_CAPABILITIES_BYTES,
-            max_watchers: 10_000,
-            max_watchers_per_client: 5_000,
-            event_buffer: 1_024,
-            max_history_reads: 16,
-            max_history_reads_per_client: 8,
-            max_history_queue: 4_096,
-            max_history_queue_per_client: 2_048,
-            event_scan_rows: crate::domain::selection::DEFAULT_SCAN_ROWS,
-        }
-    }
 }
 
 /// Why an operation did not happen: the lease rules refused it (an

@@ -45,7 +45,7 @@ mod texts;
 mod waiter_rows;
 mod write_time;
 
-pub use database::{backup, describe, integrity_check, open};
+pub use database::{DbAddress, backup, integrity_check, open};
 pub use events::{EventBounds, Horizon};
 pub use history::{HistoryPage, HistoryQuery};
 pub use hub::Store;

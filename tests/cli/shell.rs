@@ -1,5 +1,5 @@
 //! What a shell user types: `lock run KEY cmd…` without `--`, `--listen` with
-//! a host name, a server URL without its scheme.
+//! a host name, a server URL without its scheme, a database address.
 
 use super::helpers::ServerProcess;
 use super::{Cli, leasehold_binary, spawn_app, text};
@@ -65,4 +65,37 @@ async fn serve_listens_on_a_host_name() {
 
     server.kill();
     assert_eq!(health.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn an_empty_database_address_is_a_usage_error_and_a_url_is_not_a_file() {
+    let empty = tokio::process::Command::new(leasehold_binary())
+        .args(["serve", "--listen", "127.0.0.1:0", "--db", ""])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(
+        text(&empty.stderr).contains("a SQLite file's path or a postgres:// URL, not empty"),
+        "{}",
+        text(&empty.stderr)
+    );
+
+    let check = tokio::process::Command::new(leasehold_binary())
+        .args([
+            "check",
+            "--db",
+            "postgres://someone:hunter2@db.invalid/leases",
+        ])
+        .output()
+        .await
+        .unwrap();
+    let stderr = text(&check.stderr);
+    assert_eq!(check.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("check works on a SQLite file"), "{stderr}");
+    assert!(
+        stderr.contains("postgres://someone:***@db.invalid/leases"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
 }
