@@ -14,6 +14,7 @@ pub mod lock;
 pub mod names;
 pub mod paths;
 pub mod pool_map;
+pub mod rate;
 pub mod refusal;
 pub mod selection;
 pub mod session;
