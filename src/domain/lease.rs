@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::Millis;
+use super::names::LeaseToken;
 
 /// How a lock lease shares its key with others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,7 +38,7 @@ impl LockMode {
 pub struct Lease {
     pub holder: String,
     /// The secret capability: never shown by reads.
-    pub token: String,
+    pub token: LeaseToken,
     pub fencing_token: i64,
     pub acquired_at: Millis,
     /// `None` once a reservation is confirmed into an allocation.
@@ -52,7 +53,7 @@ impl Lease {
     /// A lease granted at `now` for `ttl_ms`.
     pub fn granted(
         holder: String,
-        token: String,
+        token: LeaseToken,
         fencing_token: i64,
         now: Millis,
         ttl_ms: Millis,
@@ -100,13 +101,20 @@ mod tests {
     fn lease(expires_at: Option<Millis>) -> Lease {
         Lease {
             holder: "node-1".into(),
-            token: "t".into(),
+            token: "9f86d081884c7d659a2feaa0c55ad015".into(),
             fencing_token: 1,
             acquired_at: 0,
             expires_at,
             ttl_ms: 1000,
             metadata: None,
         }
+    }
+
+    #[test]
+    fn a_lease_never_shows_its_token_in_a_log_line() {
+        let shown = format!("{:?}", lease(Some(5)));
+        assert!(shown.contains("node-1"), "{shown}");
+        assert!(!shown.contains("9f86d081"), "{shown}");
     }
 
     #[test]

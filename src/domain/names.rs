@@ -106,6 +106,12 @@ impl LeaseToken {
     }
 }
 
+impl From<&str> for LeaseToken {
+    fn from(text: &str) -> Self {
+        Self::new(text)
+    }
+}
+
 impl fmt::Debug for LeaseToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("LeaseToken(…)")

@@ -130,8 +130,10 @@ impl LockService<'_> {
             if let Err(Ok(AcquireOutcome::Granted(lease))) = reply.send(outcome) {
                 // The client went away while its grant was being committed.
                 let now = leases.now();
-                let token = LeaseToken::new(lease.lease.token);
-                let _ = leases.store.release_lock(&key, &token, now).await;
+                let _ = leases
+                    .store
+                    .release_lock(&key, &lease.lease.token, now)
+                    .await;
                 leases.waiters.wake(&key);
             }
         });

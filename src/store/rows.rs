@@ -12,6 +12,7 @@ use super::{Error, StoreError, StoreResult};
 use crate::domain::cidr::{Block, Family};
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::LockLease;
+use crate::domain::names::LeaseToken;
 use crate::domain::subnet::{Pool, Reservation};
 use crate::domain::{Lease, LockMode};
 
@@ -98,7 +99,7 @@ pub fn block(row: &impl Columns, family: Family, start_column: &str) -> StoreRes
 fn lease(row: &impl Columns) -> StoreResult<Lease> {
     Ok(Lease {
         holder: row.text("holder")?,
-        token: row.text("token")?,
+        token: LeaseToken::new(row.text("token")?),
         fencing_token: row.int("fencing_token")?,
         acquired_at: row.int("acquired_at")?,
         expires_at: row.opt_int("expires_at")?,

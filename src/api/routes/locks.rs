@@ -107,7 +107,7 @@ impl LockGrantBody {
     /// answered `now` (both on the lease clock).
     pub(super) fn new(lease: LockLease, arrived: Millis, now: Now) -> Self {
         Self {
-            token: lease.lease.token.clone(),
+            token: lease.lease.token.as_str().to_owned(),
             waited_ms: now.at.saturating_sub(arrived).max(0),
             lease: LockLeaseBody::new(lease, now),
         }

@@ -210,7 +210,7 @@ pub async fn reserve_subnet(
         created,
         &location,
         ReservationGrantBody {
-            token: r.lease.token.clone(),
+            token: r.lease.token.as_str().to_owned(),
             reservation: ReservationBody::new(r, now),
         },
     ))
