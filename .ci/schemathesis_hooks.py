@@ -33,15 +33,17 @@ negative ones must still be refused.
   objects that the SDK generators of CI read, and the rule is said in
   prose. A case naming both keeps the first; one naming neither where one
   is required gets the spec's example of the first.
-- CIDR text (`subnet`, `exclude`): JSON Schema has no CIDR format. A
-  `subnet` that is not an aligned network, and `exclude` entries that are
-  not networks, are left out.
+- CIDR text (a pool's `cidr`, `subnet`, `exclude`): JSON Schema has no
+  CIDR format. A `cidr` that is not an aligned network is sent as the
+  spec's example; a `subnet` that is not one, and `exclude` entries that
+  are not networks, are left out.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import uuid
 from typing import Any
 from urllib.parse import unquote
@@ -68,6 +70,7 @@ TTL_OR_SESSION = {"acquireLock", "acquireLockSet", "joinGroup"}
 EXAMPLE_TTL_MS = 30000
 EXAMPLE_PREFIX_LEN = 24
 EXAMPLE_TOKEN = "9f86d081884c7d659a2feaa0c55ad015"
+EXAMPLE_CIDR = "10.0.0.0/8"
 
 
 def _positive(case: Any) -> bool:
@@ -92,7 +95,8 @@ def _present(body: dict, field: str) -> bool:
 
 
 def _network(text: Any, *, strict: bool) -> bool:
-    if not isinstance(text, str) or "/" not in text:
+    # An address and a prefix length in digits (Python would also read a netmask).
+    if not isinstance(text, str) or not re.fullmatch(r"[0-9A-Fa-f:.]+/[0-9]{1,3}", text):
         return False
     try:
         ipaddress.ip_network(text, strict=strict)
@@ -121,8 +125,8 @@ def _over_byte_bounds(case: Any) -> bool:
     )
 
 
-def _one_of_two(op: str | None, body: dict) -> None:
-    """Sends one of two fields where the server takes exactly one."""
+def _rewrite_body(op: str | None, body: dict) -> None:
+    """The body as the server takes it, where the rules above say how."""
     if op in TTL_OR_SESSION | {"reserveSubnet"} and _present(body, "ttl_ms") and _present(body, "session"):
         body.pop("session")
     if op in TTL_OR_SESSION and not _present(body, "ttl_ms") and not _present(body, "session"):
@@ -136,6 +140,8 @@ def _one_of_two(op: str | None, body: dict) -> None:
             body["prefix_len"] = EXAMPLE_PREFIX_LEN
         if isinstance(body.get("exclude"), list):
             body["exclude"] = [text for text in body["exclude"] if _network(text, strict=False)]
+    if op == "putPool" and not _network(body.get("cidr"), strict=True):
+        body["cidr"] = EXAMPLE_CIDR
     if op == "leaveGroup" and _present(body, "token") == _present(body, "session"):
         body.pop("session", None)
         body["token"] = body.get("token") or EXAMPLE_TOKEN
@@ -152,7 +158,7 @@ def map_case(context: Any, case: Any) -> Any:
         return case
     op = _operation_id(case)
     if isinstance(case.body, dict):
-        _one_of_two(op, case.body)
+        _rewrite_body(op, case.body)
         for field, value in case.body.items():
             if isinstance(value, float) and value.is_integer():
                 case.body[field] = int(value)
