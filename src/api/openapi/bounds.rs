@@ -126,12 +126,26 @@ fn constrain_field(field: &str, schema: &mut Schema) {
             object.min_length = Some(1);
             object.max_length = Some(MAX_HOLDER_BYTES);
             object.pattern = Some(PRINTABLE.into());
+            note(
+                object,
+                &format!(
+                    "At most {MAX_HOLDER_BYTES} bytes of UTF-8 without control characters \
+                     (`maxLength` counts characters: {MAX_HOLDER_BYTES} is the most a text \
+                     of {MAX_HOLDER_BYTES} bytes has)."
+                ),
+            );
         }
         // A session reference's `id` is the only `id` a request body sends.
         "token" | "id" => object.pattern = Some(HEX_128.into()),
-        "ttl_ms" => bounded(object, MIN_TTL_MS, default_max_ttl_ms()),
+        "ttl_ms" => {
+            bounded(object, MIN_TTL_MS, default_max_ttl_ms());
+            note(object, MAX_TTL_NOTE);
+        }
         // A key stays unavailable at most as long as a lease may live.
-        "lock_delay_ms" => bounded(object, 0, default_max_ttl_ms()),
+        "lock_delay_ms" => {
+            bounded(object, 0, default_max_ttl_ms());
+            note(object, MAX_TTL_NOTE);
+        }
         "max_holders" => bounded(object, 1, u32::MAX.into()),
         "prefix_len" => bounded(object, 0, MAX_PREFIX_LEN.into()),
         "labels" => {
@@ -151,4 +165,58 @@ fn constrain_field(field: &str, schema: &mut Schema) {
 fn bounded(object: &mut Object, min: i64, max: i64) {
     object.minimum = Some(min.into());
     object.maximum = Some(max.into());
+}
+
+/// What `maximum` means for a bound set when the server starts.
+const MAX_TTL_NOTE: &str = "The `maximum` is the default of `--max-ttl` (24 h): a \
+    server started with another refuses what is above its own with 400.";
+
+/// Adds a sentence to the field's description.
+fn note(object: &mut Object, sentence: &str) {
+    object.description = Some(match object.description.take() {
+        Some(text) => format!("{text}\n{sentence}"),
+        None => sentence.to_owned(),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    fn schema(name: &str) -> Value {
+        let doc = serde_json::to_value(crate::api::openapi()).unwrap();
+        doc["components"]["schemas"][name].clone()
+    }
+
+    /// The field's schema, without the null of an optional one.
+    fn field(schema: &Value, name: &str) -> Value {
+        let field = &schema["properties"][name];
+        field["oneOf"].get(0).unwrap_or(field).clone()
+    }
+
+    #[test]
+    fn request_fields_carry_the_bounds_the_server_checks() {
+        let acquire = schema("AcquireRequest");
+        assert_eq!(field(&acquire, "holder")["maxLength"], json!(256));
+        assert_eq!(field(&acquire, "ttl_ms")["minimum"], json!(100));
+        assert_eq!(field(&acquire, "ttl_ms")["maximum"], json!(86_400_000));
+        let set = schema("LockSetRequest");
+        assert_eq!(field(&set, "keys")["maxItems"], json!(64));
+        assert_eq!(field(&set, "keys")["uniqueItems"], json!(true));
+        let session = schema("SessionRef");
+        assert_eq!(field(&session, "id")["pattern"], json!("^[0-9a-f]{32}$"));
+        assert_eq!(
+            field(&schema("ReleaseRequest"), "token")["pattern"],
+            json!("^[0-9a-f]{32}$")
+        );
+    }
+
+    #[test]
+    fn answers_are_left_as_they_are() {
+        // A lease shown carries its holder, but no bound is stated on it.
+        assert_eq!(
+            field(&schema("SessionBody"), "holder").get("maxLength"),
+            None
+        );
+    }
 }
