@@ -30,7 +30,7 @@ fn problem<T: std::fmt::Debug>(result: Result<T, Error<Problem>>) -> (u16, Probl
 
 fn acquire(holder: &str) -> AcquireRequest {
     AcquireRequest {
-        holder: holder.into(),
+        holder: holder.parse().unwrap(),
         ttl_ms: Some(30_000),
         session: None,
         wait_ms: None,
@@ -59,8 +59,9 @@ async fn locks(client: &Client) {
         "the lease is exclusive",
     );
 
+    // A token the server issued fits the spec's pattern of one.
     let renew = RenewRequest {
-        token: lease.token.clone(),
+        token: lease.token.parse().unwrap(),
         ttl_ms: Some(60_000),
         metadata: None,
     };
@@ -97,7 +98,9 @@ async fn locks(client: &Client) {
     check(shown.holder == "rust-a", "inspect shows the holder");
     check(shown.holders.len() == 1, "and every holder");
 
-    let release = ReleaseRequest { token: lease.token };
+    let release = ReleaseRequest {
+        token: lease.token.parse().unwrap(),
+    };
     let released = client
         .release_lock(&key.parse().unwrap(), &release)
         .await
@@ -128,7 +131,7 @@ async fn pools(client: &Client) {
     check(created.status().as_u16() == 201, "put pool answers 201");
 
     let request = ReserveRequest {
-        holder: "rust-net".into(),
+        holder: "rust-net".parse().unwrap(),
         prefix_len: Some(24),
         subnet: None,
         ttl_ms: None,
@@ -152,10 +155,14 @@ async fn pools(client: &Client) {
     );
 
     let confirm = ConfirmRequest {
-        token: reservation.token.clone(),
+        token: reservation.token.parse().unwrap(),
     };
     let confirmed = client
-        .confirm_reservation(&pool.parse().unwrap(), &reservation.id, &confirm)
+        .confirm_reservation(
+            &pool.parse().unwrap(),
+            &reservation.id.parse().unwrap(),
+            &confirm,
+        )
         .await
         .expect("confirm")
         .into_inner();
@@ -189,10 +196,14 @@ async fn pools(client: &Client) {
     );
 
     let release = ReleaseRequest {
-        token: reservation.token,
+        token: reservation.token.parse().unwrap(),
     };
     client
-        .release_reservation(&pool.parse().unwrap(), &reservation.id, &release)
+        .release_reservation(
+            &pool.parse().unwrap(),
+            &reservation.id.parse().unwrap(),
+            &release,
+        )
         .await
         .expect("release");
     let usage = pool_usage(client, pool).await;

@@ -1,10 +1,12 @@
 //! The OpenAPI document beyond the routes' own annotations: its header (the
 //! title, the tags, the bearer-token scheme), the problem schemas and the
-//! shared problem responses, the rules of paths, headers and bodies, the one
-//! shape of a nullable value, and its 3.0.3 rendering.
+//! shared problem responses, the rules of paths, headers and bodies, the
+//! bounds of request fields, the one shape of a nullable value, and its
+//! 3.0.3 rendering.
 
 use utoipa::OpenApi;
 
+pub(super) mod bounds;
 pub(super) mod nullable;
 pub mod openapi30;
 pub(super) mod problem_schemas;
@@ -70,6 +72,7 @@ pub(super) fn complete(doc: &mut utoipa::openapi::OpenApi) {
     refusals::add_shared(doc);
     spec::add_auth(doc);
     spec::constrain_parameters(doc);
+    bounds::constrain_bodies(doc);
     spec::optional_bodies(doc);
     nullable::reshape(doc);
 }

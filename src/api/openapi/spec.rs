@@ -6,9 +6,10 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{OpenApi, RefOr, Schema};
 
+use super::bounds::{HEX_128, MAX_PREFIX_LEN, printable_text};
 use crate::domain::inputs::HISTORY_MAX_LIMIT;
 use crate::domain::subnet::MAX_POOL_NAME_BYTES;
-use crate::domain::validate::{MAX_IDEMPOTENCY_KEY_BYTES, MAX_KEY_BYTES};
+use crate::domain::validate::{MAX_HOLDER_BYTES, MAX_IDEMPOTENCY_KEY_BYTES, MAX_KEY_BYTES};
 use crate::leases::DEFAULT_MAX_PAGE;
 
 /// Every `/v1/` operation, and `/metrics`, needs a token when the server
@@ -59,19 +60,18 @@ fn limit_bound(id: Option<&str>) -> u32 {
     }
 }
 
-/// The schema of a shared parameter, by name: the rules the server checks
-/// that JSON Schema can state (byte lengths it cannot: a key of 256 characters
-/// may still be too long in UTF-8, and is refused with 400). A `limit` is
-/// at most `max_limit`.
-fn parameter_schema(name: &str, max_limit: u32) -> Option<Schema> {
-    // Printable text: no control characters (Unicode category Cc).
-    const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$";
+/// The schema of a shared parameter, by name (and, for an `id`, the path
+/// it is in): the rules the server checks that JSON Schema can state (byte
+/// lengths it cannot: a key of 256 characters may still be too long in
+/// UTF-8, and is refused with 400). A `limit` is at most `max_limit`.
+fn parameter_schema(path: &str, name: &str, max_limit: u32) -> Option<Schema> {
     let text = || ObjectBuilder::new().schema_type(Type::String);
     let schema = match name {
-        "key" => text()
-            .min_length(Some(1))
-            .max_length(Some(MAX_KEY_BYTES))
-            .pattern(Some(PRINTABLE)),
+        // Groups and members follow the key syntax.
+        "key" | "group" | "member" => printable_text(MAX_KEY_BYTES),
+        "holder" => printable_text(MAX_HOLDER_BYTES),
+        // A prefix longer than a key would match nothing, and is refused.
+        "prefix" => text().max_length(Some(MAX_KEY_BYTES)),
         "Idempotency-Key" => text()
             .min_length(Some(1))
             .max_length(Some(MAX_IDEMPOTENCY_KEY_BYTES))
@@ -80,25 +80,36 @@ fn parameter_schema(name: &str, max_limit: u32) -> Option<Schema> {
             "^[a-z0-9][a-z0-9._-]{{0,{}}}$",
             MAX_POOL_NAME_BYTES - 1
         ))),
+        // A session id as the server draws it; another text is refused.
+        "id" if path.starts_with("/v1/sessions/") => text().pattern(Some(HEX_128)),
+        // A reservation id as the server issues it (`r_` and 16 hex digits);
+        // another text names no reservation.
+        "id" if path.contains("/reservations/") => text().pattern(Some("^r_[0-9a-f]{16}$")),
         // A revision, as `GET /v1/events` reads it.
         "Last-Event-ID" => text().pattern(Some("^[0-9]{1,19}$")),
         "limit" => ObjectBuilder::new()
             .schema_type(Type::Integer)
             .minimum(Some(1))
             .maximum(Some(max_limit)),
+        // A pool map's resolution: a prefix length, at most an IPv6
+        // address's (the pool's own bounds it further).
+        "prefix_len" => ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(0))
+            .maximum(Some(MAX_PREFIX_LEN)),
         _ => return None,
     };
     Some(schema.build().into())
 }
 
 pub(super) fn constrain_parameters(doc: &mut OpenApi) {
-    for (_, op) in operations(doc) {
+    for (path, op) in operations(doc) {
         let max_limit = limit_bound(op.operation_id.as_deref());
         for parameter in op.parameters.iter_mut().flatten() {
             let RefOr::T(parameter) = parameter else {
                 continue;
             };
-            if let Some(schema) = parameter_schema(&parameter.name, max_limit) {
+            if let Some(schema) = parameter_schema(path, &parameter.name, max_limit) {
                 parameter.schema = Some(RefOr::T(schema));
             }
         }
