@@ -448,6 +448,7 @@ impl ServeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::validate::DEFAULT_MAX_TTL_MS;
 
     #[test]
     fn durations_read_with_units() {
@@ -493,6 +494,11 @@ mod tests {
         assert_eq!(config.listen.port(), 0);
         assert_eq!(config.max_wait, Duration::from_secs(300));
         assert_eq!(config.default_ttl, Duration::from_secs(60));
+        assert_eq!(
+            config.max_ttl,
+            Duration::from_millis(DEFAULT_MAX_TTL_MS as u64),
+            "the published schemas state the default --max-ttl"
+        );
         assert_eq!(config.max_in_flight, 1024);
         assert_eq!(config.in_flight_per_client(), 512);
         assert_eq!(config.prefix_stats, 64);

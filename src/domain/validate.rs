@@ -36,6 +36,9 @@ impl std::fmt::Display for InvalidInput {
 }
 
 pub const MIN_TTL_MS: Millis = 100;
+/// The longest TTL a server grants unless started with another `--max-ttl`
+/// (the flag's default, which the published schemas state).
+pub const DEFAULT_MAX_TTL_MS: Millis = 24 * 3_600_000;
 pub const MAX_KEY_BYTES: usize = 256;
 pub const MAX_HOLDER_BYTES: usize = 256;
 pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;

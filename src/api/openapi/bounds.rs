@@ -16,8 +16,7 @@ use utoipa::openapi::schema::{ArrayItems, Object, ObjectBuilder, Schema, Type};
 use utoipa::openapi::{OpenApi, RefOr};
 
 use crate::domain::inputs::MAX_SET_KEYS;
-use crate::domain::validate::{MAX_HOLDER_BYTES, MAX_KEY_BYTES, MIN_TTL_MS};
-use crate::leases::Limits;
+use crate::domain::validate::{DEFAULT_MAX_TTL_MS, MAX_HOLDER_BYTES, MAX_KEY_BYTES, MIN_TTL_MS};
 
 /// Printable text: no control characters (Unicode category Cc).
 pub(super) const PRINTABLE: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$";
@@ -37,11 +36,6 @@ pub(super) fn printable_text(max_bytes: usize) -> ObjectBuilder {
         .min_length(Some(1))
         .max_length(Some(max_bytes))
         .pattern(Some(PRINTABLE))
-}
-
-/// The largest TTL the server grants unless started with another `--max-ttl`.
-fn default_max_ttl_ms() -> i64 {
-    Limits::default().max_ttl_ms
 }
 
 /// Writes the rules into every schema a request body names.
@@ -138,12 +132,12 @@ fn constrain_field(field: &str, schema: &mut Schema) {
         // A session reference's `id` is the only `id` a request body sends.
         "token" | "id" => object.pattern = Some(HEX_128.into()),
         "ttl_ms" => {
-            bounded(object, MIN_TTL_MS, default_max_ttl_ms());
+            bounded(object, MIN_TTL_MS, DEFAULT_MAX_TTL_MS);
             note(object, MAX_TTL_NOTE);
         }
         // A key stays unavailable at most as long as a lease may live.
         "lock_delay_ms" => {
-            bounded(object, 0, default_max_ttl_ms());
+            bounded(object, 0, DEFAULT_MAX_TTL_MS);
             note(object, MAX_TTL_NOTE);
         }
         "max_holders" => bounded(object, 1, u32::MAX.into()),
