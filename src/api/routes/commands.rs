@@ -44,13 +44,12 @@ impl AcquireRequest {
     /// The acquire this body asks for on `key`, and how long it may wait.
     pub(super) fn parse(
         self,
-        key: String,
+        key: LockKey,
         idempotency_key: Option<String>,
         owner: Option<LeaseOwner>,
         lifetime: AskedLifetime,
         limits: &Limits,
     ) -> Result<(AcquireLock, Millis), InvalidInput> {
-        let key = LockKey::parse(key)?;
         let holder = Holder::parse(self.holder)?;
         let lifetime = lifetime.parse(
             None,
@@ -99,13 +98,12 @@ impl ReserveRequest {
     /// The reservation this body asks for in `pool`.
     pub(super) fn parse(
         self,
-        pool: String,
+        pool: PoolName,
         idempotency_key: Option<String>,
         owner: Option<LeaseOwner>,
         lifetime: AskedLifetime,
         limits: &Limits,
     ) -> Result<ReserveSubnet, InvalidInput> {
-        let pool = PoolName::parse(pool)?;
         let holder = Holder::parse(self.holder)?;
         let want = match (self.prefix_len, &self.subnet) {
             (Some(len), None) => Want::PrefixLen(len),

@@ -9,6 +9,7 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use super::commands::AskedLifetime;
 use super::commands::renewal_ttl;
 use super::created::created_or_ok;
@@ -67,18 +68,17 @@ fn capabilities(
 pub async fn put_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(name): AppPath<String>,
+    AppPath(name): AppPath<GroupName>,
     AppJsonOrEmpty(body): AppJsonOrEmpty<PutGroupRequest>,
 ) -> Result<Response, Problem> {
     caller.group(&name, Need::Write)?;
-    let name = GroupName::parse(name)?;
     let metadata = Metadata::parse_some(body.metadata)?;
     let (created, group) = state
         .leases
         .groups()
         .put(&name, metadata, caller.group_owner())
         .await
-        .map_err(|e| state.problem(Subject::Group(&name), e))?;
+        .or_problem(&state, &name)?;
     let body = GroupBody::new(group, state.leases.moment());
     Ok(created_or_ok(created, &paths::group(&name), body))
 }
@@ -95,16 +95,15 @@ pub async fn put_group(
 pub async fn get_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(name): AppPath<String>,
+    AppPath(name): AppPath<GroupName>,
 ) -> Result<Json<GroupBody>, Problem> {
     caller.group(&name, Need::Read)?;
-    let name = GroupName::parse(name)?;
     let group = state
         .leases
         .groups()
         .get(&name)
         .await
-        .map_err(|e| state.problem(Subject::Group(&name), e))?;
+        .or_problem(&state, &name)?;
     Ok(Json(GroupBody::new(group, state.leases.moment())))
 }
 
@@ -135,7 +134,7 @@ pub async fn list_groups(
         .groups()
         .list_under(prefixes, limit, after)
         .await
-        .map_err(|e| state.problem(Subject::Other("the group list"), e))?;
+        .or_problem(&state, Subject::Other("the group list"))?;
     let now = state.leases.moment();
     Ok(Json(GroupPageBody {
         items: page
@@ -161,10 +160,9 @@ pub async fn list_groups(
 pub async fn delete_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(name): AppPath<String>,
+    AppPath(name): AppPath<GroupName>,
 ) -> Result<StatusCode, Problem> {
     caller.group(&name, Need::Write)?;
-    let name = GroupName::parse(name)?;
     // Any other writer in scope deletes only a group it created: what an
     // admin check refuses, unless the store finds the caller its creator.
     let not_admin = caller.group(&name, Need::Admin).err();
@@ -202,12 +200,10 @@ pub async fn delete_group(
 pub async fn join_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
     AppJson(body): AppJson<JoinRequest>,
 ) -> Result<Response, Problem> {
     caller.group(&group, Need::Write)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
     let tenure = match lifetime(
         &state,
         &caller,
@@ -240,7 +236,7 @@ pub async fn join_group(
         .groups()
         .join(join)
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     let now = state.leases.moment();
     let (created, body) = match outcome {
         JoinOutcome::Joined(m, token) => (
@@ -281,12 +277,10 @@ pub async fn join_group(
 pub async fn renew_member(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
     AppJson(body): AppJson<RenewMemberRequest>,
 ) -> Result<Json<MemberBody>, Problem> {
     caller.group(&group, Need::Write)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
     let capabilities = capabilities(&state, body.capabilities)?;
     let renewed = state
@@ -300,7 +294,7 @@ pub async fn renew_member(
             capabilities,
         )
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     Ok(Json(MemberBody::new(renewed, state.leases.moment())))
 }
 
@@ -320,12 +314,10 @@ pub async fn renew_member(
 pub async fn leave_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
     AppJson(body): AppJson<LeaveRequest>,
 ) -> Result<StatusCode, Problem> {
     caller.group(&group, Need::Write)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
     let proof = match (body.session, body.token) {
         (Some(s), None) => LeaveProof::Session(claim(&state, &caller, s)?),
         (None, Some(token)) => LeaveProof::Token(LeaseToken::new(token)),
@@ -341,7 +333,7 @@ pub async fn leave_group(
         .groups()
         .leave(&group, &member, Some(proof))
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -360,17 +352,15 @@ pub async fn leave_group(
 pub async fn get_member(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
 ) -> Result<Json<MemberBody>, Problem> {
     caller.group(&group, Need::Read)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
     let found = state
         .leases
         .groups()
         .member(&group, &member)
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     Ok(Json(MemberBody::new(found, state.leases.moment())))
 }
 
@@ -386,11 +376,10 @@ pub async fn get_member(
 pub async fn list_members(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(group): AppPath<String>,
+    AppPath(group): AppPath<GroupName>,
     AppQuery(query): AppQuery<MemberListQuery>,
 ) -> Result<Json<MemberPageBody>, Problem> {
     caller.group(&group, Need::Read)?;
-    let group = GroupName::parse(group)?;
     let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
     let after = inputs::name_cursor(query.cursor.as_deref())?;
     let page = state
@@ -398,7 +387,7 @@ pub async fn list_members(
         .groups()
         .members(&group, limit, after)
         .await
-        .map_err(|e| state.problem(Subject::Group(&group), e))?;
+        .or_problem(&state, &group)?;
     let now = state.leases.moment();
     Ok(Json(MemberPageBody {
         items: page
@@ -426,17 +415,15 @@ pub async fn list_members(
 pub async fn remove_member(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
 ) -> Result<StatusCode, Problem> {
     caller.group(&group, Need::Admin)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
     state
         .leases
         .groups()
         .leave(&group, &member, None)
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "remove_member",

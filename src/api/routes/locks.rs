@@ -12,6 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use super::commands::renewal_ttl;
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppPath, AppQuery};
@@ -174,7 +175,7 @@ pub struct ListQuery {
 pub async fn acquire_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
     headers: HeaderMap,
     AppJson(body): AppJson<AcquireRequest>,
 ) -> Result<Response, Problem> {
@@ -185,7 +186,7 @@ pub async fn acquire_lock(
         &caller,
         body.ttl_ms,
         body.session.clone(),
-        Holding::Keys(std::slice::from_ref(&key)),
+        Holding::Keys(&[key.to_string()]),
     )?;
     let idempotency_key = idempotency_key(&headers)?;
     let (request, wait_ms) = body.parse(
@@ -200,7 +201,7 @@ pub async fn acquire_lock(
         .locks()
         .acquire(request, wait_ms)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     let now = state.leases.moment();
     let (created, lease) = match acquired {
         Acquired::Granted(lease) => (true, lease),
@@ -223,11 +224,10 @@ pub async fn acquire_lock(
 pub async fn renew_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
     AppJson(body): AppJson<RenewRequest>,
 ) -> Result<Json<LockLeaseBody>, Problem> {
     caller.lock(&key, Need::Write)?;
-    let key = LockKey::parse(key)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
     let metadata = Metadata::parse_some(body.metadata)?;
     let lease = state
@@ -235,7 +235,7 @@ pub async fn renew_lock(
         .locks()
         .renew(&key, &LeaseToken::new(body.token), ttl, metadata)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     Ok(Json(LockLeaseBody::new(lease, state.leases.moment())))
 }
 
@@ -252,17 +252,16 @@ pub async fn renew_lock(
 pub async fn release_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
     AppJson(body): AppJson<ReleaseRequest>,
 ) -> Result<StatusCode, Problem> {
     caller.lock(&key, Need::Write)?;
-    let key = LockKey::parse(key)?;
     state
         .leases
         .locks()
         .release(&key, &LeaseToken::new(body.token))
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -278,16 +277,15 @@ pub async fn release_lock(
 pub async fn get_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
 ) -> Result<Json<LockLeaseBody>, Problem> {
     caller.lock(&key, Need::Read)?;
-    let key = LockKey::parse(key)?;
     let held = state
         .leases
         .locks()
         .inspect(&key)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     let now = state.leases.moment();
     let holders = held
         .iter()
@@ -339,7 +337,7 @@ pub async fn list_locks(
         .locks()
         .list_under(prefixes, limit, after)
         .await
-        .map_err(|e| state.problem(Subject::Other("the lock list"), e))?;
+        .or_problem(&state, Subject::Other("the lock list"))?;
     let now = state.leases.moment();
     Ok(Json(LockPageBody {
         items: page
@@ -364,16 +362,15 @@ pub async fn list_locks(
 pub async fn force_release_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
 ) -> Result<StatusCode, Problem> {
     caller.lock(&key, Need::Admin)?;
-    let key = LockKey::parse(key)?;
     let ended = state
         .leases
         .locks()
         .force_release(&key)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "force_release_lock",

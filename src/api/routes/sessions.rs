@@ -8,6 +8,7 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use super::commands::{AskedLifetime, renewal_ttl};
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppPath, AppQuery};
@@ -153,7 +154,7 @@ pub async fn open_session(
         .sessions()
         .open(new)
         .await
-        .map_err(|e| state.problem(Subject::Other("a new session"), e))?;
+        .or_problem(&state, Subject::Other("a new session"))?;
     let (created, session, token) = match opened {
         Opened::Opened(s, token) => (true, s, token),
         Opened::Replayed(s, token) => (false, s, token),
@@ -176,18 +177,17 @@ pub async fn open_session(
 pub async fn renew_session(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(id): AppPath<String>,
+    AppPath(id): AppPath<SessionId>,
     AppJson(body): AppJson<RenewSessionRequest>,
 ) -> Result<Json<SessionBody>, Problem> {
     may(&caller, false)?;
-    let id = SessionId::parse(id)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
     let session = state
         .leases
         .sessions()
         .renew(&id, &LeaseToken::new(body.token), &caller.sessions(), ttl)
         .await
-        .map_err(|e| state.problem(Subject::Session(&id), e))?;
+        .or_problem(&state, &id)?;
     Ok(Json(SessionBody::new(session, state.leases.moment(), None)))
 }
 
@@ -205,17 +205,16 @@ pub async fn renew_session(
 pub async fn close_session(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(id): AppPath<String>,
+    AppPath(id): AppPath<SessionId>,
     AppJson(body): AppJson<CloseSessionRequest>,
 ) -> Result<StatusCode, Problem> {
     may(&caller, false)?;
-    let id = SessionId::parse(id)?;
     state
         .leases
         .sessions()
         .close(&id, &LeaseToken::new(body.token), &caller.sessions())
         .await
-        .map_err(|e| state.problem(Subject::Session(&id), e))?;
+        .or_problem(&state, &id)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -231,15 +230,14 @@ pub async fn close_session(
 pub async fn get_session(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(id): AppPath<String>,
+    AppPath(id): AppPath<SessionId>,
 ) -> Result<Json<SessionBody>, Problem> {
-    let id = SessionId::parse(id)?;
     let view = state
         .leases
         .sessions()
         .inspect(&id, &caller.sessions())
         .await
-        .map_err(|e| state.problem(Subject::Session(&id), e))?;
+        .or_problem(&state, &id)?;
     Ok(Json(SessionBody::view(view, state.leases.moment())))
 }
 
@@ -267,7 +265,7 @@ pub async fn list_sessions(
         .sessions()
         .list(&caller.sessions(), holder, limit, after)
         .await
-        .map_err(|e| state.problem(Subject::Other("the session list"), e))?;
+        .or_problem(&state, Subject::Other("the session list"))?;
     let now = state.leases.moment();
     Ok(Json(SessionPageBody {
         items: page
@@ -294,17 +292,16 @@ pub async fn list_sessions(
 pub async fn force_close_session(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(id): AppPath<String>,
+    AppPath(id): AppPath<SessionId>,
 ) -> Result<StatusCode, Problem> {
     may(&caller, true)?;
-    let id = SessionId::parse(id)?;
     let within = caller.selection(&EventFilter::default());
     let freed = state
         .leases
         .sessions()
         .force_close(&id, &caller.sessions(), within)
         .await
-        .map_err(|e| state.problem(Subject::Session(&id), e))?;
+        .or_problem(&state, &id)?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "force_close_session",
