@@ -45,7 +45,7 @@ impl AcquireRequest {
     pub(super) fn parse(
         self,
         key: LockKey,
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
         owner: Option<LeaseOwner>,
         lifetime: AskedLifetime,
         limits: &Limits,
@@ -68,7 +68,6 @@ impl AcquireRequest {
             })
             .transpose()?;
         let metadata = Metadata::parse_some(self.metadata)?;
-        let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         let lock = AcquireLock {
             key,
             holder,
@@ -99,7 +98,7 @@ impl ReserveRequest {
     pub(super) fn parse(
         self,
         pool: PoolName,
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
         owner: Option<LeaseOwner>,
         lifetime: AskedLifetime,
         limits: &Limits,
@@ -125,7 +124,6 @@ impl ReserveRequest {
         let lifetime = lifetime.parse(Some(limits.default_ttl_ms), "", limits)?;
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
         let metadata = Metadata::parse_some(self.metadata)?;
-        let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         Ok(ReserveSubnet {
             pool,
             want,
@@ -144,7 +142,7 @@ impl LockSetRequest {
     /// first), and how long the set may wait.
     pub(super) fn parse(
         self,
-        idempotency_key: Option<String>,
+        idempotency_key: Option<IdempotencyKey>,
         owner: Option<LeaseOwner>,
         lifetime: AskedLifetime,
         limits: &Limits,
@@ -166,7 +164,6 @@ impl LockSetRequest {
         let wait_ms = self.wait_ms.unwrap_or(0);
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         let metadata = Metadata::parse_some(self.metadata)?;
-        let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
         let template = AcquireLock {
             key: keys[0].clone(),
             holder,

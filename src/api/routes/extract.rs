@@ -14,6 +14,7 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 
 use super::path_params::PathParams;
+use crate::domain::names::IdempotencyKey;
 
 /// A JSON body, deserialised with the path of any bad field.
 pub struct AppJson<T>(pub T);
@@ -134,6 +135,24 @@ impl<T: PathParams + Send, S: Send + Sync> FromRequestParts<S> for AppPath<T> {
                 Problem::invalid(field, rejection.body_text())
             })?;
         T::from_params(params).map(AppPath)
+    }
+}
+
+/// The `Idempotency-Key` header of a grant, if the request has one:
+/// visible ASCII, within its bound.
+pub struct AppIdempotencyKey(pub Option<IdempotencyKey>);
+
+impl<S: Send + Sync> FromRequestParts<S> for AppIdempotencyKey {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Problem> {
+        let Some(value) = parts.headers.get("idempotency-key") else {
+            return Ok(Self(None));
+        };
+        let text = value
+            .to_str()
+            .map_err(|_| Problem::invalid("Idempotency-Key", "must be visible ASCII"))?;
+        Ok(Self(Some(IdempotencyKey::parse(text)?)))
     }
 }
 

@@ -2,14 +2,14 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::AppJson;
-use super::lease_requests::{LockSetRequest, idempotency_key};
+use super::extract::{AppIdempotencyKey, AppJson};
+use super::lease_requests::LockSetRequest;
 use super::locks::LockGrantBody;
 use super::sessions::lifetime;
 use crate::api::AppState;
@@ -46,7 +46,7 @@ pub struct LockSetBody {
 pub async fn acquire_lock_set(
     caller: Caller,
     State(state): State<AppState>,
-    headers: HeaderMap,
+    AppIdempotencyKey(idem): AppIdempotencyKey,
     AppJson(body): AppJson<LockSetRequest>,
 ) -> Result<(StatusCode, Json<LockSetBody>), Problem> {
     let arrived = state.leases.now();
@@ -60,7 +60,6 @@ pub async fn acquire_lock_set(
         body.session.clone(),
         Holding::Keys(&body.keys),
     )?;
-    let idem = idempotency_key(&headers)?;
     let (keys, template, wait_ms) =
         body.parse(idem, caller.owner(), lifetime, &state.leases.limits)?;
     // A set is a write per key: the request was charged for one.

@@ -4,7 +4,7 @@ use std::num::NonZeroU32;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 use super::answers::OrProblem;
 use super::commands::renewal_ttl;
 use super::created::created_or_ok;
-use super::extract::{AppJson, AppPath, AppQuery};
-use super::lease_requests::{AcquireRequest, Mode, ReleaseRequest, RenewRequest, idempotency_key};
+use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
+use super::lease_requests::{AcquireRequest, Mode, ReleaseRequest, RenewRequest};
 use super::sessions::lifetime;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
@@ -176,7 +176,7 @@ pub async fn acquire_lock(
     caller: Caller,
     State(state): State<AppState>,
     AppPath(key): AppPath<LockKey>,
-    headers: HeaderMap,
+    AppIdempotencyKey(idempotency_key): AppIdempotencyKey,
     AppJson(body): AppJson<AcquireRequest>,
 ) -> Result<Response, Problem> {
     let arrived = state.leases.now();
@@ -188,7 +188,6 @@ pub async fn acquire_lock(
         body.session.clone(),
         Holding::Keys(&[key.to_string()]),
     )?;
-    let idempotency_key = idempotency_key(&headers)?;
     let (request, wait_ms) = body.parse(
         key.clone(),
         idempotency_key,

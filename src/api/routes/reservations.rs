@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -14,8 +14,8 @@ use utoipa_axum::routes;
 use super::answers::OrProblem;
 use super::commands::renewal_ttl;
 use super::created::created_or_ok;
-use super::extract::{AppJson, AppPath, AppQuery};
-use super::lease_requests::{ReleaseRequest, RenewRequest, ReserveRequest, idempotency_key};
+use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
+use super::lease_requests::{ReleaseRequest, RenewRequest, ReserveRequest};
 use super::pools::PageQuery;
 use super::sessions::lifetime;
 use crate::api::AppState;
@@ -162,7 +162,7 @@ pub async fn reserve_subnet(
     caller: Caller,
     State(state): State<AppState>,
     AppPath(pool): AppPath<PoolName>,
-    headers: HeaderMap,
+    AppIdempotencyKey(idempotency_key): AppIdempotencyKey,
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
@@ -173,7 +173,6 @@ pub async fn reserve_subnet(
         body.session.clone(),
         Holding::Pool(&pool),
     )?;
-    let idempotency_key = idempotency_key(&headers)?;
     let request = body.parse(
         pool.clone(),
         idempotency_key,

@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -11,8 +11,7 @@ use utoipa_axum::routes;
 use super::answers::OrProblem;
 use super::commands::{AskedLifetime, renewal_ttl};
 use super::created::created_or_ok;
-use super::extract::{AppJson, AppPath, AppQuery};
-use super::lease_requests::idempotency_key;
+use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
 pub use super::session_bodies::{
     CloseSessionRequest, OpenSessionRequest, RenewSessionRequest, SessionBody, SessionListQuery,
     SessionPageBody, SessionRef,
@@ -32,7 +31,7 @@ use crate::domain::commands::SessionClaim;
 use crate::domain::events::EventFilter;
 use crate::domain::inputs::{self, Metadata, PageLimit};
 use crate::domain::names::LeaseToken;
-use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
+use crate::domain::names::{Holder, SessionId, Ttl};
 use crate::domain::session::SessionAccess;
 use crate::domain::validate;
 use crate::leases::Opened;
@@ -135,16 +134,15 @@ pub fn claim(state: &AppState, caller: &Caller, s: SessionRef) -> Result<Session
 pub async fn open_session(
     caller: Caller,
     State(state): State<AppState>,
-    headers: HeaderMap,
+    AppIdempotencyKey(idempotency_key): AppIdempotencyKey,
     AppJson(body): AppJson<OpenSessionRequest>,
 ) -> Result<Response, Problem> {
     may(&caller, false)?;
-    let idempotency_key = idempotency_key(&headers)?;
     let new = NewSession {
         holder: Holder::parse(body.holder)?,
         ttl: Ttl::parse("ttl_ms", body.ttl_ms, state.leases.limits.max_ttl_ms)?,
         metadata: Metadata::parse_some(body.metadata)?,
-        idempotency_key: idempotency_key.map(IdempotencyKey::parse).transpose()?,
+        idempotency_key,
         owner: caller.owner(),
         max_sessions: caller.session_quota(),
         caller_secret: caller.secret(),
