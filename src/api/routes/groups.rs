@@ -10,12 +10,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::answers::OrProblem;
-use super::commands::AskedLifetime;
-use super::commands::renewal_ttl;
+use super::commands::{Asker, capabilities, renewal_ttl};
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppJsonOrEmpty, AppPath, AppQuery};
 pub use super::group_bodies::*;
-use super::sessions::{claim, lifetime};
+use super::sessions::claim;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -24,11 +23,11 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::{Holding, Need};
+use crate::auth::Need;
 use crate::domain::Refused;
-use crate::domain::commands::{JoinMember, JoinOutcome, JoinTenure, LeaveProof};
-use crate::domain::inputs::{self, Capabilities, Metadata, PageLimit};
-use crate::domain::names::{GroupName, KeyPrefix, LeaseToken, MemberName, Ttl};
+use crate::domain::commands::{JoinOutcome, LeaveProof};
+use crate::domain::inputs::{self, Metadata, PageLimit};
+use crate::domain::names::{GroupName, KeyPrefix, LeaseToken, MemberName};
 use crate::domain::paths;
 use crate::leases::LeaseError;
 
@@ -40,17 +39,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_members))
         .routes(routes!(renew_member))
         .routes(routes!(leave_group))
-}
-
-/// A member's capabilities, if sent, within the server's bound.
-fn capabilities(
-    state: &AppState,
-    capabilities: Option<serde_json::Value>,
-) -> Result<Option<Capabilities>, Problem> {
-    let max = state.leases.limits.max_capabilities_bytes;
-    Ok(capabilities
-        .map(|c| Capabilities::parse(c, max))
-        .transpose()?)
 }
 
 /// Create a group, or check that it exists.
@@ -204,33 +192,11 @@ pub async fn join_group(
     AppJson(body): AppJson<JoinRequest>,
 ) -> Result<Response, Problem> {
     caller.group(&group, Need::Write)?;
-    let tenure = match lifetime(
-        &state,
-        &caller,
-        body.ttl_ms,
-        body.session,
-        Holding::Group(group.as_str()),
-    )? {
-        AskedLifetime::Session(claim) => JoinTenure::Session(claim),
-        AskedLifetime::Ttl(Some(ms)) => JoinTenure::Ttl {
-            ttl: Ttl::parse("ttl_ms", ms, state.leases.limits.max_ttl_ms)?,
-            token: body.token.map(LeaseToken::new),
-        },
-        AskedLifetime::Ttl(None) => {
-            return Err(Problem::invalid(
-                "ttl_ms",
-                "required, unless the member is bound to a session",
-            ));
-        }
+    let asker = Asker {
+        state: &state,
+        caller: &caller,
     };
-    let capabilities = capabilities(&state, body.capabilities)?;
-    let join = JoinMember {
-        group: group.clone(),
-        member: member.clone(),
-        capabilities,
-        tenure,
-        owner: caller.owner(),
-    };
+    let join = body.parse(group.clone(), member.clone(), &asker)?;
     let outcome = state
         .leases
         .groups()
@@ -282,7 +248,7 @@ pub async fn renew_member(
 ) -> Result<Json<MemberBody>, Problem> {
     caller.group(&group, Need::Write)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
-    let capabilities = capabilities(&state, body.capabilities)?;
+    let capabilities = capabilities(body.capabilities, &state.leases.limits)?;
     let renewed = state
         .leases
         .groups()

@@ -13,11 +13,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::answers::OrProblem;
-use super::commands::renewal_ttl;
+use super::commands::{Asker, renewal_ttl};
 use super::created::created_or_ok;
 use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
 use super::lease_requests::{AcquireRequest, Mode, ReleaseRequest, RenewRequest};
-use super::sessions::lifetime;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -25,7 +24,7 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::{Holding, Need};
+use crate::auth::Need;
 use crate::domain::Millis;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease};
@@ -181,20 +180,11 @@ pub async fn acquire_lock(
 ) -> Result<Response, Problem> {
     let arrived = state.leases.now();
     caller.lock(&key, Need::Write)?;
-    let lifetime = lifetime(
-        &state,
-        &caller,
-        body.ttl_ms,
-        body.session.clone(),
-        Holding::Keys(&[key.to_string()]),
-    )?;
-    let (request, wait_ms) = body.parse(
-        key.clone(),
-        idempotency_key,
-        caller.owner(),
-        lifetime,
-        &state.leases.limits,
-    )?;
+    let asker = Asker {
+        state: &state,
+        caller: &caller,
+    };
+    let (request, wait_ms) = body.parse(key.clone(), idempotency_key, &asker)?;
     let acquired = state
         .leases
         .locks()

@@ -12,12 +12,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::answers::OrProblem;
-use super::commands::renewal_ttl;
+use super::commands::{Asker, renewal_ttl};
 use super::created::created_or_ok;
 use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
 use super::lease_requests::{ReleaseRequest, RenewRequest, ReserveRequest};
 use super::pools::PageQuery;
-use super::sessions::lifetime;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -25,7 +24,7 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::{Holding, Need};
+use crate::auth::Need;
 use crate::domain::inputs::{self, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{LeaseToken, PoolName};
 use crate::domain::paths;
@@ -166,20 +165,11 @@ pub async fn reserve_subnet(
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let lifetime = lifetime(
-        &state,
-        &caller,
-        body.ttl_ms,
-        body.session.clone(),
-        Holding::Pool(&pool),
-    )?;
-    let request = body.parse(
-        pool.clone(),
-        idempotency_key,
-        caller.owner(),
-        lifetime,
-        &state.leases.limits,
-    )?;
+    let asker = Asker {
+        state: &state,
+        caller: &caller,
+    };
+    let request = body.parse(pool.clone(), idempotency_key, &asker)?;
     let reserved = state.leases.subnets().reserve(request).await.or_problem(
         &state,
         Subject::Reservation {

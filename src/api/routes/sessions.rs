@@ -1,5 +1,5 @@
 //! The session routes: open, keep alive, close, inspect, list, force
-//! close; and the `session` a lock acquire names instead of a TTL.
+//! close; and the claim on a session a grant names instead of a TTL.
 
 use axum::Json;
 use axum::extract::State;
@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::answers::OrProblem;
-use super::commands::{AskedLifetime, renewal_ttl};
+use super::commands::renewal_ttl;
 use super::created::created_or_ok;
 use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
 pub use super::session_bodies::{
@@ -26,7 +26,6 @@ use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::api::problems::kinds;
 use crate::auth::{Access, Holding};
-use crate::domain::Millis;
 use crate::domain::commands::SessionClaim;
 use crate::domain::events::EventFilter;
 use crate::domain::inputs::{self, Metadata, PageLimit};
@@ -64,31 +63,21 @@ fn may(caller: &Caller, admin: bool) -> Result<(), Problem> {
     .with("token", g.name.as_str()))
 }
 
-/// The lifetime a grant of `what` asks for: its own `ttl_ms` (if any), or
-/// a session's (the claim checked in the grant's transaction); never both.
-/// The caller's own scope is checked before.
-pub fn lifetime(
+/// The claim of a grant of `what` on the session its body names: the
+/// caller may change sessions, and the claim carries whose sessions may
+/// hold `what` (checked in the grant's transaction). The caller's own scope
+/// is checked before.
+pub fn bind(
     state: &AppState,
     caller: &Caller,
-    ttl_ms: Option<Millis>,
-    session: Option<SessionRef>,
+    session: SessionRef,
     what: Holding<'_>,
-) -> Result<AskedLifetime, Problem> {
-    match (ttl_ms, session) {
-        (Some(_), Some(_)) => Err(Problem::invalid(
-            "session",
-            "a lease bound to a session lives as long as it: send ttl_ms or session, not both",
-        )),
-        (ttl, None) => Ok(AskedLifetime::Ttl(ttl)),
-        (None, Some(s)) => {
-            may(caller, false)?;
-            let binding = SessionClaim {
-                carriers: carriers(state, caller, what),
-                ..claim(state, caller, s)?
-            };
-            Ok(AskedLifetime::Session(binding))
-        }
-    }
+) -> Result<SessionClaim, Problem> {
+    may(caller, false)?;
+    Ok(SessionClaim {
+        carriers: carriers(state, caller, what),
+        ..claim(state, caller, session)?
+    })
 }
 
 /// Whose sessions may carry `what` when `caller` binds it: a session
