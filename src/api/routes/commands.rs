@@ -28,11 +28,15 @@ use crate::leases::{AcquireLock, Limits, ReserveSubnet};
 /// Who asks for a grant: the caller, against whose limits, scope and
 /// sessions its body is parsed.
 pub(super) struct Asker<'a> {
-    pub state: &'a AppState,
-    pub caller: &'a Caller,
+    state: &'a AppState,
+    caller: &'a Caller,
 }
 
-impl Asker<'_> {
+impl<'a> Asker<'a> {
+    pub fn new(state: &'a AppState, caller: &'a Caller) -> Self {
+        Self { state, caller }
+    }
+
     fn limits(&self) -> &Limits {
         &self.state.leases.limits
     }

@@ -192,10 +192,7 @@ pub async fn join_group(
     AppJson(body): AppJson<JoinRequest>,
 ) -> Result<Response, Problem> {
     caller.group(&group, Need::Write)?;
-    let asker = Asker {
-        state: &state,
-        caller: &caller,
-    };
+    let asker = Asker::new(&state, &caller);
     let join = body.parse(group.clone(), member.clone(), &asker)?;
     let outcome = state
         .leases

@@ -53,10 +53,7 @@ pub async fn acquire_lock_set(
     for key in &body.keys {
         caller.lock(key, Need::Write)?;
     }
-    let asker = Asker {
-        state: &state,
-        caller: &caller,
-    };
+    let asker = Asker::new(&state, &caller);
     let (keys, template, wait_ms) = body.parse(idem, &asker)?;
     // A set is a write per key: the request was charged for one.
     if let Caller::Token(grant) = &caller {

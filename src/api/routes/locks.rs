@@ -180,10 +180,7 @@ pub async fn acquire_lock(
 ) -> Result<Response, Problem> {
     let arrived = state.leases.now();
     caller.lock(&key, Need::Write)?;
-    let asker = Asker {
-        state: &state,
-        caller: &caller,
-    };
+    let asker = Asker::new(&state, &caller);
     let (request, wait_ms) = body.parse(key.clone(), idempotency_key, &asker)?;
     let acquired = state
         .leases

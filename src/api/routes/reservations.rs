@@ -165,10 +165,7 @@ pub async fn reserve_subnet(
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let asker = Asker {
-        state: &state,
-        caller: &caller,
-    };
+    let asker = Asker::new(&state, &caller);
     let request = body.parse(pool.clone(), idempotency_key, &asker)?;
     let reserved = state.leases.subnets().reserve(request).await.or_problem(
         &state,
