@@ -2,7 +2,8 @@
 //! the order the API documents them: the path parameter, then the
 //! `Idempotency-Key`, then the body's fields as DESIGN lists them, the
 //! session a grant binds to last. Each step below mends the field the step
-//! before was refused for, and the next bad one is named.
+//! before was refused for, and the next bad one is named. A path parameter
+//! that is not even UTF-8 is named too, whichever route takes it.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -183,7 +184,29 @@ async fn a_lock_set_names_its_first_bad_field_in_documented_order() {
     );
 }
 
+async fn a_path_parameter_that_is_not_utf8_is_refused_naming_it() {
+    let app = spawn_app().await;
+    for (path, field) in [
+        ("/v1/locks/%FF", "key"),
+        ("/v1/locks/k/fencing/%FF", "fencing_token"),
+        ("/v1/pools/%FF", "pool"),
+        ("/v1/pools/p/reservations/%FF", "id"),
+        ("/v1/sessions/%FF", "id"),
+        ("/v1/groups/%FF", "group"),
+        ("/v1/groups/g/members/%FF", "member"),
+    ] {
+        let p = problem(
+            app.get(path).await,
+            StatusCode::BAD_REQUEST,
+            "invalid-request",
+        )
+        .await;
+        assert_eq!(p["field"], field, "{path}: {p}");
+    }
+}
+
 crate::harness::tests! {
+    a_path_parameter_that_is_not_utf8_is_refused_naming_it,
     an_acquire_names_its_first_bad_field_in_documented_order,
     a_reservation_names_its_first_bad_field_in_documented_order,
     a_lock_set_names_its_first_bad_field_in_documented_order,
