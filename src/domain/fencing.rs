@@ -2,8 +2,27 @@
 //! one a live lease on a key carries? A storage system guarding writes asks
 //! before it applies one, and refuses the write when the answer is no.
 
-use super::Millis;
 use super::lock::LockLease;
+use super::{InvalidInput, Millis};
+
+/// A fencing token a client names: a non-negative integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FencingToken(i64);
+
+impl FencingToken {
+    /// `text` as a path gives it: decimal digits alone, no sign.
+    pub fn parse(text: &str) -> Result<Self, InvalidInput> {
+        let bad = || InvalidInput::new("fencing_token", "must be a non-negative integer");
+        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        text.parse().map(Self).map_err(|_| bad())
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
 
 /// What a fencing token is to a key at one instant.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +76,14 @@ pub fn check(fencing_token: i64, live: &[LockLease], last_granted: i64, now: Mil
 mod tests {
     use super::*;
     use crate::domain::{Lease, LockMode};
+
+    #[test]
+    fn a_fencing_token_is_a_non_negative_integer() {
+        assert_eq!(FencingToken::parse("42").unwrap().get(), 42);
+        for bad in ["", "-1", "+1", "1.5", "x", "99999999999999999999"] {
+            assert_eq!(FencingToken::parse(bad).unwrap_err().field, "fencing_token");
+        }
+    }
 
     fn lease(fencing_token: i64, expires_at: Millis) -> LockLease {
         LockLease {

@@ -14,6 +14,7 @@ mod event_filters;
 mod event_reads;
 mod events;
 mod fencing;
+mod field_order;
 mod foreign_sessions;
 mod group_quota;
 mod groups;
@@ -71,6 +72,7 @@ fn main() {
         event_reads::tests(),
         events::tests(),
         fencing::tests(),
+        field_order::tests(),
         foreign_sessions::tests(),
         group_quota::tests(),
         groups::tests(),

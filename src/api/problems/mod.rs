@@ -13,4 +13,5 @@ pub mod subject;
 
 pub use lease_errors::{lease_problem, storage_problem};
 pub use problem::Problem;
+pub use refused::missing_problem;
 pub use subject::Subject;

@@ -84,7 +84,8 @@ fn key_spent_elsewhere_problem(subject: Subject, key: &str) -> Problem {
 }
 
 /// The 404 of what the request named and is not there.
-fn missing_problem(subject: Subject, missing: Missing) -> Problem {
+/// The 404 of what `subject` names, when it does not exist.
+pub fn missing_problem(subject: Subject, missing: Missing) -> Problem {
     let (pool, group) = (subject.pool(), subject.group());
     match missing {
         Missing::Lock => Problem::of(&kinds::LOCK_NOT_FOUND, format!("{subject} is not held")),

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::domain::names::{GroupName, LockKey, PoolName, SessionId};
+
 /// The resource a request named.
 #[derive(Debug, Clone, Copy)]
 pub enum Subject<'a> {
@@ -63,6 +65,22 @@ impl<'a> Subject<'a> {
         }
     }
 }
+
+/// What a parsed path parameter names, as its subject.
+macro_rules! subject_of {
+    ($type:ty, $variant:ident) => {
+        impl<'a> From<&'a $type> for Subject<'a> {
+            fn from(name: &'a $type) -> Self {
+                Subject::$variant(name.as_str())
+            }
+        }
+    };
+}
+
+subject_of!(LockKey, Lock);
+subject_of!(PoolName, Pool);
+subject_of!(SessionId, Session);
+subject_of!(GroupName, Group);
 
 impl fmt::Display for Subject<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

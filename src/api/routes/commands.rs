@@ -1,41 +1,90 @@
 //! Request bodies parsed into the service's commands, once, at the edge:
 //! every field is checked here, in the order the API documents them (the
-//! first bad field is the one a 400 names), and what reaches the service is
-//! the parsed value, never checked again.
+//! first bad field is the one a 400 names; a grant's `session`, documented
+//! last, is claimed last), and what reaches the service is the parsed
+//! value, never checked again. The path and the `Idempotency-Key` come
+//! parsed from their extractors, before the body.
 
 use std::num::NonZeroU32;
 
+use super::group_bodies::JoinRequest;
 use super::lease_requests::{AcquireRequest, LockSetRequest, ReserveRequest};
+use super::session_bodies::SessionRef;
+use super::sessions::bind;
+use crate::api::AppState;
+use crate::api::middleware::auth::Caller;
+use crate::api::problems::Problem;
+use crate::auth::Holding;
 use crate::domain::LockMode;
 use crate::domain::allocator::Want;
-use crate::domain::commands::{LeaseOwner, Lifetime, SessionClaim};
-use crate::domain::inputs::{KeySet, Metadata};
-use crate::domain::names::{Holder, IdempotencyKey, LockKey, PoolName, Ttl};
+use crate::domain::commands::{JoinMember, JoinTenure, Lifetime};
+use crate::domain::inputs::{Capabilities, KeySet, Metadata};
+use crate::domain::names::{
+    GroupName, Holder, IdempotencyKey, LeaseToken, LockKey, MemberName, PoolName, Ttl,
+};
 use crate::domain::{InvalidInput, Millis, subnet, validate};
 use crate::leases::{AcquireLock, Limits, ReserveSubnet};
 
-/// What a grant's body says of its lifetime: its `ttl_ms` as sent (perhaps
-/// none), or a claim on a session; never both (`sessions::lifetime`).
-pub enum AskedLifetime {
-    Ttl(Option<Millis>),
-    Session(SessionClaim),
+/// Who asks for a grant: the caller, against whose limits, scope and
+/// sessions its body is parsed.
+pub(super) struct Asker<'a> {
+    state: &'a AppState,
+    caller: &'a Caller,
+}
+
+impl<'a> Asker<'a> {
+    pub fn new(state: &'a AppState, caller: &'a Caller) -> Self {
+        Self { state, caller }
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.state.leases.limits
+    }
+}
+
+/// What a grant's body asks of its lifetime, its `ttl_ms` checked where
+/// the API documents it; its `session`, documented last, is bound last
+/// (`bind`), so the first bad field is the one reported.
+enum AskedLifetime {
+    Ttl(Ttl),
+    Session(SessionRef),
+    /// Both: refused when the session is reached.
+    Both,
 }
 
 impl AskedLifetime {
-    /// The lifetime: the session's, or a TTL of its own, `default` when none
-    /// was sent; without a default `ttl_ms` is required, `missing` says so.
+    /// The TTL sent, or `default` when neither it nor a session was; with
+    /// neither and no default, `ttl_ms` is required, `missing` says so.
     fn parse(
-        self,
+        ttl_ms: Option<Millis>,
+        session: Option<SessionRef>,
         default: Option<Millis>,
         missing: &'static str,
         limits: &Limits,
-    ) -> Result<Lifetime, InvalidInput> {
-        match self {
-            AskedLifetime::Session(claim) => Ok(Lifetime::Session(claim)),
-            AskedLifetime::Ttl(ms) => match ms.or(default) {
-                Some(ms) => Ok(Lifetime::Ttl(Ttl::parse("ttl_ms", ms, limits.max_ttl_ms)?)),
+    ) -> Result<Self, InvalidInput> {
+        let ttl = |ms| Ttl::parse("ttl_ms", ms, limits.max_ttl_ms);
+        match (ttl_ms, session) {
+            (Some(ms), Some(_)) => ttl(ms).map(|_| AskedLifetime::Both),
+            (None, Some(s)) => Ok(AskedLifetime::Session(s)),
+            (ms, None) => match ms.or(default) {
+                Some(ms) => ttl(ms).map(AskedLifetime::Ttl),
                 None => Err(InvalidInput::new("ttl_ms", missing)),
             },
+        }
+    }
+
+    /// The lifetime: a TTL of its own, or the session's, claimed by
+    /// `asker` for `what`.
+    fn bind(self, asker: &Asker<'_>, what: Holding<'_>) -> Result<Lifetime, Problem> {
+        match self {
+            AskedLifetime::Ttl(ttl) => Ok(Lifetime::Ttl(ttl)),
+            AskedLifetime::Session(s) => {
+                Ok(Lifetime::Session(bind(asker.state, asker.caller, s, what)?))
+            }
+            AskedLifetime::Both => Err(Problem::invalid(
+                "session",
+                "a lease bound to a session lives as long as it: send ttl_ms or session, not both",
+            )),
         }
     }
 }
@@ -44,23 +93,21 @@ impl AcquireRequest {
     /// The acquire this body asks for on `key`, and how long it may wait.
     pub(super) fn parse(
         self,
-        key: String,
-        idempotency_key: Option<String>,
-        owner: Option<LeaseOwner>,
-        lifetime: AskedLifetime,
-        limits: &Limits,
-    ) -> Result<(AcquireLock, Millis), InvalidInput> {
-        let key = LockKey::parse(key)?;
+        key: LockKey,
+        idempotency_key: Option<IdempotencyKey>,
+        asker: &Asker<'_>,
+    ) -> Result<(AcquireLock, Millis), Problem> {
+        let limits = asker.limits();
         let holder = Holder::parse(self.holder)?;
-        let lifetime = lifetime.parse(
+        let lifetime = AskedLifetime::parse(
+            self.ttl_ms,
+            self.session,
             None,
             "required, unless the lease is bound to a session",
             limits,
         )?;
         let wait_ms = self.wait_ms.unwrap_or(0);
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
-        let lock_delay_ms = self.lock_delay_ms.unwrap_or(0);
-        validate::duration_up_to("lock_delay_ms", lock_delay_ms, limits.max_ttl_ms)?;
         let max_holders = self
             .max_holders
             .map(|n| {
@@ -68,8 +115,10 @@ impl AcquireRequest {
                     .ok_or_else(|| InvalidInput::new("max_holders", "must be at least 1"))
             })
             .transpose()?;
+        let lock_delay_ms = self.lock_delay_ms.unwrap_or(0);
+        validate::duration_up_to("lock_delay_ms", lock_delay_ms, limits.max_ttl_ms)?;
         let metadata = Metadata::parse_some(self.metadata)?;
-        let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
+        let lifetime = lifetime.bind(asker, Holding::Keys(&[key.to_string()]))?;
         let lock = AcquireLock {
             key,
             holder,
@@ -79,10 +128,21 @@ impl AcquireRequest {
             lock_delay_ms,
             metadata,
             idempotency_key,
-            owner,
+            owner: asker.caller.owner(),
         };
         Ok((lock, wait_ms))
     }
+}
+
+/// A member's capabilities, if sent, within the server's bound.
+pub(super) fn capabilities(
+    capabilities: Option<serde_json::Value>,
+    limits: &Limits,
+) -> Result<Option<Capabilities>, InvalidInput> {
+    let max = limits.max_capabilities_bytes;
+    capabilities
+        .map(|c| Capabilities::parse(c, max))
+        .transpose()
 }
 
 /// A TTL a renewal may name: the lease's own when `None`.
@@ -99,35 +159,39 @@ impl ReserveRequest {
     /// The reservation this body asks for in `pool`.
     pub(super) fn parse(
         self,
-        pool: String,
-        idempotency_key: Option<String>,
-        owner: Option<LeaseOwner>,
-        lifetime: AskedLifetime,
-        limits: &Limits,
-    ) -> Result<ReserveSubnet, InvalidInput> {
-        let pool = PoolName::parse(pool)?;
+        pool: PoolName,
+        idempotency_key: Option<IdempotencyKey>,
+        asker: &Asker<'_>,
+    ) -> Result<ReserveSubnet, Problem> {
+        let limits = asker.limits();
         let holder = Holder::parse(self.holder)?;
         let want = match (self.prefix_len, &self.subnet) {
             (Some(len), None) => Want::PrefixLen(len),
             (None, Some(text)) => Want::Subnet(subnet::cidr("subnet", text)?),
             (Some(_), Some(_)) => {
-                return Err(InvalidInput::new(
+                return Err(Problem::invalid(
                     "subnet",
                     "give either prefix_len or subnet, not both",
                 ));
             }
             (None, None) => {
-                return Err(InvalidInput::new(
+                return Err(Problem::invalid(
                     "prefix_len",
                     "is required unless a subnet is named",
                 ));
             }
         };
         // Without a TTL or a session, the server's default TTL.
-        let lifetime = lifetime.parse(Some(limits.default_ttl_ms), "", limits)?;
+        let lifetime = AskedLifetime::parse(
+            self.ttl_ms,
+            self.session,
+            Some(limits.default_ttl_ms),
+            "",
+            limits,
+        )?;
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
         let metadata = Metadata::parse_some(self.metadata)?;
-        let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
+        let lifetime = lifetime.bind(asker, Holding::Pool(&pool))?;
         Ok(ReserveSubnet {
             pool,
             want,
@@ -136,7 +200,7 @@ impl ReserveRequest {
             lifetime,
             metadata,
             idempotency_key,
-            owner,
+            owner: asker.caller.owner(),
         })
     }
 }
@@ -146,21 +210,22 @@ impl LockSetRequest {
     /// first), and how long the set may wait.
     pub(super) fn parse(
         self,
-        idempotency_key: Option<String>,
-        owner: Option<LeaseOwner>,
-        lifetime: AskedLifetime,
-        limits: &Limits,
-    ) -> Result<(Vec<LockKey>, AcquireLock, Millis), InvalidInput> {
+        idempotency_key: Option<IdempotencyKey>,
+        asker: &Asker<'_>,
+    ) -> Result<(Vec<LockKey>, AcquireLock, Millis), Problem> {
+        let limits = asker.limits();
         // The count first; the keys' distinctness last, once they are known
         // good and the set has been charged (`KeySet::parse`).
         KeySet::check_count(self.keys.len())?;
-        let keys = self
-            .keys
-            .into_iter()
-            .map(LockKey::parse)
+        let texts = self.keys;
+        let keys = texts
+            .iter()
+            .map(|k| LockKey::parse(k.as_str()))
             .collect::<Result<Vec<_>, _>>()?;
         let holder = Holder::parse(self.holder)?;
-        let lifetime = lifetime.parse(
+        let lifetime = AskedLifetime::parse(
+            self.ttl_ms,
+            self.session,
             None,
             "required, unless the leases are bound to a session",
             limits,
@@ -168,7 +233,7 @@ impl LockSetRequest {
         let wait_ms = self.wait_ms.unwrap_or(0);
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         let metadata = Metadata::parse_some(self.metadata)?;
-        let idempotency_key = idempotency_key.map(IdempotencyKey::parse).transpose()?;
+        let lifetime = lifetime.bind(asker, Holding::Keys(&texts))?;
         let template = AcquireLock {
             key: keys[0].clone(),
             holder,
@@ -178,8 +243,42 @@ impl LockSetRequest {
             lock_delay_ms: 0,
             metadata,
             idempotency_key,
-            owner,
+            owner: asker.caller.owner(),
         };
         Ok((keys, template, wait_ms))
+    }
+}
+
+impl JoinRequest {
+    /// The join of `member` to `group` this body asks for.
+    pub(super) fn parse(
+        self,
+        group: GroupName,
+        member: MemberName,
+        asker: &Asker<'_>,
+    ) -> Result<JoinMember, Problem> {
+        let limits = asker.limits();
+        let lifetime = AskedLifetime::parse(
+            self.ttl_ms,
+            self.session,
+            None,
+            "required, unless the member is bound to a session",
+            limits,
+        )?;
+        let tenure = match lifetime.bind(asker, Holding::Group(group.as_str()))? {
+            Lifetime::Session(claim) => JoinTenure::Session(claim),
+            Lifetime::Ttl(ttl) => JoinTenure::Ttl {
+                ttl,
+                token: self.token.map(LeaseToken::new),
+            },
+        };
+        let capabilities = capabilities(self.capabilities, limits)?;
+        Ok(JoinMember {
+            group,
+            member,
+            capabilities,
+            tenure,
+            owner: asker.caller.owner(),
+        })
     }
 }

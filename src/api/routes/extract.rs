@@ -2,6 +2,7 @@
 //! type, a body that is not a JSON object, an oversized body or a bad path or
 //! query parameter all answer in the same format as every other error.
 
+use axum::extract::path::ErrorKind;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
@@ -11,6 +12,9 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 
 use crate::api::problems::Problem;
 use crate::api::problems::kinds;
+
+use super::path_params::PathParams;
+use crate::domain::names::IdempotencyKey;
 
 /// A JSON body, deserialised with the path of any bad field.
 pub struct AppJson<T>(pub T);
@@ -110,21 +114,45 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
     }
 }
 
-/// Path parameters, percent-decoded.
+/// Path parameters, percent-decoded and parsed into their domain types
+/// (`path_params`): a bad one is a problem naming the parameter.
 pub struct AppPath<T>(pub T);
 
-impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for AppPath<T> {
+impl<T: PathParams + Send, S: Send + Sync> FromRequestParts<S> for AppPath<T> {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
-        Path::<T>::from_request_parts(parts, state)
+        let Path(params) = Path::<Vec<(String, String)>>::from_request_parts(parts, state)
             .await
-            .map(|Path(v)| AppPath(v))
             .map_err(|rejection: PathRejection| {
-                let text = rejection.body_text();
-                let field = if text.contains("key") { "key" } else { "path" };
-                Problem::invalid(field, text)
-            })
+                let field = match &rejection {
+                    PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
+                        ErrorKind::InvalidUtf8InPathParam { key } => key.as_str(),
+                        _ => "path",
+                    },
+                    _ => "path",
+                };
+                Problem::invalid(field, rejection.body_text())
+            })?;
+        T::from_params(params).map(AppPath)
+    }
+}
+
+/// The `Idempotency-Key` header of a grant, if the request has one:
+/// visible ASCII, within its bound.
+pub struct AppIdempotencyKey(pub Option<IdempotencyKey>);
+
+impl<S: Send + Sync> FromRequestParts<S> for AppIdempotencyKey {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Problem> {
+        let Some(value) = parts.headers.get("idempotency-key") else {
+            return Ok(Self(None));
+        };
+        let text = value
+            .to_str()
+            .map_err(|_| Problem::invalid("Idempotency-Key", "must be visible ASCII"))?;
+        Ok(Self(Some(IdempotencyKey::parse(text)?)))
     }
 }
 

@@ -7,14 +7,13 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use super::extract::AppPath;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::problems::Problem;
-use crate::api::problems::Subject;
 use crate::auth::Need;
-use crate::domain::InvalidInput;
-use crate::domain::fencing::Fencing;
+use crate::domain::fencing::{Fencing, FencingToken};
 use crate::domain::names::LockKey;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -50,15 +49,6 @@ pub struct FencingCheckBody {
     pub expires_in_ms: Option<i64>,
 }
 
-/// `fencing_token` as the path gives it: a non-negative integer.
-fn fencing_token(text: &str) -> Result<i64, InvalidInput> {
-    let bad = || InvalidInput::new("fencing_token", "must be a non-negative integer");
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    text.parse().map_err(|_| bad())
-}
-
 /// Check a fencing token: is it still the one a live lease on the key carries?
 ///
 /// A GET with everything in the path, so that a storage system guarding
@@ -81,17 +71,15 @@ fn fencing_token(text: &str) -> Result<i64, InvalidInput> {
 pub async fn check_fencing(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((key, token)): AppPath<(String, String)>,
+    AppPath((key, fencing_token)): AppPath<(LockKey, FencingToken)>,
 ) -> Result<Json<FencingCheckBody>, Problem> {
     caller.lock(&key, Need::Read)?;
-    let key = LockKey::parse(key)?;
-    let fencing_token = fencing_token(&token)?;
     let checked = state
         .leases
         .locks()
-        .check_fencing(&key, fencing_token)
+        .check_fencing(&key, fencing_token.get())
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     let now = state.leases.moment();
     let reason = checked.reason();
     let lease = match checked {
@@ -100,7 +88,7 @@ pub async fn check_fencing(
     };
     Ok(Json(FencingCheckBody {
         key: key.into_string(),
-        fencing_token,
+        fencing_token: fencing_token.get(),
         current: lease.is_some(),
         reason,
         holder: lease.as_ref().map(|l| l.lease.holder.clone()),
@@ -109,17 +97,4 @@ pub async fn check_fencing(
             .as_ref()
             .map(|l| l.lease.expires_in_ms(now.at).unwrap_or(0)),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fencing_token;
-
-    #[test]
-    fn a_fencing_token_is_a_non_negative_integer() {
-        assert_eq!(fencing_token("42").unwrap(), 42);
-        for bad in ["", "-1", "+1", "1.5", "x", "99999999999999999999"] {
-            assert_eq!(fencing_token(bad).unwrap_err().field, "fencing_token");
-        }
-    }
 }

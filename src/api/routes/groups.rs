@@ -9,12 +9,12 @@ use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::commands::AskedLifetime;
-use super::commands::renewal_ttl;
+use super::answers::OrProblem;
+use super::commands::{Asker, capabilities, renewal_ttl};
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppJsonOrEmpty, AppPath, AppQuery};
 pub use super::group_bodies::*;
-use super::sessions::{claim, lifetime};
+use super::sessions::claim;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -23,11 +23,11 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::{Holding, Need};
+use crate::auth::Need;
 use crate::domain::Refused;
-use crate::domain::commands::{JoinMember, JoinOutcome, JoinTenure, LeaveProof};
-use crate::domain::inputs::{self, Capabilities, Metadata, PageLimit};
-use crate::domain::names::{GroupName, KeyPrefix, LeaseToken, MemberName, Ttl};
+use crate::domain::commands::{JoinOutcome, LeaveProof};
+use crate::domain::inputs::{self, Metadata, PageLimit};
+use crate::domain::names::{GroupName, KeyPrefix, LeaseToken, MemberName};
 use crate::domain::paths;
 use crate::leases::LeaseError;
 
@@ -39,17 +39,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_members))
         .routes(routes!(renew_member))
         .routes(routes!(leave_group))
-}
-
-/// A member's capabilities, if sent, within the server's bound.
-fn capabilities(
-    state: &AppState,
-    capabilities: Option<serde_json::Value>,
-) -> Result<Option<Capabilities>, Problem> {
-    let max = state.leases.limits.max_capabilities_bytes;
-    Ok(capabilities
-        .map(|c| Capabilities::parse(c, max))
-        .transpose()?)
 }
 
 /// Create a group, or check that it exists.
@@ -67,18 +56,17 @@ fn capabilities(
 pub async fn put_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(name): AppPath<String>,
+    AppPath(name): AppPath<GroupName>,
     AppJsonOrEmpty(body): AppJsonOrEmpty<PutGroupRequest>,
 ) -> Result<Response, Problem> {
     caller.group(&name, Need::Write)?;
-    let name = GroupName::parse(name)?;
     let metadata = Metadata::parse_some(body.metadata)?;
     let (created, group) = state
         .leases
         .groups()
         .put(&name, metadata, caller.group_owner())
         .await
-        .map_err(|e| state.problem(Subject::Group(&name), e))?;
+        .or_problem(&state, &name)?;
     let body = GroupBody::new(group, state.leases.moment());
     Ok(created_or_ok(created, &paths::group(&name), body))
 }
@@ -95,16 +83,15 @@ pub async fn put_group(
 pub async fn get_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(name): AppPath<String>,
+    AppPath(name): AppPath<GroupName>,
 ) -> Result<Json<GroupBody>, Problem> {
     caller.group(&name, Need::Read)?;
-    let name = GroupName::parse(name)?;
     let group = state
         .leases
         .groups()
         .get(&name)
         .await
-        .map_err(|e| state.problem(Subject::Group(&name), e))?;
+        .or_problem(&state, &name)?;
     Ok(Json(GroupBody::new(group, state.leases.moment())))
 }
 
@@ -135,7 +122,7 @@ pub async fn list_groups(
         .groups()
         .list_under(prefixes, limit, after)
         .await
-        .map_err(|e| state.problem(Subject::Other("the group list"), e))?;
+        .or_problem(&state, Subject::Other("the group list"))?;
     let now = state.leases.moment();
     Ok(Json(GroupPageBody {
         items: page
@@ -161,10 +148,9 @@ pub async fn list_groups(
 pub async fn delete_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(name): AppPath<String>,
+    AppPath(name): AppPath<GroupName>,
 ) -> Result<StatusCode, Problem> {
     caller.group(&name, Need::Write)?;
-    let name = GroupName::parse(name)?;
     // Any other writer in scope deletes only a group it created: what an
     // admin check refuses, unless the store finds the caller its creator.
     let not_admin = caller.group(&name, Need::Admin).err();
@@ -202,45 +188,18 @@ pub async fn delete_group(
 pub async fn join_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
     AppJson(body): AppJson<JoinRequest>,
 ) -> Result<Response, Problem> {
     caller.group(&group, Need::Write)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
-    let tenure = match lifetime(
-        &state,
-        &caller,
-        body.ttl_ms,
-        body.session,
-        Holding::Group(group.as_str()),
-    )? {
-        AskedLifetime::Session(claim) => JoinTenure::Session(claim),
-        AskedLifetime::Ttl(Some(ms)) => JoinTenure::Ttl {
-            ttl: Ttl::parse("ttl_ms", ms, state.leases.limits.max_ttl_ms)?,
-            token: body.token.map(LeaseToken::new),
-        },
-        AskedLifetime::Ttl(None) => {
-            return Err(Problem::invalid(
-                "ttl_ms",
-                "required, unless the member is bound to a session",
-            ));
-        }
-    };
-    let capabilities = capabilities(&state, body.capabilities)?;
-    let join = JoinMember {
-        group: group.clone(),
-        member: member.clone(),
-        capabilities,
-        tenure,
-        owner: caller.owner(),
-    };
+    let asker = Asker::new(&state, &caller);
+    let join = body.parse(group.clone(), member.clone(), &asker)?;
     let outcome = state
         .leases
         .groups()
         .join(join)
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     let now = state.leases.moment();
     let (created, body) = match outcome {
         JoinOutcome::Joined(m, token) => (
@@ -281,14 +240,12 @@ pub async fn join_group(
 pub async fn renew_member(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
     AppJson(body): AppJson<RenewMemberRequest>,
 ) -> Result<Json<MemberBody>, Problem> {
     caller.group(&group, Need::Write)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
-    let capabilities = capabilities(&state, body.capabilities)?;
+    let capabilities = capabilities(body.capabilities, &state.leases.limits)?;
     let renewed = state
         .leases
         .groups()
@@ -300,7 +257,7 @@ pub async fn renew_member(
             capabilities,
         )
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     Ok(Json(MemberBody::new(renewed, state.leases.moment())))
 }
 
@@ -320,12 +277,10 @@ pub async fn renew_member(
 pub async fn leave_group(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
     AppJson(body): AppJson<LeaveRequest>,
 ) -> Result<StatusCode, Problem> {
     caller.group(&group, Need::Write)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
     let proof = match (body.session, body.token) {
         (Some(s), None) => LeaveProof::Session(claim(&state, &caller, s)?),
         (None, Some(token)) => LeaveProof::Token(LeaseToken::new(token)),
@@ -341,7 +296,7 @@ pub async fn leave_group(
         .groups()
         .leave(&group, &member, Some(proof))
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -360,17 +315,15 @@ pub async fn leave_group(
 pub async fn get_member(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
 ) -> Result<Json<MemberBody>, Problem> {
     caller.group(&group, Need::Read)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
     let found = state
         .leases
         .groups()
         .member(&group, &member)
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     Ok(Json(MemberBody::new(found, state.leases.moment())))
 }
 
@@ -386,11 +339,10 @@ pub async fn get_member(
 pub async fn list_members(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(group): AppPath<String>,
+    AppPath(group): AppPath<GroupName>,
     AppQuery(query): AppQuery<MemberListQuery>,
 ) -> Result<Json<MemberPageBody>, Problem> {
     caller.group(&group, Need::Read)?;
-    let group = GroupName::parse(group)?;
     let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
     let after = inputs::name_cursor(query.cursor.as_deref())?;
     let page = state
@@ -398,7 +350,7 @@ pub async fn list_members(
         .groups()
         .members(&group, limit, after)
         .await
-        .map_err(|e| state.problem(Subject::Group(&group), e))?;
+        .or_problem(&state, &group)?;
     let now = state.leases.moment();
     Ok(Json(MemberPageBody {
         items: page
@@ -426,17 +378,15 @@ pub async fn list_members(
 pub async fn remove_member(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((group, member)): AppPath<(String, String)>,
+    AppPath((group, member)): AppPath<(GroupName, MemberName)>,
 ) -> Result<StatusCode, Problem> {
     caller.group(&group, Need::Admin)?;
-    let group = GroupName::parse(group)?;
-    let member = MemberName::parse(member)?;
     state
         .leases
         .groups()
         .leave(&group, &member, None)
         .await
-        .map_err(|e| state.problem(Subject::member(&group, &member), e))?;
+        .or_problem(&state, Subject::member(&group, &member))?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "remove_member",

@@ -1,15 +1,12 @@
 //! The request bodies of the lease routes (locks, lock sets, reservations)
-//! and what they share: the lock mode, a session reference, the
-//! `Idempotency-Key` header. `commands` parses them into the service's
-//! commands; the routes only name them.
+//! and what they share: the lock mode, a session reference. `commands`
+//! parses them into the service's commands; the routes only name them.
 
-use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::session_bodies::SessionRef;
-use crate::api::problems::Problem;
 use crate::domain::LockMode;
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema, Default)]
@@ -132,16 +129,4 @@ pub struct ReserveRequest {
     pub exclude: Option<Vec<String>>,
     /// A small JSON object stored with the reservation.
     pub metadata: Option<Map<String, Value>>,
-}
-
-/// The `Idempotency-Key` header, if the request has one.
-pub fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
-    headers
-        .get("idempotency-key")
-        .map(|v| {
-            v.to_str()
-                .map(str::to_owned)
-                .map_err(|_| Problem::invalid("Idempotency-Key", "must be visible ASCII"))
-        })
-        .transpose()
 }

@@ -10,12 +10,13 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use super::events::EventBody;
 use super::extract::{AppPath, AppQuery};
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::QueryRefusals;
-use crate::api::problems::{Problem, Subject};
+use crate::api::problems::Problem;
 use crate::auth::Need;
 use crate::domain::inputs::PageLimit;
 use crate::domain::names::LockKey;
@@ -61,18 +62,17 @@ pub struct KeyHistoryBody {
 pub async fn lock_history(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
     AppQuery(query): AppQuery<HistoryQuery>,
 ) -> Result<Json<KeyHistoryBody>, Problem> {
     caller.lock(&key, Need::Read)?;
-    let key = LockKey::parse(key)?;
     let limit = PageLimit::history(query.limit)?;
     let (events, revision) = state
         .leases
         .locks()
         .history(&key, limit)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     let now = state.leases.moment();
     Ok(Json(KeyHistoryBody {
         items: events.iter().map(|e| EventBody::new(e, now)).collect(),

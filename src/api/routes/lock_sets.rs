@@ -2,22 +2,22 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::AppJson;
-use super::lease_requests::{LockSetRequest, idempotency_key};
+use super::commands::Asker;
+use super::extract::{AppIdempotencyKey, AppJson};
+use super::lease_requests::LockSetRequest;
 use super::locks::LockGrantBody;
-use super::sessions::lifetime;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::LockSetRefusals;
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::{Holding, Need};
+use crate::auth::Need;
 use crate::domain::inputs::KeySet;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -46,23 +46,15 @@ pub struct LockSetBody {
 pub async fn acquire_lock_set(
     caller: Caller,
     State(state): State<AppState>,
-    headers: HeaderMap,
+    AppIdempotencyKey(idem): AppIdempotencyKey,
     AppJson(body): AppJson<LockSetRequest>,
 ) -> Result<(StatusCode, Json<LockSetBody>), Problem> {
     let arrived = state.leases.now();
     for key in &body.keys {
         caller.lock(key, Need::Write)?;
     }
-    let lifetime = lifetime(
-        &state,
-        &caller,
-        body.ttl_ms,
-        body.session.clone(),
-        Holding::Keys(&body.keys),
-    )?;
-    let idem = idempotency_key(&headers)?;
-    let (keys, template, wait_ms) =
-        body.parse(idem, caller.owner(), lifetime, &state.leases.limits)?;
+    let asker = Asker::new(&state, &caller);
+    let (keys, template, wait_ms) = body.parse(idem, &asker)?;
     // A set is a write per key: the request was charged for one.
     if let Caller::Token(grant) = &caller {
         state

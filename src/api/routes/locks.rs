@@ -4,7 +4,7 @@ use std::num::NonZeroU32;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -12,11 +12,11 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::commands::renewal_ttl;
+use super::answers::OrProblem;
+use super::commands::{Asker, renewal_ttl};
 use super::created::created_or_ok;
-use super::extract::{AppJson, AppPath, AppQuery};
-use super::lease_requests::{AcquireRequest, Mode, ReleaseRequest, RenewRequest, idempotency_key};
-use super::sessions::lifetime;
+use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
+use super::lease_requests::{AcquireRequest, Mode, ReleaseRequest, RenewRequest};
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -24,7 +24,7 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::{Holding, Need};
+use crate::auth::Need;
 use crate::domain::Millis;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease};
@@ -174,33 +174,20 @@ pub struct ListQuery {
 pub async fn acquire_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
-    headers: HeaderMap,
+    AppPath(key): AppPath<LockKey>,
+    AppIdempotencyKey(idempotency_key): AppIdempotencyKey,
     AppJson(body): AppJson<AcquireRequest>,
 ) -> Result<Response, Problem> {
     let arrived = state.leases.now();
     caller.lock(&key, Need::Write)?;
-    let lifetime = lifetime(
-        &state,
-        &caller,
-        body.ttl_ms,
-        body.session.clone(),
-        Holding::Keys(std::slice::from_ref(&key)),
-    )?;
-    let idempotency_key = idempotency_key(&headers)?;
-    let (request, wait_ms) = body.parse(
-        key.clone(),
-        idempotency_key,
-        caller.owner(),
-        lifetime,
-        &state.leases.limits,
-    )?;
+    let asker = Asker::new(&state, &caller);
+    let (request, wait_ms) = body.parse(key.clone(), idempotency_key, &asker)?;
     let acquired = state
         .leases
         .locks()
         .acquire(request, wait_ms)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     let now = state.leases.moment();
     let (created, lease) = match acquired {
         Acquired::Granted(lease) => (true, lease),
@@ -223,11 +210,10 @@ pub async fn acquire_lock(
 pub async fn renew_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
     AppJson(body): AppJson<RenewRequest>,
 ) -> Result<Json<LockLeaseBody>, Problem> {
     caller.lock(&key, Need::Write)?;
-    let key = LockKey::parse(key)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
     let metadata = Metadata::parse_some(body.metadata)?;
     let lease = state
@@ -235,7 +221,7 @@ pub async fn renew_lock(
         .locks()
         .renew(&key, &LeaseToken::new(body.token), ttl, metadata)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     Ok(Json(LockLeaseBody::new(lease, state.leases.moment())))
 }
 
@@ -252,17 +238,16 @@ pub async fn renew_lock(
 pub async fn release_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
     AppJson(body): AppJson<ReleaseRequest>,
 ) -> Result<StatusCode, Problem> {
     caller.lock(&key, Need::Write)?;
-    let key = LockKey::parse(key)?;
     state
         .leases
         .locks()
         .release(&key, &LeaseToken::new(body.token))
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -278,16 +263,15 @@ pub async fn release_lock(
 pub async fn get_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
 ) -> Result<Json<LockLeaseBody>, Problem> {
     caller.lock(&key, Need::Read)?;
-    let key = LockKey::parse(key)?;
     let held = state
         .leases
         .locks()
         .inspect(&key)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     let now = state.leases.moment();
     let holders = held
         .iter()
@@ -339,7 +323,7 @@ pub async fn list_locks(
         .locks()
         .list_under(prefixes, limit, after)
         .await
-        .map_err(|e| state.problem(Subject::Other("the lock list"), e))?;
+        .or_problem(&state, Subject::Other("the lock list"))?;
     let now = state.leases.moment();
     Ok(Json(LockPageBody {
         items: page
@@ -364,16 +348,15 @@ pub async fn list_locks(
 pub async fn force_release_lock(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
 ) -> Result<StatusCode, Problem> {
     caller.lock(&key, Need::Admin)?;
-    let key = LockKey::parse(key)?;
     let ended = state
         .leases
         .locks()
         .force_release(&key)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "force_release_lock",

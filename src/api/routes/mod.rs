@@ -7,6 +7,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
 
+pub mod answers;
 mod commands;
 pub mod console;
 pub mod created;
@@ -21,6 +22,7 @@ pub mod lock_history;
 pub mod lock_sets;
 pub mod locks;
 pub mod ops;
+pub mod path_params;
 pub mod pool_maps;
 pub mod pools;
 pub mod prefixes;

@@ -10,11 +10,12 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use super::extract::{AppPath, AppQuery};
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{PoolUnknown, QueryRefusals};
-use crate::api::problems::{Problem, Subject};
+use crate::api::problems::Problem;
 use crate::auth::Need;
 use crate::domain::names::PoolName;
 use crate::domain::pool_map::{self, Cell, Resolution, Run};
@@ -106,17 +107,16 @@ impl From<Run> for MapRunBody {
 pub async fn pool_map(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(pool): AppPath<String>,
+    AppPath(pool): AppPath<PoolName>,
     AppQuery(query): AppQuery<MapQuery>,
 ) -> Result<Json<PoolMapBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
-    let pool = PoolName::parse(pool)?;
     let (found, used) = state
         .leases
         .subnets()
         .occupancy(&pool)
         .await
-        .map_err(|e| state.problem(Subject::Pool(&pool), e))?;
+        .or_problem(&state, &pool)?;
     let resolution = Resolution::parse(found.cidr, query.prefix_len)?;
     let runs = pool_map::map(found.cidr, resolution, &used);
     let depth = resolution.get() - found.cidr.prefix_len();

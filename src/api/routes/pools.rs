@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppPath, AppQuery};
 use crate::api::AppState;
@@ -151,11 +152,10 @@ pub struct PageQuery {
 pub async fn put_pool(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(pool): AppPath<String>,
+    AppPath(pool): AppPath<PoolName>,
     AppJson(body): AppJson<PutPoolRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let pool = PoolName::parse(pool)?;
     let cidr = subnet::cidr("cidr", &body.cidr)?;
     let labels = Labels::parse(body.labels)?;
     let put = state
@@ -163,7 +163,7 @@ pub async fn put_pool(
         .subnets()
         .put_pool(&pool, cidr, labels)
         .await
-        .map_err(|e| state.problem(Subject::Pool(&pool), e))?;
+        .or_problem(&state, &pool)?;
     let (created, usage) = match put {
         PutPool::Created(usage) => (true, usage),
         PutPool::Unchanged(usage) => (false, usage),
@@ -184,16 +184,15 @@ pub async fn put_pool(
 pub async fn get_pool(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(pool): AppPath<String>,
+    AppPath(pool): AppPath<PoolName>,
 ) -> Result<Json<PoolBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
-    let pool = PoolName::parse(pool)?;
     let usage = state
         .leases
         .subnets()
         .pool(&pool)
         .await
-        .map_err(|e| state.problem(Subject::Pool(&pool), e))?;
+        .or_problem(&state, &pool)?;
     Ok(Json(usage.into()))
 }
 
@@ -218,7 +217,7 @@ pub async fn list_pools(
         .subnets()
         .list_pools(limit, after, |name| caller.sees_pool(name))
         .await
-        .map_err(|e| state.problem(Subject::Other("the pool list"), e))?;
+        .or_problem(&state, Subject::Other("the pool list"))?;
     Ok(Json(PoolPageBody {
         items: page.items.into_iter().map(Into::into).collect(),
         next_cursor: page.next,
@@ -238,16 +237,15 @@ pub async fn list_pools(
 pub async fn delete_pool(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(pool): AppPath<String>,
+    AppPath(pool): AppPath<PoolName>,
 ) -> Result<StatusCode, Problem> {
     caller.pool(&pool, Need::Admin)?;
-    let pool = PoolName::parse(pool)?;
     state
         .leases
         .subnets()
         .delete_pool(&pool)
         .await
-        .map_err(|e| state.problem(Subject::Pool(&pool), e))?;
+        .or_problem(&state, &pool)?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "delete_pool",

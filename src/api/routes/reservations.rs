@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -11,12 +11,12 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::commands::renewal_ttl;
+use super::answers::OrProblem;
+use super::commands::{Asker, renewal_ttl};
 use super::created::created_or_ok;
-use super::extract::{AppJson, AppPath, AppQuery};
-use super::lease_requests::{ReleaseRequest, RenewRequest, ReserveRequest, idempotency_key};
+use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
+use super::lease_requests::{ReleaseRequest, RenewRequest, ReserveRequest};
 use super::pools::PageQuery;
-use super::sessions::lifetime;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -24,8 +24,7 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
-use crate::auth::{Holding, Need};
-use crate::domain::Missing;
+use crate::auth::Need;
 use crate::domain::inputs::{self, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{LeaseToken, PoolName};
 use crate::domain::paths;
@@ -40,16 +39,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(renew_reservation))
         .routes(routes!(confirm_reservation))
         .routes(routes!(release_reservation))
-}
-
-/// The id of a reservation a token must prove: one this server never
-/// issues names no reservation at all, not found (where a lapsed or
-/// released one is a lost lease).
-fn issued(state: &AppState, pool: &str, id: &str) -> Result<ReservationId, Problem> {
-    ReservationId::parse(id).ok_or_else(|| {
-        let subject = Subject::Reservation { pool, id: Some(id) };
-        state.problem(subject, Missing::Reservation.into())
-    })
 }
 
 /// Proves the caller holds the reservation.
@@ -171,35 +160,20 @@ pub struct ReservationPageBody {
 pub async fn reserve_subnet(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(pool): AppPath<String>,
-    headers: HeaderMap,
+    AppPath(pool): AppPath<PoolName>,
+    AppIdempotencyKey(idempotency_key): AppIdempotencyKey,
     AppJson(body): AppJson<ReserveRequest>,
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let lifetime = lifetime(
+    let asker = Asker::new(&state, &caller);
+    let request = body.parse(pool.clone(), idempotency_key, &asker)?;
+    let reserved = state.leases.subnets().reserve(request).await.or_problem(
         &state,
-        &caller,
-        body.ttl_ms,
-        body.session.clone(),
-        Holding::Pool(&pool),
+        Subject::Reservation {
+            pool: &pool,
+            id: None,
+        },
     )?;
-    let idempotency_key = idempotency_key(&headers)?;
-    let request = body.parse(
-        pool.clone(),
-        idempotency_key,
-        caller.owner(),
-        lifetime,
-        &state.leases.limits,
-    )?;
-    let reserved = state.leases.subnets().reserve(request).await.map_err(|e| {
-        state.problem(
-            Subject::Reservation {
-                pool: &pool,
-                id: None,
-            },
-            e,
-        )
-    })?;
     let now = state.leases.moment();
     let (created, r) = match reserved {
         Reserved::Granted(r) => (true, r),
@@ -228,11 +202,10 @@ pub async fn reserve_subnet(
 pub async fn list_reservations(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(pool): AppPath<String>,
+    AppPath(pool): AppPath<PoolName>,
     AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<Json<ReservationPageBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
-    let pool = PoolName::parse(pool)?;
     let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
     let after = inputs::reservation_cursor(query.cursor.as_deref())?;
     let page = state
@@ -240,15 +213,13 @@ pub async fn list_reservations(
         .subnets()
         .list(&pool, limit, after)
         .await
-        .map_err(|e| {
-            state.problem(
-                Subject::Reservation {
-                    pool: &pool,
-                    id: None,
-                },
-                e,
-            )
-        })?;
+        .or_problem(
+            &state,
+            Subject::Reservation {
+                pool: &pool,
+                id: None,
+            },
+        )?;
     let now = state.leases.moment();
     Ok(Json(ReservationPageBody {
         items: page
@@ -273,17 +244,15 @@ pub async fn list_reservations(
 pub async fn get_reservation(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((pool, id)): AppPath<(String, String)>,
+    AppPath((pool, id)): AppPath<(PoolName, ReservationId)>,
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
-    let pool = PoolName::parse(pool)?;
-    let issued = issued(&state, &pool, &id)?;
     let r = state
         .leases
         .subnets()
-        .get(&pool, &issued)
+        .get(&pool, &id)
         .await
-        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
+        .or_problem(&state, Subject::reservation(&pool, id.as_str()))?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -301,20 +270,18 @@ pub async fn get_reservation(
 pub async fn renew_reservation(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((pool, id)): AppPath<(String, String)>,
+    AppPath((pool, id)): AppPath<(PoolName, ReservationId)>,
     AppJson(body): AppJson<RenewRequest>,
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let pool = PoolName::parse(pool)?;
-    let issued = issued(&state, &pool, &id)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
     let metadata = Metadata::parse_some(body.metadata)?;
     let r = state
         .leases
         .subnets()
-        .renew(&pool, &issued, &LeaseToken::new(body.token), ttl, metadata)
+        .renew(&pool, &id, &LeaseToken::new(body.token), ttl, metadata)
         .await
-        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
+        .or_problem(&state, Subject::reservation(&pool, id.as_str()))?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -331,18 +298,16 @@ pub async fn renew_reservation(
 pub async fn confirm_reservation(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((pool, id)): AppPath<(String, String)>,
+    AppPath((pool, id)): AppPath<(PoolName, ReservationId)>,
     AppJson(body): AppJson<ConfirmRequest>,
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let pool = PoolName::parse(pool)?;
-    let issued = issued(&state, &pool, &id)?;
     let r = state
         .leases
         .subnets()
-        .confirm(&pool, &issued, &LeaseToken::new(body.token))
+        .confirm(&pool, &id, &LeaseToken::new(body.token))
         .await
-        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
+        .or_problem(&state, Subject::reservation(&pool, id.as_str()))?;
     Ok(Json(ReservationBody::new(r, state.leases.moment())))
 }
 
@@ -359,18 +324,16 @@ pub async fn confirm_reservation(
 pub async fn release_reservation(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((pool, id)): AppPath<(String, String)>,
+    AppPath((pool, id)): AppPath<(PoolName, ReservationId)>,
     AppJson(body): AppJson<ReleaseRequest>,
 ) -> Result<StatusCode, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let pool = PoolName::parse(pool)?;
-    let issued = issued(&state, &pool, &id)?;
     state
         .leases
         .subnets()
-        .release(&pool, &issued, &LeaseToken::new(body.token))
+        .release(&pool, &id, &LeaseToken::new(body.token))
         .await
-        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
+        .or_problem(&state, Subject::reservation(&pool, id.as_str()))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -386,22 +349,20 @@ pub async fn release_reservation(
 pub async fn force_release_reservation(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath((pool, id)): AppPath<(String, String)>,
+    AppPath((pool, id)): AppPath<(PoolName, ReservationId)>,
 ) -> Result<StatusCode, Problem> {
     caller.pool(&pool, Need::Admin)?;
-    let pool = PoolName::parse(pool)?;
-    let issued = issued(&state, &pool, &id)?;
     state
         .leases
         .subnets()
-        .force_release(&pool, &issued)
+        .force_release(&pool, &id)
         .await
-        .map_err(|e| state.problem(Subject::reservation(&pool, &id), e))?;
+        .or_problem(&state, Subject::reservation(&pool, id.as_str()))?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "force_release_reservation",
         pool.name = %pool,
-        reservation.id = %id,
+        reservation.id = id.as_str(),
         "admin force-released a reservation"
     );
     Ok(StatusCode::NO_CONTENT)

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use super::extract::AppPath;
 use super::group_bodies::MemberBody;
 use super::locks::LockLeaseBody;
@@ -16,7 +17,7 @@ use super::reservations::ReservationBody;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::SessionUnknown;
-use crate::api::problems::{Problem, Subject};
+use crate::api::problems::Problem;
 use crate::domain::names::SessionId;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -65,15 +66,14 @@ pub struct SessionLeasesBody {
 pub async fn session_leases(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(id): AppPath<String>,
+    AppPath(id): AppPath<SessionId>,
 ) -> Result<Json<SessionLeasesBody>, Problem> {
-    let id = SessionId::parse(id)?;
     let (bound, revision) = state
         .leases
         .sessions()
         .bound(&id, &caller.sessions())
         .await
-        .map_err(|e| state.problem(Subject::Session(&id), e))?;
+        .or_problem(&state, &id)?;
     let now = state.leases.moment();
     Ok(Json(SessionLeasesBody {
         locks: bound

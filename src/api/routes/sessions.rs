@@ -1,17 +1,17 @@
 //! The session routes: open, keep alive, close, inspect, list, force
-//! close; and the `session` a lock acquire names instead of a TTL.
+//! close; and the claim on a session a grant names instead of a TTL.
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::commands::{AskedLifetime, renewal_ttl};
+use super::answers::OrProblem;
+use super::commands::renewal_ttl;
 use super::created::created_or_ok;
-use super::extract::{AppJson, AppPath, AppQuery};
-use super::lease_requests::idempotency_key;
+use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
 pub use super::session_bodies::{
     CloseSessionRequest, OpenSessionRequest, RenewSessionRequest, SessionBody, SessionListQuery,
     SessionPageBody, SessionRef,
@@ -26,12 +26,11 @@ use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::api::problems::kinds;
 use crate::auth::{Access, Holding};
-use crate::domain::Millis;
 use crate::domain::commands::SessionClaim;
 use crate::domain::events::EventFilter;
 use crate::domain::inputs::{self, Metadata, PageLimit};
 use crate::domain::names::LeaseToken;
-use crate::domain::names::{Holder, IdempotencyKey, SessionId, Ttl};
+use crate::domain::names::{Holder, SessionId, Ttl};
 use crate::domain::session::SessionAccess;
 use crate::domain::validate;
 use crate::leases::Opened;
@@ -64,31 +63,21 @@ fn may(caller: &Caller, admin: bool) -> Result<(), Problem> {
     .with("token", g.name.as_str()))
 }
 
-/// The lifetime a grant of `what` asks for: its own `ttl_ms` (if any), or
-/// a session's (the claim checked in the grant's transaction); never both.
-/// The caller's own scope is checked before.
-pub fn lifetime(
+/// The claim of a grant of `what` on the session its body names: the
+/// caller may change sessions, and the claim carries whose sessions may
+/// hold `what` (checked in the grant's transaction). The caller's own scope
+/// is checked before.
+pub fn bind(
     state: &AppState,
     caller: &Caller,
-    ttl_ms: Option<Millis>,
-    session: Option<SessionRef>,
+    session: SessionRef,
     what: Holding<'_>,
-) -> Result<AskedLifetime, Problem> {
-    match (ttl_ms, session) {
-        (Some(_), Some(_)) => Err(Problem::invalid(
-            "session",
-            "a lease bound to a session lives as long as it: send ttl_ms or session, not both",
-        )),
-        (ttl, None) => Ok(AskedLifetime::Ttl(ttl)),
-        (None, Some(s)) => {
-            may(caller, false)?;
-            let binding = SessionClaim {
-                carriers: carriers(state, caller, what),
-                ..claim(state, caller, s)?
-            };
-            Ok(AskedLifetime::Session(binding))
-        }
-    }
+) -> Result<SessionClaim, Problem> {
+    may(caller, false)?;
+    Ok(SessionClaim {
+        carriers: carriers(state, caller, what),
+        ..claim(state, caller, session)?
+    })
 }
 
 /// Whose sessions may carry `what` when `caller` binds it: a session
@@ -134,16 +123,15 @@ pub fn claim(state: &AppState, caller: &Caller, s: SessionRef) -> Result<Session
 pub async fn open_session(
     caller: Caller,
     State(state): State<AppState>,
-    headers: HeaderMap,
+    AppIdempotencyKey(idempotency_key): AppIdempotencyKey,
     AppJson(body): AppJson<OpenSessionRequest>,
 ) -> Result<Response, Problem> {
     may(&caller, false)?;
-    let idempotency_key = idempotency_key(&headers)?;
     let new = NewSession {
         holder: Holder::parse(body.holder)?,
         ttl: Ttl::parse("ttl_ms", body.ttl_ms, state.leases.limits.max_ttl_ms)?,
         metadata: Metadata::parse_some(body.metadata)?,
-        idempotency_key: idempotency_key.map(IdempotencyKey::parse).transpose()?,
+        idempotency_key,
         owner: caller.owner(),
         max_sessions: caller.session_quota(),
         caller_secret: caller.secret(),
@@ -153,7 +141,7 @@ pub async fn open_session(
         .sessions()
         .open(new)
         .await
-        .map_err(|e| state.problem(Subject::Other("a new session"), e))?;
+        .or_problem(&state, Subject::Other("a new session"))?;
     let (created, session, token) = match opened {
         Opened::Opened(s, token) => (true, s, token),
         Opened::Replayed(s, token) => (false, s, token),
@@ -176,18 +164,17 @@ pub async fn open_session(
 pub async fn renew_session(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(id): AppPath<String>,
+    AppPath(id): AppPath<SessionId>,
     AppJson(body): AppJson<RenewSessionRequest>,
 ) -> Result<Json<SessionBody>, Problem> {
     may(&caller, false)?;
-    let id = SessionId::parse(id)?;
     let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
     let session = state
         .leases
         .sessions()
         .renew(&id, &LeaseToken::new(body.token), &caller.sessions(), ttl)
         .await
-        .map_err(|e| state.problem(Subject::Session(&id), e))?;
+        .or_problem(&state, &id)?;
     Ok(Json(SessionBody::new(session, state.leases.moment(), None)))
 }
 
@@ -205,17 +192,16 @@ pub async fn renew_session(
 pub async fn close_session(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(id): AppPath<String>,
+    AppPath(id): AppPath<SessionId>,
     AppJson(body): AppJson<CloseSessionRequest>,
 ) -> Result<StatusCode, Problem> {
     may(&caller, false)?;
-    let id = SessionId::parse(id)?;
     state
         .leases
         .sessions()
         .close(&id, &LeaseToken::new(body.token), &caller.sessions())
         .await
-        .map_err(|e| state.problem(Subject::Session(&id), e))?;
+        .or_problem(&state, &id)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -231,15 +217,14 @@ pub async fn close_session(
 pub async fn get_session(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(id): AppPath<String>,
+    AppPath(id): AppPath<SessionId>,
 ) -> Result<Json<SessionBody>, Problem> {
-    let id = SessionId::parse(id)?;
     let view = state
         .leases
         .sessions()
         .inspect(&id, &caller.sessions())
         .await
-        .map_err(|e| state.problem(Subject::Session(&id), e))?;
+        .or_problem(&state, &id)?;
     Ok(Json(SessionBody::view(view, state.leases.moment())))
 }
 
@@ -267,7 +252,7 @@ pub async fn list_sessions(
         .sessions()
         .list(&caller.sessions(), holder, limit, after)
         .await
-        .map_err(|e| state.problem(Subject::Other("the session list"), e))?;
+        .or_problem(&state, Subject::Other("the session list"))?;
     let now = state.leases.moment();
     Ok(Json(SessionPageBody {
         items: page
@@ -294,17 +279,16 @@ pub async fn list_sessions(
 pub async fn force_close_session(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(id): AppPath<String>,
+    AppPath(id): AppPath<SessionId>,
 ) -> Result<StatusCode, Problem> {
     may(&caller, true)?;
-    let id = SessionId::parse(id)?;
     let within = caller.selection(&EventFilter::default());
     let freed = state
         .leases
         .sessions()
         .force_close(&id, &caller.sessions(), within)
         .await
-        .map_err(|e| state.problem(Subject::Session(&id), e))?;
+        .or_problem(&state, &id)?;
     tracing::info!(
         audit.token = caller.name(),
         audit.action = "force_close_session",

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::problems::{Problem, Subject};
@@ -213,7 +214,7 @@ pub async fn status(
         .leases
         .status(&scope)
         .await
-        .map_err(|e| state.problem(Subject::Other("the status"), e))?;
+        .or_problem(&state, Subject::Other("the status"))?;
     let now = state.leases.at(status.at);
     Ok(Json(StatusBody::new(status, &now, caller.admin())))
 }

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::answers::OrProblem;
 use super::extract::{AppPath, AppQuery};
 use super::lease_requests::Mode;
 use crate::api::AppState;
@@ -94,16 +95,15 @@ impl WaiterBody {
 pub async fn lock_waiters(
     caller: Caller,
     State(state): State<AppState>,
-    AppPath(key): AppPath<String>,
+    AppPath(key): AppPath<LockKey>,
 ) -> Result<Json<WaitersBody>, Problem> {
     caller.lock(&key, Need::Read)?;
-    let key = LockKey::parse(key)?;
     let queue = state
         .leases
         .waiting()
         .queue(&key)
         .await
-        .map_err(|e| state.problem(Subject::Lock(&key), e))?;
+        .or_problem(&state, &key)?;
     let now = state.leases.moment();
     let items = queue
         .into_iter()
@@ -190,7 +190,7 @@ pub async fn queues(
         .waiting()
         .keys(prefixes, limit.get() as usize)
         .await
-        .map_err(|e| state.problem(Subject::Other("the queues"), e))?;
+        .or_problem(&state, Subject::Other("the queues"))?;
     let now = state.leases.moment();
     Ok(Json(QueuesBody {
         items: found
