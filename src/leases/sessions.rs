@@ -57,12 +57,13 @@ impl SessionService<'_> {
         let replay_key = new.idempotency_key.clone();
         let caller_secret = new.caller_secret;
         let open = OpenSession {
-            id,
-            token: token.clone(),
-            holder: new.holder.into_string(),
-            ttl_ms: new.ttl.ms(),
+            id: SessionId::parse(id)
+                .map_err(|e| LeaseError::Internal(format!("a drawn session id: {e}")))?,
+            token: LeaseToken::new(token.clone()),
+            holder: new.holder,
+            ttl: new.ttl,
             metadata: new.metadata,
-            idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
+            idempotency_key: new.idempotency_key,
             owner: new.owner,
             max_sessions: new.max_sessions,
         };

@@ -173,7 +173,7 @@ pub async fn open(
         }
     }
     let meta = metadata_text(new.metadata.as_ref());
-    let token_digest = digest(&new.token);
+    let token_digest = digest(new.token.as_str());
     let (owner, owner_quota) = match new.owner {
         Some(LeaseOwner {
             name,
@@ -185,12 +185,12 @@ pub async fn open(
         "INSERT INTO sessions (id, holder, token, owner, owner_quota, acquired_at, expires_at, \
          ttl_ms, metadata, idempotency_key) VALUES ($1, $2, $3, $4, $9, $5, $5 + $6, $6, $7, $8)",
         args![
-            &new.id,
-            &new.holder,
+            new.id.as_str(),
+            new.holder.as_str(),
             &token_digest,
             &owner,
             now,
-            new.ttl_ms,
+            new.ttl.ms(),
             &meta,
             &idempotency_key,
             owner_quota.map(i64::from)
@@ -207,14 +207,14 @@ pub async fn open(
     );
     events::record(conn, fx, &opened).await?;
     Ok(OpenOutcome::Opened(Session {
-        id: new.id,
-        holder: new.holder,
+        id: new.id.into_string(),
+        holder: new.holder.into_string(),
         token_digest,
         owner,
         owner_quota,
         acquired_at: now,
-        expires_at: now + new.ttl_ms,
-        ttl_ms: new.ttl_ms,
+        expires_at: now + new.ttl.ms(),
+        ttl_ms: new.ttl.ms(),
         metadata: new.metadata.map(Metadata::into_map),
         idempotency_key,
     }))
@@ -236,7 +236,7 @@ async fn replay(
     let owner = new.owner.as_ref().map(|o| o.name.as_str());
     if let Some(row) = conn.row(sql, args![idem, owner, now]).await? {
         let held = session(&row)?;
-        if held.holder != new.holder {
+        if held.holder != new.holder.as_str() {
             return Err(Refused::IdempotencyMismatch {
                 holder: held.holder,
             }

@@ -2,9 +2,8 @@
 //! by a TTL of its own or by a session.
 
 use super::LeaseOwner;
-use crate::domain::Millis;
 use crate::domain::inputs::Metadata;
-use crate::domain::names::{LeaseToken, Ttl};
+use crate::domain::names::{Holder, IdempotencyKey, LeaseToken, SessionId, Ttl};
 use crate::domain::selection::Selection;
 use crate::domain::session::{Session, SessionAccess};
 
@@ -49,12 +48,12 @@ pub struct SessionClaim {
 /// store keeps the token's digest, and the `Idempotency-Key`'s).
 #[derive(Debug, Clone)]
 pub struct OpenSession {
-    pub id: String,
-    pub token: String,
-    pub holder: String,
-    pub ttl_ms: Millis,
+    pub id: SessionId,
+    pub token: LeaseToken,
+    pub holder: Holder,
+    pub ttl: Ttl,
     pub metadata: Option<Metadata>,
-    pub idempotency_key: Option<String>,
+    pub idempotency_key: Option<IdempotencyKey>,
     /// The API token opening it and its quota, which the leases bound to
     /// the session count against; `None` without an auth file.
     pub owner: Option<LeaseOwner>,
