@@ -18,9 +18,9 @@ use super::sql::{Columns, Sql, args, one};
 use super::{Error, StoreResult};
 use crate::domain::Millis;
 use crate::domain::commands::{GroupOwner, GroupQuery};
-use crate::domain::events::{Event, EventType, Reason, Resource};
+use crate::domain::events::{Event, EventType, Reason};
 use crate::domain::grant::QuotaKind;
-use crate::domain::group::Group;
+use crate::domain::group::{Group, group_event};
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::names::GroupName;
@@ -87,32 +87,6 @@ fn group(row: &impl Columns) -> StoreResult<Group> {
         created_at: row.int("created_at")?,
         members: u64::try_from(row.int("members")?).map_err(|_| corrupt("member count"))?,
     })
-}
-
-/// An event about the group `name` (and its `member`).
-pub(super) fn group_event(
-    kind: EventType,
-    name: &str,
-    member: Option<&str>,
-    session: Option<&str>,
-    owner: Option<&str>,
-    reason: Option<Reason>,
-    at: Millis,
-) -> Event {
-    Event {
-        revision: 0,
-        kind,
-        at,
-        resource: Resource::Group {
-            name: name.to_owned(),
-            member: member.map(str::to_owned),
-        },
-        holder: member.unwrap_or(name).to_owned(),
-        fencing_token: None,
-        session: session.map(str::to_owned),
-        owner: owner.map(str::to_owned),
-        reason,
-    }
 }
 
 /// The event of the member in `row` (`group_name`, `member`, `session_id`,

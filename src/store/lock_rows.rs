@@ -5,7 +5,7 @@
 
 use super::StoreResult;
 use super::dialect::Effects;
-use super::events::{self, Holding};
+use super::events;
 use super::lock_texts::Granting;
 use super::owners::owner_name;
 use super::sessions::Held;
@@ -13,6 +13,7 @@ use super::sql::{Arg, Columns, Sql};
 use crate::domain::Millis;
 use crate::domain::commands::AcquireLock;
 use crate::domain::events::EventType;
+use crate::domain::events::Holding;
 
 /// A lock row written: its fencing token and when it was granted.
 pub(super) struct Written {

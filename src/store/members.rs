@@ -295,7 +295,7 @@ async fn insert(
             Error::Storage(StoreError::Duplicate(_)) => Refused::MemberExists.into(),
             other => other,
         })?;
-    let event = super::groups::group_event(
+    let event = crate::domain::group::group_event(
         EventType::GroupMemberJoined,
         group,
         Some(member),

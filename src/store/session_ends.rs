@@ -4,7 +4,7 @@
 
 use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Effects;
-use super::events::{self, ENDED_LOCK, ended_lock, session_event};
+use super::events::{self, ENDED_LOCK, ended_lock};
 use super::expiry;
 use super::hub::Store;
 use super::sessions::{CLOSE, LIVE_SESSION, keys_of};
@@ -16,6 +16,7 @@ use crate::domain::events::{EventType, Reason};
 use crate::domain::names::SessionId;
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::selection::Selection;
+use crate::domain::session::session_event;
 use crate::token::digest;
 
 impl Store {

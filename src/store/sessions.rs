@@ -11,7 +11,7 @@
 use super::StoreResult;
 use super::dialect::Atomicity::{AllOrNothing, OnKeys, Statement};
 use super::dialect::Effects;
-use super::events::{self, session_event};
+use super::events;
 use super::expiry::{self, Text};
 use super::hub::Store;
 use super::rows::{corrupt, metadata, metadata_text};
@@ -26,6 +26,7 @@ use crate::domain::lease::Lease;
 use crate::domain::names::Ttl;
 use crate::domain::names::{LeaseToken, SessionId};
 use crate::domain::refusal::{OverQuota, Refused};
+use crate::domain::session::session_event;
 use crate::domain::session::{BOUND, Session};
 use crate::token::digest;
 

@@ -6,7 +6,7 @@
 
 use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Effects;
-use super::events::{self, Holding};
+use super::events;
 use super::expiry;
 use super::expiry::live_by_session;
 use super::free_blocks::{find_grant, free_block_at, take_free};
@@ -23,6 +23,7 @@ use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::commands::{ReserveOutcome, ReserveSubnet};
 use crate::domain::events::EventType;
+use crate::domain::events::Holding;
 use crate::domain::names::IdempotencyKey;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
