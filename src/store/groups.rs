@@ -26,57 +26,67 @@ use crate::domain::lock::prefix_upper_bound;
 use crate::domain::names::GroupName;
 use crate::domain::refusal::{Missing, OverQuota, Refused};
 
+/// The store's verbs on groups and their members (`Store::groups`).
+#[derive(Clone, Copy)]
+pub struct Groups<'a> {
+    pub(in crate::store) store: &'a Store,
+}
+
 impl Store {
+    /// The store's verbs on groups and their members.
+    pub fn groups(&self) -> Groups<'_> {
+        Groups { store: self }
+    }
+}
+
+impl Groups<'_> {
     /// Creates a group (`true`), or answers the existing one (`false`); a
     /// creation past the owner's quota of groups is refused.
-    pub async fn put_group(
-        &self,
+    pub async fn put(
+        self,
         name: &GroupName,
         metadata: Option<Metadata>,
         owner: Option<GroupOwner>,
         now: Millis,
     ) -> StoreResult<(bool, Group)> {
         let args = (name.clone(), metadata, owner);
-        self.write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
-            Box::pin(async move { put(c, fx, &name, metadata.as_ref(), owner.as_ref(), now).await })
-        })
-        .await
+        self.store
+            .write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
+                Box::pin(
+                    async move { put(c, fx, &name, metadata.as_ref(), owner.as_ref(), now).await },
+                )
+            })
+            .await
     }
 
     /// A group with its count of live members; `Missing::Group`.
-    pub async fn get_group(&self, name: &GroupName, now: Millis) -> StoreResult<Group> {
-        self.read(name.clone(), move |c, name| {
-            Box::pin(async move { get(c, &name, now).await })
-        })
-        .await
+    pub async fn get(self, name: &GroupName, now: Millis) -> StoreResult<Group> {
+        self.store
+            .read(name.clone(), move |c, name| {
+                Box::pin(async move { get(c, &name, now).await })
+            })
+            .await
     }
 
     /// A page of groups and the change-log revision it reflects (one snapshot).
-    pub async fn list_groups(
-        &self,
-        query: &GroupQuery,
-        now: Millis,
-    ) -> StoreResult<(Vec<Group>, i64)> {
-        self.snapshot(query.clone(), move |c, query| {
-            Box::pin(async move { list(c, &query, now).await })
-        })
-        .await
+    pub async fn list(self, query: &GroupQuery, now: Millis) -> StoreResult<(Vec<Group>, i64)> {
+        self.store
+            .snapshot(query.clone(), move |c, query| {
+                Box::pin(async move { list(c, &query, now).await })
+            })
+            .await
     }
 
     /// Deletes a group in which no member is live (`GroupNotEmpty`); `by`
     /// names the API token that must have created it (`NotGroupCreator`),
     /// `None` any.
-    pub async fn delete_group(
-        &self,
-        name: &GroupName,
-        by: Option<&str>,
-        now: Millis,
-    ) -> StoreResult<()> {
+    pub async fn delete(self, name: &GroupName, by: Option<&str>, now: Millis) -> StoreResult<()> {
         let args = (name.clone(), by.map(str::to_owned));
-        self.write(AllOrNothing, args, move |c, fx, (name, by)| {
-            Box::pin(async move { delete(c, fx, &name, by.as_deref(), now).await })
-        })
-        .await
+        self.store
+            .write(AllOrNothing, args, move |c, fx, (name, by)| {
+                Box::pin(async move { delete(c, fx, &name, by.as_deref(), now).await })
+            })
+            .await
     }
 }
 

@@ -1,6 +1,7 @@
-//! The store: one type over whichever database the server runs on. Each
-//! verb the service calls (`acquire_lock`, `reserve_subnet`, …) is a method
-//! written beside its transaction, in the module of its resource
+//! The store: one type over whichever database the server runs on. The
+//! verbs the service calls are grouped by resource (`store.locks().acquire(…)`,
+//! `store.reservations().reserve(…)`, `store.log().read(…)`, …); each is a
+//! method written beside its transaction, in the module of its resource
 //! (`locks.rs`, `subnets.rs`, …), as one call of the four ways a verb runs
 //! here: a write for a request (`write`), the server's own write
 //! (`background_write`), a read (`read`), a read in one snapshot with the

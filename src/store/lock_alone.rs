@@ -34,10 +34,10 @@ use super::StoreResult;
 use super::dialect::Atomicity::Statement;
 use super::dialect::Effects;
 use super::events::{self, ended_lock};
-use super::hub::Store;
 use super::lock_grants::granted;
 use super::lock_rows::{self, NewLockRow};
 use super::lock_texts::{GRANT_ALONE, RELEASE_ALONE};
+use super::locks::Locks;
 use super::rows::metadata_text;
 use super::sessions::Held;
 use super::sql::{Columns, Sql, args};
@@ -48,13 +48,13 @@ use crate::domain::events::{EventType, Reason};
 use crate::domain::lease::LockMode;
 use crate::domain::names::{LeaseToken, LockKey};
 
-impl Store {
+impl Locks<'_> {
     /// `lock` granted by one statement, if the dialect has it and nothing
     /// but a free key is needed: an exclusive claim without a semaphore,
     /// living by its TTL, with no quota to count. `None` when it declined:
     /// the grant's transaction decides.
     pub(super) async fn grant_alone(
-        &self,
+        self,
         lock: &AcquireLock,
         token: &str,
         now: Millis,
@@ -63,15 +63,16 @@ impl Store {
             && lock.max_holders.is_none()
             && lock.session().is_none()
             && LeaseOwner::counted(lock.owner.as_ref()).is_none();
-        if !simple || GRANT_ALONE.text(self.texts()).is_none() {
+        if !simple || GRANT_ALONE.text(self.store.texts()).is_none() {
             return Ok(None);
         }
-        let at = self.time(now);
+        let at = self.store.time(now);
         let args = (lock.clone(), token.to_owned());
-        self.write(Statement, args, move |c, fx, (lock, token)| {
-            Box::pin(grant(c, fx, lock, token, at.clone()))
-        })
-        .await
+        self.store
+            .write(Statement, args, move |c, fx, (lock, token)| {
+                Box::pin(grant(c, fx, lock, token, at.clone()))
+            })
+            .await
     }
 
     /// Releases the plain exclusive lease of `key` with `token` by one
@@ -79,21 +80,22 @@ impl Store {
     /// (another kind of lease, a lost one, or the key's lock busy): the
     /// release's transaction answers.
     pub(super) async fn release_alone(
-        &self,
+        self,
         key: &LockKey,
         token: &LeaseToken,
         now: Millis,
     ) -> StoreResult<bool> {
-        if RELEASE_ALONE.recorded(self.texts(), 3).is_none() {
+        if RELEASE_ALONE.recorded(self.store.texts(), 3).is_none() {
             return Ok(false);
         }
-        let at = self.time(now);
+        let at = self.store.time(now);
         let args = (key.clone(), token.clone());
-        self.write(Statement, args, move |c, fx, (key, token)| {
-            let at = at.clone();
-            Box::pin(async move { release(c, fx, &key, &token, at).await })
-        })
-        .await
+        self.store
+            .write(Statement, args, move |c, fx, (key, token)| {
+                let at = at.clone();
+                Box::pin(async move { release(c, fx, &key, &token, at).await })
+            })
+            .await
     }
 }
 

@@ -19,5 +19,5 @@ mod record;
 
 pub use columns::{ANNOUNCING_LOCK, ENDED_LOCK, ENDED_RESERVATION, EVENT_COLUMNS};
 pub use decode::{ended_lock, ended_reservation, event, expired_locks};
-pub use reads::{EventBounds, Horizon};
+pub use reads::{EventBounds, Horizon, Log};
 pub use record::{record, record_all, recorded};

@@ -2,23 +2,24 @@
 //! and by count, and the boundary a resuming reader is refused below moves
 //! up with them.
 
+use super::reads::Log;
 use crate::domain::Millis;
 use crate::store::StoreResult;
-use crate::store::hub::Store;
 use crate::store::sql::{Columns, Sql, args, one};
 
-impl Store {
+impl Log<'_> {
     /// Deletes at most `batch` of the oldest events: those recorded before
     /// `older_than` and beyond the newest `keep`, and any beyond the newest
     /// `max`; answers how many went.
-    pub async fn prune_events(
-        &self,
+    pub async fn prune(
+        self,
         older_than: Millis,
         keep: u64,
         max: u64,
         batch: u32,
     ) -> StoreResult<u64> {
-        self.background_write(move |c, _| Box::pin(prune(c, older_than, keep, max, batch)))
+        self.store
+            .background_write(move |c, _| Box::pin(prune(c, older_than, keep, max, batch)))
             .await
     }
 }

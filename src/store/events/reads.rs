@@ -9,33 +9,42 @@ use crate::store::hub::Store;
 use crate::store::snapshots::last_visible;
 use crate::store::sql::{Columns, Sql, args, one};
 
+/// The store's verbs on the change log (`Store::log`).
+#[derive(Clone, Copy)]
+pub struct Log<'a> {
+    pub(in crate::store) store: &'a Store,
+}
+
 impl Store {
+    /// The store's verbs on the change log.
+    pub fn log(&self) -> Log<'_> {
+        Log { store: self }
+    }
+}
+
+impl Log<'_> {
     /// At most `limit` events of the change log after revision `after`, up
     /// to `through`, in revision order.
-    pub async fn read_events(
-        &self,
-        after: i64,
-        through: i64,
-        limit: u32,
-    ) -> StoreResult<Vec<Event>> {
-        self.read((), move |c, ()| Box::pin(read(c, after, through, limit)))
+    pub async fn read(self, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>> {
+        self.store
+            .read((), move |c, ()| Box::pin(read(c, after, through, limit)))
             .await
     }
 
     /// What the change log still holds, and the highest revision handed out.
-    pub async fn event_bounds(&self) -> StoreResult<EventBounds> {
-        self.read((), |c, ()| Box::pin(bounds(c))).await
+    pub async fn bounds(self) -> StoreResult<EventBounds> {
+        self.store.read((), |c, ()| Box::pin(bounds(c))).await
     }
 
     /// The highest revision committed now.
-    pub async fn last_visible_revision(&self) -> StoreResult<i64> {
-        self.read((), |c, ()| Box::pin(last_visible(c))).await
+    pub async fn last_visible(self) -> StoreResult<i64> {
+        self.store.read((), |c, ()| Box::pin(last_visible(c))).await
     }
 
     /// The transactions in progress now, where writes commit side by side
     /// (and so may commit out of revision order); `None` where they do not.
-    pub async fn event_horizon(&self) -> StoreResult<Option<Horizon>> {
-        self.read((), |c, ()| Box::pin(horizon(c))).await
+    pub async fn horizon(self) -> StoreResult<Option<Horizon>> {
+        self.store.read((), |c, ()| Box::pin(horizon(c))).await
     }
 }
 
