@@ -148,7 +148,7 @@ impl PostgresStore {
 
 #[async_trait]
 impl Dialect for PostgresStore {
-    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<Erased> {
+    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<(Erased, Effects)> {
         let mut fx = Effects::default();
         let mut conn = self.connections.take().await?;
         let work = async {
@@ -182,15 +182,14 @@ impl Dialect for PostgresStore {
         };
         let done = self.connections.answered(work).await;
         let value = conn.settle(done)?;
-        drop(conn);
-        self.stats
-            .note_expired(fx.expired_locks, fx.expired_reservations);
+        Ok((value, fx))
+    }
+
+    fn committed(&self, fx: &Effects) {
         if fx.events > 0 {
-            self.stats.note_events(fx.events);
             self.event_signal.notify_one();
         }
-        self.announcer.add(&fx);
-        Ok(value)
+        self.announcer.add(fx);
     }
 
     async fn read(&self, work: ReadWork) -> StoreResult<Erased> {
