@@ -27,7 +27,7 @@ pub enum Atomicity {
     AllOrNothing,
     /// All or nothing, and from its start the only write of these keys
     /// (in this order) until it ends, where writes run side by side
-    /// (`Texts::lock_key`): the dialect takes their locks as it starts the
+    /// (`WriteLocks::key`): the dialect takes their locks as it starts the
     /// transaction, in the same round trip where it can.
     OnKeys(Vec<String>),
 }

@@ -13,6 +13,7 @@ use super::group_texts::{
     LIVE_MEMBERS_OF, group_locked,
 };
 use super::hub::Store;
+use super::owners::lock_owner;
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use super::{Error, StoreResult};
@@ -172,10 +173,8 @@ pub async fn put(
     now: Millis,
 ) -> StoreResult<(bool, Group)> {
     let counted = owner.and_then(|o| Some((o.name.as_str(), o.max_groups?)));
-    if let Some((owner, _)) = counted
-        && let Some(lock) = conn.texts().lock_owner
-    {
-        conn.execute(lock, args![owner]).await?;
+    if let Some((owner, _)) = counted {
+        lock_owner(conn, owner).await?;
     }
     if let Some(row) = conn.row(GROUP.as_str(), args![name, now]).await? {
         return Ok((false, group(&row)?));

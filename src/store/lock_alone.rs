@@ -1,7 +1,7 @@
 //! The uncontended grant of a free key and the release of a plain exclusive
 //! lease, each as one statement of its own, where writes run side by side
-//! and the dialect has them (PostgreSQL: `Texts::insert_alone`,
-//! `lock_texts::RELEASE_ALONE`): no transaction around it, no lock
+//! and the dialect can (PostgreSQL: `Capabilities::one_statement_writes`,
+//! `FreeGrant::OneStatement`, `lock_texts::RELEASE_ALONE`): no transaction around it, no lock
 //! statement before it. The rules stay in Rust: a statement carries only
 //! the predicates under which the rule's answer is already known (the key
 //! has no row; the lease is live and holds its key alone), and when they
@@ -63,7 +63,7 @@ impl Locks<'_> {
             && lock.max_holders.is_none()
             && lock.session().is_none()
             && LeaseOwner::counted(lock.owner.as_ref()).is_none();
-        if !simple || GRANT_ALONE.text(self.store.texts()).is_none() {
+        if !simple || !self.store.texts().capabilities.one_statement_writes() {
             return Ok(None);
         }
         let at = self.store.time(now);
@@ -85,7 +85,7 @@ impl Locks<'_> {
         token: &LeaseToken,
         now: Millis,
     ) -> StoreResult<bool> {
-        if RELEASE_ALONE.recorded(self.store.texts(), 3).is_none() {
+        if !self.store.texts().capabilities.one_statement_writes() {
             return Ok(false);
         }
         let at = self.store.time(now);
@@ -131,7 +131,7 @@ async fn release(
     token: &LeaseToken,
     at: WriteTime,
 ) -> StoreResult<bool> {
-    let Some(text) = RELEASE_ALONE.recorded(conn.texts(), 3) else {
+    let Some(text) = RELEASE_ALONE.recorded(conn.texts()) else {
         return Ok(false);
     };
     let now = at.read();

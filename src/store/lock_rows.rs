@@ -1,7 +1,7 @@
 //! A lock row as a grant writes it, and the statements that write it with
 //! its grant's event: in the grant's transaction (`insert_lock`, the event
 //! in the same statement where the dialect records the rows it selects), or
-//! as a statement of its own (`insert_alone`, for `lock_alone`).
+//! as a statement of its own (`FreeGrant::OneStatement`, for `lock_alone`).
 
 use super::StoreResult;
 use super::dialect::Effects;
@@ -60,7 +60,7 @@ pub(super) async fn write(
     Ok(Some(Written { fencing_token, at }))
 }
 
-/// A lock row as `insert_lock` (or `insert_alone`) writes it, its fields in the order of the
+/// A lock row as `insert_lock` (or `FreeGrant::OneStatement`) writes it, its fields in the order of the
 /// statement's placeholders (`$1` to `$15`).
 pub(super) struct NewLockRow<'a> {
     key: &'a str,

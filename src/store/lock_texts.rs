@@ -9,7 +9,7 @@ use super::expiry::live_by_session;
 use super::expiry::{self, Text};
 use super::owners::SAME_OWNER;
 use super::rows::LOCK_COLUMNS;
-use super::texts::Texts;
+use super::texts::{DeletedRows, EventRecording, FreeGrant, Texts, Writers};
 
 /// An idempotent replay: the key's (`$1`) live lease granted under the
 /// idempotency key `$2` to the owner `$4`, live at `$3`.
@@ -40,7 +40,7 @@ pub static KEY_ROWS: Text = Text::new(|| {
 
 /// Removes the rows of the key `$1` absent at `$2`: past their expiry and
 /// lock delay, or bound to a session that ended.
-pub static DELETE_ABSENT: Ending = Ending::new(|| {
+pub static DELETE_ABSENT: Ending = Ending::new(2, || {
     format!(
         "key = $1 AND ({} \
          OR (session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s \
@@ -81,7 +81,7 @@ fn released() -> String {
 }
 
 /// Deletes the live lease of `$1` with the token `$2` at `$3`.
-pub static RELEASE: Ending = Ending::new(released);
+pub static RELEASE: Ending = Ending::new(3, released);
 
 /// `RELEASE` as a statement of its own (`Ending::recorded` only), for a
 /// plain exclusive lease: while it lives no other row is on its key (the
@@ -90,6 +90,7 @@ pub static RELEASE: Ending = Ending::new(released);
 /// statement, keeps a transaction that holds it from seeing its end
 /// half-way.
 pub static RELEASE_ALONE: Ending = Ending::with(
+    3,
     || {
         format!(
             "{} AND mode = 'exclusive' AND max_holders IS NULL",
@@ -100,7 +101,7 @@ pub static RELEASE_ALONE: Ending = Ending::with(
 );
 
 /// Deletes every lease of `$1` live at `$2`.
-pub static DELETE_LIVE: Ending = Ending::new(|| {
+pub static DELETE_LIVE: Ending = Ending::new(2, || {
     format!(
         "key = $1 AND {} AND {}",
         expiry::live("lock_leases", "$2"),
@@ -109,7 +110,7 @@ pub static DELETE_LIVE: Ending = Ending::new(|| {
 });
 
 /// Deletes every row of `$1`.
-pub static DELETE_ALL: Ending = Ending::new(|| "key = $1".to_owned());
+pub static DELETE_ALL: Ending = Ending::new(1, || "key = $1".to_owned());
 
 /// The leases of `$1` live at `$2`, oldest grant first.
 pub static LIVE_LEASES: Text = Text::new(|| {
@@ -138,7 +139,7 @@ fn list(below: bool) -> String {
 pub static LIST: Text = Text::new(|| list(false));
 pub static LIST_BELOW: Text = Text::new(|| list(true));
 
-/// The columns of an event of `record_selected`, after its `type` (the
+/// The columns of an event of `EventRecording::WithRows`, after its `type` (the
 /// next argument but one of the statement, `type_arg`), from the rows of
 /// `lock_leases` written as `rows` (with `key`, `holder`, `fencing_token`,
 /// `session_id` and `owner`), at `at` and for `reason`.
@@ -153,7 +154,9 @@ fn lock_event(type_arg: usize, at: &str, reason: &str, rows: &str) -> String {
 /// A grant's insert with `$16` the grant's event type, recording the grant
 /// in the same statement: answers `fencing_token`, `acquired_at` and the
 /// event's `revision`, or nothing when nothing was granted. Only where the
-/// dialect has `record_selected` (and, for `GRANT_ALONE`, `insert_alone`).
+/// dialect records events with their rows (`EventRecording::WithRows`;
+/// and, for `GRANT_ALONE`, writes a free grant as one statement,
+/// `FreeGrant::OneStatement`).
 pub struct Granting {
     insert: fn(&Texts) -> Option<&'static str>,
     text: OnceLock<String>,
@@ -162,8 +165,11 @@ pub struct Granting {
 /// `insert_lock`, in the grant's transaction.
 pub static GRANT_RECORDED: Granting = Granting::new(|texts| Some(texts.insert_lock));
 
-/// `insert_alone`: a grant of a free key as one statement of its own.
-pub static GRANT_ALONE: Granting = Granting::new(|texts| texts.insert_alone);
+/// `FreeGrant::OneStatement`: a grant of a free key as one statement of its own.
+pub static GRANT_ALONE: Granting = Granting::new(|texts| match texts.capabilities.free_grant {
+    FreeGrant::OneStatement { insert } => Some(insert),
+    FreeGrant::InTransaction => None,
+});
 
 impl Granting {
     const fn new(insert: fn(&Texts) -> Option<&'static str>) -> Self {
@@ -175,7 +181,9 @@ impl Granting {
 
     /// The text in the dialect of `texts`, if it has what it takes.
     pub fn text(&'static self, texts: &Texts) -> Option<&'static str> {
-        let record = texts.record_selected.as_ref()?;
+        let EventRecording::WithRows(record) = &texts.capabilities.events else {
+            return None;
+        };
         let insert = (self.insert)(texts)?;
         Some(self.text.get_or_init(|| {
             format!(
@@ -194,9 +202,11 @@ impl Granting {
 /// answers them (`ENDED_LOCK`): as `DELETE … RETURNING`, or where the
 /// dialect answers deleted rows otherwise, as the rows read, then deleted.
 pub struct Ending {
+    /// The arguments the condition takes (`$1` to `$N`).
+    arguments: usize,
     condition: fn() -> String,
     /// Run as a statement of its own, without the key's lock: the rows go
-    /// only if the lock of the key (`$1`) is free to take (`try_lock_key`).
+    /// only if the lock of the key (`$1`) is free to take (`WriteLocks::try_key`).
     alone: bool,
     returning: OnceLock<String>,
     read_first: OnceLock<String>,
@@ -204,12 +214,13 @@ pub struct Ending {
 }
 
 impl Ending {
-    const fn new(condition: fn() -> String) -> Self {
-        Self::with(condition, false)
+    const fn new(arguments: usize, condition: fn() -> String) -> Self {
+        Self::with(arguments, condition, false)
     }
 
-    const fn with(condition: fn() -> String, alone: bool) -> Self {
+    const fn with(arguments: usize, condition: fn() -> String, alone: bool) -> Self {
         Self {
+            arguments,
             condition,
             alone,
             returning: OnceLock::new(),
@@ -218,18 +229,22 @@ impl Ending {
         }
     }
 
-    /// Where the dialect has `record_selected`: the statement that also
+    /// Where the dialect records events with their rows
+    /// (`EventRecording::WithRows`): the statement that also
     /// records the end of every row it deletes whose expiry was not
     /// announced, as an event of the type `$N+1`, at `$N+2`, for the
     /// reason `$N+3` (`N` the condition's arguments); answers each row with
     /// its event's `revision` (null for an announced one).
-    pub fn recorded(&'static self, texts: &Texts, arguments: usize) -> Option<&'static str> {
-        let record = texts.record_selected.as_ref()?;
-        let taken = match (self.alone, texts.try_lock_key) {
-            (false, _) => String::new(),
-            (true, Some(lock)) => format!(" AND (SELECT {lock})"),
-            (true, None) => return None,
+    pub fn recorded(&'static self, texts: &Texts) -> Option<&'static str> {
+        let EventRecording::WithRows(record) = &texts.capabilities.events else {
+            return None;
         };
+        let taken = match (self.alone, &texts.capabilities.writers) {
+            (false, _) => String::new(),
+            (true, Writers::SideBySide(locks)) => format!(" AND (SELECT {})", locks.try_key),
+            (true, Writers::One) => return None,
+        };
+        let arguments = self.arguments;
         Some(self.recorded.get_or_init(|| {
             format!(
                 "WITH ended AS (DELETE FROM lock_leases WHERE {}{taken} RETURNING {ENDED_LOCK}), \
@@ -251,21 +266,20 @@ impl Ending {
 
     /// The statement's text in the dialect of `texts`, built on first use.
     pub fn text(&'static self, texts: &Texts) -> &'static str {
-        if texts.delete_returning {
-            self.returning.get_or_init(|| {
+        match texts.capabilities.deleted_rows {
+            DeletedRows::Returning => self.returning.get_or_init(|| {
                 format!(
                     "DELETE FROM lock_leases WHERE {} RETURNING {ENDED_LOCK}",
                     (self.condition)()
                 )
-            })
-        } else {
-            self.read_first.get_or_init(|| {
+            }),
+            DeletedRows::ReadThenDelete => self.read_first.get_or_init(|| {
                 let condition = (self.condition)();
                 format!(
                     "SELECT {ENDED_LOCK} FROM lock_leases WHERE {condition}; \
                      DELETE FROM lock_leases WHERE {condition}"
                 )
-            })
+            }),
         }
     }
 }

@@ -236,7 +236,7 @@ pub async fn release(
     let token = token.as_str();
     let reason = Reason::Released;
     // One statement where the dialect records the event with the delete.
-    if let Some(text) = RELEASE.recorded(conn.texts(), 3) {
+    if let Some(text) = RELEASE.recorded(conn.texts()) {
         let kind = EventType::LockReleased.as_str();
         let args = args![key, token, now, kind, now, reason.as_str()];
         let Some(row) = conn.row(text, args).await? else {

@@ -14,6 +14,7 @@ use super::dialect::Effects;
 use super::events;
 use super::expiry::{self, Text};
 use super::hub::Store;
+use super::owners::lock_owner;
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use crate::domain::Millis;
@@ -280,9 +281,7 @@ static COUNT_OWNED: Text = Text::new(|| {
 /// The live sessions `owner` opened, counted after the owner's lock (where
 /// writes run side by side) so racing opens cannot pass its quota together.
 async fn sessions_quota(conn: &mut dyn Sql, owner: &str, now: Millis) -> StoreResult<u64> {
-    if let Some(lock) = conn.texts().lock_owner {
-        conn.execute(lock, args![owner]).await?;
-    }
+    lock_owner(conn, owner).await?;
     let n = one(conn, COUNT_OWNED.as_str(), args![owner, now])
         .await?
         .int("n")?;

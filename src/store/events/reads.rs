@@ -8,6 +8,7 @@ use crate::store::StoreResult;
 use crate::store::hub::Store;
 use crate::store::snapshots::last_visible;
 use crate::store::sql::{Columns, Sql, args, one};
+use crate::store::texts::CommitOrder;
 
 /// The store's verbs on the change log (`Store::log`).
 #[derive(Clone, Copy)]
@@ -100,11 +101,11 @@ async fn bounds(conn: &mut dyn Sql) -> StoreResult<EventBounds> {
 }
 
 async fn horizon(conn: &mut dyn Sql) -> StoreResult<Option<Horizon>> {
-    let Some(sql) = conn.texts().event_horizon else {
+    let CommitOrder::SideBySide { running } = conn.texts().capabilities.commits else {
         return Ok(None);
     };
     let running = conn
-        .rows(sql, args![])
+        .rows(running, args![])
         .await?
         .iter()
         .map(|r| r.int("xid"))

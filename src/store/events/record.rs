@@ -38,7 +38,7 @@ pub async fn record(conn: &mut dyn Sql, fx: &mut Effects, event: &Event) -> Stor
 }
 
 /// Notes `event`, recorded with `revision` by a statement of its change
-/// (`Texts::record_selected`).
+/// (`EventRecording::WithRows`).
 pub fn recorded(fx: &mut Effects, event: Event, revision: i64) {
     fx.events += 1;
     fx.recorded.push(Event { revision, ..event });

@@ -247,14 +247,14 @@ impl Dialect for PostgresStore {
     }
 }
 
-/// `BEGIN` and the locks of `keys` (`Texts::lock_key`, in their order),
+/// `BEGIN` and the locks of `keys` (`texts::LOCK_KEY`, in their order),
 /// sent as one text in one round trip. A simple query carries no
-/// arguments, so each key takes the place of `lock_key`'s `$1` as a
+/// arguments, so each key takes the place of `LOCK_KEY`'s `$1` as a
 /// dollar-quoted literal whose tag first appears in the key and its closing
 /// tag at that closing tag: nothing in the key can end the literal early,
-/// and the lock is the one `lock_key` takes for the same key.
+/// and the lock is the one `LOCK_KEY` takes for the same key.
 fn begin_holding(keys: &[String]) -> String {
-    let lock = texts::TEXTS.lock_key.expect("PostgreSQL locks keys");
+    let lock = texts::LOCK_KEY;
     let mut text = String::from("BEGIN");
     for key in keys {
         let tag = (0..)

@@ -1,11 +1,21 @@
 //! SQLite's texts of the statements that differ between dialects.
 
-use crate::store::texts::Texts;
+use crate::store::texts::{
+    Capabilities, CommitOrder, DeletedRows, EventRecording, FreeGrant, Texts, Writers,
+};
 
 pub const TEXTS: &Texts = &Texts {
-    // One writer: writes never run side by side.
-    lock_key: None,
-    lock_owner: None,
+    capabilities: Capabilities {
+        // One writer: writes never run side by side.
+        writers: Writers::One,
+        // In process, a statement costs no round trip.
+        events: EventRecording::Apart,
+        // One writer: a grant is never raced, and its transaction costs no round trip.
+        free_grant: FreeGrant::InTransaction,
+        deleted_rows: DeletedRows::ReadThenDelete,
+        // One writer commits one batch after another, in revision order.
+        commits: CommitOrder::Revision,
+    },
     lock_pool_row: "",
     share_row: "",
     // Here and below, a statement reads back what the one before it
@@ -25,9 +35,6 @@ pub const TEXTS: &Texts = &Texts {
          SELECT value, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 \
          FROM fencing_counter WHERE id = 1 AND changes() > 0; \
          SELECT last_insert_rowid() AS fencing_token WHERE changes() > 0",
-    // One writer: a grant is never raced, and its transaction costs no round trip.
-    insert_alone: None,
-    try_lock_key: None,
     insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, \
          last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, metadata, \
          idempotency_key, owner, session_id) \
@@ -37,8 +44,6 @@ pub const TEXTS: &Texts = &Texts {
          fencing_token, session_id, owner, reason, group_name, member) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13); \
          SELECT last_insert_rowid() AS revision",
-    // In process, a statement costs no round trip.
-    record_selected: None,
     insert_events: "INSERT INTO events (type, at, key, pool, reservation, subnet, holder, \
          fencing_token, session_id, owner, reason, group_name, member) \
          SELECT value ->> 'type', value ->> 'at', value ->> 'key', value ->> 'pool', \
@@ -56,7 +61,4 @@ pub const TEXTS: &Texts = &Texts {
     snapshot_abandon: &["ROLLBACK"],
     event_head: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) \
          AS head",
-    delete_returning: false,
-    // One writer commits one batch after another, in revision order.
-    event_horizon: None,
 };
