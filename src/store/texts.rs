@@ -2,6 +2,27 @@
 //! knows (`Sql::texts`): a transaction written once asks its connection for
 //! them instead of naming its dialect.
 
+/// The columns of an event as the change log records it, after its
+/// revision: the order of `insert_event`'s arguments, and the names
+/// `insert_events` reads from JSON (`events::encode::Fields`).
+macro_rules! event_columns {
+    () => {
+        "type, at, key, pool, reservation, subnet, holder, fencing_token, session_id, owner, \
+         reason, group_name, member"
+    };
+}
+pub(crate) use event_columns;
+
+/// The columns of a lock lease as a grant writes it: its fencing token,
+/// then `lock_rows::NewLockRow`'s arguments in their order.
+macro_rules! lock_columns {
+    () => {
+        "fencing_token, key, holder, token, mode, max_holders, acquired_at, expires_at, \
+         ttl_ms, lock_delay_ms, metadata, idempotency_key, owner, session_id"
+    };
+}
+pub(crate) use lock_columns;
+
 /// The statements whose text differs between dialects; every other
 /// statement is one text in the shared transactions. A SQLite text may be
 /// several statements separated by `;`, run in turn with the same

@@ -1,6 +1,8 @@
 //! The columns of the change log and of the rows whose end it records, as
 //! statements name them: `decode` reads rows of exactly these.
 
+use crate::store::texts::event_columns;
+
 /// The columns a statement that ends a lock answers (`RETURNING`), for
 /// `ended_lock`.
 pub const ENDED_LOCK: &str = "key, holder, fencing_token, session_id, owner, \
@@ -17,5 +19,4 @@ pub const ENDED_RESERVATION: &str =
     "fencing_token, first_addr, prefix_len, holder, session_id, owner";
 
 /// The columns of a row of `events`, for `event`.
-pub const EVENT_COLUMNS: &str = "revision, type, at, key, pool, reservation, subnet, holder, \
-     fencing_token, session_id, owner, reason, group_name, member";
+pub const EVENT_COLUMNS: &str = concat!("revision, ", event_columns!());

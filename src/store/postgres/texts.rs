@@ -2,7 +2,7 @@
 
 use crate::store::texts::{
     Capabilities, CommitOrder, DeletedRows, EventRecording, FreeGrant, RecordSelected, Texts,
-    WriteLocks, Writers,
+    WriteLocks, Writers, event_columns, lock_columns,
 };
 
 /// The head of an insert of events from the rows of a `SELECT` that
@@ -10,13 +10,15 @@ use crate::store::texts::{
 /// id, taken before the revision (the subquery is evaluated first).
 macro_rules! events_from_rows {
     () => {
-        "INSERT INTO events (revision, xid, type, at, key, pool, reservation, subnet, holder, \
-         fencing_token, session_id, owner, reason, group_name, member) \
-         SELECT nextval('event_revisions'), x.xid, e.type, e.at, e.key, e.pool, \
+        concat!(
+            "INSERT INTO events (revision, xid, ",
+            event_columns!(),
+            ") SELECT nextval('event_revisions'), x.xid, e.type, e.at, e.key, e.pool, \
          e.reservation, e.subnet, e.holder, e.fencing_token, e.session_id, e.owner, \
          e.reason, e.group_name, e.member \
          FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
          pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x, "
+        )
     };
 }
 
@@ -53,10 +55,9 @@ pub const TEXTS: &Texts = &Texts {
         // none, at the later of the lease clock and the key's last event.
         free_grant: FreeGrant::OneStatement {
             insert: concat!(
-                "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
-             max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
-             idempotency_key, owner, session_id) \
-             SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, t.at, $7 + (t.at - $6), \
+                "INSERT INTO lock_leases (",
+                lock_columns!(),
+                ") SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, t.at, $7 + (t.at - $6), \
              $8, $9, $10, $11, $12, $13 \
              FROM (SELECT (k.seen).held, greatest($6, (k.seen).last_at) AS at \
              FROM (SELECT CASE WHEN ",
@@ -85,14 +86,15 @@ pub const TEXTS: &Texts = &Texts {
     // Before its first nextval a sequence shows its start, not yet given.
     last_fencing: "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END \
                    AS fencing_token FROM fencing_tokens",
-    insert_lock: "INSERT INTO lock_leases (fencing_token, key, holder, token, mode, \
-         max_holders, acquired_at, expires_at, ttl_ms, lock_delay_ms, metadata, \
-         idempotency_key, owner, session_id) \
-         SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $7, $8, $9, \
+    insert_lock: concat!(
+        "INSERT INTO lock_leases (",
+        lock_columns!(),
+        ") SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $7, $8, $9, \
          $10, $11, $12, $13 WHERE NOT ($14 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
          AND NOT ($15 AND EXISTS (SELECT 1 FROM lock_leases WHERE idempotency_key = $11 \
          AND coalesce(owner, '') = coalesce($12, ''))) \
-         RETURNING fencing_token, key, holder, acquired_at, session_id, owner",
+         RETURNING fencing_token, key, holder, acquired_at, session_id, owner"
+    ),
     // The subnet also as `cidr`, for the exclusion constraint.
     insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, \
          first_addr, last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, \
@@ -103,23 +105,24 @@ pub const TEXTS: &Texts = &Texts {
     // The transaction id is taken before the revision (the subquery is
     // evaluated first), so a reader that sees a later revision before
     // this one finds this transaction in progress, or ended.
-    insert_event: "INSERT INTO events (revision, xid, type, at, key, pool, reservation, \
-         subnet, holder, fencing_token, session_id, owner, reason, group_name, member) \
-         SELECT nextval('event_revisions'), x.xid, $1, $2, $3, $4, $5, $6, $7, $8, $9, \
+    insert_event: concat!(
+        "INSERT INTO events (revision, xid, ",
+        event_columns!(),
+        ") SELECT nextval('event_revisions'), x.xid, $1, $2, $3, $4, $5, $6, $7, $8, $9, \
          $10, $11, $12, $13 FROM (SELECT pg_current_xact_id()::text::bigint AS xid, \
          pg_advisory_xact_lock_shared(2, 0) AS fence OFFSET 0) x \
-         RETURNING revision",
+         RETURNING revision"
+    ),
     insert_events: concat!(
         events_from_rows!(),
         "(SELECT * FROM ROWS FROM (jsonb_to_recordset($1::text::jsonb) AS (type text, \
          at bigint, key text, pool text, reservation text, subnet text, holder text, \
          fencing_token bigint, session_id text, owner text, reason text, group_name text, \
          member text)) \
-         WITH ORDINALITY AS j(type, at, key, pool, reservation, subnet, holder, \
-         fencing_token, session_id, owner, reason, group_name, member, n) \
-         ORDER BY n) e \
-         RETURNING revision, type, at, key, pool, reservation, subnet, holder, \
-         fencing_token, session_id, owner, reason, group_name, member"
+         WITH ORDINALITY AS j(",
+        event_columns!(),
+        ", n) ORDER BY n) e RETURNING revision, ",
+        event_columns!()
     ),
     // Every event insert shares lock (2, 0) until its commit; taken
     // exclusively, it waits until no write holds a revision it has not
