@@ -1,7 +1,7 @@
 //! The uncontended grant of a free key and the release of a plain exclusive
 //! lease, each as one statement of its own, where writes run side by side
 //! and the dialect can (PostgreSQL: `Capabilities::one_statement_writes`,
-//! `FreeGrant::OneStatement`, `lock_texts::RELEASE_ALONE`): no transaction around it, no lock
+//! `FreeGrant::OneStatement`, `statements::Alone`): no transaction around it, no lock
 //! statement before it. The rules stay in Rust: a statement carries only
 //! the predicates under which the rule's answer is already known (the key
 //! has no row; the lease is live and holds its key alone), and when they
@@ -36,7 +36,6 @@ use super::dialect::Effects;
 use super::events::{self, ended_lock};
 use super::lock_grants::granted;
 use super::lock_rows::{self, NewLockRow};
-use super::lock_texts::{GRANT_ALONE, RELEASE_ALONE};
 use super::locks::Locks;
 use super::rows::metadata_text;
 use super::sessions::Held;
@@ -114,7 +113,8 @@ async fn grant(
     let mut row = NewLockRow::of(&new, &token, now, &held, metadata.as_deref());
     row.only_if_free = true;
     row.only_if_idempotency_unused = new.idempotency_key.is_some();
-    let Some(written) = lock_rows::write(conn, fx, &GRANT_ALONE, &new, &row, &held).await? else {
+    let alone = conn.statements().alone().map(|a| a.grant.as_str());
+    let Some(written) = lock_rows::write(conn, fx, alone, &new, &row, &held).await? else {
         return Ok(None);
     };
     // The statement may have moved the time on, to the key's last event.
@@ -131,7 +131,7 @@ async fn release(
     token: &LeaseToken,
     at: WriteTime,
 ) -> StoreResult<bool> {
-    let Some(text) = RELEASE_ALONE.recorded(conn.texts()) else {
+    let Some(text) = conn.statements().alone().map(|a| a.release.as_str()) else {
         return Ok(false);
     };
     let now = at.read();

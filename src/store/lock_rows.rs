@@ -6,7 +6,6 @@
 use super::StoreResult;
 use super::dialect::Effects;
 use super::events;
-use super::lock_texts::Granting;
 use super::owners::owner_name;
 use super::sessions::Held;
 use super::sql::{Arg, Columns, Sql};
@@ -22,13 +21,14 @@ pub(super) struct Written {
 }
 
 /// Writes `row`, the lease `new` living as `held`, with the next fencing
-/// token, and records its grant: in one statement where the dialect has
-/// `granting`'s text, else the insert and then the event. `None` when the
+/// token, and records its grant: in one statement, `recorded` (an insert
+/// that records its event too), where the dialect has one, else the insert
+/// and then the event. `None` when the
 /// row's conditions kept it out and nothing was written.
 pub(super) async fn write(
     conn: &mut dyn Sql,
     fx: &mut Effects,
-    granting: &'static Granting,
+    recorded: Option<&'static str>,
     new: &AcquireLock,
     row: &NewLockRow<'_>,
     held: &Held,
@@ -42,7 +42,7 @@ pub(super) async fn write(
         };
         holding.lock(EventType::LockAcquired, new.key.as_str(), None, at)
     };
-    if let Some(text) = granting.text(conn.texts()) {
+    if let Some(text) = recorded {
         let mut args = row.args().to_vec();
         args.push(EventType::LockAcquired.as_str().into());
         let Some(granted) = conn.row(text, &args).await? else {

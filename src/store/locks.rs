@@ -11,9 +11,7 @@ use super::events::{self, ANNOUNCING_LOCK, ENDED_LOCK, ended_lock, expired_locks
 use super::expiry;
 use super::hub::Store;
 use super::lock_grants::acquire;
-use super::lock_texts::{
-    BOUND_LEASE, DELETE_ALL, DELETE_LIVE, LIST, LIST_BELOW, LIVE_LEASES, RELEASE, RENEW,
-};
+use super::lock_texts::{BOUND_LEASE, LIST, LIST_BELOW, LIVE_LEASES, RENEW};
 use super::rows::{self, metadata_text};
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
@@ -236,7 +234,7 @@ pub async fn release(
     let token = token.as_str();
     let reason = Reason::Released;
     // One statement where the dialect records the event with the delete.
-    if let Some(text) = RELEASE.recorded(conn.texts()) {
+    if let Some(text) = conn.statements().release_recorded() {
         let kind = EventType::LockReleased.as_str();
         let args = args![key, token, now, kind, now, reason.as_str()];
         let Some(row) = conn.row(text, args).await? else {
@@ -247,7 +245,7 @@ pub async fn release(
         }
     } else {
         let removed = conn
-            .row(RELEASE.text(conn.texts()), args![key, token, now])
+            .row(conn.statements().release.as_str(), args![key, token, now])
             .await?;
         let Some(row) = removed else {
             return Err(Refused::LeaseLost.into());
@@ -269,12 +267,14 @@ pub async fn force_release(
     // The live leases are force-released; rows past their time go as the
     // expired leases they are.
     let live = conn
-        .rows(DELETE_LIVE.text(conn.texts()), args![key, now])
+        .rows(conn.statements().delete_live.as_str(), args![key, now])
         .await?;
     if live.is_empty() {
         return Err(Refused::from(Missing::Lock).into());
     }
-    let expired = conn.rows(DELETE_ALL.text(conn.texts()), args![key]).await?;
+    let expired = conn
+        .rows(conn.statements().delete_all.as_str(), args![key])
+        .await?;
     let mut ended = Vec::new();
     for row in &live {
         ended.extend(ended_lock(row, Reason::ForceReleased, now)?);

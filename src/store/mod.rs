@@ -39,6 +39,7 @@ mod sessions;
 mod snapshots;
 mod sql;
 pub mod sqlite;
+mod statements;
 mod status;
 mod subnets;
 mod texts;

@@ -1,5 +1,8 @@
 //! PostgreSQL's texts of the statements that differ between dialects.
 
+use std::sync::LazyLock;
+
+use crate::store::statements::Statements;
 use crate::store::texts::{
     Capabilities, CommitOrder, DeletedRows, EventRecording, FreeGrant, RecordSelected, Texts,
     WriteLocks, Writers, event_columns, lock_columns,
@@ -137,3 +140,6 @@ pub const TEXTS: &Texts = &Texts {
     event_head: "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS head \
          FROM event_revisions",
 };
+
+/// The statements built from `TEXTS`, once, for this dialect alone.
+pub static STATEMENTS: LazyLock<Statements> = LazyLock::new(|| Statements::build(TEXTS));

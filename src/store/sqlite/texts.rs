@@ -1,5 +1,8 @@
 //! SQLite's texts of the statements that differ between dialects.
 
+use std::sync::LazyLock;
+
+use crate::store::statements::Statements;
 use crate::store::texts::{
     Capabilities, CommitOrder, DeletedRows, EventRecording, FreeGrant, Texts, Writers,
     event_columns, lock_columns,
@@ -69,3 +72,6 @@ pub const TEXTS: &Texts = &Texts {
     event_head: "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) \
          AS head",
 };
+
+/// The statements built from `TEXTS`, once, for this dialect alone.
+pub static STATEMENTS: LazyLock<Statements> = LazyLock::new(|| Statements::build(TEXTS));
