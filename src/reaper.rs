@@ -58,7 +58,7 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
     let mut report = ReapReport::default();
     loop {
         let started = Instant::now();
-        let keys = leases.store.reap_locks(leases.now(), batch).await?;
+        let keys = leases.store.locks().reap(leases.now(), batch).await?;
         if keys.is_empty() {
             break;
         }
@@ -78,7 +78,11 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
     // it, in this same pass.
     loop {
         let started = Instant::now();
-        let removed = leases.store.reap_reservations(leases.now(), batch).await?;
+        let removed = leases
+            .store
+            .reservations()
+            .reap(leases.now(), batch)
+            .await?;
         if removed == 0 {
             break;
         }
@@ -93,7 +97,11 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
     // Group members past their own TTL (and those of expired sessions).
     loop {
         let started = Instant::now();
-        let removed = leases.store.reap_members(leases.now(), batch).await?;
+        let removed = leases
+            .store
+            .groups()
+            .reap_members(leases.now(), batch)
+            .await?;
         if removed == 0 {
             break;
         }
@@ -108,7 +116,7 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
     // then the sessions themselves.
     loop {
         let started = Instant::now();
-        let reaped = leases.store.reap_sessions(leases.now(), batch).await?;
+        let reaped = leases.store.sessions().reap(leases.now(), batch).await?;
         if reaped.keys.is_empty() && reaped.sessions == 0 && reaped.members == 0 {
             break;
         }
@@ -186,7 +194,8 @@ pub async fn prune_events(leases: &Leases, retention: Retention, batch: u32) -> 
         let older_than = leases.now().saturating_sub(retention.age_ms);
         let n = leases
             .store
-            .prune_events(older_than, retention.count, retention.max, batch)
+            .log()
+            .prune(older_than, retention.count, retention.max, batch)
             .await?;
         pruned += n;
         if n < u64::from(batch) {

@@ -164,6 +164,41 @@ pub struct Event {
     pub reason: Option<Reason>,
 }
 
+/// Who held a lease that an event is about: what every event of a lock or
+/// a reservation carries besides its resource (`lock::Holding::lock`,
+/// `subnet`'s `Holding::reservation`).
+#[derive(Debug, Clone)]
+pub struct Holding<'a> {
+    pub holder: &'a str,
+    pub fencing_token: i64,
+    pub session: Option<&'a str>,
+    pub owner: Option<&'a str>,
+}
+
+impl Holding<'_> {
+    /// An event of `kind` about `resource`, to be given its revision when
+    /// it is recorded.
+    pub fn event(
+        &self,
+        kind: EventType,
+        resource: Resource,
+        reason: Option<Reason>,
+        at: Millis,
+    ) -> Event {
+        Event {
+            revision: 0,
+            kind,
+            at,
+            resource,
+            holder: self.holder.to_owned(),
+            fencing_token: Some(self.fencing_token),
+            session: self.session.map(str::to_owned),
+            owner: self.owner.map(str::to_owned),
+            reason,
+        }
+    }
+}
+
 impl Event {
     /// The lock key, if the event is about a lock.
     pub fn key(&self) -> Option<&str> {

@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::Millis;
+use super::events::{Event, EventType, Reason, Resource};
 
 /// A group as stored, with how many members are live in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +57,32 @@ pub fn decode_cursor(cursor: &str) -> Result<String, super::InvalidInput> {
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .ok_or_else(|| super::InvalidInput::new("cursor", "is not a cursor this server gave"))
+}
+
+/// An event about the group `name` (and its `member`).
+pub fn group_event(
+    kind: EventType,
+    name: &str,
+    member: Option<&str>,
+    session: Option<&str>,
+    owner: Option<&str>,
+    reason: Option<Reason>,
+    at: Millis,
+) -> Event {
+    Event {
+        revision: 0,
+        kind,
+        at,
+        resource: Resource::Group {
+            name: name.to_owned(),
+            member: member.map(str::to_owned),
+        },
+        holder: member.unwrap_or(name).to_owned(),
+        fencing_token: None,
+        session: session.map(str::to_owned),
+        owner: owner.map(str::to_owned),
+        reason,
+    }
 }
 
 #[cfg(test)]

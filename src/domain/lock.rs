@@ -5,6 +5,7 @@
 
 use std::num::NonZeroU32;
 
+use super::events::{Event, EventType, Holding, Reason, Resource};
 use super::lease::{Lease, LockMode};
 use super::{InvalidInput, Millis};
 
@@ -100,6 +101,16 @@ pub fn decide(claim: Claim, rows: &[LockLease], now: Millis) -> Result<(), Refus
         holders: live.into_iter().cloned().collect(),
         available_at,
     })
+}
+
+impl Holding<'_> {
+    /// An event about the lock on `key`.
+    pub fn lock(&self, kind: EventType, key: &str, reason: Option<Reason>, at: Millis) -> Event {
+        let resource = Resource::Lock {
+            key: key.to_owned(),
+        };
+        self.event(kind, resource, reason, at)
+    }
 }
 
 /// The smallest string greater than every string that starts with `prefix`,

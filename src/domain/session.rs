@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::Millis;
+use super::events::{Event, EventType, Reason, Resource};
 use super::group::Member;
 use super::lock::LockLease;
 use super::subnet::Reservation;
@@ -111,6 +112,28 @@ impl BoundLeases {
         self.reservations.truncate(most);
         self.members.truncate(most);
         self
+    }
+}
+
+/// An event about the session `id`.
+pub fn session_event(
+    kind: EventType,
+    id: &str,
+    holder: &str,
+    owner: Option<&str>,
+    reason: Option<Reason>,
+    at: Millis,
+) -> Event {
+    Event {
+        revision: 0,
+        kind,
+        at,
+        resource: Resource::Session,
+        holder: holder.to_owned(),
+        fencing_token: None,
+        session: Some(id.to_owned()),
+        owner: owner.map(str::to_owned),
+        reason,
     }
 }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::cidr::{AddressCount, Block, CidrError};
+use super::events::{Event, EventType, Holding, Reason, Resource};
 use super::lease::Lease;
 use super::{InvalidInput, Millis};
 
@@ -74,6 +75,25 @@ impl Reservation {
 
 pub fn reservation_id(fencing_token: i64) -> String {
     format!("r_{fencing_token:016x}")
+}
+
+impl Holding<'_> {
+    /// An event about the reservation of `subnet` in `pool`.
+    pub fn reservation(
+        &self,
+        kind: EventType,
+        pool: &str,
+        subnet: String,
+        reason: Option<Reason>,
+        at: Millis,
+    ) -> Event {
+        let resource = Resource::Reservation {
+            pool: pool.to_owned(),
+            id: reservation_id(self.fencing_token),
+            subnet,
+        };
+        self.event(kind, resource, reason, at)
+    }
 }
 
 /// The fencing token an id names; `None` for a text this server never issues.

@@ -168,10 +168,10 @@ impl EventFeed {
     /// Where the reader starts: the last committed revision, once every
     /// transaction that might still commit an earlier one has ended.
     async fn start(&self) -> StoreResult<i64> {
-        let last = self.store.last_visible_revision().await?;
-        if let Some(seen) = self.store.event_horizon().await? {
+        let last = self.store.log().last_visible().await?;
+        if let Some(seen) = self.store.log().horizon().await? {
             loop {
-                match self.store.event_horizon().await? {
+                match self.store.log().horizon().await? {
                     Some(now) if !now.all_ended(&seen) => tokio::time::sleep(GAP_POLL).await,
                     _ => break,
                 }
@@ -185,12 +185,12 @@ impl EventFeed {
     async fn step(&self, cursor: &mut i64, gap: &mut Option<Gap>) -> StoreResult<()> {
         loop {
             if let Some(g) = gap.as_mut().filter(|g| !g.passed) {
-                match self.store.event_horizon().await? {
+                match self.store.log().horizon().await? {
                     Some(now) if !now.all_ended(&g.seen) => return Ok(()),
                     _ => g.passed = true,
                 }
             }
-            let events = self.store.read_events(*cursor, i64::MAX, PAGE).await?;
+            let events = self.store.log().read(*cursor, i64::MAX, PAGE).await?;
             let full = events.len() >= PAGE as usize;
             let seen = events.last().map_or(*cursor, |e| e.revision);
             let mut held = false;
@@ -205,7 +205,7 @@ impl EventFeed {
                     *cursor = (*cursor).max((event.revision - 1).min(g.covers));
                 }
                 if event.revision > *cursor + 1 {
-                    match self.store.event_horizon().await? {
+                    match self.store.log().horizon().await? {
                         // Commits come in revision order: nothing will fill it.
                         None => {}
                         Some(now) => {

@@ -35,12 +35,18 @@ impl GroupService<'_> {
         Ok(self
             .leases
             .store
-            .put_group(name, metadata, owner, now)
+            .groups()
+            .put(name, metadata, owner, now)
             .await?)
     }
 
     pub async fn get(&self, name: &GroupName) -> Result<Group, LeaseError> {
-        Ok(self.leases.store.get_group(name, self.leases.now()).await?)
+        Ok(self
+            .leases
+            .store
+            .groups()
+            .get(name, self.leases.now())
+            .await?)
     }
 
     /// Deletes an empty group: one `by` created when it names an API
@@ -49,7 +55,8 @@ impl GroupService<'_> {
         Ok(self
             .leases
             .store
-            .delete_group(name, by, self.leases.now())
+            .groups()
+            .delete(name, by, self.leases.now())
             .await?)
     }
 
@@ -68,14 +75,19 @@ impl GroupService<'_> {
             limit: limit + 1,
         };
         let now = self.leases.now();
-        let (items, revision) = self.leases.store.list_groups(&query, now).await?;
+        let (items, revision) = self.leases.store.groups().list(&query, now).await?;
         Ok(paged(items, limit, revision, |g: &Group| &g.name))
     }
 
     /// Joins, or replaces the capabilities of the same holder's member.
     pub async fn join(&self, join: JoinMember) -> Result<JoinOutcome, LeaseError> {
         let now = self.leases.now();
-        Ok(self.leases.store.join_group(join, new_token(), now).await?)
+        Ok(self
+            .leases
+            .store
+            .groups()
+            .join(join, new_token(), now)
+            .await?)
     }
 
     pub async fn renew(
@@ -90,6 +102,7 @@ impl GroupService<'_> {
         Ok(self
             .leases
             .store
+            .groups()
             .renew_member(group, member, token, ttl, capabilities, now)
             .await?)
     }
@@ -105,7 +118,8 @@ impl GroupService<'_> {
         Ok(self
             .leases
             .store
-            .leave_group(group, member, proof, now)
+            .groups()
+            .leave(group, member, proof, now)
             .await?)
     }
 
@@ -115,7 +129,12 @@ impl GroupService<'_> {
         member: &MemberName,
     ) -> Result<Member, LeaseError> {
         let now = self.leases.now();
-        Ok(self.leases.store.get_member(group, member, now).await?)
+        Ok(self
+            .leases
+            .store
+            .groups()
+            .member(group, member, now)
+            .await?)
     }
 
     pub async fn members(
@@ -133,7 +152,8 @@ impl GroupService<'_> {
         let (items, revision) = self
             .leases
             .store
-            .list_members(&query, self.leases.now())
+            .groups()
+            .members(&query, self.leases.now())
             .await?;
         Ok(paged(items, limit, revision, |m: &Member| &m.member))
     }

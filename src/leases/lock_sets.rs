@@ -153,7 +153,7 @@ impl LockSetService<'_> {
             .first()
             .map(|(l, _)| l.key.as_str().to_owned())
             .unwrap_or_default();
-        match self.leases.store.acquire_lock_set(set, now).await {
+        match self.leases.store.locks().acquire_set(set, now).await {
             Ok(granted) => Ok(granted),
             Err(store::Error::Refused(Refused::SetKey { key, refusal })) => Err(Tried {
                 key: key.clone(),

@@ -126,13 +126,14 @@ impl LockService<'_> {
         tokio::spawn(async move {
             let key = new.key.clone();
             let now = leases.now();
-            let outcome = leases.store.acquire_lock(new, token, now).await;
+            let outcome = leases.store.locks().acquire(new, token, now).await;
             if let Err(Ok(AcquireOutcome::Granted(lease))) = reply.send(outcome) {
                 // The client went away while its grant was being committed.
                 let now = leases.now();
                 let _ = leases
                     .store
-                    .release_lock(&key, &lease.lease.token, now)
+                    .locks()
+                    .release(&key, &lease.lease.token, now)
                     .await;
                 leases.waiters.wake(&key);
             }
@@ -156,7 +157,8 @@ impl LockService<'_> {
         let held = self
             .leases
             .store
-            .get_lock(&new.key, self.leases.now())
+            .locks()
+            .get(&new.key, self.leases.now())
             .await?;
         let owner = new.owner.as_ref().map(|o| &o.name);
         // Another token's lease with the same key is none of this caller's.
@@ -177,7 +179,7 @@ impl LockService<'_> {
     /// The refusal for a newcomer while others wait: the key's current holders.
     pub(super) async fn queue_refusal(&self, key: &LockKey) -> LeaseError {
         let now = self.leases.now();
-        match self.leases.store.get_lock(key, now).await {
+        match self.leases.store.locks().get(key, now).await {
             Ok(holders) => {
                 let available_at = holders
                     .iter()
@@ -205,7 +207,8 @@ impl LockService<'_> {
         let lease = self
             .leases
             .store
-            .renew_lock(key, token, ttl, metadata, now)
+            .locks()
+            .renew(key, token, ttl, metadata, now)
             .await?;
         Metrics::inc(&self.leases.metrics.lock_renewals);
         Ok(lease)
@@ -213,7 +216,7 @@ impl LockService<'_> {
 
     pub async fn release(&self, key: &LockKey, token: &LeaseToken) -> Result<(), LeaseError> {
         let now = self.leases.now();
-        self.leases.store.release_lock(key, token, now).await?;
+        self.leases.store.locks().release(key, token, now).await?;
         Metrics::inc(&self.leases.metrics.lock_releases);
         self.leases.waiters.wake(key);
         Ok(())
@@ -229,13 +232,14 @@ impl LockService<'_> {
         Ok(self
             .leases
             .store
+            .locks()
             .check_fencing(key, fencing_token, now)
             .await?)
     }
 
     pub async fn inspect(&self, key: &LockKey) -> Result<Vec<LockLease>, LeaseError> {
         let now = self.leases.now();
-        let held = self.leases.store.get_lock(key, now).await?;
+        let held = self.leases.store.locks().get(key, now).await?;
         if held.is_empty() {
             return Err(Missing::Lock.into());
         }
@@ -249,7 +253,7 @@ impl LockService<'_> {
         key: &LockKey,
         limit: PageLimit,
     ) -> Result<(Vec<Event>, i64), LeaseError> {
-        Ok(self.leases.store.key_history(key, limit.get()).await?)
+        Ok(self.leases.store.locks().history(key, limit.get()).await?)
     }
 
     /// One page of the live leases under any of `prefixes`, which must be
@@ -273,7 +277,7 @@ impl LockService<'_> {
                 limit: limit + 1,
             })
             .collect();
-        let (mut items, revision) = self.leases.store.list_locks(queries, now).await?;
+        let (mut items, revision) = self.leases.store.locks().list(queries, now).await?;
         let next = if items.len() > limit as usize {
             items.truncate(limit as usize);
             items.last().map(|l| ListCursor {
@@ -292,7 +296,7 @@ impl LockService<'_> {
 
     pub async fn force_release(&self, key: &LockKey) -> Result<u64, LeaseError> {
         let now = self.leases.now();
-        let removed = self.leases.store.force_release_lock(key, now).await?;
+        let removed = self.leases.store.locks().force_release(key, now).await?;
         Metrics::inc(&self.leases.metrics.lock_force_releases);
         self.leases.waiters.wake(key);
         Ok(removed)

@@ -68,7 +68,7 @@ impl SessionService<'_> {
             max_sessions: new.max_sessions,
         };
         let now = self.leases.now();
-        Ok(match self.leases.store.open_session(open, now).await? {
+        Ok(match self.leases.store.sessions().open(open, now).await? {
             OpenOutcome::Opened(s) => {
                 Metrics::inc(&self.leases.metrics.sessions.opens);
                 Opened::Opened(s, token)
@@ -102,7 +102,7 @@ impl SessionService<'_> {
             SessionAccess::Owners(names) if names.len() == 1 => Ok(Some(names[0].clone())),
             SessionAccess::Owners(_) => {
                 let now = self.leases.now();
-                let view = match self.leases.store.get_session(id, now).await {
+                let view = match self.leases.store.sessions().get(id, now).await {
                     Err(store::Error::Refused(Refused::Missing(Missing::Session))) => {
                         return Err(missing.into());
                     }
@@ -131,7 +131,8 @@ impl SessionService<'_> {
         let session = self
             .leases
             .store
-            .renew_session(id, token, opener.as_deref(), ttl, now)
+            .sessions()
+            .renew(id, token, opener.as_deref(), ttl, now)
             .await?;
         Metrics::inc(&self.leases.metrics.sessions.renewals);
         Ok(session)
@@ -172,7 +173,7 @@ impl SessionService<'_> {
 
     async fn end(&self, id: &SessionId, end: SessionEnd) -> Result<Vec<String>, LeaseError> {
         let now = self.leases.now();
-        let mut keys = self.leases.store.end_session(id, end, now).await?;
+        let mut keys = self.leases.store.sessions().end(id, end, now).await?;
         Metrics::inc(&self.leases.metrics.sessions.closes);
         keys.sort_unstable();
         keys.dedup();
@@ -190,7 +191,7 @@ impl SessionService<'_> {
         access: &SessionAccess,
     ) -> Result<SessionView, LeaseError> {
         let now = self.leases.now();
-        let view = self.leases.store.get_session(id, now).await?;
+        let view = self.leases.store.sessions().get(id, now).await?;
         seen(access, &view.session)?;
         Ok(view)
     }
@@ -206,7 +207,7 @@ impl SessionService<'_> {
         let now = self.leases.now();
         // One more than shown of each, to know whether a kind holds more.
         let most = MAX_BOUND_SHOWN as u32 + 1;
-        let (bound, revision) = self.leases.store.session_leases(id, most, now).await?;
+        let (bound, revision) = self.leases.store.sessions().leases(id, most, now).await?;
         seen(access, &bound.session)?;
         Ok((bound.at_most(MAX_BOUND_SHOWN), revision))
     }
@@ -229,7 +230,7 @@ impl SessionService<'_> {
             limit: limit + 1,
         };
         let now = self.leases.now();
-        let (items, revision) = self.leases.store.list_sessions(&query, now).await?;
+        let (items, revision) = self.leases.store.sessions().list(&query, now).await?;
         Ok(paged(items, limit, revision, |v: &SessionView| {
             &v.session.id
         }))

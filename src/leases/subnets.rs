@@ -74,7 +74,7 @@ impl SubnetService<'_> {
             labels: labels.into_map(),
             created_at: now,
         };
-        match self.leases.store.put_pool(pool, now).await? {
+        match self.leases.store.pools().put(pool, now).await? {
             PutPoolOutcome::Created(usage) => Ok(PutPool::Created(usage)),
             PutPoolOutcome::Unchanged(usage) => Ok(PutPool::Unchanged(usage)),
             PutPoolOutcome::Conflict { existing, differs } => Err(Refused::PoolConflict {
@@ -86,13 +86,18 @@ impl SubnetService<'_> {
     }
 
     pub async fn pool(&self, name: &PoolName) -> Result<PoolUsage, LeaseError> {
-        Ok(self.leases.store.get_pool_usage(name, self.now()).await?)
+        Ok(self.leases.store.pools().usage(name, self.now()).await?)
     }
 
     /// The pool and what its live reservations occupy, in address order,
     /// for its map.
     pub async fn occupancy(&self, name: &PoolName) -> Result<store::Occupancy, LeaseError> {
-        Ok(self.leases.store.pool_occupancy(name, self.now()).await?)
+        Ok(self
+            .leases
+            .store
+            .pools()
+            .occupancy(name, self.now())
+            .await?)
     }
 
     /// One page of the pools `visible` accepts, in name order, after the
@@ -114,7 +119,8 @@ impl SubnetService<'_> {
             let (chunk, at) = self
                 .leases
                 .store
-                .list_pools(after.as_deref(), limit + 1)
+                .pools()
+                .list(after.as_deref(), limit + 1)
                 .await?;
             revision.get_or_insert(at);
             let exhausted = chunk.len() <= limit as usize;
@@ -133,7 +139,7 @@ impl SubnetService<'_> {
 
     pub async fn delete_pool(&self, name: &PoolName) -> Result<(), LeaseError> {
         let now = self.now();
-        match self.leases.store.delete_pool(name, now).await? {
+        match self.leases.store.pools().delete(name, now).await? {
             DeletePoolOutcome::Deleted => Ok(()),
             DeletePoolOutcome::InUse {
                 reserved,
@@ -152,7 +158,13 @@ impl SubnetService<'_> {
         let token = new_token();
         let now = self.now();
         let metrics = &self.leases.metrics;
-        match self.leases.store.reserve_subnet(new, token, now).await? {
+        match self
+            .leases
+            .store
+            .reservations()
+            .reserve(new, token, now)
+            .await?
+        {
             ReserveOutcome::Granted(r) => {
                 Metrics::inc(&metrics.reservation_grants);
                 Ok(Reserved::Granted(r))
@@ -183,7 +195,8 @@ impl SubnetService<'_> {
         let (items, revision) = self
             .leases
             .store
-            .list_reservations(&query, self.now())
+            .reservations()
+            .list(&query, self.now())
             .await?;
         Ok(Self::page(items, limit, revision, |r| {
             subnet::encode_cursor(&r.subnet.start_bytes())
@@ -196,7 +209,7 @@ impl SubnetService<'_> {
         id: &ReservationId,
     ) -> Result<Reservation, LeaseError> {
         let now = self.now();
-        Ok(self.leases.store.get_reservation(pool, id, now).await?)
+        Ok(self.leases.store.reservations().get(pool, id, now).await?)
     }
 
     /// Extends a reserved reservation; an allocated one has no expiry to
@@ -212,7 +225,8 @@ impl SubnetService<'_> {
         let now = self.now();
         let store = &self.leases.store;
         Ok(store
-            .renew_reservation(pool, id, token, ttl, metadata, now)
+            .reservations()
+            .renew(pool, id, token, ttl, metadata, now)
             .await?)
     }
 
@@ -224,7 +238,7 @@ impl SubnetService<'_> {
     ) -> Result<Reservation, LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        let r = store.confirm_reservation(pool, id, token, now).await?;
+        let r = store.reservations().confirm(pool, id, token, now).await?;
         Metrics::inc(&self.leases.metrics.reservation_confirms);
         Ok(r)
     }
@@ -237,7 +251,7 @@ impl SubnetService<'_> {
     ) -> Result<(), LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        store.release_reservation(pool, id, token, now).await?;
+        store.reservations().release(pool, id, token, now).await?;
         Metrics::inc(&self.leases.metrics.reservation_releases);
         Ok(())
     }
@@ -249,7 +263,7 @@ impl SubnetService<'_> {
     ) -> Result<(), LeaseError> {
         let now = self.now();
         let store = &self.leases.store;
-        store.force_release_reservation(pool, id, now).await?;
+        store.reservations().force_release(pool, id, now).await?;
         Metrics::inc(&self.leases.metrics.reservation_releases);
         Ok(())
     }

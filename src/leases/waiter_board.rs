@@ -45,6 +45,7 @@ impl WaitingService<'_> {
             .collect();
         let others = leases
             .store
+            .waiters()
             .others_queue(key.as_str(), leases.now())
             .await?;
         Ok(merge_queue(local, others))
@@ -63,6 +64,7 @@ impl WaitingService<'_> {
             .keys(|k| prefixes.iter().any(|p| k.starts_with(p.as_str())));
         let others = leases
             .store
+            .waiters()
             .others_waiting_keys(prefixes, leases.now())
             .await?;
         let (items, waiters, keys) = rank_keys(mine.into_iter().chain(others), limit);
@@ -107,7 +109,8 @@ pub async fn publish(leases: Arc<Leases>, mut stop: watch::Receiver<bool>) {
             };
             let published = leases
                 .store
-                .publish_waiters(&leases.name, publication, leases.now());
+                .waiters()
+                .publish(&leases.name, publication, leases.now());
             afresh = match published.await {
                 Ok(()) => false,
                 Err(e) => {

@@ -86,7 +86,7 @@ impl Watch {
             scan: self.scan,
             selection: self.selection.clone(),
         };
-        let read = self.store.read_history(query).await;
+        let read = self.store.log().history(query).await;
         drop(turn);
         let page = match read {
             Ok(page) => page,
@@ -162,7 +162,7 @@ impl EventFeed {
         let mut ready = self.ready.subscribe();
         let _ = ready.wait_for(|r| *r).await;
         if let Some(since) = since {
-            let bounds = self.store.event_bounds().await?;
+            let bounds = self.store.log().bounds().await?;
             if since > bounds.head {
                 return Err(WatchError::Future { since });
             }

@@ -27,7 +27,7 @@ pub enum Atomicity {
     AllOrNothing,
     /// All or nothing, and from its start the only write of these keys
     /// (in this order) until it ends, where writes run side by side
-    /// (`Texts::lock_key`): the dialect takes their locks as it starts the
+    /// (`WriteLocks::key`): the dialect takes their locks as it starts the
     /// transaction, in the same round trip where it can.
     OnKeys(Vec<String>),
 }
@@ -68,8 +68,14 @@ pub type ReadWork =
 /// through it.
 #[async_trait]
 pub trait Dialect: Send + Sync + 'static {
-    /// Runs `work` in a write transaction and answers after it committed.
-    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<Erased>;
+    /// Runs `work` in a write transaction and answers after it committed,
+    /// with what it did (`Effects`): the store counts them and hands them
+    /// back to `committed`.
+    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<(Erased, Effects)>;
+    /// Tells whoever else must learn of a committed write's effects beyond
+    /// this server's counters (PostgreSQL: this server's change-log reader,
+    /// and the other replicas); nothing where the writer already has.
+    fn committed(&self, _fx: &Effects) {}
     /// Runs `work` on a connection that only reads.
     async fn read(&self, work: ReadWork) -> StoreResult<Erased>;
     /// See `Store::record_alive`.

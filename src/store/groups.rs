@@ -13,70 +13,81 @@ use super::group_texts::{
     LIVE_MEMBERS_OF, group_locked,
 };
 use super::hub::Store;
+use super::owners::lock_owner;
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use super::{Error, StoreResult};
 use crate::domain::Millis;
 use crate::domain::commands::{GroupOwner, GroupQuery};
-use crate::domain::events::{Event, EventType, Reason, Resource};
+use crate::domain::events::{Event, EventType, Reason};
 use crate::domain::grant::QuotaKind;
-use crate::domain::group::Group;
+use crate::domain::group::{Group, group_event};
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::names::GroupName;
 use crate::domain::refusal::{Missing, OverQuota, Refused};
 
+/// The store's verbs on groups and their members (`Store::groups`).
+#[derive(Clone, Copy)]
+pub struct Groups<'a> {
+    pub(in crate::store) store: &'a Store,
+}
+
 impl Store {
+    /// The store's verbs on groups and their members.
+    pub fn groups(&self) -> Groups<'_> {
+        Groups { store: self }
+    }
+}
+
+impl Groups<'_> {
     /// Creates a group (`true`), or answers the existing one (`false`); a
     /// creation past the owner's quota of groups is refused.
-    pub async fn put_group(
-        &self,
+    pub async fn put(
+        self,
         name: &GroupName,
         metadata: Option<Metadata>,
         owner: Option<GroupOwner>,
         now: Millis,
     ) -> StoreResult<(bool, Group)> {
         let args = (name.clone(), metadata, owner);
-        self.write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
-            Box::pin(async move { put(c, fx, &name, metadata.as_ref(), owner.as_ref(), now).await })
-        })
-        .await
+        self.store
+            .write(AllOrNothing, args, move |c, fx, (name, metadata, owner)| {
+                Box::pin(
+                    async move { put(c, fx, &name, metadata.as_ref(), owner.as_ref(), now).await },
+                )
+            })
+            .await
     }
 
     /// A group with its count of live members; `Missing::Group`.
-    pub async fn get_group(&self, name: &GroupName, now: Millis) -> StoreResult<Group> {
-        self.read(name.clone(), move |c, name| {
-            Box::pin(async move { get(c, &name, now).await })
-        })
-        .await
+    pub async fn get(self, name: &GroupName, now: Millis) -> StoreResult<Group> {
+        self.store
+            .read(name.clone(), move |c, name| {
+                Box::pin(async move { get(c, &name, now).await })
+            })
+            .await
     }
 
     /// A page of groups and the change-log revision it reflects (one snapshot).
-    pub async fn list_groups(
-        &self,
-        query: &GroupQuery,
-        now: Millis,
-    ) -> StoreResult<(Vec<Group>, i64)> {
-        self.snapshot(query.clone(), move |c, query| {
-            Box::pin(async move { list(c, &query, now).await })
-        })
-        .await
+    pub async fn list(self, query: &GroupQuery, now: Millis) -> StoreResult<(Vec<Group>, i64)> {
+        self.store
+            .snapshot(query.clone(), move |c, query| {
+                Box::pin(async move { list(c, &query, now).await })
+            })
+            .await
     }
 
     /// Deletes a group in which no member is live (`GroupNotEmpty`); `by`
     /// names the API token that must have created it (`NotGroupCreator`),
     /// `None` any.
-    pub async fn delete_group(
-        &self,
-        name: &GroupName,
-        by: Option<&str>,
-        now: Millis,
-    ) -> StoreResult<()> {
+    pub async fn delete(self, name: &GroupName, by: Option<&str>, now: Millis) -> StoreResult<()> {
         let args = (name.clone(), by.map(str::to_owned));
-        self.write(AllOrNothing, args, move |c, fx, (name, by)| {
-            Box::pin(async move { delete(c, fx, &name, by.as_deref(), now).await })
-        })
-        .await
+        self.store
+            .write(AllOrNothing, args, move |c, fx, (name, by)| {
+                Box::pin(async move { delete(c, fx, &name, by.as_deref(), now).await })
+            })
+            .await
     }
 }
 
@@ -87,32 +98,6 @@ fn group(row: &impl Columns) -> StoreResult<Group> {
         created_at: row.int("created_at")?,
         members: u64::try_from(row.int("members")?).map_err(|_| corrupt("member count"))?,
     })
-}
-
-/// An event about the group `name` (and its `member`).
-pub(super) fn group_event(
-    kind: EventType,
-    name: &str,
-    member: Option<&str>,
-    session: Option<&str>,
-    owner: Option<&str>,
-    reason: Option<Reason>,
-    at: Millis,
-) -> Event {
-    Event {
-        revision: 0,
-        kind,
-        at,
-        resource: Resource::Group {
-            name: name.to_owned(),
-            member: member.map(str::to_owned),
-        },
-        holder: member.unwrap_or(name).to_owned(),
-        fencing_token: None,
-        session: session.map(str::to_owned),
-        owner: owner.map(str::to_owned),
-        reason,
-    }
 }
 
 /// The event of the member in `row` (`group_name`, `member`, `session_id`,
@@ -188,10 +173,8 @@ pub async fn put(
     now: Millis,
 ) -> StoreResult<(bool, Group)> {
     let counted = owner.and_then(|o| Some((o.name.as_str(), o.max_groups?)));
-    if let Some((owner, _)) = counted
-        && let Some(lock) = conn.texts().lock_owner
-    {
-        conn.execute(lock, args![owner]).await?;
+    if let Some((owner, _)) = counted {
+        lock_owner(conn, owner).await?;
     }
     if let Some(row) = conn.row(GROUP.as_str(), args![name, now]).await? {
         return Ok((false, group(&row)?));

@@ -20,8 +20,8 @@
 //! The page answers the events found and `examined`, the revision through
 //! which every event was examined: the next page starts after it.
 
+use super::events::Log;
 use super::events::{EVENT_COLUMNS, event};
-use super::hub::Store;
 use super::sql::{Arg, Columns, Sql, args};
 use super::{StoreError, StoreResult};
 use crate::domain::events::Event;
@@ -119,22 +119,24 @@ fn condition(term: &Term, n: usize) -> Condition {
     }
 }
 
-impl Store {
+impl Log<'_> {
     /// A page of history for one reader: the events after `after` up to
     /// `through` that its selection selects, at most `limit`, examining at
     /// most about `scan` rows; with the revision through which every event
     /// was examined (where the next page starts).
-    pub async fn read_history(&self, query: HistoryQuery) -> StoreResult<HistoryPage> {
+    pub async fn history(self, query: HistoryQuery) -> StoreResult<HistoryPage> {
         // A few at a time, so that other reads always find a connection.
         let _lane = self
+            .store
             .history_lanes
             .acquire()
             .await
             .map_err(|_| StoreError::Unavailable("the database is closed".into()))?;
-        self.read(query, |c, query| {
-            Box::pin(async move { page(c, &query).await })
-        })
-        .await
+        self.store
+            .read(query, |c, query| {
+                Box::pin(async move { page(c, &query).await })
+            })
+            .await
     }
 }
 

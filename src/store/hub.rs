@@ -1,6 +1,7 @@
-//! The store: one type over whichever database the server runs on. Each
-//! verb the service calls (`acquire_lock`, `reserve_subnet`, …) is a method
-//! written beside its transaction, in the module of its resource
+//! The store: one type over whichever database the server runs on. The
+//! verbs the service calls are grouped by resource (`store.locks().acquire(…)`,
+//! `store.reservations().reserve(…)`, `store.log().read(…)`, …); each is a
+//! method written beside its transaction, in the module of its resource
 //! (`locks.rs`, `subnets.rs`, …), as one call of the four ways a verb runs
 //! here: a write for a request (`write`), the server's own write
 //! (`background_write`), a read (`read`), a read in one snapshot with the
@@ -83,7 +84,10 @@ impl Store {
             let run = work(c, fx, args.clone());
             Box::pin(async move { Ok(Box::new(run.await?) as Erased) })
         });
-        let written = self.db.write(atomicity, work).await.map(answered);
+        let written = self.db.write(atomicity, work).await.map(|(value, fx)| {
+            self.committed(&fx);
+            answered(value)
+        });
         if written.is_ok() {
             self.db.stats().note_request_write();
         }
@@ -105,10 +109,23 @@ impl Store {
             Box::pin(async move { Ok(Box::new(run.await?) as Erased) })
         });
         let written = self.db.write(Atomicity::AllOrNothing, work).await;
-        if written.is_ok() {
+        if let Ok((_, fx)) = &written {
+            self.committed(fx);
             self.db.stats().note_background_write();
         }
-        written.map(answered)
+        written.map(|(value, _)| answered(value))
+    }
+
+    /// The bookkeeping after every committed write, whatever the dialect:
+    /// the expired rows it deleted and the events it recorded are counted,
+    /// then the dialect announces what it must (`Dialect::committed`).
+    fn committed(&self, fx: &Effects) {
+        let stats = self.db.stats();
+        stats.note_expired(fx.expired_locks, fx.expired_reservations);
+        if fx.events > 0 {
+            stats.note_events(fx.events);
+        }
+        self.db.committed(fx);
     }
 
     /// Runs `work` from `args` on a connection that only reads.

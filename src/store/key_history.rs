@@ -5,7 +5,7 @@
 
 use super::StoreResult;
 use super::events::{EVENT_COLUMNS, event};
-use super::hub::Store;
+use super::locks::Locks;
 use super::sql::{Sql, args};
 use crate::domain::events::Event;
 use crate::domain::names::LockKey;
@@ -21,14 +21,15 @@ use crate::domain::names::LockKey;
 const NEWEST: &str = "FROM events WHERE key >= $1 AND key <= $1 \
      ORDER BY key DESC, revision DESC LIMIT $2";
 
-impl Store {
+impl Locks<'_> {
     /// The newest `limit` events of `key`, newest first, with the
     /// change-log revision they reflect (one snapshot).
-    pub async fn key_history(&self, key: &LockKey, limit: u32) -> StoreResult<(Vec<Event>, i64)> {
-        self.snapshot(key.as_str().to_owned(), move |c, key| {
-            Box::pin(async move { newest(c, &key, limit).await })
-        })
-        .await
+    pub async fn history(self, key: &LockKey, limit: u32) -> StoreResult<(Vec<Event>, i64)> {
+        self.store
+            .snapshot(key.as_str().to_owned(), move |c, key| {
+                Box::pin(async move { newest(c, &key, limit).await })
+            })
+            .await
     }
 }
 

@@ -1,7 +1,7 @@
 //! The uncontended grant of a free key and the release of a plain exclusive
 //! lease, each as one statement of its own, where writes run side by side
-//! and the dialect has them (PostgreSQL: `Texts::insert_alone`,
-//! `lock_texts::RELEASE_ALONE`): no transaction around it, no lock
+//! and the dialect can (PostgreSQL: `Capabilities::one_statement_writes`,
+//! `FreeGrant::OneStatement`, `statements::Alone`): no transaction around it, no lock
 //! statement before it. The rules stay in Rust: a statement carries only
 //! the predicates under which the rule's answer is already known (the key
 //! has no row; the lease is live and holds its key alone), and when they
@@ -34,10 +34,9 @@ use super::StoreResult;
 use super::dialect::Atomicity::Statement;
 use super::dialect::Effects;
 use super::events::{self, ended_lock};
-use super::hub::Store;
 use super::lock_grants::granted;
 use super::lock_rows::{self, NewLockRow};
-use super::lock_texts::{GRANT_ALONE, RELEASE_ALONE};
+use super::locks::Locks;
 use super::rows::metadata_text;
 use super::sessions::Held;
 use super::sql::{Columns, Sql, args};
@@ -48,13 +47,13 @@ use crate::domain::events::{EventType, Reason};
 use crate::domain::lease::LockMode;
 use crate::domain::names::{LeaseToken, LockKey};
 
-impl Store {
+impl Locks<'_> {
     /// `lock` granted by one statement, if the dialect has it and nothing
     /// but a free key is needed: an exclusive claim without a semaphore,
     /// living by its TTL, with no quota to count. `None` when it declined:
     /// the grant's transaction decides.
     pub(super) async fn grant_alone(
-        &self,
+        self,
         lock: &AcquireLock,
         token: &str,
         now: Millis,
@@ -63,15 +62,16 @@ impl Store {
             && lock.max_holders.is_none()
             && lock.session().is_none()
             && LeaseOwner::counted(lock.owner.as_ref()).is_none();
-        if !simple || GRANT_ALONE.text(self.texts()).is_none() {
+        if !simple || !self.store.texts().capabilities.one_statement_writes() {
             return Ok(None);
         }
-        let at = self.time(now);
+        let at = self.store.time(now);
         let args = (lock.clone(), token.to_owned());
-        self.write(Statement, args, move |c, fx, (lock, token)| {
-            Box::pin(grant(c, fx, lock, token, at.clone()))
-        })
-        .await
+        self.store
+            .write(Statement, args, move |c, fx, (lock, token)| {
+                Box::pin(grant(c, fx, lock, token, at.clone()))
+            })
+            .await
     }
 
     /// Releases the plain exclusive lease of `key` with `token` by one
@@ -79,21 +79,22 @@ impl Store {
     /// (another kind of lease, a lost one, or the key's lock busy): the
     /// release's transaction answers.
     pub(super) async fn release_alone(
-        &self,
+        self,
         key: &LockKey,
         token: &LeaseToken,
         now: Millis,
     ) -> StoreResult<bool> {
-        if RELEASE_ALONE.recorded(self.texts(), 3).is_none() {
+        if !self.store.texts().capabilities.one_statement_writes() {
             return Ok(false);
         }
-        let at = self.time(now);
+        let at = self.store.time(now);
         let args = (key.clone(), token.clone());
-        self.write(Statement, args, move |c, fx, (key, token)| {
-            let at = at.clone();
-            Box::pin(async move { release(c, fx, &key, &token, at).await })
-        })
-        .await
+        self.store
+            .write(Statement, args, move |c, fx, (key, token)| {
+                let at = at.clone();
+                Box::pin(async move { release(c, fx, &key, &token, at).await })
+            })
+            .await
     }
 }
 
@@ -112,7 +113,8 @@ async fn grant(
     let mut row = NewLockRow::of(&new, &token, now, &held, metadata.as_deref());
     row.only_if_free = true;
     row.only_if_idempotency_unused = new.idempotency_key.is_some();
-    let Some(written) = lock_rows::write(conn, fx, &GRANT_ALONE, &new, &row, &held).await? else {
+    let alone = conn.statements().alone().map(|a| a.grant.as_str());
+    let Some(written) = lock_rows::write(conn, fx, alone, &new, &row, &held).await? else {
         return Ok(None);
     };
     // The statement may have moved the time on, to the key's last event.
@@ -129,7 +131,7 @@ async fn release(
     token: &LeaseToken,
     at: WriteTime,
 ) -> StoreResult<bool> {
-    let Some(text) = RELEASE_ALONE.recorded(conn.texts(), 3) else {
+    let Some(text) = conn.statements().alone().map(|a| a.release.as_str()) else {
         return Ok(false);
     };
     let now = at.read();

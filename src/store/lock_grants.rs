@@ -7,7 +7,7 @@
 use super::dialect::Effects;
 use super::events::{self, expired_locks};
 use super::lock_rows::{self, NewLockRow};
-use super::lock_texts::{DELETE_ABSENT, GRANT_RECORDED, IDEMPOTENCY_KEYS, KEY_ROWS, REPLAY};
+use super::lock_texts::{IDEMPOTENCY_KEYS, KEY_ROWS, REPLAY};
 use super::owners::{owner_name, quota};
 use super::rows::{self, metadata_text};
 use super::sessions::{self, Held};
@@ -125,7 +125,7 @@ async fn decide(
     if absent {
         let gone = conn
             .rows(
-                DELETE_ABSENT.text(conn.texts()),
+                conn.statements().delete_absent.as_str(),
                 args![new.key.as_str(), now],
             )
             .await?;
@@ -240,6 +240,7 @@ async fn insert_granted(
         // Without an Idempotency-Key there is nothing to look up.
         row.only_if_idempotency_unused = idempotency_unused && new.idempotency_key.is_some();
     }
-    let written = lock_rows::write(conn, fx, &GRANT_RECORDED, new, &row, held).await?;
+    let recorded = conn.statements().grant_recorded();
+    let written = lock_rows::write(conn, fx, recorded, new, &row, held).await?;
     Ok(written.map(|w| w.fencing_token))
 }

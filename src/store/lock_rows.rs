@@ -1,18 +1,18 @@
 //! A lock row as a grant writes it, and the statements that write it with
 //! its grant's event: in the grant's transaction (`insert_lock`, the event
 //! in the same statement where the dialect records the rows it selects), or
-//! as a statement of its own (`insert_alone`, for `lock_alone`).
+//! as a statement of its own (`FreeGrant::OneStatement`, for `lock_alone`).
 
 use super::StoreResult;
 use super::dialect::Effects;
-use super::events::{self, Holding};
-use super::lock_texts::Granting;
+use super::events;
 use super::owners::owner_name;
 use super::sessions::Held;
 use super::sql::{Arg, Columns, Sql};
 use crate::domain::Millis;
 use crate::domain::commands::AcquireLock;
 use crate::domain::events::EventType;
+use crate::domain::events::Holding;
 
 /// A lock row written: its fencing token and when it was granted.
 pub(super) struct Written {
@@ -21,13 +21,14 @@ pub(super) struct Written {
 }
 
 /// Writes `row`, the lease `new` living as `held`, with the next fencing
-/// token, and records its grant: in one statement where the dialect has
-/// `granting`'s text, else the insert and then the event. `None` when the
+/// token, and records its grant: in one statement, `recorded` (an insert
+/// that records its event too), where the dialect has one, else the insert
+/// and then the event. `None` when the
 /// row's conditions kept it out and nothing was written.
 pub(super) async fn write(
     conn: &mut dyn Sql,
     fx: &mut Effects,
-    granting: &'static Granting,
+    recorded: Option<&'static str>,
     new: &AcquireLock,
     row: &NewLockRow<'_>,
     held: &Held,
@@ -41,7 +42,7 @@ pub(super) async fn write(
         };
         holding.lock(EventType::LockAcquired, new.key.as_str(), None, at)
     };
-    if let Some(text) = granting.text(conn.texts()) {
+    if let Some(text) = recorded {
         let mut args = row.args().to_vec();
         args.push(EventType::LockAcquired.as_str().into());
         let Some(granted) = conn.row(text, &args).await? else {
@@ -59,7 +60,7 @@ pub(super) async fn write(
     Ok(Some(Written { fencing_token, at }))
 }
 
-/// A lock row as `insert_lock` (or `insert_alone`) writes it, its fields in the order of the
+/// A lock row as `insert_lock` (or `FreeGrant::OneStatement`) writes it, its fields in the order of the
 /// statement's placeholders (`$1` to `$15`).
 pub(super) struct NewLockRow<'a> {
     key: &'a str,

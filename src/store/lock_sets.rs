@@ -6,7 +6,7 @@
 
 use super::dialect::Atomicity::OnKeys;
 use super::dialect::Effects;
-use super::hub::Store;
+use super::locks::Locks;
 use super::sql::Sql;
 use super::write_time::WriteTime;
 use super::{Error, StoreResult, lock_grants};
@@ -14,22 +14,23 @@ use crate::domain::Millis;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, GrantedSet};
 use crate::domain::refusal::{OverQuota, Refused};
 
-impl Store {
+impl Locks<'_> {
     /// Grants every lock of the set (keys distinct, in key order), each with
     /// its secret token, or none (`SetRefused`, naming the key).
-    pub async fn acquire_lock_set(
-        &self,
+    pub async fn acquire_set(
+        self,
         set: Vec<(AcquireLock, String)>,
         now: Millis,
     ) -> StoreResult<GrantedSet> {
-        let at = self.time(now);
+        let at = self.store.time(now);
         // Every key's lock, in key order: the order a single acquire takes
         // them in, so the two never wait for each other in a cycle.
         let on = OnKeys(set.iter().map(|(l, _)| l.key.as_str().to_owned()).collect());
-        self.write(on, set, move |c, fx, set| {
-            Box::pin(acquire(c, fx, set, at.clone()))
-        })
-        .await
+        self.store
+            .write(on, set, move |c, fx, set| {
+                Box::pin(acquire(c, fx, set, at.clone()))
+            })
+            .await
     }
 }
 

@@ -1,15 +1,15 @@
 //! The statement texts of the lock transactions (`store::locks`) that do
 //! not depend on a call's arguments, each built once from the expiry
-//! fragments on first use instead of on every request.
-
-use std::sync::OnceLock;
+//! fragments on first use instead of on every request; and how the texts
+//! that depend on the dialect are made, which each dialect builds once
+//! (`statements::Statements`).
 
 use super::events::ENDED_LOCK;
 use super::expiry::live_by_session;
 use super::expiry::{self, Text};
 use super::owners::SAME_OWNER;
 use super::rows::LOCK_COLUMNS;
-use super::texts::Texts;
+use super::texts::{DeletedRows, RecordSelected};
 
 /// An idempotent replay: the key's (`$1`) live lease granted under the
 /// idempotency key `$2` to the owner `$4`, live at `$3`.
@@ -38,9 +38,9 @@ pub static KEY_ROWS: Text = Text::new(|| {
     format!("SELECT {LOCK_COLUMNS} FROM lock_leases WHERE key = $1 ORDER BY fencing_token")
 });
 
-/// Removes the rows of the key `$1` absent at `$2`: past their expiry and
-/// lock delay, or bound to a session that ended.
-pub static DELETE_ABSENT: Ending = Ending::new(|| {
+/// The rows of the key `$1` absent at `$2`: past their expiry and lock
+/// delay, or bound to a session that ended.
+pub(super) fn delete_absent() -> String {
     format!(
         "key = $1 AND ({} \
          OR (session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sessions s \
@@ -48,7 +48,7 @@ pub static DELETE_ABSENT: Ending = Ending::new(|| {
         expiry::gone("lock_leases", "$2"),
         expiry::outlives("s", "lock_leases.lock_delay_ms", "$2")
     )
-});
+}
 
 /// Renews the unbound live lease of `$1` with the token `$2` at `$3`, with
 /// the TTL `$4` or its own.
@@ -71,8 +71,11 @@ pub static BOUND_LEASE: Text = Text::new(|| {
     )
 });
 
+/// The arguments `released` (and `release_alone`) take.
+pub(super) const RELEASED_ARGUMENTS: usize = 3;
+
 /// The live lease of `$1` with the token `$2` at `$3`.
-fn released() -> String {
+pub(super) fn released() -> String {
     format!(
         "key = $1 AND token = $2 AND {} AND {}",
         expiry::live("lock_leases", "$3"),
@@ -80,36 +83,32 @@ fn released() -> String {
     )
 }
 
-/// Deletes the live lease of `$1` with the token `$2` at `$3`.
-pub static RELEASE: Ending = Ending::new(released);
-
-/// `RELEASE` as a statement of its own (`Ending::recorded` only), for a
-/// plain exclusive lease: while it lives no other row is on its key (the
-/// rules grant nothing beside it), so nothing else the key records can fall
-/// between its time and its end, and the key's lock, taken for the
+/// `released` as a statement of its own (`statements::Alone::release`),
+/// for a plain exclusive lease: while it lives no other row is on its key
+/// (the rules grant nothing beside it), so nothing else the key records can
+/// fall between its time and its end, and the key's lock, taken for the
 /// statement, keeps a transaction that holds it from seeing its end
 /// half-way.
-pub static RELEASE_ALONE: Ending = Ending::with(
-    || {
-        format!(
-            "{} AND mode = 'exclusive' AND max_holders IS NULL",
-            released()
-        )
-    },
-    true,
-);
+pub(super) fn release_alone() -> String {
+    format!(
+        "{} AND mode = 'exclusive' AND max_holders IS NULL",
+        released()
+    )
+}
 
-/// Deletes every lease of `$1` live at `$2`.
-pub static DELETE_LIVE: Ending = Ending::new(|| {
+/// Every lease of `$1` live at `$2`.
+pub(super) fn delete_live() -> String {
     format!(
         "key = $1 AND {} AND {}",
         expiry::live("lock_leases", "$2"),
         live_by_session("lock_leases", 2)
     )
-});
+}
 
-/// Deletes every row of `$1`.
-pub static DELETE_ALL: Ending = Ending::new(|| "key = $1".to_owned());
+/// Every row of `$1`.
+pub(super) fn delete_all() -> String {
+    "key = $1".to_owned()
+}
 
 /// The leases of `$1` live at `$2`, oldest grant first.
 pub static LIVE_LEASES: Text = Text::new(|| {
@@ -138,7 +137,7 @@ fn list(below: bool) -> String {
 pub static LIST: Text = Text::new(|| list(false));
 pub static LIST_BELOW: Text = Text::new(|| list(true));
 
-/// The columns of an event of `record_selected`, after its `type` (the
+/// The columns of an event of `EventRecording::WithRows`, after its `type` (the
 /// next argument but one of the statement, `type_arg`), from the rows of
 /// `lock_leases` written as `rows` (with `key`, `holder`, `fencing_token`,
 /// `session_id` and `owner`), at `at` and for `reason`.
@@ -150,122 +149,59 @@ fn lock_event(type_arg: usize, at: &str, reason: &str, rows: &str) -> String {
     )
 }
 
-/// A grant's insert with `$16` the grant's event type, recording the grant
-/// in the same statement: answers `fencing_token`, `acquired_at` and the
-/// event's `revision`, or nothing when nothing was granted. Only where the
-/// dialect has `record_selected` (and, for `GRANT_ALONE`, `insert_alone`).
-pub struct Granting {
-    insert: fn(&Texts) -> Option<&'static str>,
-    text: OnceLock<String>,
+/// `insert`, a grant's insert, with `$16` the grant's event type, recording
+/// the grant in the same statement (`record`): answers `fencing_token`,
+/// `acquired_at` and the event's `revision`, or nothing when nothing was
+/// granted.
+pub(super) fn granting(insert: &str, record: &RecordSelected) -> String {
+    format!(
+        "WITH granted AS ({insert}), recorded AS ({}{}{}) \
+         SELECT fencing_token, acquired_at, revision \
+         FROM granted JOIN recorded USING (fencing_token)",
+        record.head,
+        lock_event(16, "acquired_at", "NULL::text", "granted"),
+        record.tail
+    )
 }
 
-/// `insert_lock`, in the grant's transaction.
-pub static GRANT_RECORDED: Granting = Granting::new(|texts| Some(texts.insert_lock));
-
-/// `insert_alone`: a grant of a free key as one statement of its own.
-pub static GRANT_ALONE: Granting = Granting::new(|texts| texts.insert_alone);
-
-impl Granting {
-    const fn new(insert: fn(&Texts) -> Option<&'static str>) -> Self {
-        Self {
-            insert,
-            text: OnceLock::new(),
+/// A statement that deletes the rows of `lock_leases` that `condition`
+/// names and answers them (`ENDED_LOCK`): as `DELETE … RETURNING`, or where
+/// the dialect answers deleted rows otherwise, as the rows read, then
+/// deleted.
+pub(super) fn ending(condition: &str, rows: &DeletedRows) -> String {
+    match rows {
+        DeletedRows::Returning => {
+            format!("DELETE FROM lock_leases WHERE {condition} RETURNING {ENDED_LOCK}")
         }
-    }
-
-    /// The text in the dialect of `texts`, if it has what it takes.
-    pub fn text(&'static self, texts: &Texts) -> Option<&'static str> {
-        let record = texts.record_selected.as_ref()?;
-        let insert = (self.insert)(texts)?;
-        Some(self.text.get_or_init(|| {
-            format!(
-                "WITH granted AS ({insert}), recorded AS ({}{}{}) \
-                 SELECT fencing_token, acquired_at, revision \
-                 FROM granted JOIN recorded USING (fencing_token)",
-                record.head,
-                lock_event(16, "acquired_at", "NULL::text", "granted"),
-                record.tail
-            )
-        }))
+        DeletedRows::ReadThenDelete => format!(
+            "SELECT {ENDED_LOCK} FROM lock_leases WHERE {condition}; \
+             DELETE FROM lock_leases WHERE {condition}"
+        ),
     }
 }
 
-/// A statement that deletes the rows of `lock_leases` a condition names and
-/// answers them (`ENDED_LOCK`): as `DELETE … RETURNING`, or where the
-/// dialect answers deleted rows otherwise, as the rows read, then deleted.
-pub struct Ending {
-    condition: fn() -> String,
-    /// Run as a statement of its own, without the key's lock: the rows go
-    /// only if the lock of the key (`$1`) is free to take (`try_lock_key`).
-    alone: bool,
-    returning: OnceLock<String>,
-    read_first: OnceLock<String>,
-    recorded: OnceLock<String>,
-}
-
-impl Ending {
-    const fn new(condition: fn() -> String) -> Self {
-        Self::with(condition, false)
-    }
-
-    const fn with(condition: fn() -> String, alone: bool) -> Self {
-        Self {
-            condition,
-            alone,
-            returning: OnceLock::new(),
-            read_first: OnceLock::new(),
-            recorded: OnceLock::new(),
-        }
-    }
-
-    /// Where the dialect has `record_selected`: the statement that also
-    /// records the end of every row it deletes whose expiry was not
-    /// announced, as an event of the type `$N+1`, at `$N+2`, for the
-    /// reason `$N+3` (`N` the condition's arguments); answers each row with
-    /// its event's `revision` (null for an announced one).
-    pub fn recorded(&'static self, texts: &Texts, arguments: usize) -> Option<&'static str> {
-        let record = texts.record_selected.as_ref()?;
-        let taken = match (self.alone, texts.try_lock_key) {
-            (false, _) => String::new(),
-            (true, Some(lock)) => format!(" AND (SELECT {lock})"),
-            (true, None) => return None,
-        };
-        Some(self.recorded.get_or_init(|| {
-            format!(
-                "WITH ended AS (DELETE FROM lock_leases WHERE {}{taken} RETURNING {ENDED_LOCK}), \
-                 recorded AS ({}{}{}) \
-                 SELECT ended.*, recorded.revision FROM ended \
-                 LEFT JOIN recorded USING (fencing_token)",
-                (self.condition)(),
-                record.head,
-                lock_event(
-                    arguments + 1,
-                    &format!("${}::bigint", arguments + 2),
-                    &format!("${}::text", arguments + 3),
-                    "ended WHERE announced = 0"
-                ),
-                record.tail
-            )
-        }))
-    }
-
-    /// The statement's text in the dialect of `texts`, built on first use.
-    pub fn text(&'static self, texts: &Texts) -> &'static str {
-        if texts.delete_returning {
-            self.returning.get_or_init(|| {
-                format!(
-                    "DELETE FROM lock_leases WHERE {} RETURNING {ENDED_LOCK}",
-                    (self.condition)()
-                )
-            })
-        } else {
-            self.read_first.get_or_init(|| {
-                let condition = (self.condition)();
-                format!(
-                    "SELECT {ENDED_LOCK} FROM lock_leases WHERE {condition}; \
-                     DELETE FROM lock_leases WHERE {condition}"
-                )
-            })
-        }
-    }
+/// `ending` of `condition` (which takes `arguments` arguments, `N`) that also
+/// records the end of every row it deletes whose expiry was not announced
+/// (`record`), as an event of the type `$N+1`, at `$N+2`, for the reason
+/// `$N+3`; answers each row with its event's `revision` (null for an
+/// announced one).
+pub(super) fn ending_recorded(
+    condition: &str,
+    arguments: usize,
+    record: &RecordSelected,
+) -> String {
+    format!(
+        "WITH ended AS (DELETE FROM lock_leases WHERE {condition} RETURNING {ENDED_LOCK}), \
+         recorded AS ({}{}{}) \
+         SELECT ended.*, recorded.revision FROM ended \
+         LEFT JOIN recorded USING (fencing_token)",
+        record.head,
+        lock_event(
+            arguments + 1,
+            &format!("${}::bigint", arguments + 2),
+            &format!("${}::text", arguments + 3),
+            "ended WHERE announced = 0"
+        ),
+        record.tail
+    )
 }

@@ -7,18 +7,17 @@ use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Atomicity::OnKeys;
 use super::dialect::Atomicity::Statement;
 use super::dialect::Effects;
-use super::events::{self, ANNOUNCING_LOCK, ENDED_LOCK, Holding, ended_lock, expired_locks};
+use super::events::{self, ANNOUNCING_LOCK, ENDED_LOCK, ended_lock, expired_locks};
 use super::expiry;
 use super::hub::Store;
 use super::lock_grants::acquire;
-use super::lock_texts::{
-    BOUND_LEASE, DELETE_ALL, DELETE_LIVE, LIST, LIST_BELOW, LIVE_LEASES, RELEASE, RENEW,
-};
+use super::lock_texts::{BOUND_LEASE, LIST, LIST_BELOW, LIVE_LEASES, RENEW};
 use super::rows::{self, metadata_text};
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
 use crate::domain::Millis;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
+use crate::domain::events::Holding;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::fencing::{self, Fencing};
 use crate::domain::inputs::Metadata;
@@ -27,11 +26,24 @@ use crate::domain::names::LockKey;
 use crate::domain::names::{LeaseToken, Ttl};
 use crate::domain::refusal::{Missing, Refused};
 
+/// The store's verbs on lock keys (`Store::locks`).
+#[derive(Clone, Copy)]
+pub struct Locks<'a> {
+    pub(in crate::store) store: &'a Store,
+}
+
 impl Store {
+    /// The store's verbs on lock keys.
+    pub fn locks(&self) -> Locks<'_> {
+        Locks { store: self }
+    }
+}
+
+impl Locks<'_> {
     /// Compare-and-insert in one write transaction: expired rows of the key are
     /// treated as absent (and deleted), the decision is `domain::lock::decide`.
-    pub async fn acquire_lock(
-        &self,
+    pub async fn acquire(
+        self,
         lock: AcquireLock,
         token: String,
         now: Millis,
@@ -42,19 +54,20 @@ impl Store {
         }
         // A grant and its event, and the expiries it records, stand or fall
         // together, the only write of its key.
-        let at = self.time(now);
+        let at = self.store.time(now);
         let on = OnKeys(vec![lock.key.as_str().to_owned()]);
-        self.write(on, (lock, token), move |c, fx, (lock, token)| {
-            Box::pin(acquire(c, fx, lock, token, at.clone()))
-        })
-        .await
+        self.store
+            .write(on, (lock, token), move |c, fx, (lock, token)| {
+                Box::pin(acquire(c, fx, lock, token, at.clone()))
+            })
+            .await
     }
 
     /// Extends a live lease; `ttl_ms` of `None` reuses the lease's own TTL.
     /// `metadata` replaces the lease's in the same transaction, recorded as
     /// one `lock.updated`.
-    pub async fn renew_lock(
-        &self,
+    pub async fn renew(
+        self,
         key: &LockKey,
         token: &LeaseToken,
         ttl: Option<Ttl>,
@@ -67,18 +80,14 @@ impl Store {
             Some(_) => AllOrNothing,
         };
         let args = (key.clone(), token.clone(), metadata);
-        self.write(atomicity, args, move |c, fx, (key, token, metadata)| {
-            Box::pin(async move { renew(c, fx, &key, &token, ttl, metadata, now).await })
-        })
-        .await
+        self.store
+            .write(atomicity, args, move |c, fx, (key, token, metadata)| {
+                Box::pin(async move { renew(c, fx, &key, &token, ttl, metadata, now).await })
+            })
+            .await
     }
 
-    pub async fn release_lock(
-        &self,
-        key: &LockKey,
-        token: &LeaseToken,
-        now: Millis,
-    ) -> StoreResult<()> {
+    pub async fn release(self, key: &LockKey, token: &LeaseToken, now: Millis) -> StoreResult<()> {
         if self.release_alone(key, token, now).await? {
             return Ok(());
         }
@@ -86,76 +95,82 @@ impl Store {
         // release's time, read after, is after every grant before it and
         // before every grant after it.
         let args = (key.clone(), token.clone());
-        let at = self.time(now);
+        let at = self.store.time(now);
         let on = OnKeys(vec![key.as_str().to_owned()]);
-        self.write(on, args, move |c, fx, (key, token)| {
-            let at = at.clone();
-            Box::pin(async move { release(c, fx, &key, &token, at).await })
-        })
-        .await
+        self.store
+            .write(on, args, move |c, fx, (key, token)| {
+                let at = at.clone();
+                Box::pin(async move { release(c, fx, &key, &token, at).await })
+            })
+            .await
     }
 
     /// The live leases on a key, oldest grant first.
-    pub async fn get_lock(&self, key: &LockKey, now: Millis) -> StoreResult<Vec<LockLease>> {
-        self.read(key.as_str().to_owned(), move |c, key| {
-            Box::pin(async move { get(c, &key, now).await })
-        })
-        .await
+    pub async fn get(self, key: &LockKey, now: Millis) -> StoreResult<Vec<LockLease>> {
+        self.store
+            .read(key.as_str().to_owned(), move |c, key| {
+                Box::pin(async move { get(c, &key, now).await })
+            })
+            .await
     }
 
     /// What `fencing_token` is to `key` now (`domain::fencing::check`), read
     /// at one instant: the key's live leases and the last token granted.
     pub async fn check_fencing(
-        &self,
+        self,
         key: &LockKey,
         fencing_token: i64,
         now: Millis,
     ) -> StoreResult<Fencing> {
-        self.read(key.as_str().to_owned(), move |c, key| {
-            Box::pin(async move { check_fencing(c, &key, fencing_token, now).await })
-        })
-        .await
+        self.store
+            .read(key.as_str().to_owned(), move |c, key| {
+                Box::pin(async move { check_fencing(c, &key, fencing_token, now).await })
+            })
+            .await
     }
 
     /// The leases of each query in turn until the first one's `limit`, in
     /// one snapshot with the change-log revision they reflect.
-    pub async fn list_locks(
-        &self,
+    pub async fn list(
+        self,
         queries: Vec<LockQuery>,
         now: Millis,
     ) -> StoreResult<(Vec<LockLease>, i64)> {
-        self.snapshot(queries, move |c, queries| {
-            Box::pin(async move {
-                let mut items = Vec::new();
-                for mut query in queries {
-                    let left = query.limit as usize - items.len().min(query.limit as usize);
-                    if left == 0 {
-                        break;
+        self.store
+            .snapshot(queries, move |c, queries| {
+                Box::pin(async move {
+                    let mut items = Vec::new();
+                    for mut query in queries {
+                        let left = query.limit as usize - items.len().min(query.limit as usize);
+                        if left == 0 {
+                            break;
+                        }
+                        query.limit = left as u32;
+                        items.extend(list(c, &query, now).await?);
                     }
-                    query.limit = left as u32;
-                    items.extend(list(c, &query, now).await?);
-                }
-                Ok(items)
+                    Ok(items)
+                })
             })
-        })
-        .await
+            .await
     }
 
     /// Removes every lease on the key; `NotFound` when none was live.
-    pub async fn force_release_lock(&self, key: &LockKey, now: Millis) -> StoreResult<u64> {
-        let at = self.time(now);
+    pub async fn force_release(self, key: &LockKey, now: Millis) -> StoreResult<u64> {
+        let at = self.store.time(now);
         let on = OnKeys(vec![key.as_str().to_owned()]);
-        self.write(on, key.as_str().to_owned(), move |c, fx, key| {
-            let at = at.clone();
-            Box::pin(async move { force_release(c, fx, &key, at).await })
-        })
-        .await
+        self.store
+            .write(on, key.as_str().to_owned(), move |c, fx, key| {
+                let at = at.clone();
+                Box::pin(async move { force_release(c, fx, &key, at).await })
+            })
+            .await
     }
 
     /// Deletes at most `batch` lock rows past their expiry and lock delay, as a
     /// compare-and-delete that re-checks the time, and returns their keys.
-    pub async fn reap_locks(&self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
-        self.background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
+    pub async fn reap(self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
+        self.store
+            .background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
             .await
     }
 }
@@ -219,7 +234,7 @@ pub async fn release(
     let token = token.as_str();
     let reason = Reason::Released;
     // One statement where the dialect records the event with the delete.
-    if let Some(text) = RELEASE.recorded(conn.texts(), 3) {
+    if let Some(text) = conn.statements().release_recorded() {
         let kind = EventType::LockReleased.as_str();
         let args = args![key, token, now, kind, now, reason.as_str()];
         let Some(row) = conn.row(text, args).await? else {
@@ -230,7 +245,7 @@ pub async fn release(
         }
     } else {
         let removed = conn
-            .row(RELEASE.text(conn.texts()), args![key, token, now])
+            .row(conn.statements().release.as_str(), args![key, token, now])
             .await?;
         let Some(row) = removed else {
             return Err(Refused::LeaseLost.into());
@@ -252,12 +267,14 @@ pub async fn force_release(
     // The live leases are force-released; rows past their time go as the
     // expired leases they are.
     let live = conn
-        .rows(DELETE_LIVE.text(conn.texts()), args![key, now])
+        .rows(conn.statements().delete_live.as_str(), args![key, now])
         .await?;
     if live.is_empty() {
         return Err(Refused::from(Missing::Lock).into());
     }
-    let expired = conn.rows(DELETE_ALL.text(conn.texts()), args![key]).await?;
+    let expired = conn
+        .rows(conn.statements().delete_all.as_str(), args![key])
+        .await?;
     let mut ended = Vec::new();
     for row in &live {
         ended.extend(ended_lock(row, Reason::ForceReleased, now)?);

@@ -15,8 +15,8 @@ use super::group_texts::{
     LIVE_MEMBER, MEMBER_ROW, MEMBERS, REMOVE_MEMBER, RENEW_MEMBER, UPDATE_MEMBER, group_shared,
     reap_members,
 };
+use super::groups::Groups;
 use super::groups::{Left, member_event, record_left};
-use super::hub::Store;
 use super::owners::{owner_name, quota};
 use super::rows::corrupt;
 use super::sessions;
@@ -35,27 +35,28 @@ use crate::domain::refusal::{Missing, Refused};
 use crate::domain::session::{BOUND, Session};
 use crate::token::digest;
 
-impl Store {
+impl Groups<'_> {
     /// Joins a member (with `token` when it lives by its own TTL), checking
     /// its group in the same transaction, the only write of its member id.
-    pub async fn join_group(
-        &self,
+    pub async fn join(
+        self,
         join: JoinMember,
         token: String,
         now: Millis,
     ) -> StoreResult<JoinOutcome> {
-        let at = self.time(now);
+        let at = self.store.time(now);
         let on = OnKeys(vec![member_key(&join.group, &join.member)]);
-        self.write(on, (join, token), move |c, fx, (join, token)| {
-            Box::pin(self::join(c, fx, join, token, at.clone()))
-        })
-        .await
+        self.store
+            .write(on, (join, token), move |c, fx, (join, token)| {
+                Box::pin(self::join(c, fx, join, token, at.clone()))
+            })
+            .await
     }
 
     /// Renews a member with a TTL of its own; replaces its capabilities when
     /// given.
     pub async fn renew_member(
-        &self,
+        self,
         group: &GroupName,
         member: &MemberName,
         token: &LeaseToken,
@@ -70,59 +71,64 @@ impl Store {
             ttl,
             capabilities,
         };
-        self.write(AllOrNothing, renewal, move |c, fx, renewal| {
-            Box::pin(async move { renew(c, fx, renewal, now).await })
-        })
-        .await
+        self.store
+            .write(AllOrNothing, renewal, move |c, fx, renewal| {
+                Box::pin(async move { renew(c, fx, renewal, now).await })
+            })
+            .await
     }
 
     /// Ends a live member by its holder's proof (`LeaseLost`), or by an
     /// admin with `None` (`Missing::Member`).
-    pub async fn leave_group(
-        &self,
+    pub async fn leave(
+        self,
         group: &GroupName,
         member: &MemberName,
         proof: Option<LeaveProof>,
         now: Millis,
     ) -> StoreResult<()> {
         let args = (group.clone(), member.clone(), proof);
-        self.write(AllOrNothing, args, move |c, fx, (group, member, proof)| {
-            Box::pin(async move { leave(c, fx, &group, &member, proof, now).await })
-        })
-        .await
+        self.store
+            .write(AllOrNothing, args, move |c, fx, (group, member, proof)| {
+                Box::pin(async move { leave(c, fx, &group, &member, proof, now).await })
+            })
+            .await
     }
 
     /// A live member; `Missing::Member`, or `Missing::Group`.
-    pub async fn get_member(
-        &self,
+    pub async fn member(
+        self,
         group: &GroupName,
         member: &MemberName,
         now: Millis,
     ) -> StoreResult<Member> {
-        self.read(
-            (group.clone(), member.clone()),
-            move |c, (group, member)| {
-                Box::pin(async move { get_member(c, &group, &member, now).await })
-            },
-        )
-        .await
+        self.store
+            .read(
+                (group.clone(), member.clone()),
+                move |c, (group, member)| {
+                    Box::pin(async move { get_member(c, &group, &member, now).await })
+                },
+            )
+            .await
     }
 
     /// A page of live members and the revision it reflects (one snapshot).
-    pub async fn list_members(
-        &self,
+    pub async fn members(
+        self,
         query: &MemberQuery,
         now: Millis,
     ) -> StoreResult<(Vec<Member>, i64)> {
-        self.snapshot(query.clone(), move |c, query| {
-            Box::pin(async move { members(c, &query, now).await })
-        })
-        .await
+        self.store
+            .snapshot(query.clone(), move |c, query| {
+                Box::pin(async move { members(c, &query, now).await })
+            })
+            .await
     }
 
     /// Deletes at most `batch` members past their TTL or their session's.
-    pub async fn reap_members(&self, now: Millis, batch: u32) -> StoreResult<u64> {
-        self.background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
+    pub async fn reap_members(self, now: Millis, batch: u32) -> StoreResult<u64> {
+        self.store
+            .background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
             .await
     }
 }
@@ -295,7 +301,7 @@ async fn insert(
             Error::Storage(StoreError::Duplicate(_)) => Refused::MemberExists.into(),
             other => other,
         })?;
-    let event = super::groups::group_event(
+    let event = crate::domain::group::group_event(
         EventType::GroupMemberJoined,
         group,
         Some(member),

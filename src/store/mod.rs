@@ -39,6 +39,7 @@ mod sessions;
 mod snapshots;
 mod sql;
 pub mod sqlite;
+mod statements;
 mod status;
 mod subnets;
 mod texts;
@@ -46,16 +47,21 @@ mod waiter_rows;
 mod write_time;
 
 pub use database::{DbAddress, backup, integrity_check, open};
-pub use events::{EventBounds, Horizon};
+pub use events::{EventBounds, Horizon, Log};
+pub use groups::Groups;
 pub use history::{HistoryPage, HistoryQuery};
 pub use hub::Store;
 pub use key_history::key_history_statement;
+pub use locks::Locks;
 pub use pool_maps::Occupancy;
+pub use pools::Pools;
 pub use postgres::PostgresStore;
+pub use reservations::Reservations;
 pub use resume::{Applied, Settled, Settling};
 pub use session_ends::ReapedSessions;
+pub use sessions::Sessions;
 pub use sqlite::{Durability, SqliteStore};
-pub use waiter_rows::{Publication, WaiterRow};
+pub use waiter_rows::{Publication, WaiterRow, WaiterRows};
 pub use write_time::LeaseClock;
 
 /// A change of a key that waiters elsewhere may be waiting for.

@@ -9,6 +9,7 @@ use super::hub::Store;
 use super::sessions;
 use super::sql::Columns;
 use super::sql::{Sql, args, one};
+use super::texts::Writers;
 use super::{LiveLeases, StoreResult};
 use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
@@ -116,9 +117,7 @@ pub async fn quota(
     let Some((name, limit)) = LeaseOwner::counted(owner) else {
         return Ok(Quota::Unlimited);
     };
-    if let Some(lock) = conn.texts().lock_owner {
-        conn.execute(lock, args![name]).await?;
-    }
+    lock_owner(conn, name).await?;
     let current = count_live(conn, name, now).await?;
     Ok(Quota::Counted { limit, current })
 }
@@ -126,4 +125,14 @@ pub async fn quota(
 /// The name stored in a lease's `owner` column.
 pub fn owner_name(owner: &Option<LeaseOwner>) -> Option<&str> {
     owner.as_ref().map(|o| o.name.as_str())
+}
+
+/// Holds the lock of `owner`'s quota counts to the end of the transaction
+/// where writes run side by side (`WriteLocks::owner`), so that racing
+/// grants cannot pass its quota together; one writer needs none.
+pub(super) async fn lock_owner(conn: &mut dyn Sql, owner: &str) -> StoreResult<()> {
+    if let Writers::SideBySide(locks) = &conn.texts().capabilities.writers {
+        conn.execute(locks.owner, args![owner]).await?;
+    }
+    Ok(())
 }

@@ -3,8 +3,8 @@
 //! (`domain::pool_map` cuts them into blocks).
 
 use super::StoreResult;
-use super::hub::Store;
 use super::pools;
+use super::pools::Pools;
 use super::reservation_updates::live;
 use super::rows::{self, RESERVATION_COLUMNS};
 use super::sql::{Sql, args};
@@ -16,14 +16,15 @@ use crate::domain::subnet::{Pool, ReservationState};
 /// A pool and what its live reservations occupy.
 pub type Occupancy = (Pool, Vec<(Block, ReservationState)>);
 
-impl Store {
+impl Pools<'_> {
     /// `name` and its live reservations' subnets and states, in address
     /// order; `Missing::Pool` when there is no such pool.
-    pub async fn pool_occupancy(&self, name: &PoolName, now: Millis) -> StoreResult<Occupancy> {
-        self.read(name.clone(), move |c, name| {
-            Box::pin(async move { occupancy(c, &name, now).await })
-        })
-        .await
+    pub async fn occupancy(self, name: &PoolName, now: Millis) -> StoreResult<Occupancy> {
+        self.store
+            .read(name.clone(), move |c, name| {
+                Box::pin(async move { occupancy(c, &name, now).await })
+            })
+            .await
     }
 }
 

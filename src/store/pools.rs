@@ -21,52 +21,61 @@ use crate::domain::names::PoolName;
 use crate::domain::refusal::Missing;
 use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
 
+/// The store's verbs on subnet pools (`Store::pools`).
+#[derive(Clone, Copy)]
+pub struct Pools<'a> {
+    pub(in crate::store) store: &'a Store,
+}
+
 impl Store {
+    /// The store's verbs on subnet pools.
+    pub fn pools(&self) -> Pools<'_> {
+        Pools { store: self }
+    }
+}
+
+impl Pools<'_> {
     /// Creates a pool, or checks that the existing one has the same definition.
-    pub async fn put_pool(&self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
-        self.write(AllOrNothing, pool, move |c, fx, pool| {
-            Box::pin(put(c, fx, pool, now))
-        })
-        .await
+    pub async fn put(self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
+        self.store
+            .write(AllOrNothing, pool, move |c, fx, pool| {
+                Box::pin(put(c, fx, pool, now))
+            })
+            .await
     }
 
     /// The pool and its usage over live reservations; `PoolNotFound`.
-    pub async fn get_pool_usage(&self, name: &PoolName, now: Millis) -> StoreResult<PoolUsage> {
+    pub async fn usage(self, name: &PoolName, now: Millis) -> StoreResult<PoolUsage> {
         // A short write: purging the pool's expired reservations first makes
         // the counts and the free space exact.
-        self.write(
-            AllOrNothing,
-            name.as_str().to_owned(),
-            move |c, fx, name| Box::pin(async move { usage_now(c, fx, &name, now).await }),
-        )
-        .await
+        self.store
+            .write(
+                AllOrNothing,
+                name.as_str().to_owned(),
+                move |c, fx, name| Box::pin(async move { usage_now(c, fx, &name, now).await }),
+            )
+            .await
     }
 
     /// Pools in name order, after `after`.
     /// With the change-log revision the page reflects (one snapshot).
-    pub async fn list_pools(
-        &self,
-        after: Option<&str>,
-        limit: u32,
-    ) -> StoreResult<(Vec<Pool>, i64)> {
-        self.snapshot(after.map(str::to_owned), move |c, after| {
-            Box::pin(async move { list(c, after.as_deref(), limit).await })
-        })
-        .await
+    pub async fn list(self, after: Option<&str>, limit: u32) -> StoreResult<(Vec<Pool>, i64)> {
+        self.store
+            .snapshot(after.map(str::to_owned), move |c, after| {
+                Box::pin(async move { list(c, after.as_deref(), limit).await })
+            })
+            .await
     }
 
     /// Deletes a pool without live reservations (expired ones go with it).
-    pub async fn delete_pool(
-        &self,
-        name: &PoolName,
-        now: Millis,
-    ) -> StoreResult<DeletePoolOutcome> {
-        self.write(
-            AllOrNothing,
-            name.as_str().to_owned(),
-            move |c, fx, name| Box::pin(async move { delete(c, fx, &name, now).await }),
-        )
-        .await
+    pub async fn delete(self, name: &PoolName, now: Millis) -> StoreResult<DeletePoolOutcome> {
+        self.store
+            .write(
+                AllOrNothing,
+                name.as_str().to_owned(),
+                move |c, fx, name| Box::pin(async move { delete(c, fx, &name, now).await }),
+            )
+            .await
     }
 }
 

@@ -4,13 +4,14 @@
 
 use super::StoreResult;
 use super::dialect::Effects;
-use super::events::{self, ENDED_RESERVATION, Holding, ended_reservation};
+use super::events::{self, ENDED_RESERVATION, ended_reservation};
 use super::expiry::{self, live_by_session};
 use super::free_blocks::give_back;
 use super::pools;
 use super::rows::{self, RESERVATION_COLUMNS, block, metadata_text};
 use super::sql::{Columns, Sql, args};
 use crate::domain::Millis;
+use crate::domain::events::Holding;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::inputs::{Metadata, ReservationId};
 use crate::domain::names::{LeaseToken, Ttl};

@@ -25,11 +25,24 @@ use crate::domain::names::{LeaseToken, PoolName, Ttl};
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::subnet::Reservation;
 
+/// The store's verbs on subnet reservations (`Store::reservations`).
+#[derive(Clone, Copy)]
+pub struct Reservations<'a> {
+    pub(in crate::store) store: &'a Store,
+}
+
 impl Store {
+    /// The store's verbs on subnet reservations.
+    pub fn reservations(&self) -> Reservations<'_> {
+        Reservations { store: self }
+    }
+}
+
+impl Reservations<'_> {
     /// Extends a live reservation; an allocated one is returned unchanged
     /// but for `metadata`, which replaces its own (one `reservation.updated`).
-    pub async fn renew_reservation(
-        &self,
+    pub async fn renew(
+        self,
         pool: &PoolName,
         id: &ReservationId,
         token: &LeaseToken,
@@ -38,68 +51,69 @@ impl Store {
         now: Millis,
     ) -> StoreResult<Reservation> {
         let update = Update::Renew { ttl, metadata };
-        self.update_reservation(pool, id, token, update, now).await
+        self.update(pool, id, token, update, now).await
     }
 
     /// Makes a live reservation allocated (no expiry); idempotent.
-    pub async fn confirm_reservation(
-        &self,
+    pub async fn confirm(
+        self,
         pool: &PoolName,
         id: &ReservationId,
         token: &LeaseToken,
         now: Millis,
     ) -> StoreResult<Reservation> {
-        self.update_reservation(pool, id, token, Update::Confirm, now)
-            .await
+        self.update(pool, id, token, Update::Confirm, now).await
     }
 
-    pub async fn release_reservation(
-        &self,
+    pub async fn release(
+        self,
         pool: &PoolName,
         id: &ReservationId,
         token: &LeaseToken,
         now: Millis,
     ) -> StoreResult<()> {
-        match self.remove_reservation(pool, id, Some(token), now).await? {
+        match self.remove(pool, id, Some(token), now).await? {
             true => Ok(()),
             false => Err(Refused::LeaseLost.into()),
         }
     }
 
     /// A live reservation; `Missing::Reservation` (or `Missing::Pool`).
-    pub async fn get_reservation(
-        &self,
+    pub async fn get(
+        self,
         pool: &PoolName,
         id: &ReservationId,
         now: Millis,
     ) -> StoreResult<Reservation> {
-        self.read((pool.clone(), id.clone()), move |c, (pool, id)| {
-            Box::pin(async move { get(c, &pool, &id, now).await })
-        })
-        .await
+        self.store
+            .read((pool.clone(), id.clone()), move |c, (pool, id)| {
+                Box::pin(async move { get(c, &pool, &id, now).await })
+            })
+            .await
     }
 
     /// With the change-log revision the page reflects (one snapshot).
-    pub async fn list_reservations(
-        &self,
+    pub async fn list(
+        self,
         query: &ReservationQuery,
         now: Millis,
     ) -> StoreResult<(Vec<Reservation>, i64)> {
-        self.snapshot(query.clone(), move |c, query| {
-            Box::pin(async move { list(c, &query, now).await })
-        })
-        .await
+        self.store
+            .snapshot(query.clone(), move |c, query| {
+                Box::pin(async move { list(c, &query, now).await })
+            })
+            .await
     }
 
     /// Removes a live reservation whatever its token; `Missing::Reservation`
     /// when none.
-    pub async fn force_release_reservation(
-        &self,
+    pub async fn force_release(
+        self,
         pool: &PoolName,
         id: &ReservationId,
         now: Millis,
     ) -> StoreResult<()> {
-        match self.remove_reservation(pool, id, None, now).await? {
+        match self.remove(pool, id, None, now).await? {
             true => Ok(()),
             false => Err(Missing::Reservation.into()),
         }
@@ -107,8 +121,9 @@ impl Store {
 
     /// Deletes at most `batch` expired reservations (compare-and-delete),
     /// returns their blocks to the free space, and counts them.
-    pub async fn reap_reservations(&self, now: Millis, batch: u32) -> StoreResult<u64> {
+    pub async fn reap(self, now: Millis, batch: u32) -> StoreResult<u64> {
         let pools = self
+            .store
             .read((), move |c, ()| Box::pin(pools_to_reap(c, now, batch)))
             .await?;
         let mut left = i64::from(batch);
@@ -118,6 +133,7 @@ impl Store {
                 break;
             }
             let freed = self
+                .store
                 .background_write(move |c, fx| {
                     let pool = pool.clone();
                     Box::pin(async move { reap_pool(c, fx, &pool, now, left).await })
@@ -130,8 +146,8 @@ impl Store {
     }
 
     /// Runs `update` on one live reservation of the token.
-    async fn update_reservation(
-        &self,
+    async fn update(
+        self,
         pool: &PoolName,
         id: &ReservationId,
         token: &LeaseToken,
@@ -144,25 +160,27 @@ impl Store {
             Update::Renew { .. } | Update::Confirm => AllOrNothing,
         };
         let args = (pool.clone(), id.clone(), token.clone(), update);
-        self.write(atomicity, args, move |c, fx, (pool, id, token, update)| {
-            Box::pin(async move { self::update(c, fx, &pool, &id, &token, update, now).await })
-        })
-        .await
+        self.store
+            .write(atomicity, args, move |c, fx, (pool, id, token, update)| {
+                Box::pin(async move { self::update(c, fx, &pool, &id, &token, update, now).await })
+            })
+            .await
     }
 
     /// Removes one live reservation: the token's (`Some`), or any (an admin).
-    async fn remove_reservation(
-        &self,
+    async fn remove(
+        self,
         pool: &PoolName,
         id: &ReservationId,
         token: Option<&LeaseToken>,
         now: Millis,
     ) -> StoreResult<bool> {
         let args = (pool.clone(), id.clone(), token.cloned());
-        self.write(AllOrNothing, args, move |c, fx, (pool, id, token)| {
-            Box::pin(async move { remove(c, fx, &pool, &id, token.as_ref(), now).await })
-        })
-        .await
+        self.store
+            .write(AllOrNothing, args, move |c, fx, (pool, id, token)| {
+                Box::pin(async move { remove(c, fx, &pool, &id, token.as_ref(), now).await })
+            })
+            .await
     }
 }
 

@@ -4,9 +4,9 @@
 
 use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Effects;
-use super::events::{self, ENDED_LOCK, ended_lock, session_event};
+use super::events::{self, ENDED_LOCK, ended_lock};
 use super::expiry;
-use super::hub::Store;
+use super::sessions::Sessions;
 use super::sessions::{CLOSE, LIVE_SESSION, keys_of};
 use super::sql::{Columns, Sql, args};
 use super::{Error, StoreResult, members, reservations};
@@ -16,29 +16,34 @@ use crate::domain::events::{EventType, Reason};
 use crate::domain::names::SessionId;
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::selection::Selection;
+use crate::domain::session::session_event;
 use crate::token::digest;
 
-impl Store {
+impl Sessions<'_> {
     /// Ends a live session and, in the same transaction, every lease bound
     /// to it (confirmed reservations stay); answers the keys it freed.
-    pub async fn end_session(
-        &self,
+    pub async fn end(
+        self,
         id: &SessionId,
         end: SessionEnd,
         now: Millis,
     ) -> StoreResult<Vec<String>> {
-        self.write(
-            AllOrNothing,
-            (id.as_str().to_owned(), end),
-            move |c, fx, (id, end)| Box::pin(async move { self::end(c, fx, &id, end, now).await }),
-        )
-        .await
+        self.store
+            .write(
+                AllOrNothing,
+                (id.as_str().to_owned(), end),
+                move |c, fx, (id, end)| {
+                    Box::pin(async move { self::end(c, fx, &id, end, now).await })
+                },
+            )
+            .await
     }
 
     /// Deletes at most `batch` leases bound to expired sessions, then the
     /// expired sessions left with none (compare-and-delete).
-    pub async fn reap_sessions(&self, now: Millis, batch: u32) -> StoreResult<ReapedSessions> {
-        self.background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
+    pub async fn reap(self, now: Millis, batch: u32) -> StoreResult<ReapedSessions> {
+        self.store
+            .background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
             .await
     }
 }

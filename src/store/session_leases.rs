@@ -9,9 +9,9 @@
 
 use super::expiry::Text;
 use super::group_texts::MEMBER_COLUMNS;
-use super::hub::Store;
 use super::members::member;
 use super::rows::{self, LOCK_COLUMNS, RESERVATION_COLUMNS};
+use super::sessions::Sessions;
 use super::sessions::{LIVE_SESSION, SESSION_COLUMNS, session};
 use super::sql::{Sql, args};
 use super::{Error, StoreResult};
@@ -20,19 +20,20 @@ use crate::domain::names::SessionId;
 use crate::domain::refusal::Missing;
 use crate::domain::session::BoundLeases;
 
-impl Store {
+impl Sessions<'_> {
     /// The live session `id` and at most `most` leases of each kind bound
     /// to it, with the change-log revision they reflect; `NotFound`.
-    pub async fn session_leases(
-        &self,
+    pub async fn leases(
+        self,
         id: &SessionId,
         most: u32,
         now: Millis,
     ) -> StoreResult<(BoundLeases, i64)> {
-        self.snapshot(id.as_str().to_owned(), move |c, id| {
-            Box::pin(async move { bound(c, &id, i64::from(most), now).await })
-        })
-        .await
+        self.store
+            .snapshot(id.as_str().to_owned(), move |c, id| {
+                Box::pin(async move { bound(c, &id, i64::from(most), now).await })
+            })
+            .await
     }
 }
 

@@ -7,8 +7,8 @@
 //! counts visible rows alone and a page is never cut short by others'.
 
 use super::expiry::{self, Text};
-use super::hub::Store;
 use super::rows::corrupt;
+use super::sessions::Sessions;
 use super::sessions::{SESSION_COLUMNS, session};
 use super::sql::{Arg, Columns, Sql, args};
 use super::{Error, StoreResult};
@@ -18,26 +18,28 @@ use crate::domain::names::SessionId;
 use crate::domain::refusal::Missing;
 use crate::domain::session::{SessionAccess, SessionView};
 
-impl Store {
+impl Sessions<'_> {
     /// A live session with what is bound to it; `NotFound`.
-    pub async fn get_session(&self, id: &SessionId, now: Millis) -> StoreResult<SessionView> {
-        self.read(id.as_str().to_owned(), move |c, id| {
-            Box::pin(async move { get(c, &id, now).await })
-        })
-        .await
+    pub async fn get(self, id: &SessionId, now: Millis) -> StoreResult<SessionView> {
+        self.store
+            .read(id.as_str().to_owned(), move |c, id| {
+                Box::pin(async move { get(c, &id, now).await })
+            })
+            .await
     }
 
     /// A page of the live sessions `query` may see, in id order, and the
     /// change-log revision it reflects (one snapshot).
-    pub async fn list_sessions(
-        &self,
+    pub async fn list(
+        self,
         query: &SessionQuery,
         now: Millis,
     ) -> StoreResult<(Vec<SessionView>, i64)> {
-        self.snapshot(query.clone(), move |c, query| {
-            Box::pin(async move { list(c, &query, now).await })
-        })
-        .await
+        self.store
+            .snapshot(query.clone(), move |c, query| {
+                Box::pin(async move { list(c, &query, now).await })
+            })
+            .await
     }
 }
 

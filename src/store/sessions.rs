@@ -11,9 +11,10 @@
 use super::StoreResult;
 use super::dialect::Atomicity::{AllOrNothing, OnKeys, Statement};
 use super::dialect::Effects;
-use super::events::{self, session_event};
+use super::events;
 use super::expiry::{self, Text};
 use super::hub::Store;
+use super::owners::lock_owner;
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use crate::domain::Millis;
@@ -26,26 +27,41 @@ use crate::domain::lease::Lease;
 use crate::domain::names::Ttl;
 use crate::domain::names::{LeaseToken, SessionId};
 use crate::domain::refusal::{OverQuota, Refused};
+use crate::domain::session::session_event;
 use crate::domain::session::{BOUND, Session};
 use crate::token::digest;
 
+/// The store's verbs on sessions (`Store::sessions`).
+#[derive(Clone, Copy)]
+pub struct Sessions<'a> {
+    pub(in crate::store) store: &'a Store,
+}
+
 impl Store {
+    /// The store's verbs on sessions.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions { store: self }
+    }
+}
+
+impl Sessions<'_> {
     /// Opens a session, or replays the live one of the same idempotency key.
-    pub async fn open_session(&self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
+    pub async fn open(self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
         let atomicity = match &new.idempotency_key {
             Some(key) => OnKeys(vec![idempotency_key_lock(&digest(key))]),
             None => AllOrNothing,
         };
-        self.write(atomicity, new, move |c, fx, new| {
-            Box::pin(open(c, fx, new, now))
-        })
-        .await
+        self.store
+            .write(atomicity, new, move |c, fx, new| {
+                Box::pin(open(c, fx, new, now))
+            })
+            .await
     }
 
     /// Extends a live session (one row, however many leases are bound);
     /// `caller` as in `SessionClaim`.
-    pub async fn renew_session(
-        &self,
+    pub async fn renew(
+        self,
         id: &SessionId,
         token: &LeaseToken,
         caller: Option<&str>,
@@ -54,10 +70,11 @@ impl Store {
     ) -> StoreResult<Session> {
         // One row, however many leases are bound; a refusal only reads.
         let args = (id.clone(), token.clone(), caller.map(str::to_owned));
-        self.write(Statement, args, move |c, _, (id, token, caller)| {
-            Box::pin(async move { renew(c, &id, &token, caller.as_deref(), ttl, now).await })
-        })
-        .await
+        self.store
+            .write(Statement, args, move |c, _, (id, token, caller)| {
+                Box::pin(async move { renew(c, &id, &token, caller.as_deref(), ttl, now).await })
+            })
+            .await
     }
 }
 
@@ -264,9 +281,7 @@ static COUNT_OWNED: Text = Text::new(|| {
 /// The live sessions `owner` opened, counted after the owner's lock (where
 /// writes run side by side) so racing opens cannot pass its quota together.
 async fn sessions_quota(conn: &mut dyn Sql, owner: &str, now: Millis) -> StoreResult<u64> {
-    if let Some(lock) = conn.texts().lock_owner {
-        conn.execute(lock, args![owner]).await?;
-    }
+    lock_owner(conn, owner).await?;
     let n = one(conn, COUNT_OWNED.as_str(), args![owner, now])
         .await?
         .int("n")?;

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use async_trait::async_trait;
 
+use super::statements::Statements;
 use super::texts::Texts;
 use super::{StoreError, StoreResult};
 
@@ -131,6 +132,8 @@ impl<C: Columns + ?Sized> Columns for Box<C> {
 pub trait Sql: Send {
     /// The texts of this connection's dialect.
     fn texts(&self) -> &'static Texts;
+    /// The statements its dialect built once from them.
+    fn statements(&self) -> &'static Statements;
     /// Runs a statement; answers how many rows it changed.
     async fn run_execute(&mut self, sql: Text, args: &[Arg<'_>]) -> StoreResult<u64>;
     /// Runs a statement; answers at most `limit` of its rows.

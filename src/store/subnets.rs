@@ -6,13 +6,13 @@
 
 use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Effects;
-use super::events::{self, Holding};
+use super::events;
 use super::expiry;
 use super::expiry::live_by_session;
 use super::free_blocks::{find_grant, free_block_at, take_free};
-use super::hub::Store;
 use super::owners::{SAME_OWNER, owner_name, quota};
 use super::pools::{lock, purge_expired};
+use super::reservations::Reservations;
 use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
 use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args, one};
@@ -23,25 +23,27 @@ use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::commands::{ReserveOutcome, ReserveSubnet};
 use crate::domain::events::EventType;
+use crate::domain::events::Holding;
 use crate::domain::names::IdempotencyKey;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
 
-impl Store {
+impl Reservations<'_> {
     /// Compare-and-insert in one write transaction: the pool's expired
     /// reservations are deleted and their blocks freed first, then the
     /// allocator decides over the free blocks.
-    pub async fn reserve_subnet(
-        &self,
+    pub async fn reserve(
+        self,
         new: ReserveSubnet,
         token: String,
         now: Millis,
     ) -> StoreResult<ReserveOutcome> {
-        let at = self.time(now);
-        self.write(AllOrNothing, (new, token), move |c, fx, (new, token)| {
-            Box::pin(reserve(c, fx, new, token, at.clone()))
-        })
-        .await
+        let at = self.store.time(now);
+        self.store
+            .write(AllOrNothing, (new, token), move |c, fx, (new, token)| {
+                Box::pin(reserve(c, fx, new, token, at.clone()))
+            })
+            .await
     }
 }
 

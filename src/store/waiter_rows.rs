@@ -92,55 +92,71 @@ impl Store {
         self.db.replica().map(str::to_owned)
     }
 
+    /// The rows of the servers' waiters (`WaiterRows`).
+    pub fn waiters(&self) -> WaiterRows<'_> {
+        WaiterRows { store: self }
+    }
+}
+
+/// The store's verbs on the waiters servers publish (`Store::waiters`).
+#[derive(Clone, Copy)]
+pub struct WaiterRows<'a> {
+    store: &'a Store,
+}
+
+impl WaiterRows<'_> {
     /// Writes `publication` as this server's waiters (named `name`), and
     /// deletes the rows of servers not alive at `now`.
-    pub async fn publish_waiters(
-        &self,
+    pub async fn publish(
+        self,
         name: &str,
         publication: Publication,
         now: Millis,
     ) -> StoreResult<()> {
-        let Some(me) = self.replica() else {
+        let Some(me) = self.store.replica() else {
             return Ok(());
         };
         let name = name.to_owned();
-        self.background_write(move |c, _| {
-            let (me, name, publication) = (me.clone(), name.clone(), publication.clone());
-            Box::pin(async move { publish(c, &me, &name, &publication, now).await })
-        })
-        .await
+        self.store
+            .background_write(move |c, _| {
+                let (me, name, publication) = (me.clone(), name.clone(), publication.clone());
+                Box::pin(async move { publish(c, &me, &name, &publication, now).await })
+            })
+            .await
     }
 
     /// The waiters other servers published for `key`, as they stand now.
-    pub async fn others_queue(&self, key: &str, now: Millis) -> StoreResult<Vec<Queued>> {
-        let Some(me) = self.replica() else {
+    pub async fn others_queue(self, key: &str, now: Millis) -> StoreResult<Vec<Queued>> {
+        let Some(me) = self.store.replica() else {
             return Ok(Vec::new());
         };
-        self.read((me, key.to_owned()), move |c, (me, key)| {
-            Box::pin(async move { queue(c, &me, &key, now).await })
-        })
-        .await
+        self.store
+            .read((me, key.to_owned()), move |c, (me, key)| {
+                Box::pin(async move { queue(c, &me, &key, now).await })
+            })
+            .await
     }
 
     /// The keys under any of `prefixes` that other servers' waiters wait for.
     pub async fn others_waiting_keys(
-        &self,
+        self,
         prefixes: Vec<String>,
         now: Millis,
     ) -> StoreResult<Vec<WaitingKey>> {
-        let Some(me) = self.replica() else {
+        let Some(me) = self.store.replica() else {
             return Ok(Vec::new());
         };
-        self.read((me, prefixes), move |c, (me, prefixes)| {
-            Box::pin(async move {
-                let mut keys = Vec::new();
-                for prefix in &prefixes {
-                    keys.extend(waiting_keys(c, &me, prefix, now).await?);
-                }
-                Ok(keys)
+        self.store
+            .read((me, prefixes), move |c, (me, prefixes)| {
+                Box::pin(async move {
+                    let mut keys = Vec::new();
+                    for prefix in &prefixes {
+                        keys.extend(waiting_keys(c, &me, prefix, now).await?);
+                    }
+                    Ok(keys)
+                })
             })
-        })
-        .await
+            .await
     }
 }
 

@@ -132,7 +132,7 @@ async fn stored(app: &TestApp, selection: &Selection, since: i64, end: i64, scan
             scan,
             selection: selection.clone(),
         };
-        let page = app.leases.store.read_history(query).await.unwrap();
+        let page = app.leases.store.log().history(query).await.unwrap();
         // It goes on, however little it found (by an index, a page may
         // examine up to the end at once).
         assert!(page.examined > after, "{selection:?}: stuck at {after}");
@@ -152,7 +152,8 @@ async fn the_store_selects_each_term_exactly() {
     let all = app
         .leases
         .store
-        .read_history(HistoryQuery {
+        .log()
+        .history(HistoryQuery {
             after: start,
             through: end,
             limit: 1_000,

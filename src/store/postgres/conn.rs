@@ -6,9 +6,10 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{PgConnection, Postgres, Row as _};
 
-use super::texts::TEXTS;
+use super::texts::{STATEMENTS, TEXTS};
 use crate::store::StoreResult;
 use crate::store::sql::{Arg, Columns, Row, Sql, Text};
+use crate::store::statements::Statements;
 use crate::store::texts::Texts;
 
 type Query = sqlx::query::Query<'static, Postgres, PgArguments>;
@@ -33,6 +34,10 @@ fn bound(sql: Text, args: &[Arg<'_>]) -> Query {
 impl Sql for PgConnection {
     fn texts(&self) -> &'static Texts {
         TEXTS
+    }
+
+    fn statements(&self) -> &'static Statements {
+        &STATEMENTS
     }
 
     async fn run_execute(&mut self, sql: Text, args: &[Arg<'_>]) -> StoreResult<u64> {

@@ -148,7 +148,7 @@ impl PostgresStore {
 
 #[async_trait]
 impl Dialect for PostgresStore {
-    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<Erased> {
+    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<(Erased, Effects)> {
         let mut fx = Effects::default();
         let mut conn = self.connections.take().await?;
         let work = async {
@@ -182,15 +182,14 @@ impl Dialect for PostgresStore {
         };
         let done = self.connections.answered(work).await;
         let value = conn.settle(done)?;
-        drop(conn);
-        self.stats
-            .note_expired(fx.expired_locks, fx.expired_reservations);
+        Ok((value, fx))
+    }
+
+    fn committed(&self, fx: &Effects) {
         if fx.events > 0 {
-            self.stats.note_events(fx.events);
             self.event_signal.notify_one();
         }
-        self.announcer.add(&fx);
-        Ok(value)
+        self.announcer.add(fx);
     }
 
     async fn read(&self, work: ReadWork) -> StoreResult<Erased> {
@@ -248,14 +247,14 @@ impl Dialect for PostgresStore {
     }
 }
 
-/// `BEGIN` and the locks of `keys` (`Texts::lock_key`, in their order),
+/// `BEGIN` and the locks of `keys` (`texts::LOCK_KEY`, in their order),
 /// sent as one text in one round trip. A simple query carries no
-/// arguments, so each key takes the place of `lock_key`'s `$1` as a
+/// arguments, so each key takes the place of `LOCK_KEY`'s `$1` as a
 /// dollar-quoted literal whose tag first appears in the key and its closing
 /// tag at that closing tag: nothing in the key can end the literal early,
-/// and the lock is the one `lock_key` takes for the same key.
+/// and the lock is the one `LOCK_KEY` takes for the same key.
 fn begin_holding(keys: &[String]) -> String {
-    let lock = texts::TEXTS.lock_key.expect("PostgreSQL locks keys");
+    let lock = texts::LOCK_KEY;
     let mut text = String::from("BEGIN");
     for key in keys {
         let tag = (0..)

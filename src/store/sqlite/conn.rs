@@ -19,6 +19,7 @@ use rusqlite::{OpenFlags, ToSql};
 use super::{BUSY_TIMEOUT, Durability};
 use crate::store::sql::SqlResult;
 use crate::store::sql::{Arg, Columns, Row, Sql, Text};
+use crate::store::statements::Statements;
 use crate::store::texts::Texts;
 use crate::store::{Error, StoreError, StoreResult};
 
@@ -344,6 +345,10 @@ impl Columns for SqliteRow {
 impl Sql for Conn {
     fn texts(&self) -> &'static Texts {
         super::texts::TEXTS
+    }
+
+    fn statements(&self) -> &'static Statements {
+        &super::texts::STATEMENTS
     }
 
     async fn run_execute(&mut self, sql: Text, args: &[Arg<'_>]) -> StoreResult<u64> {

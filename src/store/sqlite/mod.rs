@@ -156,20 +156,14 @@ fn with_effects(
 
 #[async_trait]
 impl Dialect for SqliteStore {
-    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<Erased> {
+    async fn write(&self, atomicity: Atomicity, work: WriteWork) -> StoreResult<(Erased, Effects)> {
         let work = with_effects(work);
         // A write that fails after changing something has only its own
         // changes undone (the writer runs its batch again, guarded).
         // The writer hands the events recorded to the change log's reader.
         // One writer: no key needs a lock of its own.
         let guarded = matches!(atomicity, Atomicity::AllOrNothing | Atomicity::OnKeys(_));
-        let (value, fx) = self.writer.write_recorded(guarded, work).await?;
-        self.stats
-            .note_expired(fx.expired_locks, fx.expired_reservations);
-        if fx.events > 0 {
-            self.stats.note_events(fx.events);
-        }
-        Ok(value)
+        self.writer.write_recorded(guarded, work).await
     }
 
     async fn read(&self, work: ReadWork) -> StoreResult<Erased> {
