@@ -168,9 +168,17 @@ impl Locks<'_> {
 
     /// Deletes at most `batch` lock rows past their expiry and lock delay, as a
     /// compare-and-delete that re-checks the time, and returns their keys.
-    pub async fn reap(self, now: Millis, batch: u32) -> StoreResult<Vec<String>> {
+    /// The time is read once the write runs, not when it was asked for: a
+    /// write on the same keys queued before it (a release of another holder
+    /// of a semaphore, say) has read the clock already, and the expiries
+    /// recorded after it must not be earlier.
+    pub async fn reap(self, asked: Millis, batch: u32) -> StoreResult<Vec<String>> {
+        let at = self.store.time(asked);
         self.store
-            .background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
+            .background_write(move |c, fx| {
+                let now = at.read();
+                Box::pin(reap(c, fx, now, batch))
+            })
             .await
     }
 }
