@@ -11,6 +11,7 @@ use super::events::{self, ANNOUNCING_LOCK, ENDED_LOCK, ended_lock, expired_locks
 use super::expiry;
 use super::hub::Store;
 use super::lock_grants::acquire;
+use super::lock_names::LockName;
 use super::lock_texts::{BOUND_LEASE, LIST, LIST_BELOW, LIVE_LEASES, RENEW};
 use super::rows::{self, metadata_text};
 use super::sql::{Columns, Sql, args};
@@ -55,7 +56,7 @@ impl Locks<'_> {
         // A grant and its event, and the expiries it records, stand or fall
         // together, the only write of its key.
         let at = self.store.time(now);
-        let on = OnKeys(vec![lock.key.as_str().to_owned()]);
+        let on = OnKeys(vec![LockName::Key(lock.key.clone())]);
         self.store
             .write(on, (lock, token), move |c, fx, (lock, token)| {
                 Box::pin(acquire(c, fx, lock, token, at.clone()))
@@ -96,7 +97,7 @@ impl Locks<'_> {
         // before every grant after it.
         let args = (key.clone(), token.clone());
         let at = self.store.time(now);
-        let on = OnKeys(vec![key.as_str().to_owned()]);
+        let on = OnKeys(vec![LockName::Key(key.clone())]);
         self.store
             .write(on, args, move |c, fx, (key, token)| {
                 let at = at.clone();
@@ -157,7 +158,7 @@ impl Locks<'_> {
     /// Removes every lease on the key; `NotFound` when none was live.
     pub async fn force_release(self, key: &LockKey, now: Millis) -> StoreResult<u64> {
         let at = self.store.time(now);
-        let on = OnKeys(vec![key.as_str().to_owned()]);
+        let on = OnKeys(vec![LockName::Key(key.clone())]);
         self.store
             .write(on, key.as_str().to_owned(), move |c, fx, key| {
                 let at = at.clone();

@@ -17,6 +17,7 @@ use super::group_texts::{
 };
 use super::groups::Groups;
 use super::groups::{Left, member_event, record_left};
+use super::lock_names::LockName;
 use super::owners::{owner_name, quota};
 use super::rows::corrupt;
 use super::sessions;
@@ -45,7 +46,10 @@ impl Groups<'_> {
         now: Millis,
     ) -> StoreResult<JoinOutcome> {
         let at = self.store.time(now);
-        let on = OnKeys(vec![member_key(&join.group, &join.member)]);
+        let on = OnKeys(vec![LockName::Member {
+            group: join.group.clone(),
+            member: join.member.clone(),
+        }]);
         self.store
             .write(on, (join, token), move |c, fx, (join, token)| {
                 Box::pin(self::join(c, fx, join, token, at.clone()))
@@ -131,13 +135,6 @@ impl Groups<'_> {
             .background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
             .await
     }
-}
-
-/// The key a join of `member` in `group` holds while it decides. Never a
-/// lock key of the API's (those are printable text; this one holds a
-/// newline), so a lock and a member never wait for each other.
-fn member_key(group: &str, member: &str) -> String {
-    format!("group member {group}\n{member}")
 }
 
 pub(super) fn member(row: &impl Columns) -> StoreResult<Member> {
