@@ -3,7 +3,7 @@
 //! events; every grant and every end of a lease, a reservation's
 //! confirmation and a session's open and end are.
 
-use super::Millis;
+use super::{Millis, Revision};
 
 /// What kind of change an event is: its SSE `event:` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,7 +148,7 @@ pub enum Resource {
 /// One change, as recorded (its revision is given by the store).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
-    pub revision: i64,
+    pub revision: Revision,
     pub kind: EventType,
     /// When the change was recorded, on the lease clock.
     pub at: Millis,
@@ -186,7 +186,7 @@ impl Holding<'_> {
         at: Millis,
     ) -> Event {
         Event {
-            revision: 0,
+            revision: Revision::ZERO,
             kind,
             at,
             resource,
@@ -267,7 +267,7 @@ mod tests {
 
     fn lock(key: &str) -> Event {
         Event {
-            revision: 1,
+            revision: Revision::new(1),
             kind: EventType::LockAcquired,
             at: 0,
             resource: Resource::Lock { key: key.into() },

@@ -16,6 +16,7 @@ pub mod paths;
 pub mod pool_map;
 pub mod rate;
 pub mod refusal;
+pub mod revision;
 pub mod selection;
 pub mod session;
 pub mod subnet;
@@ -28,4 +29,5 @@ pub type Millis = i64;
 
 pub use lease::{Lease, LockMode};
 pub use refusal::{Missing, Refused};
+pub use revision::Revision;
 pub use validate::InvalidInput;

@@ -175,11 +175,12 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Revision;
     use crate::domain::events::{EventType, Resource};
 
     fn lock(revision: i64, key: &str) -> Arc<Event> {
         Arc::new(Event {
-            revision,
+            revision: Revision::new(revision),
             kind: EventType::LockAcquired,
             at: 0,
             resource: Resource::Lock { key: key.into() },
@@ -244,7 +245,10 @@ mod tests {
         index.send(&lock(2, "a/2"));
         assert!(slow.load(Ordering::Relaxed));
         assert_eq!(index.entries(), (0, 0, 0));
-        assert_eq!(rx.try_recv().map(|e| e.revision).ok(), Some(1));
+        assert_eq!(
+            rx.try_recv().map(|e| e.revision).ok(),
+            Some(Revision::new(1))
+        );
         assert!(rx.try_recv().is_err());
     }
 }

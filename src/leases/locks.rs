@@ -6,6 +6,7 @@ use tokio::sync::oneshot;
 use super::turns::{Asking, Try, take_turns};
 use super::{LeaseError, Leases, new_token};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::Event;
 use crate::domain::fencing::Fencing;
@@ -27,7 +28,7 @@ pub struct LockPage {
     pub items: Vec<LockLease>,
     pub next: Option<ListCursor>,
     /// The change-log revision the page reflects.
-    pub revision: i64,
+    pub revision: Revision,
 }
 
 pub struct LockService<'a> {
@@ -252,7 +253,7 @@ impl LockService<'_> {
         &self,
         key: &LockKey,
         limit: PageLimit,
-    ) -> Result<(Vec<Event>, i64), LeaseError> {
+    ) -> Result<(Vec<Event>, Revision), LeaseError> {
         Ok(self.leases.store.locks().history(key, limit.get()).await?)
     }
 

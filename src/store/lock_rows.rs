@@ -49,7 +49,7 @@ pub(super) async fn write(
             return Ok(None);
         };
         let (fencing_token, at) = (granted.int("fencing_token")?, granted.int("acquired_at")?);
-        events::recorded(fx, event(fencing_token, at), granted.int("revision")?);
+        events::recorded(fx, event(fencing_token, at), granted.revision("revision")?);
         return Ok(Some(Written { fencing_token, at }));
     }
     let Some(fencing_token) = insert_row(conn, row).await? else {

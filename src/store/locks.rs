@@ -17,6 +17,7 @@ use super::rows::{self, metadata_text};
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::Holding;
 use crate::domain::events::{EventType, Reason};
@@ -136,7 +137,7 @@ impl Locks<'_> {
         self,
         queries: Vec<LockQuery>,
         now: Millis,
-    ) -> StoreResult<(Vec<LockLease>, i64)> {
+    ) -> StoreResult<(Vec<LockLease>, Revision)> {
         self.store
             .snapshot(queries, move |c, queries| {
                 Box::pin(async move {
@@ -242,7 +243,7 @@ pub async fn release(
             return Err(Refused::LeaseLost.into());
         };
         if let Some(event) = ended_lock(&row, reason, now)? {
-            events::recorded(fx, event, row.int("revision")?);
+            events::recorded(fx, event, row.revision("revision")?);
         }
     } else {
         let removed = conn

@@ -25,6 +25,7 @@ use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{Error, StoreError, StoreResult, room};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::{
     JoinMember, JoinOutcome, JoinTenure, LeaseOwner, LeaveProof, MemberQuery,
 };
@@ -121,7 +122,7 @@ impl Groups<'_> {
         self,
         query: &MemberQuery,
         now: Millis,
-    ) -> StoreResult<(Vec<Member>, i64)> {
+    ) -> StoreResult<(Vec<Member>, Revision)> {
         self.store
             .snapshot(query.clone(), move |c, query| {
                 Box::pin(async move { members(c, &query, now).await })

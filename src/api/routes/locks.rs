@@ -26,6 +26,7 @@ use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease};
 use crate::domain::names::{KeyPrefix, LeaseToken, LockKey};
@@ -141,7 +142,8 @@ pub struct LockPageBody {
     pub next_cursor: Option<String>,
     /// The change-log revision the page reflects: `GET /v1/events?since=`
     /// it continues exactly after the listing.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

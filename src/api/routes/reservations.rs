@@ -25,6 +25,7 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
+use crate::domain::Revision;
 use crate::domain::inputs::{self, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{LeaseToken, PoolName};
 use crate::domain::paths;
@@ -139,7 +140,8 @@ pub struct ReservationPageBody {
     pub next_cursor: Option<String>,
     /// The change-log revision the page reflects: `GET /v1/events?since=`
     /// it continues exactly after the listing.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 /// Reserve a subnet of a pool.

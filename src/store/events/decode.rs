@@ -95,7 +95,7 @@ pub fn event(row: &impl Columns) -> StoreResult<Event> {
         .map(|r| Reason::parse(&r).ok_or_else(|| corrupt("event reason")))
         .transpose()?;
     Ok(Event {
-        revision: row.int("revision")?,
+        revision: row.revision("revision")?,
         kind,
         at: row.int("at")?,
         resource,
