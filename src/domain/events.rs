@@ -3,6 +3,7 @@
 //! events; every grant and every end of a lease, a reservation's
 //! confirmation and a session's open and end are.
 
+use super::fencing_token::FencingToken;
 use super::{Millis, Revision};
 
 /// What kind of change an event is: its SSE `event:` name.
@@ -155,7 +156,7 @@ pub struct Event {
     pub resource: Resource,
     pub holder: String,
     /// The lease's fencing token; `None` for a session.
-    pub fencing_token: Option<i64>,
+    pub fencing_token: Option<FencingToken>,
     /// The session the lease is bound to, or the session itself.
     pub session: Option<String>,
     /// The API token the lease or session belongs to (never shown).
@@ -170,7 +171,7 @@ pub struct Event {
 #[derive(Debug, Clone)]
 pub struct Holding<'a> {
     pub holder: &'a str,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub session: Option<&'a str>,
     pub owner: Option<&'a str>,
 }
@@ -272,7 +273,7 @@ mod tests {
             at: 0,
             resource: Resource::Lock { key: key.into() },
             holder: "h".into(),
-            fencing_token: Some(1),
+            fencing_token: Some(FencingToken::new(1)),
             session: None,
             owner: None,
             reason: None,

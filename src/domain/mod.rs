@@ -6,6 +6,7 @@ pub mod cidr;
 pub mod commands;
 pub mod events;
 pub mod fencing;
+pub mod fencing_token;
 pub mod grant;
 pub mod group;
 pub mod inputs;

@@ -177,6 +177,7 @@ mod tests {
     use super::*;
     use crate::domain::Revision;
     use crate::domain::events::{EventType, Resource};
+    use crate::domain::fencing::FencingToken;
 
     fn lock(revision: i64, key: &str) -> Arc<Event> {
         Arc::new(Event {
@@ -185,7 +186,7 @@ mod tests {
             at: 0,
             resource: Resource::Lock { key: key.into() },
             holder: "h".into(),
-            fencing_token: Some(1),
+            fencing_token: Some(FencingToken::new(1)),
             session: None,
             owner: None,
             reason: None,

@@ -9,7 +9,7 @@ use crate::domain::Millis;
 use crate::domain::Revision;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::Event;
-use crate::domain::fencing::Fencing;
+use crate::domain::fencing::{Fencing, FencingToken};
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{KeyPrefix, LeaseToken, LockKey, Ttl};
@@ -227,7 +227,7 @@ impl LockService<'_> {
     pub async fn check_fencing(
         &self,
         key: &LockKey,
-        fencing_token: i64,
+        fencing_token: FencingToken,
     ) -> Result<Fencing, LeaseError> {
         let now = self.leases.now();
         Ok(self

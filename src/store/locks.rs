@@ -21,7 +21,7 @@ use crate::domain::Revision;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::Holding;
 use crate::domain::events::{EventType, Reason};
-use crate::domain::fencing::{self, Fencing};
+use crate::domain::fencing::{self, Fencing, FencingToken};
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::{LockLease, prefix_upper_bound};
 use crate::domain::names::LockKey;
@@ -121,7 +121,7 @@ impl Locks<'_> {
     pub async fn check_fencing(
         self,
         key: &LockKey,
-        fencing_token: i64,
+        fencing_token: FencingToken,
         now: Millis,
     ) -> StoreResult<Fencing> {
         self.store
@@ -342,14 +342,14 @@ pub async fn get(conn: &mut dyn Sql, key: &str, now: Millis) -> StoreResult<Vec<
 pub async fn check_fencing(
     conn: &mut dyn Sql,
     key: &str,
-    fencing_token: i64,
+    fencing_token: FencingToken,
     now: Millis,
 ) -> StoreResult<Fencing> {
     let live = get(conn, key, now).await?;
     let text = conn.texts().last_fencing;
     let last = super::sql::one(conn, text, args![])
         .await?
-        .int("fencing_token")?;
+        .fencing_token("fencing_token")?;
     Ok(fencing::check(fencing_token, &live, last, now))
 }
 
@@ -360,7 +360,7 @@ pub async fn list(
 ) -> StoreResult<Vec<LockLease>> {
     let (after_key, after_fencing) = match &query.after {
         Some(c) => (c.key.as_str(), c.fencing_token),
-        None => ("", i64::MIN),
+        None => ("", FencingToken::new(i64::MIN)),
     };
     let upper = prefix_upper_bound(&query.prefix);
     let sql = if upper.is_some() { &LIST_BELOW } else { &LIST };

@@ -22,6 +22,7 @@ use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::commands::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::events::EventType;
+use crate::domain::fencing::FencingToken;
 use crate::domain::grant::QuotaKind;
 use crate::domain::inputs::Metadata;
 use crate::domain::lease::Lease;
@@ -387,7 +388,7 @@ impl Held {
         &self,
         holder: String,
         token: String,
-        fencing_token: i64,
+        fencing_token: FencingToken,
         now: Millis,
         metadata: Option<Metadata>,
     ) -> Lease {

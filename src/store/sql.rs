@@ -14,6 +14,7 @@ use super::statements::Statements;
 use super::texts::Texts;
 use super::{StoreError, StoreResult};
 use crate::domain::Revision;
+use crate::domain::fencing::FencingToken;
 
 /// What storage answers: its result, or what it did wrong.
 pub type SqlResult<T> = Result<T, StoreError>;
@@ -40,6 +41,12 @@ impl From<i64> for Arg<'_> {
 
 impl From<Revision> for Arg<'_> {
     fn from(v: Revision) -> Self {
+        Arg::Int(v.get())
+    }
+}
+
+impl From<FencingToken> for Arg<'_> {
+    fn from(v: FencingToken) -> Self {
         Arg::Int(v.get())
     }
 }
@@ -109,6 +116,11 @@ pub trait Columns {
     /// A revision of the change log, stored as its integer.
     fn revision(&self, column: &str) -> StoreResult<Revision> {
         self.int(column).map(Revision::new)
+    }
+
+    /// A fencing token, stored as its integer.
+    fn fencing_token(&self, column: &str) -> StoreResult<FencingToken> {
+        self.int(column).map(FencingToken::new)
     }
 }
 

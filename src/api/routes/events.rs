@@ -24,6 +24,7 @@ use crate::api::problems::storage_problem;
 use crate::auth::Need;
 use crate::domain::Revision;
 use crate::domain::events::{Event, EventFilter, Resource};
+use crate::domain::fencing::FencingToken;
 use crate::domain::names::{GroupName, PoolName};
 use crate::domain::time::Now;
 use crate::domain::validate;
@@ -150,8 +151,8 @@ pub struct EventBody {
     pub holder: String,
     /// The lease's fencing token (lock and reservation events).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub fencing_token: Option<i64>,
+    #[schema(nullable = false, value_type = Option<i64>)]
+    pub fencing_token: Option<FencingToken>,
     /// The session the lease is bound to, or the session itself (session events).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]

@@ -27,6 +27,7 @@ use crate::api::problems::Subject;
 use crate::auth::Need;
 use crate::domain::Millis;
 use crate::domain::Revision;
+use crate::domain::fencing::FencingToken;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease};
 use crate::domain::names::{KeyPrefix, LeaseToken, LockKey};
@@ -47,7 +48,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LockHolder {
     pub holder: String,
-    pub fencing_token: i64,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: i64,
@@ -63,7 +65,8 @@ pub struct LockHolder {
 pub struct LockLeaseBody {
     pub key: String,
     pub holder: String,
-    pub fencing_token: i64,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: i64,
