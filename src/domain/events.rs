@@ -3,7 +3,8 @@
 //! events; every grant and every end of a lease, a reservation's
 //! confirmation and a session's open and end are.
 
-use super::Millis;
+use super::fencing_token::FencingToken;
+use super::{Millis, Revision};
 
 /// What kind of change an event is: its SSE `event:` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,14 +149,14 @@ pub enum Resource {
 /// One change, as recorded (its revision is given by the store).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
-    pub revision: i64,
+    pub revision: Revision,
     pub kind: EventType,
     /// When the change was recorded, on the lease clock.
     pub at: Millis,
     pub resource: Resource,
     pub holder: String,
     /// The lease's fencing token; `None` for a session.
-    pub fencing_token: Option<i64>,
+    pub fencing_token: Option<FencingToken>,
     /// The session the lease is bound to, or the session itself.
     pub session: Option<String>,
     /// The API token the lease or session belongs to (never shown).
@@ -170,7 +171,7 @@ pub struct Event {
 #[derive(Debug, Clone)]
 pub struct Holding<'a> {
     pub holder: &'a str,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub session: Option<&'a str>,
     pub owner: Option<&'a str>,
 }
@@ -186,7 +187,7 @@ impl Holding<'_> {
         at: Millis,
     ) -> Event {
         Event {
-            revision: 0,
+            revision: Revision::ZERO,
             kind,
             at,
             resource,
@@ -267,12 +268,12 @@ mod tests {
 
     fn lock(key: &str) -> Event {
         Event {
-            revision: 1,
+            revision: Revision::new(1),
             kind: EventType::LockAcquired,
             at: 0,
             resource: Resource::Lock { key: key.into() },
             holder: "h".into(),
-            fencing_token: Some(1),
+            fencing_token: Some(FencingToken::new(1)),
             session: None,
             owner: None,
             reason: None,

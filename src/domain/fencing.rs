@@ -2,27 +2,9 @@
 //! one a live lease on a key carries? A storage system guarding writes asks
 //! before it applies one, and refuses the write when the answer is no.
 
+use super::Millis;
+pub use super::fencing_token::FencingToken;
 use super::lock::LockLease;
-use super::{InvalidInput, Millis};
-
-/// A fencing token a client names: a non-negative integer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FencingToken(i64);
-
-impl FencingToken {
-    /// `text` as a path gives it: decimal digits alone, no sign.
-    pub fn parse(text: &str) -> Result<Self, InvalidInput> {
-        let bad = || InvalidInput::new("fencing_token", "must be a non-negative integer");
-        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        text.parse().map(Self).map_err(|_| bad())
-    }
-
-    pub fn get(self) -> i64 {
-        self.0
-    }
-}
 
 /// What a fencing token is to a key at one instant.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +36,12 @@ impl Fencing {
 /// Decides what `fencing_token` is to a key whose leases live at `now` are
 /// `live` (expired rows and those of ended sessions already left out), when
 /// the largest fencing token ever granted is `last_granted`.
-pub fn check(fencing_token: i64, live: &[LockLease], last_granted: i64, now: Millis) -> Fencing {
+pub fn check(
+    fencing_token: FencingToken,
+    live: &[LockLease],
+    last_granted: FencingToken,
+    now: Millis,
+) -> Fencing {
     let live = live.iter().filter(|l| l.lease.is_live(now));
     let mut latest = None;
     for lease in live {
@@ -85,13 +72,18 @@ mod tests {
         }
     }
 
+    /// `super::check` with the tokens written as integers.
+    fn check(token: i64, live: &[LockLease], last: i64, now: Millis) -> Fencing {
+        super::check(FencingToken::new(token), live, FencingToken::new(last), now)
+    }
+
     fn lease(fencing_token: i64, expires_at: Millis) -> LockLease {
         LockLease {
             key: "k".into(),
             lease: Lease {
                 holder: format!("h{fencing_token}"),
                 token: "t".into(),
-                fencing_token,
+                fencing_token: FencingToken::new(fencing_token),
                 acquired_at: 0,
                 expires_at: Some(expires_at),
                 ttl_ms: 1_000,

@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::Millis;
 use super::events::{Event, EventType, Reason, Resource};
+use super::{Millis, Revision};
 
 /// A group as stored, with how many members are live in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +70,7 @@ pub fn group_event(
     at: Millis,
 ) -> Event {
     Event {
-        revision: 0,
+        revision: Revision::ZERO,
         kind,
         at,
         resource: Resource::Group {

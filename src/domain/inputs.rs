@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::fencing_token::FencingToken;
 use super::names::LockKey;
 use super::validate::{self, InvalidInput};
 use super::{group, subnet};
@@ -150,7 +151,7 @@ impl KeySet {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReservationId {
     text: String,
-    fencing_token: i64,
+    fencing_token: FencingToken,
 }
 
 impl ReservationId {
@@ -166,7 +167,7 @@ impl ReservationId {
     }
 
     /// The fencing token of the grant the id names.
-    pub fn fencing_token(&self) -> i64 {
+    pub fn fencing_token(&self) -> FencingToken {
         self.fencing_token
     }
 }

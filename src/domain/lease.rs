@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::Millis;
+use super::fencing_token::FencingToken;
 use super::names::LeaseToken;
 
 /// How a lock lease shares its key with others.
@@ -39,7 +40,7 @@ pub struct Lease {
     pub holder: String,
     /// The secret capability: never shown by reads.
     pub token: LeaseToken,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub acquired_at: Millis,
     /// `None` once a reservation is confirmed into an allocation.
     pub expires_at: Option<Millis>,
@@ -54,7 +55,7 @@ impl Lease {
     pub fn granted(
         holder: String,
         token: LeaseToken,
-        fencing_token: i64,
+        fencing_token: FencingToken,
         now: Millis,
         ttl_ms: Millis,
         metadata: Option<Map<String, Value>>,
@@ -102,7 +103,7 @@ mod tests {
         Lease {
             holder: "node-1".into(),
             token: "9f86d081884c7d659a2feaa0c55ad015".into(),
-            fencing_token: 1,
+            fencing_token: FencingToken::new(1),
             acquired_at: 0,
             expires_at,
             ttl_ms: 1000,

@@ -6,6 +6,7 @@
 use std::num::NonZeroU32;
 
 use super::events::{Event, EventType, Holding, Reason, Resource};
+use super::fencing_token::FencingToken;
 use super::lease::{Lease, LockMode};
 use super::{InvalidInput, Millis};
 
@@ -132,7 +133,7 @@ pub fn prefix_upper_bound(prefix: &str) -> Option<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListCursor {
     pub key: String,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
 }
 
 impl ListCursor {
@@ -148,7 +149,7 @@ impl ListCursor {
         let (fencing, key) = text.split_once(':').ok_or_else(bad)?;
         Ok(Self {
             key: key.to_owned(),
-            fencing_token: fencing.parse().map_err(|_| bad())?,
+            fencing_token: fencing.parse().map(FencingToken::new).map_err(|_| bad())?,
         })
     }
 }
@@ -168,7 +169,7 @@ mod tests {
             lease: Lease {
                 holder: "h".into(),
                 token: "t".into(),
-                fencing_token: 1,
+                fencing_token: FencingToken::new(1),
                 acquired_at: 0,
                 expires_at: Some(expires_at),
                 ttl_ms: 1_000,
@@ -290,7 +291,7 @@ mod tests {
     fn cursors_round_trip_and_garbage_is_refused() {
         let c = ListCursor {
             key: "lb/a:b".into(),
-            fencing_token: 42,
+            fencing_token: FencingToken::new(42),
         };
         assert_eq!(ListCursor::decode(&c.encode()), Ok(c));
         assert!(ListCursor::decode("zz").is_err());

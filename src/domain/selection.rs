@@ -134,11 +134,12 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Revision;
     use crate::domain::events::EventType;
 
     fn event(resource: Resource, owner: Option<&str>) -> Event {
         Event {
-            revision: 1,
+            revision: Revision::new(1),
             kind: EventType::LockAcquired,
             at: 0,
             resource,

@@ -4,11 +4,11 @@
 
 use serde_json::{Map, Value};
 
-use super::Millis;
 use super::events::{Event, EventType, Reason, Resource};
 use super::group::Member;
 use super::lock::LockLease;
 use super::subnet::Reservation;
+use super::{Millis, Revision};
 
 /// A bound lease's own `expires_at` in the store: the far future. It lives
 /// as long as its session, whose row alone is rewritten by a keep-alive.
@@ -125,7 +125,7 @@ pub fn session_event(
     at: Millis,
 ) -> Event {
     Event {
-        revision: 0,
+        revision: Revision::ZERO,
         kind,
         at,
         resource: Resource::Session,

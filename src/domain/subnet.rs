@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::cidr::{AddressCount, Block, CidrError};
 use super::events::{Event, EventType, Holding, Reason, Resource};
+use super::fencing_token::FencingToken;
 use super::lease::Lease;
 use super::{InvalidInput, Millis};
 
@@ -73,8 +74,8 @@ impl Reservation {
     }
 }
 
-pub fn reservation_id(fencing_token: i64) -> String {
-    format!("r_{fencing_token:016x}")
+pub fn reservation_id(fencing_token: FencingToken) -> String {
+    format!("r_{:016x}", fencing_token.get())
 }
 
 impl Holding<'_> {
@@ -97,12 +98,12 @@ impl Holding<'_> {
 }
 
 /// The fencing token an id names; `None` for a text this server never issues.
-pub fn parse_reservation_id(id: &str) -> Option<i64> {
+pub fn parse_reservation_id(id: &str) -> Option<FencingToken> {
     let hex = id.strip_prefix("r_").filter(|h| h.len() == 16)?;
     if !hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
         return None;
     }
-    i64::from_str_radix(hex, 16).ok()
+    i64::from_str_radix(hex, 16).ok().map(FencingToken::new)
 }
 
 /// Why a reservation cannot be granted now.
@@ -249,8 +250,9 @@ mod tests {
 
     #[test]
     fn ids_round_trip_and_foreign_texts_name_nothing() {
-        assert_eq!(reservation_id(42), "r_000000000000002a");
-        assert_eq!(parse_reservation_id("r_000000000000002a"), Some(42));
+        assert_eq!(reservation_id(FencingToken::new(42)), "r_000000000000002a");
+        let id = parse_reservation_id("r_000000000000002a");
+        assert_eq!(id, Some(FencingToken::new(42)));
         assert_eq!(parse_reservation_id("r_2a"), None);
         assert_eq!(parse_reservation_id("r_000000000000002A"), None);
         assert_eq!(parse_reservation_id("x_000000000000002a"), None);

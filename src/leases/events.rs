@@ -23,6 +23,7 @@ use tokio::sync::watch;
 
 use super::fanout::Index;
 use super::shed::Shed;
+use crate::domain::Revision;
 use crate::domain::events::Event;
 use crate::store::{self, Horizon, Store, StoreError, StoreResult};
 use crate::telemetry::PrefixActivity;
@@ -48,10 +49,10 @@ pub enum WatchError {
     /// The events after the revision asked for are pruned; the oldest kept
     /// is `oldest`.
     #[error("the history before revision {oldest} is compacted")]
-    Compacted { oldest: i64 },
+    Compacted { oldest: Revision },
     /// The revision asked for was never handed out.
     #[error("revision {since} is past the newest revision")]
-    Future { since: i64 },
+    Future { since: Revision },
     /// The watch would read history, and the readers of history (or the
     /// client's share of them) are at their bound, or its first turn to
     /// read did not come in time: the server is saturated.
@@ -87,7 +88,7 @@ pub enum Ended {
 /// moving it happen together, under one lock.
 pub(super) struct Live {
     pub(super) index: Index,
-    pub(super) delivered: i64,
+    pub(super) delivered: Revision,
 }
 
 pub struct EventFeed {
@@ -110,7 +111,7 @@ struct Gap {
     seen: Horizon,
     /// The highest revision seen before the gap was noted: every missing
     /// revision up to it was taken by a transaction in progress then.
-    covers: i64,
+    covers: Revision,
     /// Every such transaction has ended.
     passed: bool,
 }
@@ -125,7 +126,7 @@ impl EventFeed {
             scan: scan.max(1),
             live: Arc::new(std::sync::Mutex::new(Live {
                 index: Index::default(),
-                delivered: 0,
+                delivered: Revision::ZERO,
             })),
             ready: watch::Sender::new(false),
             slow_ended: Arc::new(AtomicU64::new(0)),
@@ -148,7 +149,7 @@ impl EventFeed {
     /// Delivers the events the store's own commits recorded, when they
     /// continue the log from `cursor`; answers false when the log must be
     /// read (one is missing, or the store hands none over).
-    fn deliver_committed(&self, cursor: &mut i64) -> bool {
+    fn deliver_committed(&self, cursor: &mut Revision) -> bool {
         let Some(committed) = self.store.take_committed_events() else {
             return false;
         };
@@ -167,7 +168,7 @@ impl EventFeed {
 
     /// Where the reader starts: the last committed revision, once every
     /// transaction that might still commit an earlier one has ended.
-    async fn start(&self) -> StoreResult<i64> {
+    async fn start(&self) -> StoreResult<Revision> {
         let last = self.store.log().last_visible().await?;
         if let Some(seen) = self.store.log().horizon().await? {
             loop {
@@ -182,7 +183,7 @@ impl EventFeed {
 
     /// Delivers what the log holds after `cursor`, up to a gap that may
     /// still fill.
-    async fn step(&self, cursor: &mut i64, gap: &mut Option<Gap>) -> StoreResult<()> {
+    async fn step(&self, cursor: &mut Revision, gap: &mut Option<Gap>) -> StoreResult<()> {
         loop {
             if let Some(g) = gap.as_mut().filter(|g| !g.passed) {
                 match self.store.log().horizon().await? {
@@ -190,7 +191,7 @@ impl EventFeed {
                     _ => g.passed = true,
                 }
             }
-            let events = self.store.log().read(*cursor, i64::MAX, PAGE).await?;
+            let events = self.store.log().read(*cursor, Revision::MAX, PAGE).await?;
             let full = events.len() >= PAGE as usize;
             let seen = events.last().map_or(*cursor, |e| e.revision);
             let mut held = false;

@@ -175,16 +175,18 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Revision;
     use crate::domain::events::{EventType, Resource};
+    use crate::domain::fencing::FencingToken;
 
     fn lock(revision: i64, key: &str) -> Arc<Event> {
         Arc::new(Event {
-            revision,
+            revision: Revision::new(revision),
             kind: EventType::LockAcquired,
             at: 0,
             resource: Resource::Lock { key: key.into() },
             holder: "h".into(),
-            fencing_token: Some(1),
+            fencing_token: Some(FencingToken::new(1)),
             session: None,
             owner: None,
             reason: None,
@@ -244,7 +246,10 @@ mod tests {
         index.send(&lock(2, "a/2"));
         assert!(slow.load(Ordering::Relaxed));
         assert_eq!(index.entries(), (0, 0, 0));
-        assert_eq!(rx.try_recv().map(|e| e.revision).ok(), Some(1));
+        assert_eq!(
+            rx.try_recv().map(|e| e.revision).ok(),
+            Some(Revision::new(1))
+        );
         assert!(rx.try_recv().is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! inspect and list members, remove.
 
 use super::{LeaseError, Leases, new_token};
+use crate::domain::Revision;
 use crate::domain::commands::{
     GroupOwner, GroupQuery, JoinMember, JoinOutcome, LeaveProof, MemberQuery,
 };
@@ -15,7 +16,7 @@ pub struct NamePage<T> {
     pub items: Vec<T>,
     pub next: Option<String>,
     /// The change-log revision the page reflects.
-    pub revision: i64,
+    pub revision: Revision,
 }
 
 pub struct GroupService<'a> {
@@ -164,7 +165,7 @@ impl GroupService<'_> {
 pub(super) fn paged<T>(
     mut items: Vec<T>,
     limit: u32,
-    revision: i64,
+    revision: Revision,
     name: impl Fn(&T) -> &String,
 ) -> NamePage<T> {
     let next = if items.len() > limit as usize {

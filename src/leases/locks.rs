@@ -6,9 +6,10 @@ use tokio::sync::oneshot;
 use super::turns::{Asking, Try, take_turns};
 use super::{LeaseError, Leases, new_token};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::Event;
-use crate::domain::fencing::Fencing;
+use crate::domain::fencing::{Fencing, FencingToken};
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{KeyPrefix, LeaseToken, LockKey, Ttl};
@@ -27,7 +28,7 @@ pub struct LockPage {
     pub items: Vec<LockLease>,
     pub next: Option<ListCursor>,
     /// The change-log revision the page reflects.
-    pub revision: i64,
+    pub revision: Revision,
 }
 
 pub struct LockService<'a> {
@@ -226,7 +227,7 @@ impl LockService<'_> {
     pub async fn check_fencing(
         &self,
         key: &LockKey,
-        fencing_token: i64,
+        fencing_token: FencingToken,
     ) -> Result<Fencing, LeaseError> {
         let now = self.leases.now();
         Ok(self
@@ -252,7 +253,7 @@ impl LockService<'_> {
         &self,
         key: &LockKey,
         limit: PageLimit,
-    ) -> Result<(Vec<Event>, i64), LeaseError> {
+    ) -> Result<(Vec<Event>, Revision), LeaseError> {
         Ok(self.leases.store.locks().history(key, limit.get()).await?)
     }
 

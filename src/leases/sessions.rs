@@ -4,6 +4,7 @@
 
 use super::groups::{NamePage, paged};
 use super::{LeaseError, Leases, new_token};
+use crate::domain::Revision;
 use crate::domain::commands::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd, SessionQuery};
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::names::{Holder, IdempotencyKey, LeaseToken, SessionId, Ttl};
@@ -203,7 +204,7 @@ impl SessionService<'_> {
         &self,
         id: &SessionId,
         access: &SessionAccess,
-    ) -> Result<(BoundLeases, i64), LeaseError> {
+    ) -> Result<(BoundLeases, Revision), LeaseError> {
         let now = self.leases.now();
         // One more than shown of each, to know whether a kind holds more.
         let most = MAX_BOUND_SHOWN as u32 + 1;

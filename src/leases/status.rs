@@ -4,6 +4,7 @@
 
 use super::{LeaseError, Leases};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::{DatabaseStatus, VisibleCounts};
 use crate::domain::selection::Selection;
 
@@ -11,7 +12,7 @@ use crate::domain::selection::Selection;
 /// database, at `at` on the lease clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
-    pub revision: i64,
+    pub revision: Revision,
     pub counts: VisibleCounts,
     pub database: DatabaseStatus,
     pub at: Millis,

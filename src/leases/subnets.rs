@@ -4,6 +4,7 @@
 use super::{LeaseError, Leases, new_token};
 use crate::domain::Millis;
 use crate::domain::Refused;
+use crate::domain::Revision;
 use crate::domain::cidr::Block;
 use crate::domain::commands::{
     DeletePoolOutcome, PutPoolOutcome, ReservationQuery, ReserveOutcome, ReserveSubnet,
@@ -32,7 +33,7 @@ pub struct Page<T> {
     pub items: Vec<T>,
     pub next: Option<String>,
     /// The change-log revision the page reflects.
-    pub revision: i64,
+    pub revision: Revision,
 }
 
 pub struct SubnetService<'a> {
@@ -47,7 +48,7 @@ impl SubnetService<'_> {
     fn page<T>(
         mut items: Vec<T>,
         limit: u32,
-        revision: i64,
+        revision: Revision,
         cursor: impl Fn(&T) -> String,
     ) -> Page<T> {
         let next = (items.len() > limit as usize).then(|| {

@@ -13,6 +13,7 @@ use super::admission::{Admission, WatcherSlot};
 use super::events::{Ended, EventFeed, Live, PAGE, WatchError};
 use super::fanout::Subscriber;
 use super::history_turns::{FIRST_TURN, Place, Turn};
+use crate::domain::Revision;
 use crate::domain::events::{Event, EventFilter};
 use crate::domain::selection::Selection;
 use crate::store::{HistoryQuery, Store};
@@ -22,9 +23,9 @@ use crate::store::{HistoryQuery, Store};
 pub struct Watch {
     pub(super) store: Arc<Store>,
     /// The last revision passed (shown, filtered out, or examined).
-    pub(super) last: i64,
+    pub(super) last: Revision,
     /// The history ends here; the fan-out has every event after it.
-    pub(super) through: i64,
+    pub(super) through: Revision,
     /// The rows a page of history examines at most.
     pub(super) scan: u32,
     /// Events of history read and not yet taken (all at or before `last`).
@@ -58,7 +59,7 @@ impl Drop for Registered {
 
 impl Watch {
     /// The revision to resume after: the last one this watch passed.
-    pub fn last(&self) -> i64 {
+    pub fn last(&self) -> Revision {
         self.last
     }
 
@@ -153,7 +154,7 @@ impl EventFeed {
     /// turn does not come in time).
     pub async fn watch(
         &self,
-        since: Option<i64>,
+        since: Option<Revision>,
         filter: EventFilter,
         selection: Selection,
         slot: WatcherSlot,

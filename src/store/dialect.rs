@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::{Notify, broadcast};
 
+use super::lock_names::LockName;
 use super::sql::Sql;
 use super::texts::Texts;
 use super::{KeyEvent, Resumed, StoreResult};
@@ -25,11 +26,11 @@ pub enum Atomicity {
     Statement,
     /// Several changes, all or none: a failure undoes what the write did.
     AllOrNothing,
-    /// All or nothing, and from its start the only write of these keys
-    /// (in this order) until it ends, where writes run side by side
+    /// All or nothing, and from its start the only write holding these
+    /// names (in this order) until it ends, where writes run side by side
     /// (`WriteLocks::key`): the dialect takes their locks as it starts the
     /// transaction, in the same round trip where it can.
-    OnKeys(Vec<String>),
+    OnKeys(Vec<LockName>),
 }
 
 /// What a committed write did that others learn of after the commit: the

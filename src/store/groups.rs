@@ -18,6 +18,7 @@ use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use super::{Error, StoreResult};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::{GroupOwner, GroupQuery};
 use crate::domain::events::{Event, EventType, Reason};
 use crate::domain::grant::QuotaKind;
@@ -70,7 +71,11 @@ impl Groups<'_> {
     }
 
     /// A page of groups and the change-log revision it reflects (one snapshot).
-    pub async fn list(self, query: &GroupQuery, now: Millis) -> StoreResult<(Vec<Group>, i64)> {
+    pub async fn list(
+        self,
+        query: &GroupQuery,
+        now: Millis,
+    ) -> StoreResult<(Vec<Group>, Revision)> {
         self.store
             .snapshot(query.clone(), move |c, query| {
                 Box::pin(async move { list(c, &query, now).await })

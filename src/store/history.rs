@@ -24,6 +24,7 @@ use super::events::Log;
 use super::events::{EVENT_COLUMNS, event};
 use super::sql::{Arg, Columns, Sql, args};
 use super::{StoreError, StoreResult};
+use crate::domain::Revision;
 use crate::domain::events::Event;
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::selection::{Selection, Term};
@@ -32,9 +33,9 @@ use crate::domain::selection::{Selection, Term};
 #[derive(Debug, Clone)]
 pub struct HistoryQuery {
     /// The page starts after this revision…
-    pub after: i64,
+    pub after: Revision,
     /// …and ends at this one at most (every revision up to it is committed).
-    pub through: i64,
+    pub through: Revision,
     /// The most events it answers.
     pub limit: u32,
     /// The rows it examines at most.
@@ -47,7 +48,7 @@ pub struct HistoryQuery {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryPage {
     pub events: Vec<Event>,
-    pub examined: i64,
+    pub examined: Revision,
 }
 
 /// A term as SQL: its condition on `events` from placeholder `$n` on, and
@@ -243,12 +244,12 @@ async fn by_index(
         values.extend(c.values);
     }
     bound.extend(values.iter().map(Arg::from));
-    let mut read: Vec<Vec<i64>> = vec![Vec::new(); terms.len()];
+    let mut read: Vec<Vec<Revision>> = vec![Vec::new(); terms.len()];
     for row in conn.rows(branches.join(" UNION ALL "), &bound).await? {
         let term = usize::try_from(row.int("term")?).unwrap_or(0);
-        read[term.min(terms.len() - 1)].push(row.int("revision")?);
+        read[term.min(terms.len() - 1)].push(row.revision("revision")?);
     }
-    let mut found: Vec<i64> = Vec::new();
+    let mut found: Vec<Revision> = Vec::new();
     // Every event each term selects is known up to here.
     let mut known = q.through;
     for (mut revisions, ordered) in read.into_iter().zip(ordered) {
@@ -278,7 +279,7 @@ async fn by_index(
 }
 
 /// The events of these revisions, in revision order.
-async fn fetch(conn: &mut dyn Sql, revisions: &[i64]) -> StoreResult<Vec<Event>> {
+async fn fetch(conn: &mut dyn Sql, revisions: &[Revision]) -> StoreResult<Vec<Event>> {
     if revisions.is_empty() {
         return Ok(Vec::new());
     }

@@ -18,8 +18,8 @@ use super::snapshots;
 use super::sql::Sql;
 use super::write_time::{LeaseClock, WriteTime};
 use super::{KeyEvent, Resumed, StoreResult};
-use crate::domain::Millis;
 use crate::domain::events::Event;
+use crate::domain::{Millis, Revision};
 use crate::telemetry::StoreStats;
 
 /// The store on one database.
@@ -143,7 +143,7 @@ impl Store {
     }
 
     /// Runs `work` from `args` in one snapshot, with the revision it reflects.
-    pub(super) async fn snapshot<A, T, F>(&self, args: A, work: F) -> StoreResult<(T, i64)>
+    pub(super) async fn snapshot<A, T, F>(&self, args: A, work: F) -> StoreResult<(T, Revision)>
     where
         A: Send + 'static,
         T: Send + 'static,

@@ -7,6 +7,7 @@ use super::StoreResult;
 use super::events::{EVENT_COLUMNS, event};
 use super::locks::Locks;
 use super::sql::{Sql, args};
+use crate::domain::Revision;
 use crate::domain::events::Event;
 use crate::domain::names::LockKey;
 
@@ -24,7 +25,7 @@ const NEWEST: &str = "FROM events WHERE key >= $1 AND key <= $1 \
 impl Locks<'_> {
     /// The newest `limit` events of `key`, newest first, with the
     /// change-log revision they reflect (one snapshot).
-    pub async fn history(self, key: &LockKey, limit: u32) -> StoreResult<(Vec<Event>, i64)> {
+    pub async fn history(self, key: &LockKey, limit: u32) -> StoreResult<(Vec<Event>, Revision)> {
         self.store
             .snapshot(key.as_str().to_owned(), move |c, key| {
                 Box::pin(async move { newest(c, &key, limit).await })

@@ -142,7 +142,7 @@ async fn release(
         return Ok(false);
     };
     if let Some(event) = ended_lock(&row, reason, now)? {
-        events::recorded(fx, event, row.int("revision")?);
+        events::recorded(fx, event, row.revision("revision")?);
     }
     fx.freed_keys.push(key.to_owned());
     Ok(true)

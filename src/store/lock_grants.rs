@@ -16,6 +16,7 @@ use super::write_time::WriteTime;
 use super::{StoreError, StoreResult, grant_order};
 use crate::domain::Millis;
 use crate::domain::commands::{AcquireLock, AcquireOutcome};
+use crate::domain::fencing::FencingToken;
 use crate::domain::grant::Quota;
 use crate::domain::lock::{self, Claim, LockLease};
 use crate::domain::names::IdempotencyKey;
@@ -154,7 +155,7 @@ pub(super) fn granted(
     new: AcquireLock,
     token: String,
     now: Millis,
-    fencing_token: i64,
+    fencing_token: FencingToken,
     held: &Held,
 ) -> LockLease {
     let session = held.session().map(|s| s.id.clone());
@@ -232,7 +233,7 @@ async fn insert_granted(
     now: Millis,
     held: &Held,
     when: Insert,
-) -> StoreResult<Option<i64>> {
+) -> StoreResult<Option<FencingToken>> {
     let metadata = metadata_text(new.metadata.as_ref());
     let mut row = NewLockRow::of(new, token, now, held, metadata.as_deref());
     if let Insert::IfFree { idempotency_unused } = when {

@@ -13,10 +13,11 @@ use crate::domain::Millis;
 use crate::domain::commands::AcquireLock;
 use crate::domain::events::EventType;
 use crate::domain::events::Holding;
+use crate::domain::fencing::FencingToken;
 
 /// A lock row written: its fencing token and when it was granted.
 pub(super) struct Written {
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub at: Millis,
 }
 
@@ -48,8 +49,11 @@ pub(super) async fn write(
         let Some(granted) = conn.row(text, &args).await? else {
             return Ok(None);
         };
-        let (fencing_token, at) = (granted.int("fencing_token")?, granted.int("acquired_at")?);
-        events::recorded(fx, event(fencing_token, at), granted.int("revision")?);
+        let (fencing_token, at) = (
+            granted.fencing_token("fencing_token")?,
+            granted.int("acquired_at")?,
+        );
+        events::recorded(fx, event(fencing_token, at), granted.revision("revision")?);
         return Ok(Some(Written { fencing_token, at }));
     }
     let Some(fencing_token) = insert_row(conn, row).await? else {
@@ -135,7 +139,9 @@ impl<'a> NewLockRow<'a> {
 
 /// Inserts `row` with the next fencing token and answers it, or `None`
 /// when its conditions kept it out.
-async fn insert_row(conn: &mut dyn Sql, row: &NewLockRow<'_>) -> StoreResult<Option<i64>> {
+async fn insert_row(conn: &mut dyn Sql, row: &NewLockRow<'_>) -> StoreResult<Option<FencingToken>> {
     let inserted = conn.row(conn.texts().insert_lock, &row.args()).await?;
-    inserted.map(|r| r.int("fencing_token")).transpose()
+    inserted
+        .map(|r| r.fencing_token("fencing_token"))
+        .transpose()
 }

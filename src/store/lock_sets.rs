@@ -6,6 +6,7 @@
 
 use super::dialect::Atomicity::OnKeys;
 use super::dialect::Effects;
+use super::lock_names::LockName;
 use super::locks::Locks;
 use super::sql::Sql;
 use super::write_time::WriteTime;
@@ -25,7 +26,11 @@ impl Locks<'_> {
         let at = self.store.time(now);
         // Every key's lock, in key order: the order a single acquire takes
         // them in, so the two never wait for each other in a cycle.
-        let on = OnKeys(set.iter().map(|(l, _)| l.key.as_str().to_owned()).collect());
+        let on = OnKeys(
+            set.iter()
+                .map(|(l, _)| LockName::Key(l.key.clone()))
+                .collect(),
+        );
         self.store
             .write(on, set, move |c, fx, set| {
                 Box::pin(acquire(c, fx, set, at.clone()))

@@ -11,15 +11,17 @@ use super::events::{self, ANNOUNCING_LOCK, ENDED_LOCK, ended_lock, expired_locks
 use super::expiry;
 use super::hub::Store;
 use super::lock_grants::acquire;
+use super::lock_names::LockName;
 use super::lock_texts::{BOUND_LEASE, LIST, LIST_BELOW, LIVE_LEASES, RENEW};
 use super::rows::{self, metadata_text};
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::Holding;
 use crate::domain::events::{EventType, Reason};
-use crate::domain::fencing::{self, Fencing};
+use crate::domain::fencing::{self, Fencing, FencingToken};
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::{LockLease, prefix_upper_bound};
 use crate::domain::names::LockKey;
@@ -55,7 +57,7 @@ impl Locks<'_> {
         // A grant and its event, and the expiries it records, stand or fall
         // together, the only write of its key.
         let at = self.store.time(now);
-        let on = OnKeys(vec![lock.key.as_str().to_owned()]);
+        let on = OnKeys(vec![LockName::Key(lock.key.clone())]);
         self.store
             .write(on, (lock, token), move |c, fx, (lock, token)| {
                 Box::pin(acquire(c, fx, lock, token, at.clone()))
@@ -96,7 +98,7 @@ impl Locks<'_> {
         // before every grant after it.
         let args = (key.clone(), token.clone());
         let at = self.store.time(now);
-        let on = OnKeys(vec![key.as_str().to_owned()]);
+        let on = OnKeys(vec![LockName::Key(key.clone())]);
         self.store
             .write(on, args, move |c, fx, (key, token)| {
                 let at = at.clone();
@@ -119,7 +121,7 @@ impl Locks<'_> {
     pub async fn check_fencing(
         self,
         key: &LockKey,
-        fencing_token: i64,
+        fencing_token: FencingToken,
         now: Millis,
     ) -> StoreResult<Fencing> {
         self.store
@@ -135,7 +137,7 @@ impl Locks<'_> {
         self,
         queries: Vec<LockQuery>,
         now: Millis,
-    ) -> StoreResult<(Vec<LockLease>, i64)> {
+    ) -> StoreResult<(Vec<LockLease>, Revision)> {
         self.store
             .snapshot(queries, move |c, queries| {
                 Box::pin(async move {
@@ -157,7 +159,7 @@ impl Locks<'_> {
     /// Removes every lease on the key; `NotFound` when none was live.
     pub async fn force_release(self, key: &LockKey, now: Millis) -> StoreResult<u64> {
         let at = self.store.time(now);
-        let on = OnKeys(vec![key.as_str().to_owned()]);
+        let on = OnKeys(vec![LockName::Key(key.clone())]);
         self.store
             .write(on, key.as_str().to_owned(), move |c, fx, key| {
                 let at = at.clone();
@@ -249,7 +251,7 @@ pub async fn release(
             return Err(Refused::LeaseLost.into());
         };
         if let Some(event) = ended_lock(&row, reason, now)? {
-            events::recorded(fx, event, row.int("revision")?);
+            events::recorded(fx, event, row.revision("revision")?);
         }
     } else {
         let removed = conn
@@ -348,14 +350,14 @@ pub async fn get(conn: &mut dyn Sql, key: &str, now: Millis) -> StoreResult<Vec<
 pub async fn check_fencing(
     conn: &mut dyn Sql,
     key: &str,
-    fencing_token: i64,
+    fencing_token: FencingToken,
     now: Millis,
 ) -> StoreResult<Fencing> {
     let live = get(conn, key, now).await?;
     let text = conn.texts().last_fencing;
     let last = super::sql::one(conn, text, args![])
         .await?
-        .int("fencing_token")?;
+        .fencing_token("fencing_token")?;
     Ok(fencing::check(fencing_token, &live, last, now))
 }
 
@@ -366,7 +368,7 @@ pub async fn list(
 ) -> StoreResult<Vec<LockLease>> {
     let (after_key, after_fencing) = match &query.after {
         Some(c) => (c.key.as_str(), c.fencing_token),
-        None => ("", i64::MIN),
+        None => ("", FencingToken::new(i64::MIN)),
     };
     let upper = prefix_upper_bound(&query.prefix);
     let sql = if upper.is_some() { &LIST_BELOW } else { &LIST };

@@ -17,6 +17,7 @@ use super::group_texts::{
 };
 use super::groups::Groups;
 use super::groups::{Left, member_event, record_left};
+use super::lock_names::LockName;
 use super::owners::{owner_name, quota};
 use super::rows::corrupt;
 use super::sessions;
@@ -24,6 +25,7 @@ use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{Error, StoreError, StoreResult, room};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::{
     JoinMember, JoinOutcome, JoinTenure, LeaseOwner, LeaveProof, MemberQuery,
 };
@@ -45,7 +47,10 @@ impl Groups<'_> {
         now: Millis,
     ) -> StoreResult<JoinOutcome> {
         let at = self.store.time(now);
-        let on = OnKeys(vec![member_key(&join.group, &join.member)]);
+        let on = OnKeys(vec![LockName::Member {
+            group: join.group.clone(),
+            member: join.member.clone(),
+        }]);
         self.store
             .write(on, (join, token), move |c, fx, (join, token)| {
                 Box::pin(self::join(c, fx, join, token, at.clone()))
@@ -117,7 +122,7 @@ impl Groups<'_> {
         self,
         query: &MemberQuery,
         now: Millis,
-    ) -> StoreResult<(Vec<Member>, i64)> {
+    ) -> StoreResult<(Vec<Member>, Revision)> {
         self.store
             .snapshot(query.clone(), move |c, query| {
                 Box::pin(async move { members(c, &query, now).await })
@@ -131,13 +136,6 @@ impl Groups<'_> {
             .background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
             .await
     }
-}
-
-/// The key a join of `member` in `group` holds while it decides. Never a
-/// lock key of the API's (those are printable text; this one holds a
-/// newline), so a lock and a member never wait for each other.
-fn member_key(group: &str, member: &str) -> String {
-    format!("group member {group}\n{member}")
 }
 
 pub(super) fn member(row: &impl Columns) -> StoreResult<Member> {

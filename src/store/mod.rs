@@ -19,6 +19,7 @@ mod hub;
 mod key_history;
 mod lock_alone;
 mod lock_grants;
+mod lock_names;
 mod lock_rows;
 mod lock_sets;
 mod lock_texts;

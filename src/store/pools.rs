@@ -14,6 +14,7 @@ use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
 use super::sql::{Columns, Sql, args, one};
 use super::{Error, StoreError, StoreResult};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::cidr::AddressCount;
 use crate::domain::commands::{DeletePoolOutcome, PutPoolOutcome};
 use crate::domain::events::Reason;
@@ -59,7 +60,7 @@ impl Pools<'_> {
 
     /// Pools in name order, after `after`.
     /// With the change-log revision the page reflects (one snapshot).
-    pub async fn list(self, after: Option<&str>, limit: u32) -> StoreResult<(Vec<Pool>, i64)> {
+    pub async fn list(self, after: Option<&str>, limit: u32) -> StoreResult<(Vec<Pool>, Revision)> {
         self.store
             .snapshot(after.map(str::to_owned), move |c, after| {
                 Box::pin(async move { list(c, after.as_deref(), limit).await })

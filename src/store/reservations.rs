@@ -17,6 +17,7 @@ use super::rows::{self, RESERVATION_COLUMNS, block};
 use super::sql::{Columns, Sql, args};
 use super::{Error, StoreResult};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::ReservationQuery;
 use crate::domain::events::Reason;
 use crate::domain::inputs::Metadata;
@@ -97,7 +98,7 @@ impl Reservations<'_> {
         self,
         query: &ReservationQuery,
         now: Millis,
-    ) -> StoreResult<(Vec<Reservation>, i64)> {
+    ) -> StoreResult<(Vec<Reservation>, Revision)> {
         self.store
             .snapshot(query.clone(), move |c, query| {
                 Box::pin(async move { list(c, &query, now).await })

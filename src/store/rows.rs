@@ -100,7 +100,7 @@ fn lease(row: &impl Columns) -> StoreResult<Lease> {
     Ok(Lease {
         holder: row.text("holder")?,
         token: LeaseToken::new(row.text("token")?),
-        fencing_token: row.int("fencing_token")?,
+        fencing_token: row.fencing_token("fencing_token")?,
         acquired_at: row.int("acquired_at")?,
         expires_at: row.opt_int("expires_at")?,
         ttl_ms: row.int("ttl_ms")?,

@@ -16,6 +16,7 @@ use super::sessions::{LIVE_SESSION, SESSION_COLUMNS, session};
 use super::sql::{Sql, args};
 use super::{Error, StoreResult};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::names::SessionId;
 use crate::domain::refusal::Missing;
 use crate::domain::session::BoundLeases;
@@ -28,7 +29,7 @@ impl Sessions<'_> {
         id: &SessionId,
         most: u32,
         now: Millis,
-    ) -> StoreResult<(BoundLeases, i64)> {
+    ) -> StoreResult<(BoundLeases, Revision)> {
         self.store
             .snapshot(id.as_str().to_owned(), move |c, id| {
                 Box::pin(async move { bound(c, &id, i64::from(most), now).await })

@@ -13,6 +13,7 @@ use super::sessions::{SESSION_COLUMNS, session};
 use super::sql::{Arg, Columns, Sql, args};
 use super::{Error, StoreResult};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::SessionQuery;
 use crate::domain::names::SessionId;
 use crate::domain::refusal::Missing;
@@ -34,7 +35,7 @@ impl Sessions<'_> {
         self,
         query: &SessionQuery,
         now: Millis,
-    ) -> StoreResult<(Vec<SessionView>, i64)> {
+    ) -> StoreResult<(Vec<SessionView>, Revision)> {
         self.store
             .snapshot(query.clone(), move |c, query| {
                 Box::pin(async move { list(c, &query, now).await })

@@ -14,6 +14,7 @@ use super::dialect::Effects;
 use super::events;
 use super::expiry::{self, Text};
 use super::hub::Store;
+use super::lock_names::LockName;
 use super::owners::lock_owner;
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
@@ -21,6 +22,7 @@ use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::commands::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::events::EventType;
+use crate::domain::fencing::FencingToken;
 use crate::domain::grant::QuotaKind;
 use crate::domain::inputs::Metadata;
 use crate::domain::lease::Lease;
@@ -48,7 +50,7 @@ impl Sessions<'_> {
     /// Opens a session, or replays the live one of the same idempotency key.
     pub async fn open(self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
         let atomicity = match &new.idempotency_key {
-            Some(key) => OnKeys(vec![idempotency_key_lock(&digest(key))]),
+            Some(key) => OnKeys(vec![LockName::SessionOpen(key.clone())]),
             None => AllOrNothing,
         };
         self.store
@@ -151,14 +153,6 @@ pub(super) fn session(row: &impl Columns) -> StoreResult<Session> {
 /// Whether `caller` may use a session of `owner` (`None`: anyone may).
 fn owned_by(owner: &Option<String>, caller: Option<&str>) -> bool {
     caller.is_none_or(|c| owner.as_deref() == Some(c))
-}
-
-/// The key an open with an Idempotency-Key (its digest) holds while it
-/// decides, so two opens racing with one key serialise and the second
-/// replays the first's session. Never a lock key of the API's (those are
-/// printable text; this one holds a newline).
-fn idempotency_key_lock(digest: &str) -> String {
-    format!("session idempotency\n{digest}")
 }
 
 /// Opens the session, or replays the live one the caller opened with the
@@ -394,7 +388,7 @@ impl Held {
         &self,
         holder: String,
         token: String,
-        fencing_token: i64,
+        fencing_token: FencingToken,
         now: Millis,
         metadata: Option<Metadata>,
     ) -> Lease {

@@ -5,10 +5,11 @@
 
 use super::StoreResult;
 use super::sql::{Columns, Sql, args, one};
+use crate::domain::Revision;
 
 /// Begins a read in one snapshot (`Texts::snapshot_begin`) and answers the
 /// revision its reads reflect; `end_snapshot` ends it, whatever they answered.
-pub async fn begin_snapshot(conn: &mut dyn Sql) -> StoreResult<i64> {
+pub async fn begin_snapshot(conn: &mut dyn Sql) -> StoreResult<Revision> {
     let mut begun = Ok(());
     for statement in conn.texts().snapshot_begin {
         begun = conn.execute(*statement, args![]).await.map(drop);
@@ -38,7 +39,7 @@ pub async fn end_snapshot<T>(conn: &mut dyn Sql, result: StoreResult<T>) -> Stor
 }
 
 /// The highest revision committed now (or the pruned boundary of an empty log).
-pub async fn last_visible(conn: &mut dyn Sql) -> StoreResult<i64> {
+pub async fn last_visible(conn: &mut dyn Sql) -> StoreResult<Revision> {
     one(
         conn,
         "SELECT coalesce((SELECT max(revision) FROM events), \
@@ -46,5 +47,5 @@ pub async fn last_visible(conn: &mut dyn Sql) -> StoreResult<i64> {
         args![],
     )
     .await?
-    .int("last")
+    .revision("last")
 }

@@ -13,6 +13,8 @@ use async_trait::async_trait;
 use super::statements::Statements;
 use super::texts::Texts;
 use super::{StoreError, StoreResult};
+use crate::domain::Revision;
+use crate::domain::fencing::FencingToken;
 
 /// What storage answers: its result, or what it did wrong.
 pub type SqlResult<T> = Result<T, StoreError>;
@@ -34,6 +36,18 @@ pub enum Arg<'a> {
 impl From<i64> for Arg<'_> {
     fn from(v: i64) -> Self {
         Arg::Int(v)
+    }
+}
+
+impl From<Revision> for Arg<'_> {
+    fn from(v: Revision) -> Self {
+        Arg::Int(v.get())
+    }
+}
+
+impl From<FencingToken> for Arg<'_> {
+    fn from(v: FencingToken) -> Self {
+        Arg::Int(v.get())
     }
 }
 
@@ -98,6 +112,16 @@ pub trait Columns {
     fn text(&self, column: &str) -> StoreResult<String>;
     fn opt_text(&self, column: &str) -> StoreResult<Option<String>>;
     fn bytes(&self, column: &str) -> StoreResult<Vec<u8>>;
+
+    /// A revision of the change log, stored as its integer.
+    fn revision(&self, column: &str) -> StoreResult<Revision> {
+        self.int(column).map(Revision::new)
+    }
+
+    /// A fencing token, stored as its integer.
+    fn fencing_token(&self, column: &str) -> StoreResult<FencingToken> {
+        self.int(column).map(FencingToken::new)
+    }
 }
 
 /// A row as a connection answers it.

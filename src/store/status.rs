@@ -12,6 +12,7 @@ use super::rows::corrupt;
 use super::sql::{Columns, Sql, args, one};
 use super::{StoreResult, expiry, group_texts, owners, waiter_rows};
 use crate::domain::Millis;
+use crate::domain::Revision;
 use crate::domain::commands::{DatabaseStatus, VisibleCounts};
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::selection::{Selection, Term};
@@ -23,7 +24,7 @@ impl Store {
         &self,
         selection: &Selection,
         now: Millis,
-    ) -> StoreResult<(VisibleCounts, i64)> {
+    ) -> StoreResult<(VisibleCounts, Revision)> {
         let args = (Scope::of(selection), self.replica());
         self.snapshot(args, move |c, (scope, me)| {
             Box::pin(async move { counts(c, &scope, me.as_deref(), now).await })

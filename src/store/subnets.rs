@@ -24,6 +24,7 @@ use crate::domain::cidr::Block;
 use crate::domain::commands::{ReserveOutcome, ReserveSubnet};
 use crate::domain::events::EventType;
 use crate::domain::events::Holding;
+use crate::domain::fencing::FencingToken;
 use crate::domain::names::IdempotencyKey;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
@@ -180,7 +181,7 @@ async fn decide(
 /// A reservation row as `insert_reservation` writes it, its fields in the
 /// order of the statement's placeholders (`$1` to `$15`).
 struct NewReservationRow<'a> {
-    fencing_token: i64,
+    fencing_token: FencingToken,
     pool: &'a str,
     first_addr: &'a [u8],
     last_addr: &'a [u8],
@@ -251,7 +252,9 @@ pub async fn reserve(
     };
     take_free(conn, &pool.name, grant).await?;
     let text = conn.texts().next_fencing;
-    let fencing_token = one(conn, text, args![]).await?.int("fencing_token")?;
+    let fencing_token = one(conn, text, args![])
+        .await?
+        .fencing_token("fencing_token")?;
     let metadata = metadata_text(new.metadata.as_ref());
     let (ttl_ms, expires_at) = held.columns(now);
     let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());

@@ -12,6 +12,7 @@ use crate::auth::{ADMIN, send};
 use crate::event_reads::{acquire, page, settled, spawn, stream};
 use crate::helpers::{TestApp, wait_for_gauge};
 use crate::tenants::{A, B, B_ADMIN, Q};
+use leasehold::domain::Revision;
 use leasehold::domain::selection::{Selection, Term};
 use leasehold::store::HistoryQuery;
 
@@ -122,7 +123,13 @@ async fn history_selects_what_the_stream_sends(scan: u32) {
 
 /// Every event the store answers to `selection` after `since`, page by
 /// page, as the store itself filters them.
-async fn stored(app: &TestApp, selection: &Selection, since: i64, end: i64, scan: u32) -> Vec<i64> {
+async fn stored(
+    app: &TestApp,
+    selection: &Selection,
+    since: Revision,
+    end: Revision,
+    scan: u32,
+) -> Vec<Revision> {
     let (mut after, mut revisions) = (since, Vec::new());
     while after < end {
         let query = HistoryQuery {
@@ -154,8 +161,8 @@ async fn the_store_selects_each_term_exactly() {
         .store
         .log()
         .history(HistoryQuery {
-            after: start,
-            through: end,
+            after: Revision::new(start),
+            through: Revision::new(end),
             limit: 1_000,
             scan: 10_000,
             selection: Selection::Everything,
@@ -186,14 +193,15 @@ async fn the_store_selects_each_term_exactly() {
         terms[7].clone(),
     ]));
     for selection in &selections {
-        let expected: Vec<i64> = all
+        let expected: Vec<Revision> = all
             .iter()
             .filter(|e| selection.matches(e))
             .map(|e| e.revision)
             .collect();
         assert!(!expected.is_empty(), "{selection:?}");
         for scan in [3, 50, 10_000] {
-            let got = stored(&app, selection, start, end, scan).await;
+            let (since, through) = (Revision::new(start), Revision::new(end));
+            let got = stored(&app, selection, since, through, scan).await;
             assert_eq!(got, expected, "{selection:?}, scan {scan}");
         }
     }

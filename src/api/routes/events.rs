@@ -22,7 +22,9 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 use crate::api::problems::storage_problem;
 use crate::auth::Need;
+use crate::domain::Revision;
 use crate::domain::events::{Event, EventFilter, Resource};
+use crate::domain::fencing::FencingToken;
 use crate::domain::names::{GroupName, PoolName};
 use crate::domain::time::Now;
 use crate::domain::validate;
@@ -51,8 +53,8 @@ pub struct EventsQuery {
     pub group: Option<String>,
     /// Every event after this revision (`Last-Event-ID` wins over it); none:
     /// from now on.
-    #[param(minimum = 0)]
-    pub since: Option<i64>,
+    #[param(value_type = Option<i64>, minimum = 0)]
+    pub since: Option<Revision>,
     /// JSON page only: at most this many events, 1 to the server's page bound
     /// (default 100).
     #[param(minimum = 1)]
@@ -115,7 +117,8 @@ pub enum EndReason {
 pub struct EventBody {
     /// Its place in the change log: one counter for the whole store, strictly
     /// increasing; the SSE `id`.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
     /// The SSE `event`.
     #[serde(rename = "type")]
     pub kind: EventKind,
@@ -148,8 +151,8 @@ pub struct EventBody {
     pub holder: String,
     /// The lease's fencing token (lock and reservation events).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub fencing_token: Option<i64>,
+    #[schema(nullable = false, value_type = Option<i64>)]
+    pub fencing_token: Option<FencingToken>,
     /// The session the lease is bound to, or the session itself (session events).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -169,7 +172,8 @@ pub struct EventPage {
     /// examines a bounded number of rows however few the caller may see).
     /// One counter for the whole store: it tells how many changes happened,
     /// never what or whose.
-    pub next_revision: i64,
+    #[schema(value_type = i64)]
+    pub next_revision: Revision,
 }
 
 impl EventBody {
@@ -238,11 +242,12 @@ impl EventBody {
 }
 
 /// A revision given as `since` or `Last-Event-ID`.
-fn revision(field: &str, text: &str) -> Result<i64, Problem> {
+fn revision(field: &str, text: &str) -> Result<Revision, Problem> {
     text.trim()
         .parse::<i64>()
         .ok()
         .filter(|r| *r >= 0)
+        .map(Revision::new)
         .ok_or_else(|| Problem::invalid(field, "must be a revision: an integer of 0 or more"))
 }
 
@@ -287,7 +292,7 @@ fn watch_problem(error: WatchError) -> Problem {
                  what you watch"
             ),
         )
-        .with("oldest_revision", oldest),
+        .with("oldest_revision", oldest.get()),
         // The newest revision counts every tenant's changes: not told.
         WatchError::Future { since } => Problem::invalid(
             "since",
@@ -475,7 +480,7 @@ fn sse(
                 Ok(None) | Err(Ended::Closed) => return None,
                 Err(Ended::TooSlow) => {
                     tracing::info!(
-                        events.last = watch.last(),
+                        events.last = watch.last().get(),
                         "event stream ended: the client read too slowly"
                     );
                     return None;

@@ -29,7 +29,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 }))]
 pub struct FencingCheckBody {
     pub key: String,
-    pub fencing_token: i64,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
     /// True when a live lease on the key carries exactly this fencing token.
     pub current: bool,
     /// Why it is not current, null when it is: `superseded` (a lease on the
@@ -77,7 +78,7 @@ pub async fn check_fencing(
     let checked = state
         .leases
         .locks()
-        .check_fencing(&key, fencing_token.get())
+        .check_fencing(&key, fencing_token)
         .await
         .or_problem(&state, &key)?;
     let now = state.leases.moment();
@@ -88,7 +89,7 @@ pub async fn check_fencing(
     };
     Ok(Json(FencingCheckBody {
         key: key.into_string(),
-        fencing_token: fencing_token.get(),
+        fencing_token,
         current: lease.is_some(),
         reason,
         holder: lease.as_ref().map(|l| l.lease.holder.clone()),

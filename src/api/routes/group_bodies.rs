@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 
 use super::sessions::SessionRef;
+use crate::domain::Revision;
 use crate::domain::group::{Group, Member};
 use crate::domain::time::Now;
 
@@ -134,7 +135,8 @@ pub struct GroupPageBody {
     pub next_cursor: Option<String>,
     /// The change-log revision the page reflects: watch from it with
     /// `GET /v1/events?since=` to miss nothing and see nothing twice.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -144,7 +146,8 @@ pub struct MemberPageBody {
     #[schema(required = true)]
     pub next_cursor: Option<String>,
     /// The change-log revision the page reflects.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -18,6 +18,7 @@ use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::QueryRefusals;
 use crate::api::problems::Problem;
 use crate::auth::Need;
+use crate::domain::Revision;
 use crate::domain::inputs::PageLimit;
 use crate::domain::names::LockKey;
 
@@ -41,7 +42,8 @@ pub struct KeyHistoryBody {
     pub items: Vec<EventBody>,
     /// The change-log revision the items reflect: `GET /v1/events?since=`
     /// it, with `prefix` the key, continues after them.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 /// A key's recent history: its newest events in the change log, newest

@@ -26,6 +26,8 @@ use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
 use crate::domain::Millis;
+use crate::domain::Revision;
+use crate::domain::fencing::FencingToken;
 use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::lock::{ListCursor, LockLease};
 use crate::domain::names::{KeyPrefix, LeaseToken, LockKey};
@@ -46,7 +48,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LockHolder {
     pub holder: String,
-    pub fencing_token: i64,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: i64,
@@ -62,7 +65,8 @@ pub struct LockHolder {
 pub struct LockLeaseBody {
     pub key: String,
     pub holder: String,
-    pub fencing_token: i64,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: i64,
@@ -141,7 +145,8 @@ pub struct LockPageBody {
     pub next_cursor: Option<String>,
     /// The change-log revision the page reflects: `GET /v1/events?since=`
     /// it continues exactly after the listing.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

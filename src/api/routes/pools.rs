@@ -22,6 +22,7 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
+use crate::domain::Revision;
 use crate::domain::cidr::Family;
 use crate::domain::inputs::{self, Labels, PageLimit};
 use crate::domain::names::PoolName;
@@ -124,7 +125,8 @@ pub struct PoolPageBody {
     pub next_cursor: Option<String>,
     /// The change-log revision the page reflects: `GET /v1/events?since=`
     /// it continues exactly after the listing.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

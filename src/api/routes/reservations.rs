@@ -25,6 +25,8 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
+use crate::domain::Revision;
+use crate::domain::fencing::FencingToken;
 use crate::domain::inputs::{self, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{LeaseToken, PoolName};
 use crate::domain::paths;
@@ -81,7 +83,8 @@ pub struct ReservationBody {
     pub prefix_len: u8,
     pub state: ReservationState,
     pub holder: String,
-    pub fencing_token: i64,
+    #[schema(value_type = i64)]
+    pub fencing_token: FencingToken,
     pub acquired_at: String,
     /// Null once allocated.
     #[schema(required = true)]
@@ -139,7 +142,8 @@ pub struct ReservationPageBody {
     pub next_cursor: Option<String>,
     /// The change-log revision the page reflects: `GET /v1/events?since=`
     /// it continues exactly after the listing.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 /// Reserve a subnet of a pool.

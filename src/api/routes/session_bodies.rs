@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::domain::Revision;
 use crate::domain::session::{Session, SessionView};
 use crate::domain::time::Now;
 
@@ -119,7 +120,8 @@ pub struct SessionPageBody {
     pub next_cursor: Option<String>,
     /// The change-log revision the page reflects: `GET /v1/events?since=`
     /// it continues exactly after the listing.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

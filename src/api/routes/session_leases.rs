@@ -18,6 +18,7 @@ use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::SessionUnknown;
 use crate::api::problems::Problem;
+use crate::domain::Revision;
 use crate::domain::names::SessionId;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -48,7 +49,8 @@ pub struct SessionLeasesBody {
     pub truncated: bool,
     /// The change-log revision the lists reflect: `GET /v1/events?since=`
     /// it continues exactly after them.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
 }
 
 /// What a session holds: the locks, unconfirmed reservations and group

@@ -15,6 +15,7 @@ use super::answers::OrProblem;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::problems::{Problem, Subject};
+use crate::domain::Revision;
 use crate::domain::commands::{DatabaseStatus, RunningReplica, VisibleCounts};
 use crate::domain::events::EventFilter;
 use crate::domain::time::Now;
@@ -120,7 +121,8 @@ pub struct CallerBody {
 pub struct StatusBody {
     /// The change-log revision the counts reflect (one snapshot):
     /// `GET /v1/events?since=` it continues exactly after them.
-    pub revision: i64,
+    #[schema(value_type = i64)]
+    pub revision: Revision,
     pub counts: ScopeCountsBody,
     pub database: DatabaseBody,
     pub caller: CallerBody,

@@ -4,6 +4,7 @@
 
 use crate::domain::Millis;
 use crate::domain::events::{Event, EventType, Holding, Reason, Resource};
+use crate::domain::fencing::FencingToken;
 use crate::domain::subnet::Pool;
 use crate::store::StoreResult;
 use crate::store::rows::{block, corrupt};
@@ -31,7 +32,7 @@ fn held_in<T>(row: &impl Columns, f: impl FnOnce(&Holding) -> T) -> StoreResult<
     );
     Ok(f(&Holding {
         holder: &holder,
-        fencing_token: row.int("fencing_token")?,
+        fencing_token: row.fencing_token("fencing_token")?,
         session: session.as_deref(),
         owner: owner.as_deref(),
     }))
@@ -95,12 +96,12 @@ pub fn event(row: &impl Columns) -> StoreResult<Event> {
         .map(|r| Reason::parse(&r).ok_or_else(|| corrupt("event reason")))
         .transpose()?;
     Ok(Event {
-        revision: row.int("revision")?,
+        revision: row.revision("revision")?,
         kind,
         at: row.int("at")?,
         resource,
         holder: row.text("holder")?,
-        fencing_token: row.opt_int("fencing_token")?,
+        fencing_token: row.opt_int("fencing_token")?.map(FencingToken::new),
         session: row.opt_text("session_id")?,
         owner: row.opt_text("owner")?,
         reason,

@@ -4,6 +4,7 @@
 
 use crate::domain::Millis;
 use crate::domain::events::{Event, Reason, Resource};
+use crate::domain::fencing::FencingToken;
 
 /// An event's columns, by the names `Texts::insert_events` reads them from
 /// JSON, in the order of `Texts::insert_event`'s arguments.
@@ -37,7 +38,7 @@ impl<'a> Fields<'a> {
             reservation,
             subnet,
             holder: &event.holder,
-            fencing_token: event.fencing_token,
+            fencing_token: event.fencing_token.map(FencingToken::get),
             session_id: event.session.as_deref(),
             owner: event.owner.as_deref(),
             reason: event.reason.map(Reason::as_str),

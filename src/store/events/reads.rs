@@ -3,6 +3,7 @@
 
 use super::columns::EVENT_COLUMNS;
 use super::decode::event;
+use crate::domain::Revision;
 use crate::domain::events::Event;
 use crate::store::StoreResult;
 use crate::store::hub::Store;
@@ -26,7 +27,12 @@ impl Store {
 impl Log<'_> {
     /// At most `limit` events of the change log after revision `after`, up
     /// to `through`, in revision order.
-    pub async fn read(self, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>> {
+    pub async fn read(
+        self,
+        after: Revision,
+        through: Revision,
+        limit: u32,
+    ) -> StoreResult<Vec<Event>> {
         self.store
             .read((), move |c, ()| Box::pin(read(c, after, through, limit)))
             .await
@@ -38,7 +44,7 @@ impl Log<'_> {
     }
 
     /// The highest revision committed now.
-    pub async fn last_visible(self) -> StoreResult<i64> {
+    pub async fn last_visible(self) -> StoreResult<Revision> {
         self.store.read((), |c, ()| Box::pin(last_visible(c))).await
     }
 
@@ -53,8 +59,8 @@ impl Log<'_> {
 /// no revision above `head` was ever handed out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct EventBounds {
-    pub pruned_through: i64,
-    pub head: i64,
+    pub pruned_through: Revision,
+    pub head: Revision,
 }
 
 /// The transactions of this database in progress, where writes run side by
@@ -74,7 +80,12 @@ impl Horizon {
 
 /// At most `limit` events after revision `after` and up to `through`, in
 /// revision order.
-async fn read(conn: &mut dyn Sql, after: i64, through: i64, limit: u32) -> StoreResult<Vec<Event>> {
+async fn read(
+    conn: &mut dyn Sql,
+    after: Revision,
+    through: Revision,
+    limit: u32,
+) -> StoreResult<Vec<Event>> {
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM events WHERE revision > $1 AND revision <= $2 \
          ORDER BY revision LIMIT $3"
@@ -93,7 +104,7 @@ async fn bounds(conn: &mut dyn Sql) -> StoreResult<EventBounds> {
         conn.texts().event_head
     );
     let row = one(conn, sql, args![]).await?;
-    let (pruned_through, head) = (row.int("pruned_through")?, row.int("head")?);
+    let (pruned_through, head) = (row.revision("pruned_through")?, row.revision("head")?);
     Ok(EventBounds {
         pruned_through,
         head: head.max(pruned_through),

@@ -3,6 +3,7 @@
 
 use super::decode::event;
 use super::encode::Fields;
+use crate::domain::Revision;
 use crate::domain::events::Event;
 use crate::store::dialect::Effects;
 use crate::store::sql::{Columns, Sql, args, one};
@@ -33,13 +34,13 @@ pub async fn record(conn: &mut dyn Sql, fx: &mut Effects, event: &Event) -> Stor
         ],
     )
     .await?;
-    recorded(fx, event.clone(), row.int("revision")?);
+    recorded(fx, event.clone(), row.revision("revision")?);
     Ok(())
 }
 
 /// Notes `event`, recorded with `revision` by a statement of its change
 /// (`EventRecording::WithRows`).
-pub fn recorded(fx: &mut Effects, event: Event, revision: i64) {
+pub fn recorded(fx: &mut Effects, event: Event, revision: Revision) {
     fx.events += 1;
     fx.recorded.push(Event { revision, ..event });
 }

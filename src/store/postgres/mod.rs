@@ -14,6 +14,7 @@ use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres, Transaction};
 use tokio::sync::{Notify, broadcast};
 
 use super::dialect::{Atomicity, Dialect, Effects, Erased, ReadWork, WriteWork};
+use super::lock_names::LockName;
 use super::{KeyEvent, Resumed, StoreError, StoreResult};
 use crate::domain::Millis;
 use crate::domain::commands::DatabaseStatus;
@@ -247,16 +248,17 @@ impl Dialect for PostgresStore {
     }
 }
 
-/// `BEGIN` and the locks of `keys` (`texts::LOCK_KEY`, in their order),
-/// sent as one text in one round trip. A simple query carries no
-/// arguments, so each key takes the place of `LOCK_KEY`'s `$1` as a
+/// `BEGIN` and the locks of `names` (`texts::LOCK_KEY` on each one's text,
+/// in their order), sent as one text in one round trip. A simple query
+/// carries no arguments, so each key takes the place of `LOCK_KEY`'s `$1` as a
 /// dollar-quoted literal whose tag first appears in the key and its closing
 /// tag at that closing tag: nothing in the key can end the literal early,
 /// and the lock is the one `LOCK_KEY` takes for the same key.
-fn begin_holding(keys: &[String]) -> String {
+fn begin_holding(names: &[LockName]) -> String {
     let lock = texts::LOCK_KEY;
     let mut text = String::from("BEGIN");
-    for key in keys {
+    for name in names {
+        let key = name.text();
         let tag = (0..)
             .map(|n| format!("$k{n}$"))
             .find(|tag| format!("{key}{tag}").find(tag.as_str()) == Some(key.len()))
@@ -311,10 +313,14 @@ mod tests {
         assert_eq!(redacted("postgres://lh@db/x"), "postgres://lh@db/x");
     }
 
+    fn key(text: &str) -> LockName {
+        LockName::Key(crate::domain::names::LockKey::parse(text).unwrap())
+    }
+
     #[test]
     fn a_key_is_quoted_with_a_tag_it_does_not_contain() {
         assert_eq!(
-            begin_holding(&["a".into(), "it's $k0$ and $$".into(), "x$k0".into()]),
+            begin_holding(&["a", "it's $k0$ and $$", "x$k0"].map(key)),
             "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended($k0$a$k0$, 0)); \
              SELECT pg_advisory_xact_lock(hashtextextended($k1$it's $k0$ and $$$k1$, 0)); \
              SELECT pg_advisory_xact_lock(hashtextextended($k1$x$k0$k1$, 0))"
