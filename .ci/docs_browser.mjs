@@ -70,8 +70,8 @@ try {
   const mode = await schema("Mode");
   check(mode.includes('"exclusive"') && mode.includes('"shared"'), "the Mode schema shows its enum");
   const openSchema = await schema("OpenSessionRequest");
-  check(/ttl_ms\s*Collapse all\s*integer\s*≥ 100/.test(openSchema),
-    "the OpenSessionRequest schema shows ttl_ms and its minimum of 100");
+  check(/ttl_ms\s*Collapse all\s*integer\s*\[100, 86400000\]/.test(openSchema),
+    "the OpenSessionRequest schema shows ttl_ms and its range, 100 to the default --max-ttl");
   // Its fields' descriptions carry inline code.
   await schema("AcquireRequest");
   check(await page.locator(".markdown code, .renderedMarkdown code").count() > 0,
