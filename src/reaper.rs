@@ -56,11 +56,25 @@ fn wake(leases: &Leases, mut keys: Vec<String>) {
 /// One pass: batches of at most `batch` rows until none is left past its time.
 pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
     let mut report = ReapReport::default();
+    reap_locks(leases, batch, &mut report).await?;
+    // Expired reservations: their blocks go back to the pools' free space.
+    // Before the sessions: an expired session goes once nothing is bound to
+    // it, in this same pass.
+    reap_reservations(leases, batch, &mut report).await?;
+    // Group members past their own TTL (and those of expired sessions).
+    reap_members(leases, batch, &mut report).await?;
+    // Leases bound to expired sessions (absent to every grant already),
+    // then the sessions themselves.
+    reap_sessions(leases, batch, &mut report).await?;
+    Ok(report)
+}
+
+async fn reap_locks(leases: &Leases, batch: u32, report: &mut ReapReport) -> StoreResult<()> {
     loop {
         let started = Instant::now();
         let keys = leases.store.locks().reap(leases.now(), batch).await?;
         if keys.is_empty() {
-            break;
+            return Ok(());
         }
         report.batches += 1;
         report.locks_removed += keys.len() as u64;
@@ -68,14 +82,18 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
         let full = keys.len() as u32 >= batch;
         wake(leases, keys);
         if !full {
-            break;
+            return Ok(());
         }
         // Let requests in between batches.
         rest(started).await;
     }
-    // Expired reservations: their blocks go back to the pools' free space.
-    // Before the sessions: an expired session goes once nothing is bound to
-    // it, in this same pass.
+}
+
+async fn reap_reservations(
+    leases: &Leases,
+    batch: u32,
+    report: &mut ReapReport,
+) -> StoreResult<()> {
     loop {
         let started = Instant::now();
         let removed = leases
@@ -84,17 +102,19 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
             .reap(leases.now(), batch)
             .await?;
         if removed == 0 {
-            break;
+            return Ok(());
         }
         report.batches += 1;
         report.reservations_removed += removed;
         Metrics::add(&leases.metrics.reaped_reservations, removed);
         if removed < u64::from(batch) {
-            break;
+            return Ok(());
         }
         rest(started).await;
     }
-    // Group members past their own TTL (and those of expired sessions).
+}
+
+async fn reap_members(leases: &Leases, batch: u32, report: &mut ReapReport) -> StoreResult<()> {
     loop {
         let started = Instant::now();
         let removed = leases
@@ -103,22 +123,23 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
             .reap_members(leases.now(), batch)
             .await?;
         if removed == 0 {
-            break;
+            return Ok(());
         }
         report.batches += 1;
         report.members_removed += removed;
         if removed < u64::from(batch) {
-            break;
+            return Ok(());
         }
         rest(started).await;
     }
-    // Leases bound to expired sessions (absent to every grant already),
-    // then the sessions themselves.
+}
+
+async fn reap_sessions(leases: &Leases, batch: u32, report: &mut ReapReport) -> StoreResult<()> {
     loop {
         let started = Instant::now();
         let reaped = leases.store.sessions().reap(leases.now(), batch).await?;
         if reaped.keys.is_empty() && reaped.sessions == 0 && reaped.members == 0 {
-            break;
+            return Ok(());
         }
         report.batches += 1;
         report.locks_removed += reaped.keys.len() as u64;
@@ -129,11 +150,10 @@ pub async fn reap_once(leases: &Leases, batch: u32) -> StoreResult<ReapReport> {
         let full = reaped.keys.len() as u64 + reaped.sessions + reaped.members >= u64::from(batch);
         wake(leases, reaped.keys);
         if !full {
-            break;
+            return Ok(());
         }
         rest(started).await;
     }
-    Ok(report)
 }
 
 /// What the change log keeps: every event younger than `age_ms` and the
