@@ -78,7 +78,7 @@ impl TokenEntry {
         if let Some(p) = self
             .pools
             .iter()
-            .find(|p| p.as_str() != ANY_POOL && crate::domain::subnet::pool_name(p).is_err())
+            .find(|p| p.as_str() != ANY_POOL && crate::domain::validate::pool_name(p).is_err())
         {
             return Err(format!("pools: {p:?} is not a pool name (nor \"*\")"));
         }

@@ -4,8 +4,8 @@
 use std::fmt;
 use std::ops::Deref;
 
+use super::Millis;
 use super::validate::{self, InvalidInput};
-use super::{Millis, subnet};
 
 /// A text newtype whose only way in is `parse`.
 macro_rules! checked_text {
@@ -79,7 +79,7 @@ checked_text!(
     /// A pool name: 1 to 63 of `a-z`, `0-9`, `-`, `_`, `.`, starting with a
     /// letter or digit.
     PoolName,
-    subnet::pool_name
+    validate::pool_name
 );
 
 checked_text!(

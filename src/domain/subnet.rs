@@ -9,7 +9,6 @@ use super::fencing_token::FencingToken;
 use super::lease::Lease;
 use super::{InvalidInput, Millis};
 
-pub const MAX_POOL_NAME_BYTES: usize = 63;
 pub const MAX_LABELS_BYTES: usize = 4096;
 pub const MAX_EXCLUDES: usize = 256;
 
@@ -128,28 +127,6 @@ pub enum ReserveRefusal {
 /// How many overlapping reservations a `subnet-unavailable` answer lists.
 pub const MAX_CONFLICTS: usize = 100;
 
-/// `[a-z0-9][a-z0-9-_.]{0,62}`.
-pub fn pool_name(name: &str) -> Result<(), InvalidInput> {
-    let bad = || {
-        InvalidInput::new(
-            "pool",
-            format!(
-                "{name:?} is not a pool name: 1 to 63 of a-z, 0-9, '-', '_', '.', starting with a letter or digit"
-            ),
-        )
-    };
-    let mut bytes = name.bytes();
-    let first_ok = bytes
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let rest_ok =
-        bytes.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"-_.".contains(&c));
-    if !first_ok || !rest_ok || name.len() > MAX_POOL_NAME_BYTES {
-        return Err(bad());
-    }
-    Ok(())
-}
-
 /// Labels are a small object of non-empty keys to text.
 pub fn labels(labels: &BTreeMap<String, String>) -> Result<(), InvalidInput> {
     if labels.keys().any(|k| k.is_empty()) {
@@ -237,6 +214,7 @@ pub fn cursor_error() -> InvalidInput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::validate::pool_name;
 
     #[test]
     fn pool_names_follow_the_pattern() {

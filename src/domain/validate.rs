@@ -180,6 +180,30 @@ pub fn page_limit(limit: u32, max: u32) -> Result<(), InvalidInput> {
     Ok(())
 }
 
+pub const MAX_POOL_NAME_BYTES: usize = 63;
+
+/// `[a-z0-9][a-z0-9-_.]{0,62}`.
+pub fn pool_name(name: &str) -> Result<(), InvalidInput> {
+    let bad = || {
+        InvalidInput::new(
+            "pool",
+            format!(
+                "{name:?} is not a pool name: 1 to 63 of a-z, 0-9, '-', '_', '.', starting with a letter or digit"
+            ),
+        )
+    };
+    let mut bytes = name.bytes();
+    let first_ok = bytes
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let rest_ok =
+        bytes.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"-_.".contains(&c));
+    if !first_ok || !rest_ok || name.len() > MAX_POOL_NAME_BYTES {
+        return Err(bad());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

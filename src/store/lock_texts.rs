@@ -9,7 +9,8 @@ use super::expiry::live_by_session;
 use super::expiry::{self, Text};
 use super::owners::SAME_OWNER;
 use super::rows::LOCK_COLUMNS;
-use super::texts::{DeletedRows, RecordSelected};
+use super::statements::{Alone, Recorded, Statements};
+use super::texts::{DeletedRows, EventRecording, FreeGrant, RecordSelected, Texts, Writers};
 
 /// An idempotent replay: the key's (`$1`) live lease granted under the
 /// idempotency key `$2` to the owner `$4`, live at `$3`.
@@ -204,4 +205,42 @@ pub(super) fn ending_recorded(
         ),
         record.tail
     )
+}
+
+impl Statements {
+    /// The statements of the dialect of `texts`.
+    pub fn build(texts: &Texts) -> Self {
+        let caps = &texts.capabilities;
+        let rows = &caps.deleted_rows;
+        let recorded = match &caps.events {
+            EventRecording::Apart => Recorded::Apart,
+            EventRecording::WithRows(record) => {
+                let alone = match (&caps.free_grant, &caps.writers) {
+                    (FreeGrant::OneStatement { insert }, Writers::SideBySide(locks)) => {
+                        Some(Alone {
+                            grant: granting(insert, record),
+                            release: ending_recorded(
+                                &format!("{} AND (SELECT {})", release_alone(), locks.try_key),
+                                RELEASED_ARGUMENTS,
+                                record,
+                            ),
+                        })
+                    }
+                    _ => None,
+                };
+                Recorded::WithRows {
+                    grant: granting(texts.insert_lock, record),
+                    release: ending_recorded(&released(), RELEASED_ARGUMENTS, record),
+                    alone,
+                }
+            }
+        };
+        Self {
+            delete_absent: ending(&delete_absent(), rows),
+            release: ending(&released(), rows),
+            delete_live: ending(&delete_live(), rows),
+            delete_all: ending(&delete_all(), rows),
+            recorded,
+        }
+    }
 }

@@ -6,7 +6,6 @@
 use super::expiry::live_by_session;
 use super::expiry::{self, Text};
 use super::hub::Store;
-use super::sessions;
 use super::sql::Columns;
 use super::sql::{Sql, args, one};
 use super::texts::Writers;
@@ -70,6 +69,17 @@ pub(super) fn live_reservation() -> String {
     )
 }
 
+/// Live sessions, and live leases bound to them, at `$1`.
+static SESSIONS_LIVE: Text = Text::new(|| {
+    format!(
+        "(SELECT count(*) FROM sessions WHERE {}) AS sessions, \
+         (SELECT count(*) FROM lock_leases l JOIN sessions s ON s.id = l.session_id \
+          WHERE {}) AS bound",
+        expiry::live("sessions", "$1"),
+        expiry::live("s", "$1")
+    )
+});
+
 /// The live leases at `$1` by kind (`LiveLeases`).
 static COUNT_ALL_LIVE: Text = Text::new(|| {
     format!(
@@ -77,7 +87,7 @@ static COUNT_ALL_LIVE: Text = Text::new(|| {
          (SELECT count(*) FROM subnet_reservations WHERE {}) AS reservations, {}",
         live_lock(),
         live_reservation(),
-        sessions::COUNT_LIVE
+        SESSIONS_LIVE.as_str()
     )
 });
 

@@ -432,14 +432,3 @@ pub async fn check(conn: &mut dyn Sql, claim: &SessionClaim, now: Millis) -> Sto
     }
     Ok(held)
 }
-
-/// Live sessions, and live leases bound to them, at `$1`.
-pub static COUNT_LIVE: Text = Text::new(|| {
-    format!(
-        "(SELECT count(*) FROM sessions WHERE {}) AS sessions, \
-         (SELECT count(*) FROM lock_leases l JOIN sessions s ON s.id = l.session_id \
-          WHERE {}) AS bound",
-        expiry::live("sessions", "$1"),
-        expiry::live("s", "$1")
-    )
-});

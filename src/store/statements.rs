@@ -1,18 +1,13 @@
 //! The lock statements whose text depends on what a dialect can do, built
-//! from its texts and capabilities once, by the dialect itself, when its
-//! connections first ask (`Sql::statements`; `sqlite::texts::STATEMENTS`,
-//! `postgres::texts::STATEMENTS`). Each dialect has a set of its own, so no
-//! text built for one can be handed to the other.
+//! from its texts and capabilities once (`Statements::build`, written
+//! beside the texts it assembles in `lock_texts`), by the dialect itself,
+//! when its connections first ask (`Sql::statements`;
+//! `sqlite::texts::STATEMENTS`, `postgres::texts::STATEMENTS`). Each dialect
+//! has a set of its own, so no text built for one can be handed to the other.
 //!
 //! They stay `'static` (one set per dialect rather than per store): a
 //! SQLite connection keeps the prepared shape of each constant text by its
 //! address (`sqlite::conn::Conn`), which an owned text could not give.
-
-use super::lock_texts::{
-    RELEASED_ARGUMENTS, delete_absent, delete_all, delete_live, ending, ending_recorded, granting,
-    release_alone, released,
-};
-use super::texts::{EventRecording, FreeGrant, Texts, Writers};
 
 /// A dialect's lock statements.
 pub struct Statements {
@@ -59,42 +54,6 @@ pub struct Alone {
 }
 
 impl Statements {
-    /// The statements of the dialect of `texts`.
-    pub fn build(texts: &Texts) -> Self {
-        let caps = &texts.capabilities;
-        let rows = &caps.deleted_rows;
-        let recorded = match &caps.events {
-            EventRecording::Apart => Recorded::Apart,
-            EventRecording::WithRows(record) => {
-                let alone = match (&caps.free_grant, &caps.writers) {
-                    (FreeGrant::OneStatement { insert }, Writers::SideBySide(locks)) => {
-                        Some(Alone {
-                            grant: granting(insert, record),
-                            release: ending_recorded(
-                                &format!("{} AND (SELECT {})", release_alone(), locks.try_key),
-                                RELEASED_ARGUMENTS,
-                                record,
-                            ),
-                        })
-                    }
-                    _ => None,
-                };
-                Recorded::WithRows {
-                    grant: granting(texts.insert_lock, record),
-                    release: ending_recorded(&released(), RELEASED_ARGUMENTS, record),
-                    alone,
-                }
-            }
-        };
-        Self {
-            delete_absent: ending(&delete_absent(), rows),
-            release: ending(&released(), rows),
-            delete_live: ending(&delete_live(), rows),
-            delete_all: ending(&delete_all(), rows),
-            recorded,
-        }
-    }
-
     /// A grant's insert that records its event too, where the dialect has one.
     pub fn grant_recorded(&self) -> Option<&str> {
         match &self.recorded {

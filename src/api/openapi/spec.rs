@@ -8,7 +8,7 @@ use utoipa::openapi::{OpenApi, RefOr, Schema};
 
 use super::bounds::{HEX_128, MAX_PREFIX_LEN, printable_text};
 use crate::domain::inputs::HISTORY_MAX_LIMIT;
-use crate::domain::subnet::MAX_POOL_NAME_BYTES;
+use crate::domain::validate::MAX_POOL_NAME_BYTES;
 use crate::domain::validate::{MAX_HOLDER_BYTES, MAX_IDEMPOTENCY_KEY_BYTES, MAX_KEY_BYTES};
 use crate::leases::DEFAULT_MAX_PAGE;
 

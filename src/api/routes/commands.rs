@@ -10,7 +10,7 @@ use std::num::NonZeroU32;
 use super::group_bodies::JoinRequest;
 use super::lease_requests::{AcquireRequest, LockSetRequest, ReserveRequest};
 use super::session_bodies::SessionRef;
-use super::sessions::bind;
+use super::session_claims::bind;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::problems::Problem;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 
-use super::sessions::SessionRef;
+use super::session_bodies::SessionRef;
 use crate::domain::Revision;
 use crate::domain::group::{Group, Member};
 use crate::domain::time::Now;

@@ -14,7 +14,7 @@ use super::commands::{Asker, capabilities, renewal_ttl};
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppJsonOrEmpty, AppPath, AppQuery};
 pub use super::group_bodies::*;
-use super::sessions::claim;
+use super::session_claims::claim;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{

@@ -28,6 +28,7 @@ pub mod pools;
 pub mod prefixes;
 pub mod reservations;
 pub mod session_bodies;
+mod session_claims;
 pub mod session_leases;
 pub mod sessions;
 pub mod status;
