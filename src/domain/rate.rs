@@ -226,6 +226,14 @@ mod tests {
         matches!(take, Take::Denied { .. })
     }
 
+    /// A bucket from which `spend` was taken at 0 (`None`: nothing taken).
+    fn spent(l: &RateLimit, spend: u64) -> Option<Tat> {
+        match l.take(None, 0, spend) {
+            Take::Taken { tat, .. } => Some(tat),
+            _ => None,
+        }
+    }
+
     fn limit(rate: u64, period_ms: u64, burst: u64) -> RateLimit {
         RateLimit::new(rate, period_ms, Some(burst)).unwrap()
     }
@@ -416,10 +424,7 @@ mod tests {
         ) {
             let l = RateLimit::new(rate, period_ms, Some(burst)).unwrap();
             prop_assume!(spend <= burst && cost <= burst);
-            let tat = match l.take(None, 0, spend) {
-                Take::Taken { tat, .. } => Some(tat),
-                _ => None,
-            };
+            let tat = spent(&l, spend);
             if let Take::Denied { retry_after_ms, level } = l.take(tat, 0, cost) {
                 prop_assert!(level.available < cost);
                 let later = retry_after_ms as Millis;
@@ -439,10 +444,7 @@ mod tests {
         ) {
             let l = RateLimit::new(rate, period_ms, Some(burst)).unwrap();
             prop_assume!(spend <= burst);
-            let tat = match l.take(None, 0, spend) {
-                Take::Taken { tat, .. } => Some(tat),
-                _ => None,
-            };
+            let tat = spent(&l, spend);
             let available = l.level_at(tat, at).available;
             if available > 0 {
                 prop_assert!(taken(l.take(tat, at, available)));
