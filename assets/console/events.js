@@ -1,12 +1,13 @@
 // A tail of the event stream, filtered as the server filters (a key prefix,
-// a pool, a group: any of them) and by type. Rows are added in one batch
-// per animation frame and at most KEEP are kept, so a thousand events a
-// second leave the page responsive. It can pause, and read history from a
+// a pool, a group: any of them) and by type. Rows are added in batches of
+// at most STEP per animation frame and at most KEEP are kept, so a thousand
+// events a second leave the page responsive. It can pause, and read history from a
 // revision with the paging route before following again.
 
 import { api, encode, h, main, state } from "./util.js";
 
 const KEEP = 500;
+const STEP = 100;
 const TYPES = ["lock.acquired", "lock.released", "lock.updated", "reservation.reserved", "reservation.confirmed",
   "reservation.released", "reservation.updated", "session.opened", "session.ended", "group.created",
   "group.deleted", "group.member_joined", "group.member_updated", "group.member_left"];
@@ -39,16 +40,19 @@ export async function events(params) {
   let frame = 0;
   let seen = 0;
 
+  // The oldest STEP queued rows go on top of the table in one frame; what
+  // is left waits for the next frame, so no frame builds more than STEP.
   const flush = () => {
     frame = 0;
     if (paused || queue.length === 0) return;
-    const batch = queue.slice(-KEEP);
-    queue = [];
+    const batch = queue.slice(0, STEP);
+    queue = queue.slice(STEP);
     const rows = document.createDocumentFragment();
     for (let i = batch.length - 1; i >= 0; i--) rows.append(row(batch[i]));
     body.prepend(rows);
     while (body.rows.length > KEEP) body.lastChild.remove();
     counter.textContent = `Following: ${seen} events so far, the newest ${body.rows.length} shown, newest first.`;
+    if (queue.length) frame = requestAnimationFrame(flush);
   };
   const add = (e) => {
     seen += 1;
