@@ -54,7 +54,7 @@ export async function checkScope({ open, call, check, base, scopedToken }) {
   const own = () => page.evaluate(async (t) => (await (await fetch("/v1/status",
     { headers: { Authorization: `Bearer ${t}` } })).json()).counts, scopedToken);
   let shown = "", counts = null;
-  for (let i = 0; i < 20; i++) {
+  for (let i = 0; i < 50; i++) {
     counts = await own();
     shown = await page.textContent("#live-locks");
     if (shown === String(counts.locks)) break;
@@ -63,7 +63,7 @@ export async function checkScope({ open, call, check, base, scopedToken }) {
   const inScope = (await call("GET", `/v1/locks?prefix=${encodeURIComponent(SCOPE.prefix)}&limit=1000`)).body.items.length;
   const all = (await call("GET", "/v1/status")).body.counts.locks;
   check(shown === String(counts.locks) && counts.locks === inScope && counts.locks < all,
-    `the scoped token's overview counts the ${inScope} locks in its scope, not the server's ${all} (shows ${shown})`);
+    `the scoped token's overview counts the ${inScope} locks in its scope, not the server's ${all} (shows ${shown}, its /v1/status says ${counts.locks})`);
 
   await page.evaluate(() => { location.hash = "#/locks"; });
   await page.getByRole("link", { name: `${inside}/held`, exact: true }).waitFor();
