@@ -12,7 +12,9 @@ use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::auth::{ADMIN, CI, send, spawn_secured};
-use crate::helpers::{TestApp, encode, problem, spawn_app, spawn_app_with_clock};
+use crate::helpers::{
+    ServerProcess, TestApp, encode, problem, spawn_app, spawn_app_with_clock, wait_until_ready,
+};
 
 const START: i64 = 1_700_000_000_000;
 
@@ -477,7 +479,58 @@ async fn thirty_two_clients_are_admitted_exactly_what_the_limit_allows() {
     );
 }
 
+/// A drained limit stays drained across a SIGKILL and a start: its bucket's
+/// time is stored, on the lease clock, before a take is answered.
+async fn a_drained_limit_stays_drained_across_a_restart() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let db = crate::backend::database(dir.path()).await;
+    let client = reqwest::Client::new();
+    let server = ServerProcess::start(&db, &[]);
+    let base = server.address.clone();
+    let r = client
+        .put(format!("{base}/v1/limits/slow"))
+        .json(&json!({"rate": 1, "period_ms": 3_600_000, "burst": 2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    for _ in 0..2 {
+        let r = client
+            .post(format!("{base}/v1/limits/slow/take"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    server.kill();
+    let server = ServerProcess::start(&db, &[]);
+    wait_until_ready(&client, &server.address).await;
+    let base = server.address.clone();
+    let denied = client
+        .post(format!("{base}/v1/limits/slow/take"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let body = problem(denied, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
+    assert!(
+        body["retry_after_ms"].as_u64().unwrap() > 3_500_000,
+        "{body}"
+    );
+    let shown: Value = client
+        .get(format!("{base}/v1/limits/slow"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["available"], 0, "{shown}");
+}
+
 crate::harness::tests! {
+    a_drained_limit_stays_drained_across_a_restart,
     a_limit_is_defined_changed_inspected_and_listed,
     takes_until_denied_with_an_exact_retry_after_and_a_denial_takes_nothing,
     a_refund_never_fills_past_burst_and_a_change_keeps_what_was_spent,
