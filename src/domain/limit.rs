@@ -2,9 +2,10 @@
 //! name under a family takes from. The arithmetic is `rate`; this says which
 //! bucket a name takes from and what a request may ask.
 
-use super::Millis;
+use super::events::{Event, EventType, Resource};
 use super::rate::{Level, MAX_RATE, RateLimit, Tat};
 use super::validate::InvalidInput;
+use super::{Millis, Revision};
 
 /// A limit, or a family's bucket, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +79,25 @@ pub fn cost(field: &'static str, cost: Option<i64>) -> Result<u64, InvalidInput>
         .ok()
         .filter(|c| (1..=MAX_RATE).contains(c))
         .ok_or_else(|| InvalidInput::new(field, format!("must be between 1 and {MAX_RATE}")))
+}
+
+/// The event of a limit's definition or change (`LimitChanged`) or its
+/// deletion, to be given its revision when recorded. A limit has no holder:
+/// its `holder` is empty; `owner`, the token that defined it, is never shown.
+pub fn limit_event(kind: EventType, name: &str, owner: Option<&str>, at: Millis) -> Event {
+    Event {
+        revision: Revision::ZERO,
+        kind,
+        at,
+        resource: Resource::Limit {
+            name: name.to_owned(),
+        },
+        holder: String::new(),
+        fencing_token: None,
+        session: None,
+        owner: owner.map(str::to_owned),
+        reason: None,
+    }
 }
 
 /// One page of limits in name order: those under each prefix in turn.

@@ -173,6 +173,7 @@ impl LimitService<'_> {
     /// Deletes a limit: one `by` defined when it names an API token, any
     /// with `None` (an admin).
     pub async fn delete(&self, name: &LimitName, by: Option<&str>) -> Result<(), LeaseError> {
-        Ok(self.leases.store.limits().delete(name, by).await?)
+        let now = self.leases.now();
+        Ok(self.leases.store.limits().delete(name, by, now).await?)
     }
 }

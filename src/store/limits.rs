@@ -11,6 +11,8 @@
 use super::Error;
 use super::StoreResult;
 use super::dialect::Atomicity::OnKeys;
+use super::dialect::Effects;
+use super::events;
 use super::hub::Store;
 use super::limit_texts::{
     BUCKETS_OF, DELETE_BUCKETS_OF, DELETE_LIMIT, FAMILY, LIMIT_ROW, LIMITS, LIMITS_BELOW,
@@ -22,8 +24,9 @@ use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use crate::domain::Millis;
 use crate::domain::Revision;
+use crate::domain::events::EventType;
 use crate::domain::limit::{
-    Limit, LimitQuery, LimitView, Taken, families_of, forgettable, full_at, is_family,
+    Limit, LimitQuery, LimitView, Taken, families_of, forgettable, full_at, is_family, limit_event,
 };
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::names::LimitName;
@@ -59,8 +62,8 @@ impl Limits<'_> {
         let at = self.store.time(now);
         let on = OnKeys(vec![LockName::Limit(name.clone())]);
         self.store
-            .write(on, (name.clone(), owner), move |c, _fx, (name, owner)| {
-                Box::pin(define(c, name, numbers, owner, at.clone()))
+            .write(on, (name.clone(), owner), move |c, fx, (name, owner)| {
+                Box::pin(define(c, fx, name, numbers, owner, at.clone()))
             })
             .await
     }
@@ -124,12 +127,14 @@ impl Limits<'_> {
 
     /// Deletes a limit defined by name (a family with its buckets); `by`
     /// names the API token that must have defined it, `None` any.
-    pub async fn delete(self, name: &LimitName, by: Option<&str>) -> StoreResult<()> {
+    pub async fn delete(self, name: &LimitName, by: Option<&str>, now: Millis) -> StoreResult<()> {
+        let at = self.store.time(now);
         let on = OnKeys(vec![LockName::Limit(name.clone())]);
         let args = (name.clone(), by.map(str::to_owned));
         self.store
-            .write(on, args, move |c, _fx, (name, by)| {
-                Box::pin(async move { delete(c, &name, by.as_deref()).await })
+            .write(on, args, move |c, fx, (name, by)| {
+                let at = at.clone();
+                Box::pin(async move { delete(c, fx, &name, by.as_deref(), at.read()).await })
             })
             .await
     }
@@ -230,6 +235,7 @@ async fn nearest_family(conn: &mut dyn Sql, name: &str) -> StoreResult<Option<su
 
 async fn define(
     conn: &mut dyn Sql,
+    fx: &mut Effects,
     name: LimitName,
     numbers: RateLimit,
     owner: Option<String>,
@@ -256,6 +262,14 @@ async fn define(
         owner,
     };
     write(conn, &defined, now).await?;
+    let owner = old.and_then(|o| o.owner).or(defined.owner.clone());
+    let event = limit_event(
+        EventType::LimitChanged,
+        &defined.name,
+        owner.as_deref(),
+        now,
+    );
+    events::record(conn, fx, &event).await?;
     Ok((created, view(&defined, now)))
 }
 
@@ -338,7 +352,13 @@ async fn list(conn: &mut dyn Sql, query: &LimitQuery) -> StoreResult<Vec<Limit>>
     Ok(items)
 }
 
-async fn delete(conn: &mut dyn Sql, name: &str, by: Option<&str>) -> StoreResult<()> {
+async fn delete(
+    conn: &mut dyn Sql,
+    fx: &mut Effects,
+    name: &str,
+    by: Option<&str>,
+    now: Millis,
+) -> StoreResult<()> {
     let row = conn.row(LIMIT_ROW, args![name]).await?;
     let found = row.as_ref().map(limit).transpose()?;
     let found = found
@@ -351,5 +371,6 @@ async fn delete(conn: &mut dyn Sql, name: &str, by: Option<&str>) -> StoreResult
     if is_family(name) {
         conn.execute(DELETE_BUCKETS_OF, args![name]).await?;
     }
-    Ok(())
+    let event = limit_event(EventType::LimitDeleted, name, found.owner.as_deref(), now);
+    events::record(conn, fx, &event).await
 }

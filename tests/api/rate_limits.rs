@@ -479,6 +479,56 @@ async fn thirty_two_clients_are_admitted_exactly_what_the_limit_allows() {
     );
 }
 
+/// A definition and a change are `limit.changed`, a deletion
+/// `limit.deleted`; the same numbers again, takes and refunds are no
+/// events. They are read under a prefix as a key's events are, and a
+/// token sees those of the names in its scope only.
+async fn definitions_changes_and_deletions_are_events() {
+    let app = spawn_secured().await;
+    let numbers = |rate: i64| Some(json!({"rate": rate, "period_ms": 1000}));
+    for rate in [5, 5, 6] {
+        send(&app, CI, "PUT", "/v1/limits/ci%2Fev", numbers(rate)).await;
+    }
+    send(&app, CI, "POST", "/v1/limits/ci%2Fev/take", Some(json!({}))).await;
+    send(
+        &app,
+        CI,
+        "POST",
+        "/v1/limits/ci%2Fev/refund",
+        Some(json!({"cost": 1})),
+    )
+    .await;
+    send(&app, ADMIN, "PUT", "/v1/limits/db%2Fev", numbers(1)).await;
+    let gone = send(&app, CI, "DELETE", "/v1/limits/ci%2Fev", None).await;
+    assert_eq!(gone.status(), StatusCode::NO_CONTENT);
+    let app = &app;
+    let read = |token| async move {
+        let r = send(app, token, "GET", "/v1/events?since=0&limit=100", None).await;
+        let page: Value = r.json().await.unwrap();
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["type"].clone(), e["limit"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let (changed, deleted) = (json!("limit.changed"), json!("limit.deleted"));
+    let ci = json!("ci/ev");
+    assert_eq!(
+        read(CI).await,
+        [
+            (changed.clone(), ci.clone()),
+            (changed.clone(), ci.clone()),
+            (deleted, ci)
+        ]
+    );
+    assert_eq!(read(ADMIN).await.len(), 4);
+    let r = send(app, ADMIN, "GET", "/v1/events?since=0&prefix=db/", None).await;
+    let page: Value = r.json().await.unwrap();
+    assert_eq!(page["items"][0]["limit"], "db/ev", "{page}");
+    assert_eq!(page["items"].as_array().unwrap().len(), 1, "{page}");
+}
+
 /// A drained limit stays drained across a SIGKILL and a start: its bucket's
 /// time is stored, on the lease clock, before a take is answered.
 async fn a_drained_limit_stays_drained_across_a_restart() {
@@ -530,6 +580,7 @@ async fn a_drained_limit_stays_drained_across_a_restart() {
 }
 
 crate::harness::tests! {
+    definitions_changes_and_deletions_are_events,
     a_drained_limit_stays_drained_across_a_restart,
     a_limit_is_defined_changed_inspected_and_listed,
     takes_until_denied_with_an_exact_retry_after_and_a_denial_takes_nothing,
