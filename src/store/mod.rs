@@ -17,6 +17,7 @@ mod groups;
 mod history;
 mod hub;
 mod key_history;
+mod limit_rows;
 mod limit_texts;
 mod limits;
 mod lock_alone;
