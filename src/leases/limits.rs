@@ -160,7 +160,13 @@ impl LimitService<'_> {
     async fn take_now(&self, name: &LimitName, cost: u64) -> Result<Taken, LeaseError> {
         let now = self.leases.now();
         let taken = self.leases.store.limits().take(name, cost, now).await;
-        self.leases.prefixes.note_limit(name, taken.is_ok());
+        match &taken {
+            Ok(_) => self.leases.prefixes.note_limit(name, true),
+            Err(crate::store::Error::Refused(Refused::RateLimited { .. })) => {
+                self.leases.prefixes.note_limit(name, false)
+            }
+            Err(_) => {}
+        }
         Ok(taken?)
     }
 

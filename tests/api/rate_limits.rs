@@ -410,6 +410,8 @@ async fn takes_and_denials_are_counted_by_prefix() {
     must_take(&app, "api/x", 1).await;
     take(&app, "api/x", json!({})).await;
     take(&app, "api/x", json!({})).await;
+    // A take of no limit is neither.
+    take(&app, "api/none", json!({})).await;
     let text = app.scrape().await.text().await.unwrap();
     assert!(
         text.contains("leasehold_prefix_limit_takes_total{prefix=\"api/\"} 1"),
