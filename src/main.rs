@@ -62,6 +62,8 @@ enum Command {
     Pool(cli::pool::PoolCommand),
     /// Subnet reservations of a pool: reserve, renew, confirm, release, show, list.
     Subnet(cli::subnet::SubnetCommand),
+    /// Rate limits: define, take, show, list, delete.
+    Limit(cli::limit::LimitCommand),
     /// What the API token may read, counted (locks, waiters, sessions,
     /// groups, members, reservations), the database, and whether it is an admin.
     Status(cli::status::StatusCommand),
@@ -187,6 +189,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Session(cmd) => return cli::finish(cli::session::execute(cmd).await),
         Command::Pool(cmd) => return cli::finish(cli::pool::execute(cmd).await),
         Command::Subnet(cmd) => return cli::finish(cli::subnet::execute(cmd).await),
+        Command::Limit(cmd) => return cli::finish(cli::limit::execute(cmd).await),
         Command::Status(cmd) => return cli::finish(cli::status::execute(cmd).await),
         Command::Token(cmd) => cli::token::execute(cmd),
         Command::Openapi { openapi_version } => {

@@ -22,6 +22,8 @@ mod elect;
 mod fencing;
 #[path = "cli/help.rs"]
 mod help;
+#[path = "cli/limits.rs"]
+mod limits;
 #[path = "cli/lock_run_sets.rs"]
 mod lock_run_sets;
 #[path = "cli/lost_answers.rs"]

@@ -10,20 +10,23 @@ const KEEP = 500;
 const STEP = 100;
 const TYPES = ["lock.acquired", "lock.released", "lock.updated", "reservation.reserved", "reservation.confirmed",
   "reservation.released", "reservation.updated", "session.opened", "session.ended", "group.created",
-  "group.deleted", "group.member_joined", "group.member_updated", "group.member_left"];
+  "group.deleted", "group.member_joined", "group.member_updated", "group.member_left", "limit.changed",
+  "limit.deleted"];
 
 function selects(filter, e) {
   const { prefix, pool, group, type } = filter;
   if (type && e.type !== type) return false;
   if (!prefix && !pool && !group) return true;
-  return (prefix && e.key?.startsWith(prefix)) || (pool && e.pool === pool) || (group && e.group === group);
+  return (prefix && (e.key ?? e.limit)?.startsWith(prefix)) || (pool && e.pool === pool)
+    || (group && e.group === group);
 }
 
 function row(e) {
   const resource = e.key !== undefined ? h("a", { href: `#/locks/${encode(e.key)}`, text: e.key })
     : e.pool !== undefined ? h("a", { href: `#/pools/${encode(e.pool)}`, text: `${e.pool} ${e.subnet ?? ""}` })
       : e.group !== undefined ? h("a", { href: `#/groups/${encode(e.group)}`, text: `${e.group} ${e.member ?? ""}` })
-        : e.session !== undefined ? h("a", { href: `#/sessions/${encode(e.session)}`, text: e.session }) : "";
+        : e.session !== undefined ? h("a", { href: `#/sessions/${encode(e.session)}`, text: e.session })
+          : e.limit ?? "";
   return h("tr", {}, [String(e.revision), e.at, e.type, resource, e.holder ?? "", e.reason ?? ""]
     .map((c) => h("td", {}, c)));
 }

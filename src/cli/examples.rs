@@ -100,6 +100,16 @@ pub const POOL_DELETE: &str = "\
 Examples:
   leasehold pool delete docker             # refused (exit 3) while it has live reservations";
 
+pub const LIMIT: &str = "\
+Examples:
+  leasehold limit define api/search --rate 100 --period 1s --burst 20
+  leasehold limit define tenants/ --rate 10 --period 1m   # a bucket per name under it
+  leasehold limit take api/search                          # refused (exit 8) when empty
+  leasehold limit take tenants/acme --cost 2 --wait 5s
+  leasehold limit show api/search
+  leasehold limit list --prefix api/
+  leasehold limit delete api/search";
+
 pub const SUBNET: &str = "\
 Examples:
   out=$(leasehold subnet reserve --pool docker --prefix-len 24 --json)

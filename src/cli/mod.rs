@@ -1,5 +1,5 @@
 //! The client commands of the `leasehold` binary: `lock`, `session`, `pool`,
-//! `subnet`, `status`.
+//! `subnet`, `limit`, `status`.
 //!
 //! Each command talks to a server through [`crate::client::Client`], prints a
 //! human-readable answer (or the server's JSON with `--json`), and maps a
@@ -10,6 +10,7 @@ pub mod examples;
 pub mod follow;
 pub mod hold;
 pub mod keepalive;
+pub mod limit;
 pub mod local_networks;
 pub mod lock;
 pub mod output;
@@ -47,7 +48,8 @@ pub mod exit {
     pub const LEASE_LOST: u8 = 6;
     /// No valid token (401), or the token may not do this (403).
     pub const DENIED: u8 = 7;
-    /// The token holds its quota of live leases (429).
+    /// The token holds its quota of live leases, or a rate refused the
+    /// request (429): `limit take` found too few tokens.
     pub const QUOTA: u8 = 8;
     /// `lock check`: the fencing token is not current (superseded, no longer
     /// held, or never granted).
@@ -69,7 +71,8 @@ Exit codes of the client commands:
   6  lock run: the lease was lost while the command ran; it was stopped
   7  no valid API token (401: give --api-token or LEASEHOLD_TOKEN), or the
      token may not do this (403)
-  8  the token holds its quota of live leases (429)
+  8  the token holds its quota of live leases, or limit take found too few
+     tokens (429)
   9  lock check: the fencing token is not current
  10  watch, elect --observe: the revision to resume from is older than the
      server's history (410 history-compacted); start again without --since

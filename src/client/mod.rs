@@ -5,6 +5,7 @@
 //! branch on the HTTP status or the stable problem `type`.
 
 mod events;
+mod limits;
 mod locks;
 mod sessions;
 mod status;
@@ -24,6 +25,7 @@ use crate::domain::paths;
 /// server's rules do.
 pub use crate::domain::LockMode;
 pub use events::{EventJson, EventPageJson, EventQuery, HistoryJson};
+pub use limits::{LimitJson, TakenJson};
 pub use sessions::{BoundMemberJson, OpenSessionBody, SessionJson, SessionLeasesJson};
 pub use status::{
     CallerJson, DatabaseJson, PostgresJson, ReplicaJson, SqliteJson, StatusCountsJson, StatusJson,

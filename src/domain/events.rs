@@ -26,6 +26,9 @@ pub enum EventType {
     /// A member's capabilities were replaced.
     GroupMemberUpdated,
     GroupMemberLeft,
+    /// A rate limit was defined, or its numbers changed.
+    LimitChanged,
+    LimitDeleted,
 }
 
 /// Why a lease or a session ended.
@@ -47,7 +50,7 @@ pub enum Reason {
     Removed,
 }
 
-pub const EVENT_TYPES: [EventType; 14] = [
+pub const EVENT_TYPES: [EventType; 16] = [
     EventType::LockAcquired,
     EventType::LockReleased,
     EventType::ReservationReserved,
@@ -62,6 +65,8 @@ pub const EVENT_TYPES: [EventType; 14] = [
     EventType::GroupMemberJoined,
     EventType::GroupMemberUpdated,
     EventType::GroupMemberLeft,
+    EventType::LimitChanged,
+    EventType::LimitDeleted,
 ];
 
 pub const REASONS: [Reason; 7] = [
@@ -91,6 +96,8 @@ impl EventType {
             EventType::GroupMemberJoined => "group.member_joined",
             EventType::GroupMemberUpdated => "group.member_updated",
             EventType::GroupMemberLeft => "group.member_left",
+            EventType::LimitChanged => "limit.changed",
+            EventType::LimitDeleted => "limit.deleted",
         }
     }
 
@@ -143,6 +150,11 @@ pub enum Resource {
     Group {
         name: String,
         member: Option<String>,
+    },
+    /// A rate limit: its name is scoped, filtered and kept in the change
+    /// log as a lock key is.
+    Limit {
+        name: String,
     },
 }
 
@@ -201,10 +213,12 @@ impl Holding<'_> {
 }
 
 impl Event {
-    /// The lock key, if the event is about a lock.
+    /// The lock key, if the event is about a lock, or the rate limit's
+    /// name (scoped as a key is).
     pub fn key(&self) -> Option<&str> {
         match &self.resource {
             Resource::Lock { key } => Some(key),
+            Resource::Limit { name } => Some(name),
             _ => None,
         }
     }

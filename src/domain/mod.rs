@@ -11,6 +11,7 @@ pub mod grant;
 pub mod group;
 pub mod inputs;
 pub mod lease;
+pub mod limit;
 pub mod lock;
 pub mod names;
 pub mod paths;

@@ -61,6 +61,12 @@ checked_text!(
     validate::member
 );
 checked_text!(
+    /// A rate limit's name: the syntax of a lock key; one ending in `/`
+    /// names a family.
+    LimitName,
+    validate::limit_name
+);
+checked_text!(
     /// Who holds a lease, as a label: 1 to `MAX_HOLDER_BYTES` bytes of text.
     Holder,
     validate::holder

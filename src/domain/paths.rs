@@ -21,6 +21,11 @@ pub fn pool(pool: &str) -> String {
     format!("/v1/pools/{}", utf8_percent_encode(pool, PATH_SEGMENT))
 }
 
+/// `/v1/limits/{name}`.
+pub fn limit(name: &str) -> String {
+    format!("/v1/limits/{}", utf8_percent_encode(name, PATH_SEGMENT))
+}
+
 /// `/v1/groups/{group}`.
 pub fn group(name: &str) -> String {
     format!("/v1/groups/{}", utf8_percent_encode(name, PATH_SEGMENT))

@@ -93,6 +93,17 @@ pub enum Refused {
     /// Another session or holder has the member id in the group.
     #[error("the member id is taken")]
     MemberExists,
+    /// The limit holds fewer tokens than asked: nothing was taken; the
+    /// cost can be taken in `retry_after_ms` if nothing else is taken.
+    #[error("the limit holds {available} tokens now")]
+    RateLimited { retry_after_ms: u64, available: u64 },
+    /// The cost is more than the limit's bucket ever holds.
+    #[error("the cost {cost} exceeds the burst {burst}")]
+    CostExceedsBurst { cost: u64, burst: u64 },
+    /// The limit was defined by another API token (or without one): only
+    /// its creator, or an admin, deletes it.
+    #[error("the limit was defined by another token")]
+    NotLimitCreator,
 }
 
 /// What a request named that is not there.
@@ -114,6 +125,9 @@ pub enum Missing {
     /// No live member with the id in the group.
     #[error("member")]
     Member,
+    /// No rate limit of the name, nor a family above it.
+    #[error("limit")]
+    Limit,
 }
 
 /// The owner holds `current` of what its quota allows `limit` of, and the

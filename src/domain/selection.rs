@@ -35,6 +35,7 @@ impl Term {
     pub fn matches(&self, event: &Event) -> bool {
         match (self, &event.resource) {
             (Term::KeysUnder(p), Resource::Lock { key }) => key.starts_with(p.as_str()),
+            (Term::KeysUnder(p), Resource::Limit { name }) => name.starts_with(p.as_str()),
             (Term::Pool(p), Resource::Reservation { pool, .. }) => p == pool,
             (Term::EveryPool, Resource::Reservation { .. }) => true,
             (Term::Group(g), Resource::Group { name, .. }) => g == name,

@@ -73,6 +73,11 @@ pub fn group(name: &str) -> Result<(), InvalidInput> {
     printable("group", name, MAX_KEY_BYTES)
 }
 
+/// A rate limit's name: the syntax of a lock key.
+pub fn limit_name(name: &str) -> Result<(), InvalidInput> {
+    printable("name", name, MAX_KEY_BYTES)
+}
+
 /// A member id within a group: the syntax of a lock key.
 pub fn member(name: &str) -> Result<(), InvalidInput> {
     printable("member", name, MAX_KEY_BYTES)

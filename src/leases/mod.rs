@@ -17,6 +17,7 @@ pub mod events;
 mod fanout;
 pub mod groups;
 mod history_turns;
+pub mod limits;
 pub mod lock_sets;
 pub mod locks;
 pub mod sessions;
@@ -130,6 +131,8 @@ pub struct Leases {
     pub clock: SharedClock,
     pub limits: Limits,
     pub waiters: Arc<Waiters>,
+    /// The queues of rate limits' waiting takes on this server.
+    pub limit_queues: Arc<limits::LimitQueues>,
     pub metrics: Arc<Metrics>,
     pub admission: Arc<Admission>,
     /// The change log as watchers follow it.
@@ -164,6 +167,7 @@ impl Leases {
             clock,
             limits,
             waiters: Arc::new(Waiters::default()),
+            limit_queues: Arc::default(),
             metrics: Arc::new(Metrics::default()),
             admission: Arc::new(Admission::new(admission::Bounds {
                 in_flight: limits.max_in_flight,
@@ -220,6 +224,10 @@ impl Leases {
 
     pub fn groups(&self) -> groups::GroupService<'_> {
         groups::GroupService { leases: self }
+    }
+
+    pub fn limits(&self) -> limits::LimitService<'_> {
+        limits::LimitService { leases: self }
     }
 
     pub fn sessions(&self) -> SessionService<'_> {

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::domain::names::{GroupName, IdempotencyKey, LockKey, MemberName};
+use crate::domain::names::{GroupName, IdempotencyKey, LimitName, LockKey, MemberName};
 use crate::token::digest;
 
 /// A name a write holds until it ends, so writes of the same name
@@ -23,6 +23,9 @@ pub enum LockName {
     /// racing with one key serialise and the second replays the first's
     /// session. Its text carries the key's digest, not the key.
     SessionOpen(IdempotencyKey),
+    /// A rate limit's name (or a family's bucket): its definitions, takes,
+    /// refunds and deletion, so each is one write on its row.
+    Limit(LimitName),
 }
 
 impl LockName {
@@ -40,6 +43,7 @@ impl LockName {
             LockName::SessionOpen(key) => {
                 Cow::Owned(format!("session idempotency\n{}", digest(key)))
             }
+            LockName::Limit(name) => Cow::Owned(format!("rate limit\n{name}")),
         }
     }
 }

@@ -115,6 +115,8 @@ struct Slot {
 #[derive(Debug)]
 struct Bucket {
     totals: [AtomicU64; KINDS],
+    /// Takes of rate limits admitted, and denied with 429.
+    limit_takes: [AtomicU64; 2],
     waits: Histogram,
     recent: Mutex<Vec<Slot>>,
 }
@@ -123,6 +125,7 @@ impl Bucket {
     fn new() -> Self {
         Self {
             totals: Default::default(),
+            limit_takes: Default::default(),
             waits: Histogram::new(WAIT_BUCKETS),
             recent: Mutex::new(vec![Slot::default(); SLOTS]),
         }
@@ -251,6 +254,11 @@ impl PrefixActivity {
         self.bucket(key).note(epoch, what);
     }
 
+    /// Counts a take of the rate limit `name`: admitted, or denied.
+    pub fn note_limit(&self, name: &str, taken: bool) {
+        self.bucket(name).limit_takes[usize::from(!taken)].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The figures of every bucket `selects` (by name, `other` included),
     /// in name order, with the last `slots` complete slots.
     pub fn figures(&self, selects: impl Fn(&str) -> bool, slots: usize) -> Vec<PrefixFigures> {
@@ -318,6 +326,7 @@ impl PrefixActivity {
                 out.sample(name, &[("prefix", &f.prefix)], value(&f.totals));
             }
         }
+        self.render_limit_takes(out);
         const WAITERS: &str = "leasehold_prefix_waiters";
         out.family(
             WAITERS,
@@ -326,6 +335,32 @@ impl PrefixActivity {
         );
         for (prefix, n) in waiters {
             out.sample(WAITERS, &[("prefix", prefix)], n);
+        }
+    }
+}
+
+impl PrefixActivity {
+    /// The takes of rate limits, admitted and denied, by prefix bucket.
+    fn render_limit_takes(&self, out: &mut Exposition) {
+        let mut buckets = self.naming.all();
+        buckets.push((Arc::from(OTHER), self.other.clone()));
+        buckets.sort_by(|(a, _), (b, _)| a.cmp(b));
+        let families = [
+            (
+                "leasehold_prefix_limit_takes_total",
+                "Takes of rate limits admitted, by name prefix (bucketed as lock keys are)",
+            ),
+            (
+                "leasehold_prefix_limit_denials_total",
+                "Takes of rate limits denied with 429, by name prefix",
+            ),
+        ];
+        for (at, (name, help)) in families.into_iter().enumerate() {
+            out.family(name, Kind::Counter, help);
+            for (prefix, bucket) in &buckets {
+                let value = bucket.limit_takes[at].load(Ordering::Relaxed);
+                out.sample(name, &[("prefix", prefix)], value);
+            }
         }
     }
 }

@@ -37,6 +37,7 @@ mod prefixes;
 mod queues;
 mod quota;
 mod quota_precedence;
+mod rate_limits;
 mod raw;
 mod refusals;
 mod request_ids;
@@ -92,6 +93,7 @@ fn main() {
         queues::tests(),
         quota::tests(),
         quota_precedence::tests(),
+        rate_limits::tests(),
         request_ids::tests(),
         restarts::tests(),
         scopes::tests(),

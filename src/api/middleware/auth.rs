@@ -151,8 +151,8 @@ fn verb(need: Need) -> &'static str {
 
 fn forbidden(grant: &ApiToken, what: &str, name: &str, need: Need, denial: Denial) -> Problem {
     let why = match denial {
-        // Group names are scoped as lock keys are.
-        Denial::OutOfScope if what == "lock" || what == "group" => format!(
+        // Group and rate limit names are scoped as lock keys are.
+        Denial::OutOfScope if matches!(what, "lock" | "group" | "limit") => format!(
             "its lock key prefixes are {}",
             list(&grant.lock_prefixes, "\"\" (every key)")
         ),
@@ -218,6 +218,17 @@ impl Caller {
             Caller::Token(g) => g
                 .may_lock(name, need)
                 .map_err(|d| forbidden(g, "group", name, need, d)),
+        }
+    }
+
+    /// 403 unless the caller may do `need` on the rate limit `name` (scoped
+    /// as lock keys are; the refusal names the limit).
+    pub fn limit(&self, name: &str, need: Need) -> Result<(), Problem> {
+        match self {
+            Caller::Open => Ok(()),
+            Caller::Token(g) => g
+                .may_lock(name, need)
+                .map_err(|d| forbidden(g, "limit", name, need, d)),
         }
     }
 

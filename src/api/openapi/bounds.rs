@@ -16,6 +16,7 @@ use utoipa::openapi::schema::{ArrayItems, Object, ObjectBuilder, Schema, Type};
 use utoipa::openapi::{OpenApi, RefOr};
 
 use crate::domain::inputs::MAX_SET_KEYS;
+use crate::domain::rate::{MAX_PERIOD_MS, MAX_RATE};
 use crate::domain::validate::{DEFAULT_MAX_TTL_MS, MAX_HOLDER_BYTES, MAX_KEY_BYTES, MIN_TTL_MS};
 
 /// Printable text: no control characters (Unicode category Cc).
@@ -141,6 +142,9 @@ fn constrain_field(field: &str, schema: &mut Schema) {
             note(object, MAX_TTL_NOTE);
         }
         "max_holders" => bounded(object, 1, u32::MAX.into()),
+        // A rate limit's numbers, and the tokens a take or a refund names.
+        "rate" | "burst" | "cost" => bounded(object, 1, MAX_RATE as i64),
+        "period_ms" => bounded(object, 1, MAX_PERIOD_MS as i64),
         "prefix_len" => bounded(object, 0, MAX_PREFIX_LEN.into()),
         "labels" => {
             // A label's name is never empty.

@@ -53,6 +53,7 @@ impl utoipa::Modify for BearerScheme {
         (name = "locks", description = "Keyed locks: one holder (or N, or shared) per key, with fencing tokens"),
         (name = "sessions", description = "Sessions: one heartbeat for many leases, which end together with it"),
         (name = "groups", description = "Groups: who is alive and what each can do; members end with their session or their TTL"),
+        (name = "limits", description = "Rate limits (GCRA): exact under any number of clients and replicas; a denial takes nothing; families give each name its own bucket"),
         (name = "events", description = "The change log: every grant, release, expiry and session change, as a stream or a long-poll page"),
         (name = "pools", description = "Subnet pools and reservations: free blocks handed out best fit, then lowest address"),
         (name = "operations", description = "Health, readiness, metrics, the caller's overview and this document"),

@@ -178,6 +178,10 @@ refusals! {
     LeaveRefusals = ["lease-lost"];
     /// A member that is not live.
     MemberUnknown = ["group-not-found", "member-not-found"];
+    /// A rate limit that does not exist (nor a family above its name).
+    LimitUnknown = ["limit-not-found"];
+    /// A take the limit cannot give now, or ever.
+    LimitTakeRefusals = ["limit-not-found", "rate-limited", "cost-exceeds-burst"];
     /// A database that cannot be used now.
     StorageRefusals = ["storage-unavailable"];
     /// `/metrics` with an auth file: no token, or one that may not read it.

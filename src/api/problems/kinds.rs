@@ -137,6 +137,7 @@ pub const FORBIDDEN: Kind = kind("forbidden", 403, "The token may not do this",
         opt("lock", Ty::Text, "The lock key that was refused."),
         opt("pool", Ty::Text, "The pool that was refused."),
         opt("group", Ty::Text, "The group that was refused."),
+        opt("limit", Ty::Text, "The rate limit that was refused."),
         req("lock_prefixes", Ty::Texts, "The key prefixes the token may use."),
         req("pools", Ty::Texts, "The pools the token may use (`*`: every pool)."),
         req("access", Ty::OneOf(ACCESS), "What the token may do."),
@@ -170,6 +171,11 @@ pub const RESERVATION_NOT_FOUND: Kind = kind("reservation-not-found", 404, "No s
 #[rustfmt::skip]
 pub const GROUP_NOT_FOUND: Kind = kind("group-not-found", 404, "No such group",
     "no such group", &[]);
+#[rustfmt::skip]
+pub const LIMIT_NOT_FOUND: Kind = kind("limit-not-found", 404, "No such rate limit",
+    "no rate limit of the name, nor a family (a limit whose name ends in `/`) above it", &[
+        req("name", Ty::Text, "The rate limit named by the request."),
+    ]);
 #[rustfmt::skip]
 pub const MEMBER_NOT_FOUND: Kind = kind("member-not-found", 404, "No such member",
     "the group has no such live member", &[]);
@@ -285,6 +291,14 @@ pub const IDEMPOTENCY_KEY_REUSED: Kind = kind("idempotency-key-reused", 422, "Th
         opt("key", Ty::Text, "The other key on which the Idempotency-Key holds a live lease."),
     ]);
 #[rustfmt::skip]
+pub const COST_EXCEEDS_BURST: Kind = kind("cost-exceeds-burst", 422, "The cost exceeds the limit's burst",
+    "the cost is more than the limit ever holds at once: it can never be taken", &[
+        req("field", Ty::Text, "`cost`."),
+        req("name", Ty::Text, "The rate limit."),
+        req("cost", Ty::Int, "The cost asked for."),
+        req("burst", Ty::Int, "The most the limit holds at once."),
+    ]);
+#[rustfmt::skip]
 pub const QUOTA_EXCEEDED: Kind = kind("quota-exceeded", 429, "The token holds its quota",
     "the token holds its quota of live leases, of sessions or of \
         groups (`quota` names it)", &[
@@ -296,11 +310,17 @@ pub const QUOTA_EXCEEDED: Kind = kind("quota-exceeded", 429, "The token holds it
             `max_live_leases`, `max_live_sessions` or `max_groups`."),
     ]);
 #[rustfmt::skip]
-pub const RATE_LIMITED: Kind = clears(kind("rate-limited", 429, "The token sends writes faster than its rate",
-    "the token sent writes faster than its \
-        `max_writes_per_second`", &[
-        req("limit", Ty::Int, "How many writes per second the token may send."),
+pub const RATE_LIMITED: Kind = clears(kind("rate-limited", 429, "The request goes faster than a rate allows",
+    "the token sent writes faster than its `max_writes_per_second` \
+        (`limit`), or a rate limit holds fewer tokens than a take asked for (`name`, \
+        `retry_after_ms`): nothing was taken", &[
+        opt("limit", Ty::Int, "How many writes per second the token may send; on a token's rate."),
+        opt("name", Ty::Text, "The rate limit that refused the take."),
+        opt("retry_after_ms", Ty::Int, "Milliseconds until the cost can be taken, if nothing \
+            else is taken meanwhile; on a take."),
+        opt("available", Ty::Int, "Whole tokens the limit holds now; on a take."),
     ]));
+
 #[rustfmt::skip]
 pub const REQUEST_HEADER_FIELDS_TOO_LARGE: Kind = kind("request-header-fields-too-large", 431, "The request head is too large",
     "the request line and headers are too large", &[
@@ -333,6 +353,7 @@ pub const KINDS: &[Kind] = &[
     POOL_NOT_FOUND,
     RESERVATION_NOT_FOUND,
     GROUP_NOT_FOUND,
+    LIMIT_NOT_FOUND,
     MEMBER_NOT_FOUND,
     SESSION_NOT_FOUND,
     METHOD_NOT_ALLOWED,
@@ -353,6 +374,7 @@ pub const KINDS: &[Kind] = &[
     PAYLOAD_TOO_LARGE,
     UNSUPPORTED_MEDIA_TYPE,
     IDEMPOTENCY_KEY_REUSED,
+    COST_EXCEEDS_BURST,
     QUOTA_EXCEEDED,
     RATE_LIMITED,
     REQUEST_HEADER_FIELDS_TOO_LARGE,

@@ -39,6 +39,40 @@ pub fn refused_problem(subject: Subject, refused: &Refused, now: Now) -> Problem
             &kinds::MEMBER_EXISTS,
             format!("{subject} is a live member of another session or holder"),
         ),
+        // The limit routes answer it with the caller's own refusal.
+        R::NotLimitCreator => Problem::internal(refused),
+        R::RateLimited { .. } | R::CostExceedsBurst { .. } => limit_problem(subject, refused),
+    }
+}
+
+/// The 429 of a take the limit cannot give now (nothing was taken), and
+/// the 422 of one it can never give.
+fn limit_problem(subject: Subject, refused: &Refused) -> Problem {
+    let name = subject.name();
+    match *refused {
+        Refused::RateLimited {
+            retry_after_ms,
+            available,
+        } => Problem::of(
+            &kinds::RATE_LIMITED,
+            format!(
+                "{subject} holds {available} tokens now, fewer than asked; nothing was taken: \
+                 the cost can be taken in {retry_after_ms} ms"
+            ),
+        )
+        .with("name", name)
+        .with("retry_after_ms", retry_after_ms)
+        .with("available", available)
+        .retry_after(retry_after_ms.div_ceil(1000)),
+        Refused::CostExceedsBurst { cost, burst } => Problem::of(
+            &kinds::COST_EXCEEDS_BURST,
+            format!("cost: {cost} is more than {subject} ever holds (its burst is {burst})"),
+        )
+        .with("field", "cost")
+        .with("name", name)
+        .with("cost", cost)
+        .with("burst", burst),
+        _ => Problem::internal(refused),
     }
 }
 
@@ -119,6 +153,13 @@ pub fn missing_problem(subject: Subject, missing: Missing) -> Problem {
             &kinds::MEMBER_NOT_FOUND,
             format!("group {group} has no live member {}", subject.name()),
         ),
+        Missing::Limit => Problem::of(
+            &kinds::LIMIT_NOT_FOUND,
+            format!(
+                "there is no {subject}, nor a family above it (a limit whose name ends in `/`)"
+            ),
+        )
+        .with("name", subject.name()),
     }
 }
 

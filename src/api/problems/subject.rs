@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::domain::names::{GroupName, LockKey, PoolName, SessionId};
+use crate::domain::names::{GroupName, LimitName, LockKey, PoolName, SessionId};
 
 /// The resource a request named.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +23,8 @@ pub enum Subject<'a> {
         group: &'a str,
         member: &'a str,
     },
+    /// A rate limit (or a name under a family).
+    Limit(&'a str),
     /// Anything else, in words: "a new session", "the change log".
     Other(&'a str),
 }
@@ -59,6 +61,7 @@ impl<'a> Subject<'a> {
     pub fn name(&self) -> &'a str {
         match *self {
             Subject::Lock(name) | Subject::Session(name) | Subject::Other(name) => name,
+            Subject::Limit(name) => name,
             Subject::Pool(name) | Subject::Group(name) => name,
             Subject::Reservation { id, .. } => id.unwrap_or_default(),
             Subject::Member { member, .. } => member,
@@ -81,6 +84,7 @@ subject_of!(LockKey, Lock);
 subject_of!(PoolName, Pool);
 subject_of!(SessionId, Session);
 subject_of!(GroupName, Group);
+subject_of!(LimitName, Limit);
 
 impl fmt::Display for Subject<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,6 +99,7 @@ impl fmt::Display for Subject<'_> {
             Subject::Session(id) => write!(f, "session {id}"),
             Subject::Group(group) => write!(f, "group {group}"),
             Subject::Member { group, member } => write!(f, "member {member} of group {group}"),
+            Subject::Limit(name) => write!(f, "rate limit {name}"),
             Subject::Other(words) => write!(f, "{words}"),
         }
     }

@@ -97,6 +97,10 @@ pub enum EventKind {
     GroupMemberUpdated,
     #[serde(rename = "group.member_left")]
     GroupMemberLeft,
+    #[serde(rename = "limit.changed")]
+    LimitChanged,
+    #[serde(rename = "limit.deleted")]
+    LimitDeleted,
 }
 
 /// Why a lease or a session ended.
@@ -148,6 +152,10 @@ pub struct EventBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub member: Option<String>,
+    /// The rate limit (`limit.*` events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub limit: Option<String>,
     pub holder: String,
     /// The lease's fencing token (lock and reservation events).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -194,6 +202,8 @@ impl EventBody {
             T::GroupMemberJoined => EventKind::GroupMemberJoined,
             T::GroupMemberUpdated => EventKind::GroupMemberUpdated,
             T::GroupMemberLeft => EventKind::GroupMemberLeft,
+            T::LimitChanged => EventKind::LimitChanged,
+            T::LimitDeleted => EventKind::LimitDeleted,
         };
         let reason = event.reason.map(|r| match r {
             R::Released => EndReason::Released,
@@ -205,7 +215,7 @@ impl EventBody {
             R::Removed => EndReason::Removed,
         });
         let (mut key, mut pool, mut id, mut subnet) = (None, None, None, None);
-        let (mut group, mut member) = (None, None);
+        let (mut group, mut member, mut limit) = (None, None, None);
         match &event.resource {
             Resource::Lock { key: k } => key = Some(k.clone()),
             Resource::Reservation {
@@ -222,6 +232,7 @@ impl EventBody {
                 group = Some(name.clone());
                 member = m.clone();
             }
+            Resource::Limit { name } => limit = Some(name.clone()),
         }
         Self {
             revision: event.revision,
@@ -233,6 +244,7 @@ impl EventBody {
             subnet,
             group,
             member,
+            limit,
             holder: event.holder.clone(),
             fencing_token: event.fencing_token,
             session: event.session.clone(),

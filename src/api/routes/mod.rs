@@ -18,6 +18,8 @@ pub mod fencing;
 pub mod group_bodies;
 pub mod groups;
 pub mod lease_requests;
+pub mod limit_bodies;
+pub mod limits;
 pub mod lock_history;
 pub mod lock_sets;
 pub mod locks;
@@ -49,6 +51,7 @@ pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .merge(sessions::router())
         .merge(session_leases::router())
         .merge(groups::router())
+        .merge(limits::router())
         .merge(events::router())
         .merge(ops::router())
         .merge(status::router())

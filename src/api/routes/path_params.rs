@@ -7,7 +7,7 @@ use crate::api::problems::{Problem, Subject, missing_problem};
 use crate::domain::Missing;
 use crate::domain::fencing::FencingToken;
 use crate::domain::inputs::ReservationId;
-use crate::domain::names::{GroupName, LockKey, MemberName, PoolName, SessionId};
+use crate::domain::names::{GroupName, LimitName, LockKey, MemberName, PoolName, SessionId};
 
 /// One path parameter: its name in the route, and its parse.
 pub trait PathParam: Sized {
@@ -63,6 +63,7 @@ path_param!(PoolName, "pool");
 path_param!(SessionId, "id");
 path_param!(GroupName, "group");
 path_param!(MemberName, "member");
+path_param!(LimitName, "name");
 
 impl PathParam for FencingToken {
     const NAME: &'static str = "fencing_token";

@@ -79,6 +79,9 @@ pub fn event(row: &impl Columns) -> StoreResult<Event> {
         row.opt_text("pool")?,
         row.opt_text("group_name")?,
     ) {
+        (Some(name), _, _) if matches!(kind, EventType::LimitChanged | EventType::LimitDeleted) => {
+            Resource::Limit { name }
+        }
         (Some(key), _, _) => Resource::Lock { key },
         (None, Some(pool), _) => Resource::Reservation {
             pool,

@@ -59,7 +59,11 @@ fn group_of(resource: &Resource) -> (Option<&str>, Option<&str>) {
 /// The `key`, `pool`, `reservation` and `subnet` columns of a resource.
 fn columns_of(resource: &Resource) -> (Option<&str>, Option<&str>, Option<&str>, Option<&str>) {
     match resource {
-        Resource::Lock { key } => (Some(key.as_str()), None, None, None),
+        // A rate limit's name is kept as a key is: scoped, filtered and
+        // read by the same index; its event's type tells the two apart.
+        Resource::Lock { key: name } | Resource::Limit { name } => {
+            (Some(name.as_str()), None, None, None)
+        }
         Resource::Reservation { pool, id, subnet } => (
             None,
             Some(pool.as_str()),

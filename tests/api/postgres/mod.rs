@@ -10,6 +10,7 @@ mod grants;
 mod one_holder;
 mod postgres_store;
 mod proxy;
+mod rate_limit_replicas;
 mod replica_queues;
 mod replicas;
 mod session_replicas;
@@ -22,6 +23,7 @@ pub fn tests() -> Vec<crate::harness::Test> {
         failover::tests(),
         one_holder::tests(),
         postgres_store::tests(),
+        rate_limit_replicas::tests(),
         replica_queues::tests(),
         replicas::tests(),
         session_replicas::tests(),
