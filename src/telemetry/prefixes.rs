@@ -201,6 +201,9 @@ pub struct PrefixFigures {
     pub totals: Counts,
     /// The last complete slots, oldest first.
     pub recent: Vec<Counts>,
+    /// Takes of rate limits admitted and denied since the start.
+    pub limit_takes: u64,
+    pub limit_denials: u64,
 }
 
 /// The buckets of lock activity by key prefix.
@@ -279,6 +282,8 @@ impl PrefixActivity {
                     waits: Vec::new(),
                 },
                 recent: b.window(epoch, slots.min(SLOTS - 1)),
+                limit_takes: b.limit_takes[0].load(Ordering::Relaxed),
+                limit_denials: b.limit_takes[1].load(Ordering::Relaxed),
             })
             .collect()
     }

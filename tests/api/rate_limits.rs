@@ -421,6 +421,19 @@ async fn takes_and_denials_are_counted_by_prefix() {
         text.contains("leasehold_prefix_limit_denials_total{prefix=\"api/\"} 2"),
         "{text}"
     );
+    // The same figures as JSON, for dashboards and the console.
+    let prefixes: Value = app.get("/v1/prefixes").await.json().await.unwrap();
+    let api = prefixes["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["prefix"] == "api/")
+        .expect("a bucket for api/");
+    assert_eq!(
+        api["limits"],
+        json!({"takes": 1, "denials": 2}),
+        "{prefixes}"
+    );
 }
 
 /// What `clients` clients taking from `url` as fast as answers come admit

@@ -34,14 +34,24 @@ pub struct CountsBody {
     pub refusals: u64,
 }
 
+/// Takes of rate limits whose names fall in a bucket, since this server
+/// started: admitted, and denied with 429 (this server's).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LimitTakesBody {
+    pub takes: u64,
+    pub denials: u64,
+}
+
 /// One key prefix: counts since this server started and over the last
-/// minute, its waiters on this server now, and how long the acquires that
-/// waited in the last minute waited (null without any).
+/// minute, its waiters on this server now, how long the acquires that
+/// waited in the last minute waited (null without any), and the takes of
+/// rate limits named under it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PrefixBody {
     pub prefix: String,
     pub total: CountsBody,
     pub last_minute: CountsBody,
+    pub limits: LimitTakesBody,
     pub waiters: u64,
     #[schema(required = true)]
     pub wait_p50_ms: Option<f64>,
@@ -80,6 +90,10 @@ fn body(figures: PrefixFigures, waiters: u64) -> PrefixBody {
         prefix: figures.prefix,
         total: counts(&figures.totals),
         last_minute: counts(&minute),
+        limits: LimitTakesBody {
+            takes: figures.limit_takes,
+            denials: figures.limit_denials,
+        },
         waiters,
         wait_p50_ms: minute.wait_quantile_ms(0.5),
         wait_p99_ms: minute.wait_quantile_ms(0.99),
