@@ -396,4 +396,51 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   }
 
   await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });
+  await checkLimits({ page, call, check, key });
+}
+
+// Rate limits: the page is reached with the keyboard; a bucket's level is
+// shown live as it is spent (no event says so); its prefix's denials per
+// second show while takes are denied; a limit's own page; and deletion
+// behind a confirmation.
+async function checkLimits({ page, call, check, key }) {
+  const name = `${key}-limit`;
+  const path = `/v1/limits/${encodeURIComponent(name)}`;
+  const defined = await call("PUT", path, { rate: 10, period_ms: 600000, burst: 10 });
+  check(defined.status === 201, "a rate limit is defined");
+  check(await reach(page, "Limits"), "the limits page is reached with the keyboard");
+  await page.getByRole("link", { name, exact: true }).waitFor();
+  const level = (text) => page.waitForFunction(([n, t]) => [...document.querySelectorAll("meter")]
+    .some((m) => m.getAttribute("aria-label") === `${n}: ${t}`), [name, text], { timeout: 5000 })
+    .then(() => true, () => false);
+  check(await level("10 of 10 available"), "the page shows a new limit full");
+  await accessible(page, "the limits page", check);
+  const taken = await call("POST", `${path}/take`, { cost: 7 });
+  check(taken.status === 200 && taken.body.available === 3, `a take of 7 leaves 3 (${JSON.stringify(taken.body)})`);
+  check(await level("3 of 10 available"), "the page shows what is left, without a reload");
+  // Denied takes, one every 100 ms, until the page shows its prefix's
+  // denials per second (10 s at most).
+  const row = page.getByRole("row").filter({ has: page.getByRole("link", { name, exact: true }) });
+  let denials = 0;
+  let shown = "";
+  for (const until = Date.now() + 10000; Date.now() < until; denials++) {
+    const denied = await call("POST", `${path}/take`, { cost: 5 });
+    if (denied.status !== 429 || !(denied.body.retry_after_ms > 0)) {
+      check(false, `a take of 5 with 3 left is denied with retry_after_ms (${denied.status} ${JSON.stringify(denied.body)})`);
+    }
+    shown = (await row.getByRole("cell").nth(4).textContent()) ?? "";
+    if (/^[1-9]|^0\.[1-9]/.test(shown)) break;
+    await sleep(100);
+  }
+  check(/^[1-9]|^0\.[1-9]/.test(shown), `the page shows its prefix's denials per second (${shown} after ${denials + 1} denials)`);
+  check(await level("3 of 10 available"), "the denials took nothing");
+
+  await follow(page, page.getByRole("link", { name, exact: true }));
+  await page.locator("#limit-rate").filter({ hasText: "10 per 10 min" }).waitFor();
+  check(await page.locator("#limit-available meter").getAttribute("value") === "3", "a limit's page shows its level");
+  await accessible(page, "a limit's page", check);
+  await page.getByRole("button", { name: "Delete this limit" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Delete limit" }).click();
+  await page.getByRole("alert").filter({ hasText: "Delete limit: done." }).waitFor();
+  check((await call("GET", path)).status === 404, "delete, confirmed, removes the limit");
 }

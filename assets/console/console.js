@@ -11,6 +11,7 @@ import { session, sessions } from "./sessions.js";
 import { pool, pools } from "./pools.js";
 import { group, groups } from "./groups.js";
 import { events } from "./events.js";
+import { limit, limits } from "./limits.js";
 import { startSampling } from "./charts.js";
 
 const live = document.getElementById("live");
@@ -27,7 +28,7 @@ function route() {
   const params = new URLSearchParams(query);
   const [section, ...name] = path.split("/");
   const pages = { locks: [locks, key], pools: [pools, pool], groups: [groups, group], events: [events],
-    sessions: [sessions, session] };
+    sessions: [sessions, session], limits: [limits, limit] };
   const [list, one] = pages[section] || [];
   if (name.length && one) return () => one(params, decodeURIComponent(name.join("/")));
   if (list) return () => list(params);
@@ -135,20 +136,20 @@ document.getElementById("signin").addEventListener("submit", (e) => {
   render();
 });
 tokenInput.value = state.token;
-// A key's queue changes without an event when a waiter joins: its page
-// reads the queue again every second while it is open (one request,
-// whatever the data), and the rest of the page when an event touches it.
+// What changes without an event (a key's queue when a waiter joins, a rate
+// limit's bucket as it refills) a page reads again with its `tick`, every
+// second while it is open (one request or two, whatever the data), and the
+// rest of the page when an event touches it.
 let ticker = null;
-function watchQueue() {
+function tickEverySecond() {
   clearInterval(ticker);
-  if (!location.hash.startsWith("#/locks/")) return;
   ticker = setInterval(() => {
     if (reading || !page?.tick) return;
     page.tick().catch((error) => showProblem(error.message));
   }, 1000);
 }
-window.addEventListener("hashchange", () => { showAction(""); watchQueue(); render(); main.focus(); });
-watchQueue();
+window.addEventListener("hashchange", () => { showAction(""); tickEverySecond(); render(); main.focus(); });
+tickEverySecond();
 follow();
 render();
 startSampling();

@@ -15,7 +15,7 @@ use crate::api::problems::Problem;
 use crate::api::problems::kinds;
 
 /// The page's files, by name, with their content type.
-const ASSETS: [(&str, &str, &str); 10] = [
+const ASSETS: [(&str, &str, &str); 11] = [
     (
         "console.js",
         "text/javascript; charset=utf-8",
@@ -52,6 +52,11 @@ const ASSETS: [(&str, &str, &str); 10] = [
         include_str!("../../../assets/console/groups.js"),
     ),
     (
+        "limits.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../assets/console/limits.js"),
+    ),
+    (
         "events.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../assets/console/events.js"),
@@ -77,8 +82,9 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// The console: an overview, locks by prefix and each key's holders and
 /// queue, pools drawn as maps with their reservations, groups and their
-/// members, sessions, a tail of the event stream, and the admin's force
-/// release and force close, live from the event stream. Served from the binary, no external
+/// members, sessions, rate limits with what each has now and its prefix's
+/// denials per second, a tail of the event stream, and the admin's force
+/// release, force close and limit deletion, live from the event stream. Served from the binary, no external
 /// assets; the page needs no token and signs in with one.
 #[utoipa::path(get, path = "/console", operation_id = "getConsole", tag = "operations",
     responses((status = 200, description = "The console page", body = String, content_type = "text/html")))]
