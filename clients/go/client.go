@@ -146,6 +146,9 @@ type call struct {
 	sent, received time.Time
 	// retried says whether an earlier attempt may have reached the server.
 	retried bool
+	// denialIsFinal returns a 429 to the caller instead of retrying it: a
+	// rate limit's denial is the answer, not a fault.
+	denialIsFinal bool
 }
 
 // do sends c (retrying as the policy says) and decodes a 2xx JSON answer into
@@ -231,8 +234,10 @@ func (c *Client) once(ctx context.Context, cl *call, payload []byte, out any) (i
 		return resp.StatusCode, -1, nil
 	}
 	p := parseProblem(resp, data)
-	switch resp.StatusCode {
-	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests && cl.denialIsFinal:
+		return resp.StatusCode, -1, p
+	case resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusTooManyRequests:
 		return resp.StatusCode, p.RetryAfter, p
 	}
 	return resp.StatusCode, -1, p

@@ -278,3 +278,29 @@ func ExampleClient_Reserve() {
 	fmt.Println(r.State)
 	// Output: allocated
 }
+
+func ExampleLimiter() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	// 5,000 calls an hour to an upstream API, at most 100 at once, shared
+	// by every process and replica that takes from it.
+	if _, _, err := c.DefineLimit(ctx, "api/upstream", 5000, time.Hour, 100); err != nil {
+		log.Fatal(err)
+	}
+	limiter := c.NewLimiter("api/upstream")
+	if err := limiter.Wait(ctx, 10); err != nil { // a batch of 10 calls
+		log.Fatal(err)
+	}
+	if !limiter.Allow(ctx) { // one more, now or not at all
+		log.Fatal("denied")
+	}
+	info, err := c.Limit(ctx, "api/upstream")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(info.Available)
+	// Output: 89
+}

@@ -33,6 +33,8 @@ const (
 	TypeHistoryCompacted   = "/problems/history-compacted"
 	TypeQuotaExceeded      = "/problems/quota-exceeded"
 	TypeRateLimited        = "/problems/rate-limited"
+	TypeLimitNotFound      = "/problems/limit-not-found"
+	TypeCostExceedsBurst   = "/problems/cost-exceeds-burst"
 	TypeGroupNotFound      = "/problems/group-not-found"
 	TypeGroupNotEmpty      = "/problems/group-not-empty"
 	TypeMemberExists       = "/problems/member-exists"
@@ -208,6 +210,18 @@ func IsNotFound(err error) bool {
 	p := AsProblem(err)
 	return p != nil && p.Status == http.StatusNotFound
 }
+
+// IsRateLimited reports whether err is a 429 rate-limited: a rate limit's
+// take denied (RetryAfterMS says for how long), or the token's writes
+// faster than the server allows.
+func IsRateLimited(err error) bool { return isType(err, TypeRateLimited) }
+
+// IsLimitNotFound reports whether err says the rate limit does not exist.
+func IsLimitNotFound(err error) bool { return isType(err, TypeLimitNotFound) }
+
+// IsCostExceedsBurst reports whether err says a take asked for more than
+// the limit's burst: it could never be admitted.
+func IsCostExceedsBurst(err error) bool { return isType(err, TypeCostExceedsBurst) }
 
 // IsHistoryCompacted reports whether a watch asked for events older than
 // the server keeps (410); Problem.OldestRevision says what it still has.
