@@ -20,6 +20,7 @@ from .errors import (
     Cancelled,
     Conflict,
     ConnectionFailed,
+    CostExceedsBurst,
     Forbidden,
     GroupNotEmpty,
     GroupNotFound,
@@ -29,6 +30,7 @@ from .errors import (
     LeaseholdError,
     LeaseLost,
     LimitMismatch,
+    LimitNotFound,
     LockHeld,
     LockNotFound,
     Lost,
@@ -57,6 +59,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
+from .limits import Limit, Limiter, Taken
 from .localnet import local_networks
 from .lock import Lock
 from .loss import LossReason, OnLost, default_margin
@@ -95,6 +98,7 @@ from .watch import Watch, list_then_watch
 
 __all__ = [
     "Client", "Lock", "Membership", "Session", "Election", "Observer", "Watch", "list_then_watch",
+    "Limiter", "Limit", "Taken",
     "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND", "local_networks",
     "JSON", "JSONObject",
     "Counts", "Event", "Group", "KeyHistory", "LockHolder", "LockLease", "MapRun", "Member", "Page", "Pool",
@@ -104,11 +108,11 @@ __all__ = [
     "CallerStatus",
     "PROBLEM_TYPES", "LeaseholdError", "ConnectionFailed", "Cancelled", "Lost", "Problem",
     "InvalidRequest", "Unauthorized", "Forbidden", "MisdirectedRequest", "NotFound", "LockNotFound",
-    "PoolNotFound", "ReservationNotFound", "SessionNotFound", "GroupNotFound",
+    "PoolNotFound", "ReservationNotFound", "SessionNotFound", "GroupNotFound", "LimitNotFound",
     "MemberNotFound", "Conflict", "LockHeld", "LeaseLost", "SessionLost",
     "SessionFull", "SessionOutOfScope", "LimitMismatch", "PoolExhausted", "SubnetUnavailable",
     "PoolConflict", "PoolInUse", "GroupNotEmpty", "MemberExists",
     "HistoryCompacted", "PayloadTooLarge", "IdempotencyKeyReused",
-    "TooManyRequests", "QuotaExceeded", "RateLimited", "ServerError",
+    "TooManyRequests", "QuotaExceeded", "RateLimited", "CostExceedsBurst", "ServerError",
     "Unavailable", "StorageUnavailable", "Overloaded",
 ]

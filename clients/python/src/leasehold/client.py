@@ -13,6 +13,7 @@ from typing import Callable, Iterator, TypeVar
 from ._json import JSONObject, objects, opt_int
 from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as _page
 from .groups import GroupsMixin
+from .limits import LimitsMixin
 from .models import (
     Event, KeyHistory, LockLease, Page, PrefixActivity, Queues, SessionInfo, SessionLeases,
     Waiter,
@@ -24,7 +25,7 @@ from .subnets import SubnetsMixin
 T = TypeVar("T")
 
 
-class Client(GroupsMixin, SubnetsMixin):
+class Client(GroupsMixin, LimitsMixin, SubnetsMixin):
     """A client of one leasehold server.
 
     Args:

@@ -173,6 +173,12 @@ class SessionNotFound(NotFound):
     types: tuple[str, ...] = ("session-not-found",)
 
 
+class LimitNotFound(NotFound):
+    """404: no rate limit by this name."""
+
+    types: tuple[str, ...] = ("limit-not-found",)
+
+
 class GroupNotFound(NotFound):
     """404: no such group."""
 
@@ -298,9 +304,24 @@ class QuotaExceeded(TooManyRequests):
 
 
 class RateLimited(TooManyRequests):
-    """429: too many requests; retry after ``retry_after`` seconds."""
+    """429: a rate limit's take denied (``retry_after_ms`` says for how
+    long; nothing was taken), or the token's writes faster than the server
+    allows; retry after ``retry_after`` seconds."""
 
     types: tuple[str, ...] = ("rate-limited",)
+
+    @property
+    def retry_after_ms(self) -> int | None:
+        """Milliseconds until the same take would be admitted (a rate
+        limit's denial only)."""
+        value = self.extensions.get("retry_after_ms")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class CostExceedsBurst(Problem):
+    """422: a take asks for more than the limit's burst: never admitted."""
+
+    types: tuple[str, ...] = ("cost-exceeds-burst",)
 
 
 class ServerError(Problem):
