@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::groups::{NamePage, paged};
 use super::{LeaseError, Leases};
 use crate::domain::Millis;
+use crate::domain::commands::LeaseOwner;
 use crate::domain::inputs::PageLimit;
 use crate::domain::limit::{Limit, LimitQuery, LimitView, Taken};
 use crate::domain::names::{KeyPrefix, LimitName};
@@ -75,12 +76,13 @@ pub struct LimitService<'a> {
 
 impl LimitService<'_> {
     /// Defines the limit (`true`), or changes its numbers keeping what was
-    /// spent; `owner` is the API token that defines it.
+    /// spent; `owner` is the API token that defines it, in whose quota of
+    /// live leases a new limit counts.
     pub async fn define(
         &self,
         name: &LimitName,
         numbers: RateLimit,
-        owner: Option<String>,
+        owner: Option<LeaseOwner>,
     ) -> Result<(bool, LimitView), LeaseError> {
         let now = self.leases.now();
         Ok(self

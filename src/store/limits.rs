@@ -20,18 +20,21 @@ use super::limit_texts::{
     forget_full_buckets,
 };
 use super::lock_names::LockName;
+use super::owners::quota;
 use super::sql::{Sql, args, one};
 use super::write_time::WriteTime;
 use crate::domain::Millis;
 use crate::domain::Revision;
+use crate::domain::commands::LeaseOwner;
 use crate::domain::events::EventType;
+use crate::domain::grant::{Quota, QuotaKind};
 use crate::domain::limit::{
     Limit, LimitQuery, LimitView, Taken, forgettable, full_at, is_family, limit_event,
 };
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::names::LimitName;
 use crate::domain::rate::{RateLimit, Take};
-use crate::domain::refusal::{Missing, Refused};
+use crate::domain::refusal::{Missing, OverQuota, Refused};
 
 /// Full buckets of a family a take forgets at most, beside its own write.
 const FORGET_AT_ONCE: i64 = 16;
@@ -56,7 +59,7 @@ impl Limits<'_> {
         self,
         name: &LimitName,
         numbers: RateLimit,
-        owner: Option<String>,
+        owner: Option<LeaseOwner>,
         now: Millis,
     ) -> StoreResult<(bool, LimitView)> {
         let at = self.store.time(now);
@@ -145,7 +148,7 @@ async fn define(
     fx: &mut Effects,
     name: LimitName,
     numbers: RateLimit,
-    owner: Option<String>,
+    owner: Option<LeaseOwner>,
     at: WriteTime,
 ) -> StoreResult<(bool, LimitView)> {
     let now = at.read();
@@ -161,12 +164,15 @@ async fn define(
         ),
         None => (true, full_at(now)),
     };
+    if created {
+        room_for_one(conn, owner.as_ref(), now).await?;
+    }
     let defined = Limit {
         name: name.into_string(),
         numbers,
         tat,
         bucket_of: None,
-        owner,
+        owner: owner.map(|o| o.name),
     };
     write(conn, &defined, now).await?;
     let owner = old.and_then(|o| o.owner).or(defined.owner.clone());
@@ -178,6 +184,27 @@ async fn define(
     );
     events::record(conn, fx, &event).await?;
     Ok((created, view(&defined, now)))
+}
+
+/// A limit defined by name counts in its creator's quota of live leases,
+/// as a lock does, until it is deleted: a token at its quota defines none.
+async fn room_for_one(
+    conn: &mut dyn Sql,
+    owner: Option<&LeaseOwner>,
+    now: Millis,
+) -> StoreResult<()> {
+    if let Quota::Counted { limit, current } = quota(conn, owner, now).await?
+        && current >= u64::from(limit)
+    {
+        return Err(OverQuota {
+            quota: QuotaKind::Leases,
+            limit,
+            current,
+            needed: 1,
+        }
+        .into());
+    }
+    Ok(())
 }
 
 async fn take(conn: &mut dyn Sql, name: LimitName, cost: u64, at: WriteTime) -> StoreResult<Taken> {

@@ -31,13 +31,15 @@ impl Store {
     }
 }
 
-/// The owner's (`$1`) live leases at `$2`, bound ones while their session lives.
+/// The owner's (`$1`) live leases at `$2`, bound ones while their session
+/// lives, and the rate limits it defined.
 static COUNT_LIVE: Text = Text::new(|| {
     format!(
         "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND {} AND {}) \
          + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
             AND (expires_at IS NULL OR {}) AND {}) \
-         + (SELECT count(*) FROM group_members WHERE owner = $1 AND {} AND {}) AS n",
+         + (SELECT count(*) FROM group_members WHERE owner = $1 AND {} AND {}) \
+         + (SELECT count(*) FROM rate_limits WHERE owner = $1 AND bucket_of IS NULL) AS n",
         expiry::live("lock_leases", "$2"),
         live_by_session("lock_leases", 2),
         expiry::live("subnet_reservations", "$2"),

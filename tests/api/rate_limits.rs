@@ -11,7 +11,7 @@ use leasehold::domain::names::LimitName;
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::auth::{ADMIN, CI, send, spawn_secured};
+use crate::auth::{ADMIN, CI, QUOTA, acquire_as, send, spawn_secured};
 use crate::helpers::{
     ServerProcess, TestApp, encode, problem, spawn_app, spawn_app_with_clock, wait_until_ready,
 };
@@ -594,7 +594,69 @@ async fn a_drained_limit_stays_drained_across_a_restart() {
     assert_eq!(shown["available"], 0, "{shown}");
 }
 
+/// A limit defined by name counts in its creator's quota of live leases
+/// until it is deleted; a change of numbers and a family's buckets do not.
+async fn a_limit_counts_in_its_creators_quota_until_deleted() {
+    let app = spawn_secured().await;
+    let put = |name: &str, rate: i64| {
+        let path = format!("/v1/limits/{}", encode(name));
+        let app = &app;
+        async move {
+            send(
+                app,
+                QUOTA,
+                "PUT",
+                &path,
+                Some(json!({"rate": rate, "period_ms": 1000})),
+            )
+            .await
+        }
+    };
+    assert_eq!(put("q/a", 5).await.status(), StatusCode::CREATED);
+    assert_eq!(put("q/f/", 5).await.status(), StatusCode::CREATED);
+    // At its quota of 2: no third limit, no lock.
+    let over = problem(
+        put("q/c", 5).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "quota-exceeded",
+    )
+    .await;
+    assert_eq!(
+        (over["limit"].clone(), over["current"].clone()),
+        (json!(2), json!(2)),
+        "{over}"
+    );
+    problem(
+        acquire_as(&app, QUOTA, "q/lock").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "quota-exceeded",
+    )
+    .await;
+    assert_eq!(
+        send(&app, QUOTA, "GET", "/v1/limits/q%2Fc", None)
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+    // A change of numbers is no new limit; a family's bucket is none either.
+    assert_eq!(put("q/a", 7).await.status(), StatusCode::OK);
+    let take = send(
+        &app,
+        QUOTA,
+        "POST",
+        "/v1/limits/q%2Ff%2Fone/take",
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(take.status(), StatusCode::OK);
+    // Deleted, it frees its unit.
+    let gone = send(&app, QUOTA, "DELETE", "/v1/limits/q%2Fa", None).await;
+    assert_eq!(gone.status(), StatusCode::NO_CONTENT);
+    assert_eq!(put("q/c", 5).await.status(), StatusCode::CREATED);
+}
+
 crate::harness::tests! {
+    a_limit_counts_in_its_creators_quota_until_deleted,
     definitions_changes_and_deletions_are_events,
     a_drained_limit_stays_drained_across_a_restart,
     a_limit_is_defined_changed_inspected_and_listed,

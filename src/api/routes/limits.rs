@@ -56,14 +56,10 @@ pub async fn put_limit(
 ) -> Result<Response, Problem> {
     caller.limit(&name, Need::Write)?;
     let numbers = body.parse()?;
-    let owner = match &caller {
-        Caller::Open => None,
-        Caller::Token(_) => Some(caller.name().to_owned()),
-    };
     let (created, view) = state
         .leases
         .limits()
-        .define(&name, numbers, owner)
+        .define(&name, numbers, caller.owner())
         .await
         .or_problem(&state, &name)?;
     let body = LimitBody::new(name.to_string(), view);
