@@ -15,6 +15,13 @@ from leasehold_client.api.locks import (
     release_lock,
     renew_lock,
 )
+from leasehold_client.api.limits import (
+    delete_limit,
+    get_limit,
+    put_limit,
+    refund_limit,
+    take_limit,
+)
 from leasehold_client.api.pools import (
     confirm_reservation,
     delete_pool,
@@ -37,6 +44,14 @@ from leasehold_client.models import (
     InvalidRequestProblem,
     CloseSessionRequest,
     ConfirmRequest,
+    CostExceedsBurstProblem,
+    LimitBody,
+    LimitNotFoundProblem,
+    PutLimitRequest,
+    RateLimitedProblem,
+    RefundRequest,
+    TakeBody,
+    TakeRequest,
     LockGrantBody,
     LockHeldProblem,
     LockLeaseBody,
@@ -264,12 +279,40 @@ def events(client):
     check(isinstance(future.parsed, InvalidRequestProblem), "as a typed invalid-request problem")
 
 
+def limits(client):
+    name = "sdk/rate"
+    defined = put_limit.sync_detailed(name=name, client=client,
+                                      body=PutLimitRequest(rate=4, period_ms=60_000))
+    check(defined.status_code == 201, "define a rate limit answers 201")
+    check(isinstance(defined.parsed, LimitBody) and defined.parsed.available == 4, "a new limit starts full")
+    taken = take_limit.sync_detailed(name=name, client=client, body=TakeRequest(cost=3))
+    check(taken.status_code == 200 and isinstance(taken.parsed, TakeBody), "a take answers 200, typed")
+    check(taken.parsed.available == 1 and taken.parsed.retry_after_ms == 0, "it leaves 1")
+    denied = take_limit.sync_detailed(name=name, client=client, body=TakeRequest(cost=2))
+    check(denied.status_code == 429, "a take of 2 with 1 left is refused with 429")
+    check(isinstance(denied.parsed, RateLimitedProblem), "as a typed rate-limited problem")
+    check(0 < denied.parsed.retry_after_ms <= 15_000 and denied.parsed.name == name,
+          "naming the limit and when the take would be admitted")
+    check(denied.headers.get("Retry-After") is not None, "with Retry-After")
+    check(get_limit.sync(name=name, client=client).available == 1, "a denial takes nothing")
+    too_much = take_limit.sync_detailed(name=name, client=client, body=TakeRequest(cost=5))
+    check(too_much.status_code == 422 and isinstance(too_much.parsed, CostExceedsBurstProblem),
+          "a cost above the burst is a typed 422 cost-exceeds-burst")
+    refunded = refund_limit.sync(name=name, client=client, body=RefundRequest(cost=10))
+    check(refunded.available == 4, "a refund never fills past the burst")
+    check(delete_limit.sync_detailed(name=name, client=client).status_code == 204, "delete answers 204")
+    gone = get_limit.sync_detailed(name=name, client=client)
+    check(gone.status_code == 404 and isinstance(gone.parsed, LimitNotFoundProblem),
+          "a deleted limit is a typed 404 limit-not-found")
+
+
 def main():
     client = Client(base_url=sys.argv[1], raise_on_unexpected_status=True)
     locks(client)
     pools(client)
     sessions(client)
     events(client)
+    limits(client)
     print("sdk scenario passed")
 
 

@@ -108,8 +108,25 @@ async function pools(): Promise<void> {
   check(deleted.response.status === 204, "delete pool");
 }
 
+async function limits(): Promise<void> {
+  const path = { params: { path: { name: "ts/rate" } } };
+  const defined = await client.PUT("/v1/limits/{name}", { ...path, body: { rate: 4, period_ms: 60_000 } });
+  check(defined.response.status === 201 && defined.data?.available === 4, "a new rate limit answers 201, full");
+  const taken = await client.POST("/v1/limits/{name}/take", { ...path, body: { cost: 3 } });
+  check(taken.data?.available === 1 && taken.data.retry_after_ms === 0, "a take of 3 leaves 1");
+  const denied = await client.POST("/v1/limits/{name}/take", { ...path, body: { cost: 2 } });
+  check(denied.response.status === 429, "a take of 2 with 1 left is refused with 429");
+  const ms = denied.error?.type === "/problems/rate-limited" ? denied.error.retry_after_ms : undefined;
+  check(ms !== undefined && ms > 0 && ms <= 15_000, "the typed problem says when it would be admitted");
+  const shown = await client.GET("/v1/limits/{name}", path);
+  check(shown.data?.available === 1, "a denial takes nothing");
+  const deleted = await client.DELETE("/v1/limits/{name}", path);
+  check(deleted.response.status === 204, "delete a rate limit");
+}
+
 const spec = await client.GET("/openapi.json");
 check(spec.data?.openapi.startsWith("3.1") === true, "the served spec is OpenAPI 3.1");
 await locks();
 await pools();
+await limits();
 console.log("typescript client scenario passed");

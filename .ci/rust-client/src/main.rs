@@ -7,9 +7,11 @@
 
 include!(concat!(env!("OUT_DIR"), "/client.rs"));
 
+use std::num::NonZeroU64;
+
 use types::{
-    AcquireRequest, ConfirmRequest, Mode, Problem, PutPoolRequest, ReleaseRequest, RenewRequest,
-    ReservationState, ReserveRequest,
+    AcquireRequest, ConfirmRequest, Mode, Problem, PutLimitRequest, PutPoolRequest, ReleaseRequest,
+    RenewRequest, ReservationState, ReserveRequest, TakeRequest,
 };
 
 fn check(condition: bool, message: &str) {
@@ -218,6 +220,50 @@ async fn pools(client: &Client) {
     check(deleted.status().as_u16() == 204, "delete pool");
 }
 
+async fn limits(client: &Client) {
+    let name = "rust/rate";
+    let defined = client
+        .put_limit(
+            name,
+            &PutLimitRequest {
+                rate: NonZeroU64::new(4).unwrap(),
+                period_ms: NonZeroU64::new(60_000).unwrap(),
+                burst: None,
+            },
+        )
+        .await
+        .expect("define");
+    check(
+        defined.status().as_u16() == 201,
+        "define a rate limit answers 201",
+    );
+    check(
+        defined.into_inner().available == 4,
+        "a new limit starts full",
+    );
+    let take = |cost| TakeRequest {
+        cost: NonZeroU64::new(cost),
+        wait_ms: None,
+    };
+    let taken = client.take_limit(name, &take(3)).await.expect("take");
+    check(taken.into_inner().available == 1, "a take of 3 leaves 1");
+    let (status, denied) = problem(client.take_limit(name, &take(2)).await);
+    check(status == 429, "a take of 2 with 1 left is refused with 429");
+    let Problem::RateLimitedProblem(denied) = denied else {
+        panic!("expected rate-limited, got {denied:?}");
+    };
+    check(
+        denied
+            .retry_after_ms
+            .is_some_and(|ms| ms > 0 && ms <= 15_000),
+        "the typed problem says when it would be admitted",
+    );
+    let shown = client.get_limit(name).await.expect("inspect").into_inner();
+    check(shown.available == 1, "a denial takes nothing");
+    let deleted = client.delete_limit(name).await.expect("delete");
+    check(deleted.status().as_u16() == 204, "delete a rate limit");
+}
+
 #[tokio::main]
 async fn main() {
     let base = std::env::args()
@@ -231,5 +277,6 @@ async fn main() {
     );
     locks(&client).await;
     pools(&client).await;
+    limits(&client).await;
     println!("rust client scenario passed");
 }
