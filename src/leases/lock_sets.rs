@@ -7,12 +7,12 @@
 
 use super::turns::{Asking, Try, take_turns};
 use super::{Acquired, LeaseError, Leases, new_token};
-use crate::domain::Millis;
 use crate::domain::Refused;
 use crate::domain::commands::{AcquireLock, GrantedSet};
 use crate::domain::inputs::KeySet;
 use crate::domain::lock::Refusal;
 use crate::domain::names::LockKey;
+use crate::domain::{At, Ms};
 use crate::store;
 use crate::telemetry::Metrics;
 
@@ -26,7 +26,7 @@ pub type SetRefused = (String, LeaseError);
 /// One try's refusal: the key, when waiting may cure it, and the error.
 struct Tried {
     key: String,
-    clears_at: Option<Millis>,
+    clears_at: Option<At>,
     error: LeaseError,
 }
 
@@ -37,7 +37,7 @@ impl LockSetService<'_> {
         &self,
         keys: KeySet,
         template: AcquireLock,
-        wait_ms: Millis,
+        wait_ms: Ms,
     ) -> Result<GrantedSet, SetRefused> {
         let keys = keys.keys();
         // Drawn once: every try of this request grants the same tokens.
@@ -99,14 +99,14 @@ impl LockSetService<'_> {
         &self,
         keys: &[LockKey],
         set: Vec<(AcquireLock, String)>,
-        wait_ms: Millis,
+        wait_ms: Ms,
     ) -> Result<GrantedSet, SetRefused> {
         let leases = self.leases;
         let refused_for = |key: LockKey| async move {
             let error = leases.locks().queue_refusal(&key).await;
             (key.into_string(), error)
         };
-        if wait_ms == 0 {
+        if wait_ms == Ms::ZERO {
             if let Some(key) = keys.iter().find(|k| leases.waiters.is_queued(k)) {
                 return Err(refused_for(key.clone()).await);
             }

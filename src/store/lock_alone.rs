@@ -41,7 +41,7 @@ use super::rows::metadata_text;
 use super::sessions::Held;
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LeaseOwner};
 use crate::domain::events::{EventType, Reason};
 use crate::domain::lease::LockMode;
@@ -56,7 +56,7 @@ impl Locks<'_> {
         self,
         lock: &AcquireLock,
         token: &str,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Option<AcquireOutcome>> {
         let simple = lock.mode == LockMode::Exclusive
             && lock.max_holders.is_none()
@@ -82,7 +82,7 @@ impl Locks<'_> {
         self,
         key: &LockKey,
         token: &LeaseToken,
-        now: Millis,
+        now: At,
     ) -> StoreResult<bool> {
         if !self.store.texts().capabilities.one_statement_writes() {
             return Ok(false);

@@ -14,7 +14,7 @@ use super::sessions::{self, Held};
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
 use super::{StoreError, StoreResult, grant_order};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::{AcquireLock, AcquireOutcome};
 use crate::domain::fencing::FencingToken;
 use crate::domain::grant::Quota;
@@ -43,7 +43,7 @@ pub async fn grant(
     fx: &mut Effects,
     mut new: AcquireLock,
     token: String,
-    now: Millis,
+    now: At,
     set: &[String],
 ) -> StoreResult<AcquireOutcome> {
     // Checked before anything changes; its row is held until the commit.
@@ -103,7 +103,7 @@ async fn decide(
     fx: &mut Effects,
     new: AcquireLock,
     token: String,
-    now: Millis,
+    now: At,
     held: &Held,
     quota: Quota,
 ) -> StoreResult<AcquireOutcome> {
@@ -154,7 +154,7 @@ async fn decide(
 pub(super) fn granted(
     new: AcquireLock,
     token: String,
-    now: Millis,
+    now: At,
     fencing_token: FencingToken,
     held: &Held,
 ) -> LockLease {
@@ -184,7 +184,7 @@ pub(super) fn granted(
 async fn idempotency(
     conn: &mut dyn Sql,
     new: &AcquireLock,
-    now: Millis,
+    now: At,
     set: &[String],
 ) -> StoreResult<Option<AcquireOutcome>> {
     let Some(idem) = &new.idempotency_key else {
@@ -230,7 +230,7 @@ async fn insert_granted(
     fx: &mut Effects,
     new: &AcquireLock,
     token: &str,
-    now: Millis,
+    now: At,
     held: &Held,
     when: Insert,
 ) -> StoreResult<Option<FencingToken>> {

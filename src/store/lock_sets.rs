@@ -11,7 +11,7 @@ use super::locks::Locks;
 use super::sql::Sql;
 use super::write_time::WriteTime;
 use super::{Error, StoreResult, lock_grants};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, GrantedSet};
 use crate::domain::refusal::{OverQuota, Refused};
 
@@ -21,7 +21,7 @@ impl Locks<'_> {
     pub async fn acquire_set(
         self,
         set: Vec<(AcquireLock, String)>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<GrantedSet> {
         let at = self.store.time(now);
         // Every key's lock, in key order: the order a single acquire takes

@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use super::statements::Statements;
 use super::texts::Texts;
 use super::{StoreError, StoreResult};
-use crate::domain::Revision;
 use crate::domain::fencing::FencingToken;
+use crate::domain::{At, Ms, Revision};
 
 /// What storage answers: its result, or what it did wrong.
 pub type SqlResult<T> = Result<T, StoreError>;
@@ -48,6 +48,30 @@ impl From<Revision> for Arg<'_> {
 impl From<FencingToken> for Arg<'_> {
     fn from(v: FencingToken) -> Self {
         Arg::Int(v.get())
+    }
+}
+
+impl From<At> for Arg<'_> {
+    fn from(v: At) -> Self {
+        Arg::Int(v.as_millis())
+    }
+}
+
+impl From<Option<At>> for Arg<'_> {
+    fn from(v: Option<At>) -> Self {
+        Arg::OptInt(v.map(At::as_millis))
+    }
+}
+
+impl From<Ms> for Arg<'_> {
+    fn from(v: Ms) -> Self {
+        Arg::Int(v.as_millis())
+    }
+}
+
+impl From<Option<Ms>> for Arg<'_> {
+    fn from(v: Option<Ms>) -> Self {
+        Arg::OptInt(v.map(Ms::as_millis))
     }
 }
 
@@ -116,6 +140,21 @@ pub trait Columns {
     /// A revision of the change log, stored as its integer.
     fn revision(&self, column: &str) -> StoreResult<Revision> {
         self.int(column).map(Revision::new)
+    }
+
+    /// An instant on the lease clock, stored as its milliseconds.
+    fn at(&self, column: &str) -> StoreResult<At> {
+        self.int(column).map(At::from_millis)
+    }
+
+    /// An instant that may be absent (`NULL`).
+    fn opt_at(&self, column: &str) -> StoreResult<Option<At>> {
+        Ok(self.opt_int(column)?.map(At::from_millis))
+    }
+
+    /// A span of milliseconds, stored as its integer.
+    fn ms(&self, column: &str) -> StoreResult<Ms> {
+        self.int(column).map(Ms::new)
     }
 
     /// A fencing token, stored as its integer.

@@ -18,7 +18,8 @@ use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{Error, StoreError, StoreResult, grant_order};
-use crate::domain::Millis;
+use crate::domain::At;
+use crate::domain::Ms;
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::commands::{ReserveOutcome, ReserveSubnet};
@@ -37,7 +38,7 @@ impl Reservations<'_> {
         self,
         new: ReserveSubnet,
         token: String,
-        now: Millis,
+        now: At,
     ) -> StoreResult<ReserveOutcome> {
         let at = self.store.time(now);
         self.store
@@ -80,7 +81,7 @@ async fn conflicts(
     Ok(found)
 }
 
-async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<Millis>> {
+async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<At>> {
     one(
         conn,
         format!(
@@ -91,7 +92,7 @@ async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<M
         args![pool],
     )
     .await?
-    .opt_int("at")
+    .opt_at("at")
 }
 
 /// The same `Idempotency-Key` of the same owner on a live reservation of
@@ -100,7 +101,7 @@ async fn replay(
     conn: &mut dyn Sql,
     pool: &Pool,
     new: &ReserveSubnet,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Option<Reservation>> {
     let Some(idem) = &new.idempotency_key else {
         return Ok(None);
@@ -188,9 +189,9 @@ struct NewReservationRow<'a> {
     prefix_len: i64,
     holder: &'a str,
     token: &'a str,
-    acquired_at: Millis,
-    expires_at: Millis,
-    ttl_ms: i64,
+    acquired_at: At,
+    expires_at: At,
+    ttl_ms: Ms,
     metadata: Option<&'a str>,
     idempotency_key: Option<&'a str>,
     owner: Option<&'a str>,
@@ -228,7 +229,7 @@ struct Decided {
     pool: Pool,
     grant: Grant,
     held: Held,
-    now: Millis,
+    now: At,
 }
 
 /// The reserve transaction: the pool's lock, replay, purge of the pool's

@@ -2,7 +2,7 @@
 //! insert (`Texts::insert_event`), or as one object of the JSON array that
 //! records many in one statement (`Texts::insert_events`).
 
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::events::{Event, Reason, Resource};
 use crate::domain::fencing::FencingToken;
 
@@ -12,7 +12,7 @@ use crate::domain::fencing::FencingToken;
 pub struct Fields<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
-    pub at: Millis,
+    pub at: At,
     pub key: Option<&'a str>,
     pub pool: Option<&'a str>,
     pub reservation: Option<&'a str>,
