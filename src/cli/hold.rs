@@ -17,7 +17,7 @@ use crate::client::{
     AcquireBody, Client, ClientError, LockJson, LockSetBody, OpenSessionBody, SessionJson,
     SessionRef, Tenure, millis,
 };
-use crate::token::new_token;
+use crate::token::new_id;
 
 /// The longest single long poll: the server's default maximum wait.
 const MAX_POLL: Duration = Duration::from_secs(300);
@@ -90,7 +90,7 @@ pub async fn acquire(
 ) -> Result<(LockJson, Instant), CliError> {
     // Every try carries one key: a grant whose answer was lost is answered
     // again to the retry instead of holding the key against it.
-    let idempotency_key = new_token();
+    let idempotency_key = new_id();
     let acquired = long_poll(wait, |wait_ms| {
         let request = AcquireBody {
             idempotency_key: Some(idempotency_key.clone()),
@@ -165,7 +165,7 @@ pub async fn set(
     // The session must live while the request waits for the keys; a set
     // whose answer was lost is answered again to the retry (its leases are
     // bound to this very session, and would never end while it lives).
-    let idempotency_key = new_token();
+    let idempotency_key = new_id();
     let acquired = long_poll(wait, |wait_ms| {
         let request = LockSetBody {
             idempotency_key: Some(idempotency_key.clone()),

@@ -11,7 +11,7 @@ use crate::domain::Refused;
 use crate::domain::commands::{AcquireLock, GrantedSet};
 use crate::domain::inputs::KeySet;
 use crate::domain::lock::Refusal;
-use crate::domain::names::LockKey;
+use crate::domain::names::{LeaseToken, LockKey};
 use crate::domain::{At, Ms};
 use crate::store;
 use crate::telemetry::Metrics;
@@ -41,7 +41,7 @@ impl LockSetService<'_> {
     ) -> Result<GrantedSet, SetRefused> {
         let keys = keys.keys();
         // Drawn once: every try of this request grants the same tokens.
-        let set: Vec<(AcquireLock, String)> = keys
+        let set: Vec<(AcquireLock, LeaseToken)> = keys
             .iter()
             .map(|key| {
                 let lock = AcquireLock {
@@ -80,7 +80,7 @@ impl LockSetService<'_> {
     /// `Idempotency-Key` (the store checks the same in its transaction).
     async fn replay(
         &self,
-        set: &[(AcquireLock, String)],
+        set: &[(AcquireLock, LeaseToken)],
     ) -> Result<Option<GrantedSet>, LeaseError> {
         let mut leases = Vec::with_capacity(set.len());
         for (new, _) in set {
@@ -98,7 +98,7 @@ impl LockSetService<'_> {
     async fn acquire_or_wait(
         &self,
         keys: &[LockKey],
-        set: Vec<(AcquireLock, String)>,
+        set: Vec<(AcquireLock, LeaseToken)>,
         wait_ms: Ms,
     ) -> Result<GrantedSet, SetRefused> {
         let leases = self.leases;
@@ -147,7 +147,7 @@ impl LockSetService<'_> {
     }
 
     /// One try of the whole set, in one transaction.
-    async fn try_acquire(&self, set: Vec<(AcquireLock, String)>) -> Result<GrantedSet, Tried> {
+    async fn try_acquire(&self, set: Vec<(AcquireLock, LeaseToken)>) -> Result<GrantedSet, Tried> {
         let now = self.leases.now();
         let first = set
             .first()

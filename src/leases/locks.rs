@@ -117,7 +117,11 @@ impl LockService<'_> {
 
     /// One attempt, run to its end even if the client goes away meanwhile; a
     /// lease granted to a client that is gone is released at once.
-    async fn try_acquire(&self, new: AcquireLock, token: String) -> Result<Acquired, LeaseError> {
+    async fn try_acquire(
+        &self,
+        new: AcquireLock,
+        token: LeaseToken,
+    ) -> Result<Acquired, LeaseError> {
         let leases = self.leases.clone();
         let (reply, answer) = oneshot::channel();
         tokio::spawn(async move {

@@ -31,7 +31,7 @@ mod watcher;
 
 pub use crate::domain::commands::AcquireLock;
 pub use crate::domain::commands::ReserveSubnet;
-pub use crate::token::new_token;
+pub use crate::token::{new_id, new_token};
 pub use admission::{Admission, Shed, WatcherSlot};
 pub use events::{EventFeed, WatchError};
 pub use history_turns::{Place as HistoryPlace, Turn as HistoryTurn};

@@ -55,7 +55,7 @@ impl Locks<'_> {
     pub(super) async fn grant_alone(
         self,
         lock: &AcquireLock,
-        token: &str,
+        token: &LeaseToken,
         now: At,
     ) -> StoreResult<Option<AcquireOutcome>> {
         let simple = lock.mode == LockMode::Exclusive
@@ -66,7 +66,7 @@ impl Locks<'_> {
             return Ok(None);
         }
         let at = self.store.time(now);
-        let args = (lock.clone(), token.to_owned());
+        let args = (lock.clone(), token.clone());
         self.store
             .write(Statement, args, move |c, fx, (lock, token)| {
                 Box::pin(grant(c, fx, lock, token, at.clone()))
@@ -104,7 +104,7 @@ async fn grant(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: AcquireLock,
-    token: String,
+    token: LeaseToken,
     at: WriteTime,
 ) -> StoreResult<Option<AcquireOutcome>> {
     let now = at.read();

@@ -20,6 +20,7 @@ use crate::domain::fencing::FencingToken;
 use crate::domain::grant::Quota;
 use crate::domain::lock::{self, Claim, LockLease};
 use crate::domain::names::IdempotencyKey;
+use crate::domain::names::LeaseToken;
 use crate::domain::refusal::Refused;
 
 /// A single acquire, in a write on its key (`Atomicity::OnKeys`): its time
@@ -29,7 +30,7 @@ pub async fn acquire(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: AcquireLock,
-    token: String,
+    token: LeaseToken,
     at: WriteTime,
 ) -> StoreResult<AcquireOutcome> {
     grant(conn, fx, new, token, at.read(), &[]).await
@@ -42,7 +43,7 @@ pub async fn grant(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     mut new: AcquireLock,
-    token: String,
+    token: LeaseToken,
     now: At,
     set: &[String],
 ) -> StoreResult<AcquireOutcome> {
@@ -102,7 +103,7 @@ async fn decide(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: AcquireLock,
-    token: String,
+    token: LeaseToken,
     now: At,
     held: &Held,
     quota: Quota,
@@ -153,7 +154,7 @@ async fn decide(
 /// `now`, living as `held`.
 pub(super) fn granted(
     new: AcquireLock,
-    token: String,
+    token: LeaseToken,
     now: At,
     fencing_token: FencingToken,
     held: &Held,
@@ -229,7 +230,7 @@ async fn insert_granted(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: &AcquireLock,
-    token: &str,
+    token: &LeaseToken,
     now: At,
     held: &Held,
     when: Insert,

@@ -13,6 +13,7 @@ use crate::domain::commands::AcquireLock;
 use crate::domain::events::EventType;
 use crate::domain::events::Holding;
 use crate::domain::fencing::FencingToken;
+use crate::domain::names::LeaseToken;
 use crate::domain::{At, Ms};
 
 /// A lock row written: its fencing token and when it was granted.
@@ -69,7 +70,7 @@ pub(super) async fn write(
 pub(super) struct NewLockRow<'a> {
     key: &'a str,
     holder: &'a str,
-    token: &'a str,
+    token: &'a LeaseToken,
     mode: &'a str,
     max_holders: Option<i64>,
     acquired_at: At,
@@ -91,7 +92,7 @@ impl<'a> NewLockRow<'a> {
     /// `held`, written whatever the key's rows.
     pub(super) fn of(
         new: &'a AcquireLock,
-        token: &'a str,
+        token: &'a LeaseToken,
         now: At,
         held: &'a Held,
         metadata: Option<&'a str>,

@@ -47,7 +47,7 @@ impl Locks<'_> {
     pub async fn acquire(
         self,
         lock: AcquireLock,
-        token: String,
+        token: LeaseToken,
         now: At,
     ) -> StoreResult<AcquireOutcome> {
         // A free key's grant is one statement where the dialect can.

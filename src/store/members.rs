@@ -40,7 +40,12 @@ use crate::token::digest;
 impl Groups<'_> {
     /// Joins a member (with `token` when it lives by its own TTL), checking
     /// its group in the same transaction, the only write of its member id.
-    pub async fn join(self, join: JoinMember, token: String, now: At) -> StoreResult<JoinOutcome> {
+    pub async fn join(
+        self,
+        join: JoinMember,
+        token: LeaseToken,
+        now: At,
+    ) -> StoreResult<JoinOutcome> {
         let at = self.store.time(now);
         let on = OnKeys(vec![LockName::Member {
             group: join.group.clone(),
@@ -168,7 +173,7 @@ pub async fn join(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: JoinMember,
-    token: String,
+    token: LeaseToken,
     at: WriteTime,
 ) -> StoreResult<JoinOutcome> {
     let now = at.read();
@@ -249,7 +254,7 @@ async fn rejoin(
 /// drawn for it, how it lives, whose quota it counts toward, and when.
 struct Joining {
     new: JoinMember,
-    token: String,
+    token: LeaseToken,
     lives: Lives,
     owner: Option<LeaseOwner>,
     now: At,
@@ -270,7 +275,7 @@ async fn insert(
     } = joining;
     let (group, member) = (new.group.as_str(), new.member.as_str());
     let (ttl_ms, expires_at, token_digest, session_id) = match &lives {
-        Lives::Own(ttl) => (ttl.ms(), now + ttl.ms(), Some(digest(&token)), None),
+        Lives::Own(ttl) => (ttl.ms(), now + ttl.ms(), Some(digest(token.as_str())), None),
         Lives::Bound(s) => (s.ttl_ms, BOUND, None, Some(s.id.clone())),
     };
     let capabilities = capabilities_text(new.capabilities.as_ref());

@@ -387,7 +387,7 @@ impl Held {
     pub fn lease(
         &self,
         holder: String,
-        token: String,
+        token: LeaseToken,
         fencing_token: FencingToken,
         now: At,
         metadata: Option<Metadata>,
@@ -397,7 +397,6 @@ impl Held {
             Held::Bound(s) => (s.ttl_ms, s.expires_at),
         };
         let metadata = metadata.map(Metadata::into_map);
-        let token = LeaseToken::new(token);
         let mut lease = Lease::granted(holder, token, fencing_token, now, ttl_ms, metadata);
         lease.expires_at = Some(expires_at);
         lease

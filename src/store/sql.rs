@@ -14,6 +14,7 @@ use super::statements::Statements;
 use super::texts::Texts;
 use super::{StoreError, StoreResult};
 use crate::domain::fencing::FencingToken;
+use crate::domain::names::LeaseToken;
 use crate::domain::{At, Ms, Revision};
 
 /// What storage answers: its result, or what it did wrong.
@@ -90,6 +91,13 @@ impl<'a> From<&'a str> for Arg<'a> {
 impl<'a> From<&'a String> for Arg<'a> {
     fn from(v: &'a String) -> Self {
         Arg::Text(v)
+    }
+}
+
+/// A lease's token, as the text its row keeps.
+impl<'a> From<&'a LeaseToken> for Arg<'a> {
+    fn from(v: &'a LeaseToken) -> Self {
+        Arg::Text(v.as_str())
     }
 }
 

@@ -27,6 +27,7 @@ use crate::domain::events::EventType;
 use crate::domain::events::Holding;
 use crate::domain::fencing::FencingToken;
 use crate::domain::names::IdempotencyKey;
+use crate::domain::names::LeaseToken;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
 
@@ -37,7 +38,7 @@ impl Reservations<'_> {
     pub async fn reserve(
         self,
         new: ReserveSubnet,
-        token: String,
+        token: LeaseToken,
         now: At,
     ) -> StoreResult<ReserveOutcome> {
         let at = self.store.time(now);
@@ -188,7 +189,7 @@ struct NewReservationRow<'a> {
     last_addr: &'a [u8],
     prefix_len: i64,
     holder: &'a str,
-    token: &'a str,
+    token: &'a LeaseToken,
     acquired_at: At,
     expires_at: At,
     ttl_ms: Ms,
@@ -239,7 +240,7 @@ pub async fn reserve(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     mut new: ReserveSubnet,
-    token: String,
+    token: LeaseToken,
     at: WriteTime,
 ) -> StoreResult<ReserveOutcome> {
     let Decided {
@@ -267,7 +268,7 @@ pub async fn reserve(
         last_addr: &last,
         prefix_len: i64::from(grant.block.prefix_len()),
         holder: new.holder.as_str(),
-        token: token.as_str(),
+        token: &token,
         acquired_at: now,
         expires_at,
         ttl_ms,

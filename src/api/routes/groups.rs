@@ -207,7 +207,7 @@ pub async fn join_group(
             true,
             JoinBody {
                 member: MemberBody::new(m, now),
-                token,
+                token: token.map(|t| t.as_str().to_owned()),
             },
         ),
         JoinOutcome::Updated(m) => (

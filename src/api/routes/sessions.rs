@@ -86,7 +86,11 @@ pub async fn open_session(
         Opened::Replayed(s, token) => (false, s, token),
     };
     let location = crate::domain::paths::session(&session.id);
-    let body = SessionBody::new(session, state.leases.moment(), Some(token));
+    let body = SessionBody::new(
+        session,
+        state.leases.moment(),
+        Some(token.as_str().to_owned()),
+    );
     Ok(created_or_ok(created, &location, body))
 }
 

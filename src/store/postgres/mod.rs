@@ -134,7 +134,7 @@ impl PostgresStore {
             events,
             event_signal,
             listener,
-            replica: crate::token::new_token(),
+            replica: crate::token::new_id(),
         })
     }
 
