@@ -76,6 +76,12 @@ impl From<Option<Ms>> for Arg<'_> {
     }
 }
 
+impl From<Option<FencingToken>> for Arg<'_> {
+    fn from(v: Option<FencingToken>) -> Self {
+        Arg::OptInt(v.map(FencingToken::get))
+    }
+}
+
 impl From<Option<i64>> for Arg<'_> {
     fn from(v: Option<i64>) -> Self {
         Arg::OptInt(v)
@@ -168,6 +174,11 @@ pub trait Columns {
     /// A fencing token, stored as its integer.
     fn fencing_token(&self, column: &str) -> StoreResult<FencingToken> {
         self.int(column).map(FencingToken::new)
+    }
+
+    /// A fencing token that may be absent (`NULL`).
+    fn opt_fencing_token(&self, column: &str) -> StoreResult<Option<FencingToken>> {
+        Ok(self.opt_int(column)?.map(FencingToken::new))
     }
 }
 

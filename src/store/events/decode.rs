@@ -4,7 +4,6 @@
 
 use crate::domain::At;
 use crate::domain::events::{Event, EventType, Holding, Reason, Resource};
-use crate::domain::fencing::FencingToken;
 use crate::domain::subnet::Pool;
 use crate::store::StoreResult;
 use crate::store::rows::{block, corrupt};
@@ -101,7 +100,7 @@ pub fn event(row: &impl Columns) -> StoreResult<Event> {
         at: row.at("at")?,
         resource,
         holder: row.text("holder")?,
-        fencing_token: row.opt_int("fencing_token")?.map(FencingToken::new),
+        fencing_token: row.opt_fencing_token("fencing_token")?,
         session: row.opt_text("session_id")?,
         owner: row.opt_text("owner")?,
         reason,
