@@ -17,6 +17,7 @@ use crate::client::{
     AcquireBody, Client, ClientError, LockJson, LockSetBody, OpenSessionBody, SessionJson,
     SessionRef, Tenure, millis,
 };
+use crate::domain::fencing::FencingToken;
 use crate::token::new_id;
 
 /// The longest single long poll: the server's default maximum wait.
@@ -242,7 +243,7 @@ fn set_env(
     session: String,
     holder: &str,
 ) {
-    let fencing: HashMap<&str, i64> = leases
+    let fencing: HashMap<&str, FencingToken> = leases
         .iter()
         .map(|l| (l.key.as_str(), l.fencing_token))
         .collect();
@@ -251,7 +252,7 @@ fn set_env(
         .map(|k| {
             fencing
                 .get(k.as_str())
-                .map_or_else(String::new, i64::to_string)
+                .map_or_else(String::new, FencingToken::to_string)
         })
         .collect();
     if let ([key], [token]) = (keys, tokens.as_slice()) {
