@@ -37,14 +37,6 @@ impl Member {
     }
 }
 
-/// How a member lives: by its session, or by a TTL and the secret token that
-/// renews it and makes it leave.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tenure {
-    Session { id: String, token: String },
-    Ttl { ttl_ms: Ms, token: String },
-}
-
 /// Where a page of groups, members or sessions resumes: after this name
 /// (or session id), sent as hex so that any name travels in a query string.
 pub fn encode_cursor(after: &str) -> String {
