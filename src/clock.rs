@@ -14,49 +14,49 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::time::{ClockId, clock_gettime};
 
-use crate::domain::Millis;
+use crate::domain::{At, Ms};
 
 /// A source of "now" in milliseconds on the lease clock.
 pub trait Clock: Send + Sync + 'static {
-    fn now(&self) -> Millis;
+    fn now(&self) -> At;
 
     /// How far the wall clock is ahead of the lease clock, to show a lease
     /// time as the wall-clock time people read.
-    fn wall_offset(&self) -> Millis {
-        0
+    fn wall_offset(&self) -> Ms {
+        Ms::ZERO
     }
 
     /// Sets the lease clock to `at` and starts it: the start-up work done
     /// before this (resuming leases) does not count against any lease.
-    fn anchor(&self, _at: Millis) {}
+    fn anchor(&self, _at: At) {}
 }
 
 /// Unix milliseconds on the wall clock.
-pub fn wall_now() -> Millis {
+pub fn wall_now() -> At {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    Millis::try_from(since.as_millis()).unwrap_or(Millis::MAX)
+    At::from_millis(i64::try_from(since.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Milliseconds on the monotonic boot-time clock.
-fn monotonic_now() -> Millis {
+/// Milliseconds on the monotonic boot-time clock: how long since boot.
+fn monotonic_now() -> Ms {
     let t = clock_gettime(ClockId::CLOCK_BOOTTIME)
         .or_else(|_| clock_gettime(ClockId::CLOCK_MONOTONIC))
         .expect("the monotonic clock is readable");
-    t.tv_sec() * 1_000 + t.tv_nsec() / 1_000_000
+    Ms::new(t.tv_sec() * 1_000 + t.tv_nsec() / 1_000_000)
 }
 
 /// How far the wall clock must move from the lease clock before times are
 /// shown with the new offset: the two clocks are read one after the other,
 /// and a time shown twice must read the same.
-const OFFSET_STEP_MS: Millis = 250;
+const OFFSET_STEP_MS: Ms = Ms::new(250);
 
 /// The real lease clock: the wall clock's reading until it is anchored, then
 /// the anchor plus the monotonic time elapsed since.
 #[derive(Debug, Default)]
 pub struct SystemClock {
-    anchored: OnceLock<(Millis, Millis)>,
+    anchored: OnceLock<(At, Ms)>,
     /// The wall clock's offset as last shown.
     shown_offset: AtomicI64,
 }
@@ -68,29 +68,31 @@ impl SystemClock {
 }
 
 impl Clock for SystemClock {
-    fn now(&self) -> Millis {
+    fn now(&self) -> At {
         match self.anchored.get() {
             Some(&(at, since)) => at + (monotonic_now() - since),
             None => wall_now(),
         }
     }
 
-    fn wall_offset(&self) -> Millis {
+    fn wall_offset(&self) -> Ms {
         if self.anchored.get().is_none() {
-            return 0;
+            return Ms::ZERO;
         }
         let offset = wall_now() - self.now();
-        let shown = self.shown_offset.load(Ordering::Relaxed);
+        let shown = Ms::new(self.shown_offset.load(Ordering::Relaxed));
         if (offset - shown).abs() < OFFSET_STEP_MS {
             return shown;
         }
-        self.shown_offset.store(offset, Ordering::Relaxed);
+        self.shown_offset
+            .store(offset.as_millis(), Ordering::Relaxed);
         offset
     }
 
-    fn anchor(&self, at: Millis) {
+    fn anchor(&self, at: At) {
         if self.anchored.set((at, monotonic_now())).is_ok() {
-            self.shown_offset.store(wall_now() - at, Ordering::Relaxed);
+            self.shown_offset
+                .store((wall_now() - at).as_millis(), Ordering::Relaxed);
         }
     }
 }
@@ -100,22 +102,22 @@ impl Clock for SystemClock {
 pub struct ManualClock(Arc<AtomicI64>);
 
 impl ManualClock {
-    pub fn new(start: Millis) -> Self {
-        Self(Arc::new(AtomicI64::new(start)))
+    pub fn new(start: At) -> Self {
+        Self(Arc::new(AtomicI64::new(start.as_millis())))
     }
 
-    pub fn advance(&self, by_ms: Millis) {
-        self.0.fetch_add(by_ms, Ordering::SeqCst);
+    pub fn advance(&self, by_ms: Ms) {
+        self.0.fetch_add(by_ms.as_millis(), Ordering::SeqCst);
     }
 
-    pub fn set(&self, to: Millis) {
-        self.0.store(to, Ordering::SeqCst);
+    pub fn set(&self, to: At) {
+        self.0.store(to.as_millis(), Ordering::SeqCst);
     }
 }
 
 impl Clock for ManualClock {
-    fn now(&self) -> Millis {
-        self.0.load(Ordering::SeqCst)
+    fn now(&self) -> At {
+        At::from_millis(self.0.load(Ordering::SeqCst))
     }
 }
 
@@ -128,19 +130,19 @@ mod tests {
     #[test]
     fn an_anchored_clock_starts_at_its_anchor_and_advances() {
         let clock = SystemClock::new();
-        clock.anchor(1_000);
-        let first = clock.now();
+        clock.anchor(At::from_millis(1_000));
+        let first = clock.now().as_millis();
         assert!((1_000..1_100).contains(&first), "{first}");
         std::thread::sleep(std::time::Duration::from_millis(20));
-        assert!(clock.now() >= first + 20);
+        assert!(clock.now().as_millis() >= first + 20);
     }
 
     #[test]
     fn its_wall_offset_is_the_wall_clock_minus_the_lease_clock() {
         let clock = SystemClock::new();
-        clock.anchor(wall_now() - 60_000);
+        clock.anchor(wall_now() - Ms::new(60_000));
         let offset = clock.wall_offset();
-        assert!((59_900..60_100).contains(&offset), "{offset}");
+        assert!((59_900..60_100).contains(&offset.as_millis()), "{offset}");
         for _ in 0..1_000 {
             assert_eq!(
                 clock.wall_offset(),

@@ -332,7 +332,7 @@ impl ServeConfig {
     /// Refuses bounds no request could live with (`--max-ttl 30` would refuse
     /// every grant), naming the flag, its environment variable and the value.
     pub fn check_bounds(&self) -> Result<(), String> {
-        let min_ttl = Duration::from_millis(MIN_TTL_MS as u64);
+        let min_ttl = MIN_TTL_MS.to_std();
         let ttl_ok = |d: Duration| (min_ttl..=LONGEST).contains(&d);
         let refuse = |flag: &str, env: &str, value: Duration, why: String| {
             Err(format!(
@@ -496,7 +496,7 @@ mod tests {
         assert_eq!(config.default_ttl, Duration::from_secs(60));
         assert_eq!(
             config.max_ttl,
-            Duration::from_millis(DEFAULT_MAX_TTL_MS as u64),
+            DEFAULT_MAX_TTL_MS.to_std(),
             "the published schemas state the default --max-ttl"
         );
         assert_eq!(config.max_in_flight, 1024);

@@ -156,13 +156,13 @@ async fn reap_sessions(leases: &Leases, batch: u32, report: &mut ReapReport) -> 
     }
 }
 
-/// What the change log keeps: every event younger than `age_ms` and the
+/// What the change log keeps: every event younger than `age` and the
 /// newest `count` whatever their age, whichever is more, but never more
 /// than the newest `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
-    /// In milliseconds.
-    pub age_ms: i64,
+    /// Counted in whole milliseconds of the lease clock.
+    pub age: Duration,
     pub count: u64,
     pub max: u64,
 }
@@ -211,7 +211,7 @@ pub async fn prune_events(leases: &Leases, retention: Retention, batch: u32) -> 
     let mut pruned = 0;
     loop {
         let started = Instant::now();
-        let older_than = leases.now().saturating_sub(retention.age_ms);
+        let older_than = leases.now().saturating_sub(retention.age.into());
         let n = leases
             .store
             .log()

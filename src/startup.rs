@@ -33,10 +33,6 @@ pub struct Application {
     config: ServeConfig,
 }
 
-fn millis(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
 impl Application {
     /// Binds the listener, opens the database, and resumes the leases that
     /// were live when the server stopped. Errors are one line, fit for a user.
@@ -218,7 +214,7 @@ impl Background {
             interval: config.reaper_interval,
             batch: config.reaper_batch,
             retention: crate::reaper::Retention {
-                age_ms: millis(config.event_retention),
+                age: config.event_retention,
                 count: config.event_retention_count,
                 max: config.event_retention_max,
             },
@@ -289,9 +285,9 @@ fn prefix_buckets(config: &ServeConfig, tokens: &Option<Arc<Tokens>>) -> PrefixA
 /// The bounds the service keeps, as the configuration sets them.
 fn limits(config: &ServeConfig) -> Limits {
     Limits {
-        default_ttl_ms: millis(config.default_ttl),
-        max_ttl_ms: millis(config.max_ttl),
-        max_wait_ms: millis(config.max_wait),
+        default_ttl_ms: config.default_ttl.into(),
+        max_ttl_ms: config.max_ttl.into(),
+        max_wait_ms: config.max_wait.into(),
         max_in_flight: config.max_in_flight as usize,
         max_in_flight_per_client: config.in_flight_per_client() as usize,
         max_waiters: config.max_waiters as usize,

@@ -6,8 +6,16 @@
 
 use sha2::{Digest, Sha256};
 
-/// 128 random bits, as 32 hex digits.
-pub fn new_token() -> String {
+use crate::domain::names::LeaseToken;
+
+/// A lease's secret token, drawn for its grant: 128 random bits.
+pub fn new_token() -> LeaseToken {
+    LeaseToken::new(new_id())
+}
+
+/// 128 random bits, as 32 hex digits: an id no one can guess (a session's
+/// id, a replica's name, an `Idempotency-Key`), and a token's text.
+pub fn new_id() -> String {
     hex::encode(rand::random::<u128>().to_be_bytes())
 }
 
@@ -20,7 +28,7 @@ pub fn digest(secret: &str) -> String {
 /// SHA-256 of what only its opener knows (the key it sent, and the digest of
 /// its API token when there is one) with the session's id. The store keeps
 /// the key's and the token's digests, neither of which gives it back.
-pub fn derive(idempotency_key: &str, caller_secret: Option<&[u8]>, session_id: &str) -> String {
+pub fn derive(idempotency_key: &str, caller_secret: Option<&[u8]>, session_id: &str) -> LeaseToken {
     let mut h = Sha256::new();
     h.update(b"leasehold session token\0");
     for part in [
@@ -31,7 +39,7 @@ pub fn derive(idempotency_key: &str, caller_secret: Option<&[u8]>, session_id: &
         h.update((part.len() as u64).to_be_bytes());
         h.update(part);
     }
-    hex::encode(&h.finalize()[..16])
+    LeaseToken::new(hex::encode(&h.finalize()[..16]))
 }
 
 #[cfg(test)]
@@ -41,8 +49,8 @@ mod tests {
     #[test]
     fn a_derived_token_looks_drawn_and_depends_on_every_part() {
         let t = derive("k", Some(b"s"), "id");
-        assert_eq!(t.len(), 32);
-        assert!(t.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(t.as_str().len(), 32);
+        assert!(t.as_str().chars().all(|c| c.is_ascii_hexdigit()));
         assert_eq!(t, derive("k", Some(b"s"), "id"));
         assert_ne!(t, derive("k2", Some(b"s"), "id"));
         assert_ne!(t, derive("k", Some(b"s2"), "id"));
@@ -60,8 +68,8 @@ mod tests {
     #[test]
     fn a_token_is_32_hex_digits_and_never_repeats() {
         let (a, b) = (new_token(), new_token());
-        assert_eq!(a.len(), 32);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(a.as_str().len(), 32);
+        assert!(a.as_str().chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
     }
 }

@@ -156,7 +156,7 @@ fn a_store_file_that_imports_leases_is_refused() {
         .iter_mut()
         .find(|(p, _)| p == "src/store/sqlite/errors.rs")
         .unwrap();
-    text.insert_str(0, "use crate::{domain::Millis, leases::Leases};\n");
+    text.insert_str(0, "use crate::{domain::At, leases::Leases};\n");
     let problems = violations(&sources, &layering_table());
     assert!(
         problems

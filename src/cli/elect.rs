@@ -28,6 +28,7 @@ use super::run;
 use super::{CliError, ClientArgs, default_holder, examples, exit};
 use crate::client::{Client, EventJson, EventQuery};
 use crate::config::parse_duration;
+use crate::domain::fencing::FencingToken;
 
 #[derive(Debug, Args)]
 #[command(after_help = examples::ELECT)]
@@ -105,7 +106,7 @@ pub async fn execute(cmd: ElectCommand) -> Result<u8, CliError> {
 struct Leader {
     key: String,
     holder: Option<String>,
-    fencing_token: Option<i64>,
+    fencing_token: Option<FencingToken>,
 }
 
 impl Leader {
@@ -134,7 +135,7 @@ async fn observe(client: &Client, cmd: &ElectCommand) -> Result<u8, CliError> {
         let mut events = follower.now().await?;
         let mut leader = current(client, &cmd.name).await?;
         // The highest fencing token known: nothing at or below it is news.
-        let mut high = leader.fencing_token.unwrap_or(0);
+        let mut high = leader.fencing_token.unwrap_or(FencingToken::new(0));
         show(&cmd.client, &mut shown, &leader);
         loop {
             for event in events
@@ -192,7 +193,7 @@ async fn current(client: &Client, key: &str) -> Result<Leader, CliError> {
     }
 }
 
-fn apply(leader: &mut Leader, high: &mut i64, event: &EventJson) {
+fn apply(leader: &mut Leader, high: &mut FencingToken, event: &EventJson) {
     let Some(fencing) = event.fencing_token else {
         return;
     };

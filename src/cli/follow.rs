@@ -12,6 +12,7 @@ use tokio::time::sleep;
 use super::retry::{FIRST_RETRY, LAST_RETRY, transient};
 use super::{CliError, exit};
 use crate::client::{Client, ClientError, EventJson, EventQuery};
+use crate::domain::Revision;
 
 /// One long poll: the server's default longest wait is longer; a server
 /// that allows less refuses it naming `wait_ms`, and shorter polls are tried.
@@ -39,7 +40,7 @@ impl Follower {
     }
 
     /// The revision after which the next events come, once known.
-    pub fn since(&self) -> Option<i64> {
+    pub fn since(&self) -> Option<Revision> {
         self.query.since
     }
 
@@ -77,7 +78,7 @@ impl Follower {
                         eprintln!("leasehold: reconnected{}", self.resuming());
                     }
                     let last = page.items.last().map(|e| e.revision);
-                    let reached = page.next_revision.max(last.unwrap_or(i64::MIN));
+                    let reached = last.map_or(page.next_revision, |l| page.next_revision.max(l));
                     self.query.since = Some(self.query.since.map_or(reached, |s| s.max(reached)));
                     return Ok(page.items);
                 }
@@ -115,7 +116,7 @@ impl Follower {
                 "the server no longer keeps the events after revision {} (its oldest is {}), \
                  so some were missed: read the current state again (lock list, pool show) \
                  and watch from now on, without --since",
-                self.query.since.unwrap_or(0),
+                self.query.since.unwrap_or(Revision::ZERO),
                 oldest.map_or_else(|| "unknown".into(), |o| o.to_string()),
             ),
         )

@@ -17,7 +17,8 @@ use crate::client::{
     AcquireBody, Client, ClientError, LockJson, LockSetBody, OpenSessionBody, SessionJson,
     SessionRef, Tenure, millis,
 };
-use crate::token::new_token;
+use crate::domain::fencing::FencingToken;
+use crate::token::new_id;
 
 /// The longest single long poll: the server's default maximum wait.
 const MAX_POLL: Duration = Duration::from_secs(300);
@@ -90,7 +91,7 @@ pub async fn acquire(
 ) -> Result<(LockJson, Instant), CliError> {
     // Every try carries one key: a grant whose answer was lost is answered
     // again to the retry instead of holding the key against it.
-    let idempotency_key = new_token();
+    let idempotency_key = new_id();
     let acquired = long_poll(wait, |wait_ms| {
         let request = AcquireBody {
             idempotency_key: Some(idempotency_key.clone()),
@@ -165,7 +166,7 @@ pub async fn set(
     // The session must live while the request waits for the keys; a set
     // whose answer was lost is answered again to the retry (its leases are
     // bound to this very session, and would never end while it lives).
-    let idempotency_key = new_token();
+    let idempotency_key = new_id();
     let acquired = long_poll(wait, |wait_ms| {
         let request = LockSetBody {
             idempotency_key: Some(idempotency_key.clone()),
@@ -242,7 +243,7 @@ fn set_env(
     session: String,
     holder: &str,
 ) {
-    let fencing: HashMap<&str, i64> = leases
+    let fencing: HashMap<&str, FencingToken> = leases
         .iter()
         .map(|l| (l.key.as_str(), l.fencing_token))
         .collect();
@@ -251,7 +252,7 @@ fn set_env(
         .map(|k| {
             fencing
                 .get(k.as_str())
-                .map_or_else(String::new, i64::to_string)
+                .map_or_else(String::new, FencingToken::to_string)
         })
         .collect();
     if let ([key], [token]) = (keys, tokens.as_slice()) {

@@ -7,6 +7,7 @@ use clap::Args;
 use super::follow::Follower;
 use super::{CliError, ClientArgs, examples};
 use crate::client::{EventJson, EventQuery};
+use crate::domain::Revision;
 
 #[derive(Debug, Args)]
 #[command(after_help = examples::WATCH)]
@@ -30,7 +31,9 @@ pub async fn execute(cmd: WatchCommand) -> Result<u8, CliError> {
     let query = EventQuery {
         prefix: cmd.prefix,
         pool: cmd.pool,
-        since: cmd.since.map(|s| i64::try_from(s).unwrap_or(i64::MAX)),
+        since: cmd
+            .since
+            .map(|s| Revision::new(i64::try_from(s).unwrap_or(i64::MAX))),
     };
     let mut follower = Follower::new(args.client()?, query);
     loop {

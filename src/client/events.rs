@@ -10,12 +10,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{Client, ClientError, millis};
+use crate::domain::Revision;
+use crate::domain::fencing::FencingToken;
 
 /// One change: a lease or a session begun or ended. Read from
 /// the server's `EventBody`, unknown fields kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EventJson {
-    pub revision: i64,
+    pub revision: Revision,
     /// `lock.acquired`, `lock.released`, `reservation.reserved`, …
     #[serde(rename = "type")]
     pub kind: String,
@@ -31,7 +33,7 @@ pub struct EventJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fencing_token: Option<i64>,
+    pub fencing_token: Option<FencingToken>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// Why it ended: `released`, `expired`, `force_released`, …
@@ -46,7 +48,7 @@ pub struct EventJson {
 pub struct EventPageJson {
     pub items: Vec<EventJson>,
     /// What to pass as `since` next.
-    pub next_revision: i64,
+    pub next_revision: Revision,
 }
 
 /// A key's newest events, newest first, read from the server's
@@ -55,7 +57,7 @@ pub struct EventPageJson {
 pub struct HistoryJson {
     pub items: Vec<EventJson>,
     /// The change-log revision the items reflect.
-    pub revision: i64,
+    pub revision: Revision,
 }
 
 /// Which events, and from where.
@@ -66,7 +68,7 @@ pub struct EventQuery {
     /// Reservation events of this pool.
     pub pool: Option<String>,
     /// The events after this revision; `None`: from now on.
-    pub since: Option<i64>,
+    pub since: Option<Revision>,
 }
 
 impl Client {

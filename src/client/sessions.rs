@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{Client, ClientError, LockJson, PageJson, ReservationJson, page_query, renew_body};
+use crate::domain::Revision;
 use crate::domain::paths;
 
 /// The body of `POST /v1/sessions`; the client's side of the server's
@@ -54,7 +55,7 @@ pub struct SessionLeasesJson {
     pub members: Vec<BoundMemberJson>,
     /// Whether a list was cut.
     pub truncated: bool,
-    pub revision: i64,
+    pub revision: Revision,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -6,12 +6,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{Client, ClientError};
+use crate::domain::Revision;
 
 /// Read from the server's `StatusBody`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatusJson {
     /// The change-log revision the counts reflect.
-    pub revision: i64,
+    pub revision: Revision,
     pub counts: StatusCountsJson,
     pub database: DatabaseJson,
     pub caller: CallerJson,

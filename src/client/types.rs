@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::domain::LockMode;
+use crate::domain::fencing::FencingToken;
 
 /// How a lease lives: by a TTL of its own or by a session, never both.
 /// Sent as `"ttl_ms": …` or as `"session": {"id", "token"}`.
@@ -104,7 +105,7 @@ pub struct ReserveBody {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HolderJson {
     pub holder: String,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: u64,
@@ -141,7 +142,7 @@ pub struct WaitersJson {
 pub struct LockJson {
     pub key: String,
     pub holder: String,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: u64,
@@ -163,7 +164,7 @@ pub struct LockJson {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FencingJson {
     pub key: String,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub current: bool,
     /// Why not: `superseded`, `not_held` or `never_granted`.
     pub reason: Option<String>,
@@ -183,7 +184,7 @@ pub struct ReservationJson {
     /// `reserved`, or `allocated` once confirmed.
     pub state: String,
     pub holder: String,
-    pub fencing_token: i64,
+    pub fencing_token: FencingToken,
     pub acquired_at: String,
     pub expires_at: Option<String>,
     pub expires_in_ms: Option<u64>,

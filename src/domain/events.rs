@@ -4,7 +4,7 @@
 //! confirmation and a session's open and end are.
 
 use super::fencing_token::FencingToken;
-use super::{Millis, Revision};
+use super::{At, Revision};
 
 /// What kind of change an event is: its SSE `event:` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,7 +164,7 @@ pub struct Event {
     pub revision: Revision,
     pub kind: EventType,
     /// When the change was recorded, on the lease clock.
-    pub at: Millis,
+    pub at: At,
     pub resource: Resource,
     pub holder: String,
     /// The lease's fencing token; `None` for a session.
@@ -196,7 +196,7 @@ impl Holding<'_> {
         kind: EventType,
         resource: Resource,
         reason: Option<Reason>,
-        at: Millis,
+        at: At,
     ) -> Event {
         Event {
             revision: Revision::ZERO,
@@ -284,7 +284,7 @@ mod tests {
         Event {
             revision: Revision::new(1),
             kind: EventType::LockAcquired,
-            at: 0,
+            at: At::EPOCH,
             resource: Resource::Lock { key: key.into() },
             holder: "h".into(),
             fencing_token: Some(FencingToken::new(1)),

@@ -2,7 +2,7 @@
 //! one a live lease on a key carries? A storage system guarding writes asks
 //! before it applies one, and refuses the write when the answer is no.
 
-use super::Millis;
+use super::At;
 pub use super::fencing_token::FencingToken;
 use super::lock::LockLease;
 
@@ -40,7 +40,7 @@ pub fn check(
     fencing_token: FencingToken,
     live: &[LockLease],
     last_granted: FencingToken,
-    now: Millis,
+    now: At,
 ) -> Fencing {
     let live = live.iter().filter(|l| l.lease.is_live(now));
     let mut latest = None;
@@ -62,6 +62,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Ms;
     use crate::domain::{Lease, LockMode};
 
     #[test]
@@ -73,25 +74,25 @@ mod tests {
     }
 
     /// `super::check` with the tokens written as integers.
-    fn check(token: i64, live: &[LockLease], last: i64, now: Millis) -> Fencing {
+    fn check(token: i64, live: &[LockLease], last: i64, now: At) -> Fencing {
         super::check(FencingToken::new(token), live, FencingToken::new(last), now)
     }
 
-    fn lease(fencing_token: i64, expires_at: Millis) -> LockLease {
+    fn lease(fencing_token: i64, expires_at: At) -> LockLease {
         LockLease {
             key: "k".into(),
             lease: Lease {
                 holder: format!("h{fencing_token}"),
                 token: "t".into(),
                 fencing_token: FencingToken::new(fencing_token),
-                acquired_at: 0,
+                acquired_at: At::EPOCH,
                 expires_at: Some(expires_at),
-                ttl_ms: 1_000,
+                ttl_ms: Ms::new(1_000),
                 metadata: None,
             },
             mode: LockMode::Shared,
             max_holders: None,
-            lock_delay_ms: 0,
+            lock_delay_ms: Ms::ZERO,
             idempotency_key: None,
             owner: None,
             session: None,
@@ -100,36 +101,56 @@ mod tests {
 
     #[test]
     fn the_token_of_a_live_lease_is_current() {
-        let live = [lease(3, 100), lease(7, 100)];
+        let live = [
+            lease(3, At::from_millis(100)),
+            lease(7, At::from_millis(100)),
+        ];
         assert_eq!(
-            check(3, &live, 9, 50),
-            Fencing::Current(Box::new(lease(3, 100)))
+            check(3, &live, 9, At::from_millis(50)),
+            Fencing::Current(Box::new(lease(3, At::from_millis(100))))
         );
         assert_eq!(
-            check(7, &live, 9, 50),
-            Fencing::Current(Box::new(lease(7, 100)))
+            check(7, &live, 9, At::from_millis(50)),
+            Fencing::Current(Box::new(lease(7, At::from_millis(100))))
         );
     }
 
     #[test]
     fn a_smaller_token_than_a_live_one_is_superseded() {
-        assert_eq!(check(2, &[lease(5, 100)], 5, 50), Fencing::Superseded);
+        assert_eq!(
+            check(2, &[lease(5, At::from_millis(100))], 5, At::from_millis(50)),
+            Fencing::Superseded
+        );
     }
 
     #[test]
     fn a_token_no_live_lease_carries_is_not_held() {
-        assert_eq!(check(5, &[], 5, 50), Fencing::NotHeld);
-        assert_eq!(check(6, &[lease(5, 100)], 9, 50), Fencing::NotHeld);
+        assert_eq!(check(5, &[], 5, At::from_millis(50)), Fencing::NotHeld);
+        assert_eq!(
+            check(6, &[lease(5, At::from_millis(100))], 9, At::from_millis(50)),
+            Fencing::NotHeld
+        );
     }
 
     #[test]
     fn a_lease_past_its_expiry_is_not_current_even_if_given() {
-        assert_eq!(check(5, &[lease(5, 50)], 5, 50), Fencing::NotHeld);
+        assert_eq!(
+            check(5, &[lease(5, At::from_millis(50))], 5, At::from_millis(50)),
+            Fencing::NotHeld
+        );
     }
 
     #[test]
     fn a_token_larger_than_any_granted_was_never_granted() {
-        assert_eq!(check(10, &[lease(5, 100)], 9, 50), Fencing::NeverGranted);
+        assert_eq!(
+            check(
+                10,
+                &[lease(5, At::from_millis(100))],
+                9,
+                At::from_millis(50)
+            ),
+            Fencing::NeverGranted
+        );
         assert_eq!(Fencing::NeverGranted.reason(), Some("never_granted"));
     }
 }

@@ -5,14 +5,14 @@
 use serde_json::{Map, Value};
 
 use super::events::{Event, EventType, Reason, Resource};
-use super::{Millis, Revision};
+use super::{At, Ms, Revision};
 
 /// A group as stored, with how many members are live in it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     pub name: String,
     pub metadata: Option<Map<String, Value>>,
-    pub created_at: Millis,
+    pub created_at: At,
     pub members: u64,
 }
 
@@ -24,25 +24,17 @@ pub struct Member {
     pub capabilities: Option<Value>,
     /// The session it is bound to; `None` when it lives by its own TTL.
     pub session: Option<String>,
-    pub joined_at: Millis,
+    pub joined_at: At,
     /// Its own expiry, or its session's.
-    pub expires_at: Millis,
-    pub ttl_ms: Millis,
+    pub expires_at: At,
+    pub ttl_ms: Ms,
 }
 
 impl Member {
     /// What is left of its life at `now`, never below zero.
-    pub fn expires_in_ms(&self, now: Millis) -> Millis {
-        (self.expires_at - now).max(0)
+    pub fn expires_in_ms(&self, now: At) -> Ms {
+        (self.expires_at - now).max(Ms::ZERO)
     }
-}
-
-/// How a member lives: by its session, or by a TTL and the secret token that
-/// renews it and makes it leave.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tenure {
-    Session { id: String, token: String },
-    Ttl { ttl_ms: Millis, token: String },
 }
 
 /// Where a page of groups, members or sessions resumes: after this name
@@ -67,7 +59,7 @@ pub fn group_event(
     session: Option<&str>,
     owner: Option<&str>,
     reason: Option<Reason>,
-    at: Millis,
+    at: At,
 ) -> Event {
     Event {
         revision: Revision::ZERO,

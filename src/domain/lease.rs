@@ -2,9 +2,9 @@
 
 use serde_json::{Map, Value};
 
-use super::Millis;
 use super::fencing_token::FencingToken;
 use super::names::LeaseToken;
+use super::{At, Ms};
 
 /// How a lock lease shares its key with others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,12 +41,12 @@ pub struct Lease {
     /// The secret capability: never shown by reads.
     pub token: LeaseToken,
     pub fencing_token: FencingToken,
-    pub acquired_at: Millis,
+    pub acquired_at: At,
     /// `None` once a reservation is confirmed into an allocation.
-    pub expires_at: Option<Millis>,
+    pub expires_at: Option<At>,
     /// The TTL of the last grant or renewal: a renewal without a TTL reuses it,
     /// and a restart gives it afresh to every lease that was live at the stop.
-    pub ttl_ms: Millis,
+    pub ttl_ms: Ms,
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -56,8 +56,8 @@ impl Lease {
         holder: String,
         token: LeaseToken,
         fencing_token: FencingToken,
-        now: Millis,
-        ttl_ms: Millis,
+        now: At,
+        ttl_ms: Ms,
         metadata: Option<Map<String, Value>>,
     ) -> Self {
         Self {
@@ -73,25 +73,25 @@ impl Lease {
 
     /// A lease is live until the instant it expires; from `expires_at` on it is
     /// treated as absent, whether or not the reaper has removed it yet.
-    pub fn is_live(&self, now: Millis) -> bool {
+    pub fn is_live(&self, now: At) -> bool {
         is_live(self.expires_at, now)
     }
 
     /// What the server computed for the client, so that it needs no synchronised clock.
-    pub fn expires_in_ms(&self, now: Millis) -> Option<Millis> {
-        self.expires_at.map(|at| (at - now).max(0))
+    pub fn expires_in_ms(&self, now: At) -> Option<Ms> {
+        self.expires_at.map(|at| (at - now).max(Ms::ZERO))
     }
 }
 
 /// `None` (no expiry) is live forever.
-pub fn is_live(expires_at: Option<Millis>, now: Millis) -> bool {
+pub fn is_live(expires_at: Option<At>, now: At) -> bool {
     expires_at.is_none_or(|at| at > now)
 }
 
 /// The whole seconds a client should wait before retrying at `available_at`,
 /// never less than one.
-pub fn retry_after_secs(available_at: Millis, now: Millis) -> u64 {
-    let wait = (available_at - now).max(0) as u64;
+pub fn retry_after_secs(available_at: At, now: At) -> u64 {
+    let wait = (available_at - now).max(Ms::ZERO).as_millis() as u64;
     wait.div_ceil(1000).max(1)
 }
 
@@ -99,52 +99,55 @@ pub fn retry_after_secs(available_at: Millis, now: Millis) -> u64 {
 mod tests {
     use super::*;
 
-    fn lease(expires_at: Option<Millis>) -> Lease {
+    fn lease(expires_at: Option<At>) -> Lease {
         Lease {
             holder: "node-1".into(),
             token: "9f86d081884c7d659a2feaa0c55ad015".into(),
             fencing_token: FencingToken::new(1),
-            acquired_at: 0,
+            acquired_at: At::EPOCH,
             expires_at,
-            ttl_ms: 1000,
+            ttl_ms: Ms::new(1000),
             metadata: None,
         }
     }
 
     #[test]
     fn a_lease_never_shows_its_token_in_a_log_line() {
-        let shown = format!("{:?}", lease(Some(5)));
+        let shown = format!("{:?}", lease(Some(At::from_millis(5))));
         assert!(shown.contains("node-1"), "{shown}");
         assert!(!shown.contains("9f86d081"), "{shown}");
     }
 
     #[test]
     fn a_lease_is_live_until_the_instant_it_expires() {
-        let l = lease(Some(1_000));
-        assert!(l.is_live(999));
-        assert!(!l.is_live(1_000));
-        assert!(!l.is_live(5_000));
+        let l = lease(Some(At::from_millis(1_000)));
+        assert!(l.is_live(At::from_millis(999)));
+        assert!(!l.is_live(At::from_millis(1_000)));
+        assert!(!l.is_live(At::from_millis(5_000)));
     }
 
     #[test]
     fn an_allocation_without_expiry_is_always_live() {
         let l = lease(None);
-        assert!(l.is_live(i64::MAX));
-        assert_eq!(l.expires_in_ms(7), None);
+        assert!(l.is_live(At::from_millis(i64::MAX)));
+        assert_eq!(l.expires_in_ms(At::from_millis(7)), None);
     }
 
     #[test]
     fn expires_in_counts_down_and_stops_at_zero() {
-        let l = lease(Some(1_000));
-        assert_eq!(l.expires_in_ms(250), Some(750));
-        assert_eq!(l.expires_in_ms(2_000), Some(0));
+        let l = lease(Some(At::from_millis(1_000)));
+        assert_eq!(l.expires_in_ms(At::from_millis(250)), Some(Ms::new(750)));
+        assert_eq!(l.expires_in_ms(At::from_millis(2_000)), Some(Ms::ZERO));
     }
 
     #[test]
     fn retry_after_rounds_up_to_whole_seconds_and_is_at_least_one() {
-        assert_eq!(retry_after_secs(1_000, 1_000), 1);
-        assert_eq!(retry_after_secs(1_001, 0), 2);
-        assert_eq!(retry_after_secs(3_000, 0), 3);
-        assert_eq!(retry_after_secs(0, 5_000), 1);
+        assert_eq!(
+            retry_after_secs(At::from_millis(1_000), At::from_millis(1_000)),
+            1
+        );
+        assert_eq!(retry_after_secs(At::from_millis(1_001), At::EPOCH), 2);
+        assert_eq!(retry_after_secs(At::from_millis(3_000), At::EPOCH), 3);
+        assert_eq!(retry_after_secs(At::EPOCH, At::from_millis(5_000)), 1);
     }
 }

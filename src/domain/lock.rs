@@ -8,7 +8,7 @@ use std::num::NonZeroU32;
 use super::events::{Event, EventType, Holding, Reason, Resource};
 use super::fencing_token::FencingToken;
 use super::lease::{Lease, LockMode};
-use super::{InvalidInput, Millis};
+use super::{At, InvalidInput, Ms};
 
 /// A lease held on a lock key.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +19,7 @@ pub struct LockLease {
     /// The semaphore size every acquirer of the key must name; `None` when not named.
     pub max_holders: Option<NonZeroU32>,
     /// After this lease *expires*, the key stays unavailable this long.
-    pub lock_delay_ms: Millis,
+    pub lock_delay_ms: Ms,
     pub idempotency_key: Option<String>,
     /// The API token that was granted the lease (`None` without an auth
     /// file): a retry with its idempotency key is a replay to that token alone.
@@ -29,12 +29,12 @@ pub struct LockLease {
 }
 
 impl LockLease {
-    pub fn expires_at(&self) -> Millis {
-        self.lease.expires_at.unwrap_or(Millis::MAX)
+    pub fn expires_at(&self) -> At {
+        self.lease.expires_at.unwrap_or(At::MAX)
     }
 
     /// The instant from which this row no longer affects the key at all.
-    pub fn gone_at(&self) -> Millis {
+    pub fn gone_at(&self) -> At {
         self.expires_at().saturating_add(self.lock_delay_ms)
     }
 }
@@ -52,21 +52,21 @@ pub enum Refusal {
     /// Live leases stand in the way; the earliest of them expires at `available_at`.
     Held {
         holders: Vec<LockLease>,
-        available_at: Millis,
+        available_at: At,
     },
     /// The key's live leases were granted with another `max_holders`; the
     /// last of them expires at `clears_at`.
     LimitMismatch {
         current: Option<NonZeroU32>,
-        clears_at: Millis,
+        clears_at: At,
     },
     /// A lease on the key expired recently and its lock delay runs until `until`.
-    Delayed { until: Millis },
+    Delayed { until: At },
 }
 
 /// Decides whether `claim` can be granted over `rows` (the key's leases that
 /// are live or still in their lock delay; rows past that are ignored).
-pub fn decide(claim: Claim, rows: &[LockLease], now: Millis) -> Result<(), Refusal> {
+pub fn decide(claim: Claim, rows: &[LockLease], now: At) -> Result<(), Refusal> {
     let live: Vec<&LockLease> = rows.iter().filter(|r| r.lease.is_live(now)).collect();
     if let Some(other) = live.iter().find(|r| r.max_holders != claim.max_holders) {
         return Err(Refusal::LimitMismatch {
@@ -106,7 +106,7 @@ pub fn decide(claim: Claim, rows: &[LockLease], now: Millis) -> Result<(), Refus
 
 impl Holding<'_> {
     /// An event about the lock on `key`.
-    pub fn lock(&self, kind: EventType, key: &str, reason: Option<Reason>, at: Millis) -> Event {
+    pub fn lock(&self, kind: EventType, key: &str, reason: Option<Reason>, at: At) -> Event {
         let resource = Resource::Lock {
             key: key.to_owned(),
         };
@@ -158,21 +158,16 @@ impl ListCursor {
 mod tests {
     use super::*;
 
-    fn row(
-        mode: LockMode,
-        max_holders: Option<u32>,
-        expires_at: Millis,
-        delay: Millis,
-    ) -> LockLease {
+    fn row(mode: LockMode, max_holders: Option<u32>, expires_at: At, delay: Ms) -> LockLease {
         LockLease {
             key: "k".into(),
             lease: Lease {
                 holder: "h".into(),
                 token: "t".into(),
                 fencing_token: FencingToken::new(1),
-                acquired_at: 0,
+                acquired_at: At::EPOCH,
                 expires_at: Some(expires_at),
-                ttl_ms: 1_000,
+                ttl_ms: Ms::new(1_000),
                 metadata: None,
             },
             mode,
@@ -195,19 +190,24 @@ mod tests {
 
     #[test]
     fn a_free_key_is_granted() {
-        assert_eq!(decide(EXCLUSIVE, &[], 0), Ok(()));
+        assert_eq!(decide(EXCLUSIVE, &[], At::EPOCH), Ok(()));
     }
 
     #[test]
     fn a_live_exclusive_lease_refuses_another_and_says_when_it_expires() {
-        let held = [row(LockMode::Exclusive, None, 5_000, 0)];
-        match decide(EXCLUSIVE, &held, 1_000) {
+        let held = [row(
+            LockMode::Exclusive,
+            None,
+            At::from_millis(5_000),
+            Ms::ZERO,
+        )];
+        match decide(EXCLUSIVE, &held, At::from_millis(1_000)) {
             Err(Refusal::Held {
                 holders,
                 available_at,
             }) => {
                 assert_eq!(holders.len(), 1);
-                assert_eq!(available_at, 5_000);
+                assert_eq!(available_at, At::from_millis(5_000));
             }
             other => panic!("expected Held, got {other:?}"),
         }
@@ -215,8 +215,13 @@ mod tests {
 
     #[test]
     fn an_expired_lease_is_treated_as_absent() {
-        let expired = [row(LockMode::Exclusive, None, 1_000, 0)];
-        assert_eq!(decide(EXCLUSIVE, &expired, 1_000), Ok(()));
+        let expired = [row(
+            LockMode::Exclusive,
+            None,
+            At::from_millis(1_000),
+            Ms::ZERO,
+        )];
+        assert_eq!(decide(EXCLUSIVE, &expired, At::from_millis(1_000)), Ok(()));
     }
 
     #[test]
@@ -227,55 +232,85 @@ mod tests {
         };
         let mut rows = vec![];
         for _ in 0..3 {
-            assert_eq!(decide(three, &rows, 0), Ok(()));
-            rows.push(row(LockMode::Exclusive, Some(3), 9_000, 0));
+            assert_eq!(decide(three, &rows, At::EPOCH), Ok(()));
+            rows.push(row(
+                LockMode::Exclusive,
+                Some(3),
+                At::from_millis(9_000),
+                Ms::ZERO,
+            ));
         }
-        assert!(matches!(decide(three, &rows, 0), Err(Refusal::Held { .. })));
+        assert!(matches!(
+            decide(three, &rows, At::EPOCH),
+            Err(Refusal::Held { .. })
+        ));
     }
 
     #[test]
     fn every_acquirer_must_name_the_same_limit() {
-        let rows = [row(LockMode::Exclusive, Some(3), 9_000, 0)];
+        let rows = [row(
+            LockMode::Exclusive,
+            Some(3),
+            At::from_millis(9_000),
+            Ms::ZERO,
+        )];
         let four = Claim {
             mode: LockMode::Exclusive,
             max_holders: NonZeroU32::new(4),
         };
         assert_eq!(
-            decide(four, &rows, 0),
+            decide(four, &rows, At::EPOCH),
             Err(Refusal::LimitMismatch {
                 current: NonZeroU32::new(3),
-                clears_at: 9_000
+                clears_at: At::from_millis(9_000)
             })
         );
         assert!(matches!(
-            decide(EXCLUSIVE, &rows, 0),
+            decide(EXCLUSIVE, &rows, At::EPOCH),
             Err(Refusal::LimitMismatch { .. })
         ));
     }
 
     #[test]
     fn shared_leases_coexist_but_not_with_an_exclusive_one() {
-        let shared = [row(LockMode::Shared, None, 9_000, 0)];
-        assert_eq!(decide(SHARED, &shared, 0), Ok(()));
+        let shared = [row(
+            LockMode::Shared,
+            None,
+            At::from_millis(9_000),
+            Ms::ZERO,
+        )];
+        assert_eq!(decide(SHARED, &shared, At::EPOCH), Ok(()));
         assert!(matches!(
-            decide(EXCLUSIVE, &shared, 0),
+            decide(EXCLUSIVE, &shared, At::EPOCH),
             Err(Refusal::Held { .. })
         ));
-        let exclusive = [row(LockMode::Exclusive, None, 9_000, 0)];
+        let exclusive = [row(
+            LockMode::Exclusive,
+            None,
+            At::from_millis(9_000),
+            Ms::ZERO,
+        )];
         assert!(matches!(
-            decide(SHARED, &exclusive, 0),
+            decide(SHARED, &exclusive, At::EPOCH),
             Err(Refusal::Held { .. })
         ));
     }
 
     #[test]
     fn an_expired_lease_with_a_lock_delay_keeps_the_key_until_the_delay_ends() {
-        let rows = [row(LockMode::Exclusive, None, 1_000, 500)];
+        let rows = [row(
+            LockMode::Exclusive,
+            None,
+            At::from_millis(1_000),
+            Ms::new(500),
+        )];
         assert_eq!(
-            decide(EXCLUSIVE, &rows, 1_200),
-            Err(Refusal::Delayed { until: 1_500 })
+            decide(EXCLUSIVE, &rows, At::from_millis(1_200)),
+            Err(Refusal::Delayed {
+                until: At::from_millis(1_500)
+            })
         );
-        assert_eq!(decide(EXCLUSIVE, &rows, 1_500), Ok(()));
+        assert_eq!(decide(EXCLUSIVE, &rows, At::from_millis(1_500)), Ok(()));
     }
 
     #[test]

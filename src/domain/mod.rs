@@ -26,10 +26,8 @@ pub mod time;
 pub mod validate;
 pub mod waiting;
 
-/// A point in time or a duration, in milliseconds (unix epoch for points).
-pub type Millis = i64;
-
 pub use lease::{Lease, LockMode};
 pub use refusal::{Missing, Refused};
 pub use revision::Revision;
+pub use time::{At, Ms};
 pub use validate::InvalidInput;

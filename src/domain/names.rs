@@ -4,7 +4,7 @@
 use std::fmt;
 use std::ops::Deref;
 
-use super::Millis;
+use super::Ms;
 use super::validate::{self, InvalidInput};
 
 /// A text newtype whose only way in is `parse`.
@@ -127,15 +127,15 @@ impl fmt::Debug for LeaseToken {
 /// How long a lease lives from its grant or renewal: `MIN_TTL_MS` to the
 /// server's maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ttl(Millis);
+pub struct Ttl(Ms);
 
 impl Ttl {
-    pub fn parse(field: &str, ms: Millis, max_ms: Millis) -> Result<Self, InvalidInput> {
+    pub fn parse(field: &str, ms: Ms, max_ms: Ms) -> Result<Self, InvalidInput> {
         validate::ttl(field, ms, max_ms)?;
         Ok(Self(ms))
     }
 
-    pub fn ms(self) -> Millis {
+    pub fn ms(self) -> Ms {
         self.0
     }
 }
@@ -154,9 +154,16 @@ mod tests {
             IdempotencyKey::parse("k".repeat(257)).unwrap_err().field,
             "Idempotency-Key"
         );
-        assert_eq!(Ttl::parse("ttl_ms", 5_000, 10_000).unwrap().ms(), 5_000);
         assert_eq!(
-            Ttl::parse("ttl_ms", 50, 10_000).unwrap_err().field,
+            Ttl::parse("ttl_ms", Ms::new(5_000), Ms::new(10_000))
+                .unwrap()
+                .ms(),
+            Ms::new(5_000)
+        );
+        assert_eq!(
+            Ttl::parse("ttl_ms", Ms::new(50), Ms::new(10_000))
+                .unwrap_err()
+                .field,
             "ttl_ms"
         );
     }

@@ -14,7 +14,7 @@
 //! than the window's start; so the takes inside `[t0, t1]` add up to at most
 //! `(t1 - t0) * rate / period_ms + burst` tokens.
 
-use super::Millis;
+use super::At;
 use super::validate::InvalidInput;
 
 /// The most tokens a period may carry, and a burst may hold.
@@ -38,7 +38,7 @@ pub struct RateLimit {
 /// millisecond (`0 <= part < rate`), exact for the rate it was taken at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tat {
-    pub ms: Millis,
+    pub ms: At,
     pub part: u64,
 }
 
@@ -127,27 +127,27 @@ impl RateLimit {
     }
 
     /// `at` in units of `1 / rate` ms.
-    fn units(&self, at: Millis) -> i128 {
-        i128::from(at) * i128::from(self.rate)
+    fn units(&self, at: At) -> i128 {
+        i128::from(at.as_millis()) * i128::from(self.rate)
     }
 
     /// Units as a bucket time (the floor of the millisecond, and the rest).
     fn tat(&self, units: i128) -> Tat {
         let rate = i128::from(self.rate);
         Tat {
-            ms: units.div_euclid(rate) as Millis,
+            ms: At::from_millis(units.div_euclid(rate) as i64),
             part: units.rem_euclid(rate) as u64,
         }
     }
 
     /// The bucket's time in units, never before `now` (a full bucket).
-    fn start(&self, tat: Option<Tat>, now: Millis) -> i128 {
+    fn start(&self, tat: Option<Tat>, now: At) -> i128 {
         let at = tat.map_or(i128::MIN, |t| self.units(t.ms) + i128::from(t.part));
         at.max(self.units(now))
     }
 
     /// What a bucket at `start` (units) holds at `now`.
-    fn level(&self, start: i128, now: Millis) -> Level {
+    fn level(&self, start: i128, now: At) -> Level {
         let debt = (start - self.units(now)).max(0);
         let period = i128::from(self.period_ms);
         let spent = ceil_div(debt, period);
@@ -158,17 +158,17 @@ impl RateLimit {
     }
 
     /// What the bucket holds at `now` (a bucket never taken from is full).
-    pub fn level_at(&self, tat: Option<Tat>, now: Millis) -> Level {
+    pub fn level_at(&self, tat: Option<Tat>, now: At) -> Level {
         self.level(self.start(tat, now), now)
     }
 
     /// Whether the bucket is full at `now`: a family forgets such a bucket.
-    pub fn is_full(&self, tat: Option<Tat>, now: Millis) -> bool {
+    pub fn is_full(&self, tat: Option<Tat>, now: At) -> bool {
         self.start(tat, now) <= self.units(now)
     }
 
     /// Takes `cost` tokens at `now`, or says when they could be taken.
-    pub fn take(&self, tat: Option<Tat>, now: Millis, cost: u64) -> Take {
+    pub fn take(&self, tat: Option<Tat>, now: At, cost: u64) -> Take {
         if cost > self.burst {
             return Take::ExceedsBurst;
         }
@@ -189,7 +189,7 @@ impl RateLimit {
     }
 
     /// Gives back `cost` tokens at `now`: never more than a full bucket.
-    pub fn refund(&self, tat: Option<Tat>, now: Millis, cost: u64) -> (Tat, Level) {
+    pub fn refund(&self, tat: Option<Tat>, now: At, cost: u64) -> (Tat, Level) {
         let back = self.start(tat, now) - i128::from(cost) * i128::from(self.period_ms);
         let at = back.max(self.units(now));
         (self.tat(at), self.level(at, now))
@@ -199,7 +199,7 @@ impl RateLimit {
     /// `now`: what was spent stays spent (the tokens missing from a full
     /// bucket, rounded up, never refilled by the change), at most an empty
     /// bucket of the new numbers; the new rate refills from now.
-    pub fn change(&self, next: &RateLimit, tat: Option<Tat>, now: Millis) -> Tat {
+    pub fn change(&self, next: &RateLimit, tat: Option<Tat>, now: At) -> Tat {
         let debt = self.start(tat, now) - self.units(now);
         // Spent tokens as a fraction `debt / period`, carried over in units
         // of the new rate, rounded up so that no change refills.
@@ -217,6 +217,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::domain::Ms;
 
     fn taken(take: Take) -> bool {
         matches!(take, Take::Taken { .. })
@@ -228,7 +229,7 @@ mod tests {
 
     /// A bucket from which `spend` was taken at 0 (`None`: nothing taken).
     fn spent(l: &RateLimit, spend: u64) -> Option<Tat> {
-        match l.take(None, 0, spend) {
+        match l.take(None, At::EPOCH, spend) {
             Take::Taken { tat, .. } => Some(tat),
             _ => None,
         }
@@ -242,7 +243,7 @@ mod tests {
     fn a_new_bucket_is_full_and_spends_its_burst_then_waits_an_interval() {
         let l = limit(10, 1_000, 10);
         assert_eq!(
-            l.level_at(None, 5_000),
+            l.level_at(None, At::from_millis(5_000)),
             Level {
                 available: 10,
                 full_in_ms: 0
@@ -250,13 +251,13 @@ mod tests {
         );
         let mut tat = None;
         for _ in 0..10 {
-            match l.take(tat, 5_000, 1) {
+            match l.take(tat, At::from_millis(5_000), 1) {
                 Take::Taken { tat: t, .. } => tat = Some(t),
                 other => panic!("{other:?}"),
             }
         }
         assert_eq!(
-            l.take(tat, 5_000, 1),
+            l.take(tat, At::from_millis(5_000), 1),
             Take::Denied {
                 retry_after_ms: 100,
                 level: Level {
@@ -265,25 +266,40 @@ mod tests {
                 }
             }
         );
-        assert!(matches!(l.take(tat, 5_100, 1), Take::Taken { .. }));
-        assert!(l.is_full(tat, 6_000));
-        assert!(!l.is_full(tat, 5_999));
+        assert!(matches!(
+            l.take(tat, At::from_millis(5_100), 1),
+            Take::Taken { .. }
+        ));
+        assert!(l.is_full(tat, At::from_millis(6_000)));
+        assert!(!l.is_full(tat, At::from_millis(5_999)));
     }
 
     #[test]
     fn a_fractional_interval_is_kept_exactly() {
         // 3 per 1000 ms: an interval is 333⅓ ms, never rounded.
         let l = limit(3, 1_000, 2);
-        let Take::Taken { tat, .. } = l.take(None, 0, 1) else {
+        let Take::Taken { tat, .. } = l.take(None, At::EPOCH, 1) else {
             panic!()
         };
-        assert_eq!(tat, Tat { ms: 333, part: 1 });
-        let Take::Taken { tat, .. } = l.take(Some(tat), 0, 1) else {
-            panic!()
-        };
-        assert_eq!(tat, Tat { ms: 666, part: 2 });
         assert_eq!(
-            l.take(Some(tat), 0, 1),
+            tat,
+            Tat {
+                ms: At::from_millis(333),
+                part: 1
+            }
+        );
+        let Take::Taken { tat, .. } = l.take(Some(tat), At::EPOCH, 1) else {
+            panic!()
+        };
+        assert_eq!(
+            tat,
+            Tat {
+                ms: At::from_millis(666),
+                part: 2
+            }
+        );
+        assert_eq!(
+            l.take(Some(tat), At::EPOCH, 1),
             Take::Denied {
                 retry_after_ms: 334,
                 level: Level {
@@ -292,22 +308,28 @@ mod tests {
                 }
             }
         );
-        assert!(denied(l.take(Some(tat), 333, 1)));
-        let Take::Taken { tat, level } = l.take(Some(tat), 334, 1) else {
+        assert!(denied(l.take(Some(tat), At::from_millis(333), 1)));
+        let Take::Taken { tat, level } = l.take(Some(tat), At::from_millis(334), 1) else {
             panic!()
         };
-        assert_eq!(tat, Tat { ms: 1_000, part: 0 });
+        assert_eq!(
+            tat,
+            Tat {
+                ms: At::from_millis(1_000),
+                part: 0
+            }
+        );
         assert_eq!(level.available, 0);
     }
 
     #[test]
     fn cost_above_burst_is_refused_apart_and_a_denial_takes_nothing() {
         let l = limit(5, 1_000, 5);
-        assert_eq!(l.take(None, 0, 6), Take::ExceedsBurst);
-        let Take::Taken { tat, .. } = l.take(None, 0, 4) else {
+        assert_eq!(l.take(None, At::EPOCH, 6), Take::ExceedsBurst);
+        let Take::Taken { tat, .. } = l.take(None, At::EPOCH, 4) else {
             panic!()
         };
-        let denied = l.take(Some(tat), 0, 2);
+        let denied = l.take(Some(tat), At::EPOCH, 2);
         assert!(
             matches!(
                 denied,
@@ -318,18 +340,21 @@ mod tests {
             ),
             "{denied:?}"
         );
-        assert!(matches!(l.take(Some(tat), 0, 1), Take::Taken { .. }));
+        assert!(matches!(
+            l.take(Some(tat), At::EPOCH, 1),
+            Take::Taken { .. }
+        ));
     }
 
     #[test]
     fn a_refund_never_fills_past_full() {
         let l = limit(10, 1_000, 10);
-        let Take::Taken { tat, .. } = l.take(None, 0, 3) else {
+        let Take::Taken { tat, .. } = l.take(None, At::EPOCH, 3) else {
             panic!()
         };
-        let (tat, level) = l.refund(Some(tat), 0, 1);
+        let (tat, level) = l.refund(Some(tat), At::EPOCH, 1);
         assert_eq!(level.available, 8);
-        let (_, level) = l.refund(Some(tat), 0, 100);
+        let (_, level) = l.refund(Some(tat), At::EPOCH, 100);
         assert_eq!(
             level,
             Level {
@@ -342,26 +367,29 @@ mod tests {
     #[test]
     fn a_change_keeps_what_was_spent() {
         let old = limit(10, 1_000, 10);
-        let Take::Taken { tat, .. } = old.take(None, 0, 6) else {
+        let Take::Taken { tat, .. } = old.take(None, At::EPOCH, 6) else {
             panic!()
         };
         // Raising the rate refills nothing at once.
         let faster = limit(100, 1_000, 10);
-        let moved = old.change(&faster, Some(tat), 0);
-        assert_eq!(faster.level_at(Some(moved), 0).available, 4);
-        assert_eq!(faster.level_at(Some(moved), 0).full_in_ms, 60);
+        let moved = old.change(&faster, Some(tat), At::EPOCH);
+        assert_eq!(faster.level_at(Some(moved), At::EPOCH).available, 4);
+        assert_eq!(faster.level_at(Some(moved), At::EPOCH).full_in_ms, 60);
         // Lowering the burst leaves at most an empty bucket.
         let smaller = limit(10, 1_000, 2);
-        let moved = old.change(&smaller, Some(tat), 0);
+        let moved = old.change(&smaller, Some(tat), At::EPOCH);
         assert_eq!(
-            smaller.level_at(Some(moved), 0),
+            smaller.level_at(Some(moved), At::EPOCH),
             Level {
                 available: 0,
                 full_in_ms: 200
             }
         );
         // A full bucket stays full.
-        assert!(faster.is_full(Some(old.change(&faster, None, 50)), 50));
+        assert!(faster.is_full(
+            Some(old.change(&faster, None, At::from_millis(50))),
+            At::from_millis(50)
+        ));
     }
 
     #[test]
@@ -390,10 +418,10 @@ mod tests {
         ) {
             let l = RateLimit::new(rate, period_ms, Some(burst)).unwrap();
             let mut tat = None;
-            let mut now: Millis = 1_000_000;
-            let mut taken: Vec<(Millis, u64)> = Vec::new();
+            let mut now = At::from_millis(1_000_000);
+            let mut taken: Vec<(At, u64)> = Vec::new();
             for (gap, cost) in steps {
-                now += gap as Millis;
+                now += Ms::new(gap as i64);
                 if let Take::Taken { tat: t, level } = l.take(tat, now, cost) {
                     prop_assert_eq!(level, l.level_at(Some(t), now));
                     tat = Some(t);
@@ -405,7 +433,7 @@ mod tests {
                 for &(t1, cost) in &taken[i..] {
                     sum += u128::from(cost);
                     let bound = u128::from(burst) * u128::from(period_ms)
-                        + u128::from(rate) * (t1 - t0) as u128;
+                        + u128::from(rate) * (t1 - t0).as_millis() as u128;
                     prop_assert!(sum * u128::from(period_ms) <= bound,
                         "{} taken in [{}, {}]", sum, t0, t1);
                 }
@@ -425,11 +453,11 @@ mod tests {
             let l = RateLimit::new(rate, period_ms, Some(burst)).unwrap();
             prop_assume!(spend <= burst && cost <= burst);
             let tat = spent(&l, spend);
-            if let Take::Denied { retry_after_ms, level } = l.take(tat, 0, cost) {
+            if let Take::Denied { retry_after_ms, level } = l.take(tat, At::EPOCH, cost) {
                 prop_assert!(level.available < cost);
-                let later = retry_after_ms as Millis;
+                let later = At::from_millis(retry_after_ms as i64);
                 prop_assert!(taken(l.take(tat, later, cost)));
-                prop_assert!(!taken(l.take(tat, later - 1, cost)));
+                prop_assert!(!taken(l.take(tat, later - Ms::new(1), cost)));
             }
         }
 
@@ -445,12 +473,12 @@ mod tests {
             let l = RateLimit::new(rate, period_ms, Some(burst)).unwrap();
             prop_assume!(spend <= burst);
             let tat = spent(&l, spend);
-            let available = l.level_at(tat, at).available;
+            let available = l.level_at(tat, At::from_millis(at)).available;
             if available > 0 {
-                prop_assert!(taken(l.take(tat, at, available)));
+                prop_assert!(taken(l.take(tat, At::from_millis(at), available)));
             }
             if available < burst {
-                prop_assert!(denied(l.take(tat, at, available + 1)));
+                prop_assert!(denied(l.take(tat, At::from_millis(at), available + 1)));
             }
         }
     }

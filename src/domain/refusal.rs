@@ -7,7 +7,7 @@
 use super::grant::QuotaKind;
 use super::lock::Refusal;
 use super::subnet::{Pool, ReserveRefusal};
-use super::{InvalidInput, Millis};
+use super::{At, InvalidInput};
 
 /// A refusal of the lease rules.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -81,7 +81,7 @@ pub enum Refused {
     PoolInUse {
         reserved: u64,
         allocated: u64,
-        clears_at: Option<Millis>,
+        clears_at: Option<At>,
     },
     /// The group was created by another API token (or without one): only
     /// its creator, or an admin, deletes it.

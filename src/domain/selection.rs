@@ -135,6 +135,7 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::At;
     use crate::domain::Revision;
     use crate::domain::events::EventType;
 
@@ -142,7 +143,7 @@ mod tests {
         Event {
             revision: Revision::new(1),
             kind: EventType::LockAcquired,
-            at: 0,
+            at: At::EPOCH,
             resource,
             holder: "h".into(),
             fencing_token: None,

@@ -8,11 +8,11 @@ use super::events::{Event, EventType, Reason, Resource};
 use super::group::Member;
 use super::lock::LockLease;
 use super::subnet::Reservation;
-use super::{Millis, Revision};
+use super::{At, Ms, Revision};
 
 /// A bound lease's own `expires_at` in the store: the far future. It lives
 /// as long as its session, whose row alone is rewritten by a keep-alive.
-pub const BOUND: Millis = 1 << 60;
+pub const BOUND: At = At::from_millis(1 << 60);
 
 /// An open session as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,21 +27,21 @@ pub struct Session {
     /// That token's quota of live leases when it opened the session; the
     /// leases bound to it count against it, whoever binds them.
     pub owner_quota: Option<u32>,
-    pub acquired_at: Millis,
-    pub expires_at: Millis,
-    pub ttl_ms: Millis,
+    pub acquired_at: At,
+    pub expires_at: At,
+    pub ttl_ms: Ms,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<String>,
 }
 
 impl Session {
-    pub fn is_live(&self, now: Millis) -> bool {
+    pub fn is_live(&self, now: At) -> bool {
         self.expires_at > now
     }
 
     /// What is left of its TTL at `now`, never below zero.
-    pub fn expires_in_ms(&self, now: Millis) -> Millis {
-        (self.expires_at - now).max(0)
+    pub fn expires_in_ms(&self, now: At) -> Ms {
+        (self.expires_at - now).max(Ms::ZERO)
     }
 }
 
@@ -122,7 +122,7 @@ pub fn session_event(
     holder: &str,
     owner: Option<&str>,
     reason: Option<Reason>,
-    at: Millis,
+    at: At,
 ) -> Event {
     Event {
         revision: Revision::ZERO,
@@ -141,16 +141,16 @@ pub fn session_event(
 mod tests {
     use super::*;
 
-    fn session(expires_at: Millis) -> Session {
+    fn session(expires_at: At) -> Session {
         Session {
             id: "s".into(),
             holder: "h".into(),
             token_digest: "t".into(),
             owner: None,
             owner_quota: None,
-            acquired_at: 0,
+            acquired_at: At::EPOCH,
             expires_at,
-            ttl_ms: 1_000,
+            ttl_ms: Ms::new(1_000),
             metadata: None,
             idempotency_key: None,
         }
@@ -158,10 +158,16 @@ mod tests {
 
     #[test]
     fn a_session_is_live_until_the_instant_it_expires() {
-        assert!(session(10).is_live(9));
-        assert!(!session(10).is_live(10));
-        assert_eq!(session(10).expires_in_ms(4), 6);
-        assert_eq!(session(10).expires_in_ms(40), 0);
+        assert!(session(At::from_millis(10)).is_live(At::from_millis(9)));
+        assert!(!session(At::from_millis(10)).is_live(At::from_millis(10)));
+        assert_eq!(
+            session(At::from_millis(10)).expires_in_ms(At::from_millis(4)),
+            Ms::new(6)
+        );
+        assert_eq!(
+            session(At::from_millis(10)).expires_in_ms(At::from_millis(40)),
+            Ms::ZERO
+        );
     }
 
     #[test]
@@ -183,12 +189,12 @@ mod tests {
             member: name.into(),
             capabilities: None,
             session: Some("s".into()),
-            joined_at: 0,
-            expires_at: 10,
-            ttl_ms: 10,
+            joined_at: At::EPOCH,
+            expires_at: At::from_millis(10),
+            ttl_ms: Ms::new(10),
         };
         let bound = |members: &[&str]| BoundLeases {
-            session: session(10),
+            session: session(At::from_millis(10)),
             locks: vec![],
             reservations: vec![],
             members: members.iter().map(|m| member(m)).collect(),
@@ -204,6 +210,11 @@ mod tests {
     #[test]
     fn a_bound_lease_outlives_any_clock_reading() {
         // Plus the longest lock delay, still far from overflowing.
-        assert!(BOUND.checked_add(10 * 365 * 86_400_000).is_some());
+        assert!(
+            BOUND
+                .as_millis()
+                .checked_add(10 * 365 * 86_400_000)
+                .is_some()
+        );
     }
 }

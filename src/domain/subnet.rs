@@ -7,7 +7,7 @@ use super::cidr::{AddressCount, Block, CidrError};
 use super::events::{Event, EventType, Holding, Reason, Resource};
 use super::fencing_token::FencingToken;
 use super::lease::Lease;
-use super::{InvalidInput, Millis};
+use super::{At, InvalidInput};
 
 pub const MAX_LABELS_BYTES: usize = 4096;
 pub const MAX_EXCLUDES: usize = 256;
@@ -18,7 +18,7 @@ pub struct Pool {
     pub name: String,
     pub cidr: Block,
     pub labels: BTreeMap<String, String>,
-    pub created_at: Millis,
+    pub created_at: At,
 }
 
 /// A pool and what is taken of it, over live reservations only.
@@ -85,7 +85,7 @@ impl Holding<'_> {
         pool: &str,
         subnet: String,
         reason: Option<Reason>,
-        at: Millis,
+        at: At,
     ) -> Event {
         let resource = Resource::Reservation {
             pool: pool.to_owned(),
@@ -113,7 +113,7 @@ pub enum ReserveRefusal {
     Exhausted {
         largest_free: Option<Block>,
         /// When the earliest reservation of the pool expires, if any does.
-        retry_at: Option<Millis>,
+        retry_at: Option<At>,
     },
     /// The named subnet overlaps live reservations (at most `MAX_CONFLICTS` of
     /// them are listed) or the request's own excludes.
@@ -253,7 +253,7 @@ mod tests {
             name: "p".into(),
             cidr: Block::parse("10.0.0.0/8").unwrap(),
             labels: BTreeMap::new(),
-            created_at: 0,
+            created_at: At::EPOCH,
         };
         let other = Block::parse("10.0.0.0/16").unwrap();
         let labels = BTreeMap::from([("env".to_owned(), "prod".to_owned())]);

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Millis;
+use super::Ms;
 
 /// A request field that breaks a rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,10 +35,10 @@ impl std::fmt::Display for InvalidInput {
     }
 }
 
-pub const MIN_TTL_MS: Millis = 100;
+pub const MIN_TTL_MS: Ms = Ms::new(100);
 /// The longest TTL a server grants unless started with another `--max-ttl`
 /// (the flag's default, which the published schemas state).
-pub const DEFAULT_MAX_TTL_MS: Millis = 24 * 3_600_000;
+pub const DEFAULT_MAX_TTL_MS: Ms = Ms::new(24 * 3_600_000);
 pub const MAX_KEY_BYTES: usize = 256;
 pub const MAX_HOLDER_BYTES: usize = 256;
 pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 256;
@@ -103,7 +103,7 @@ pub fn idempotency_key(value: &str) -> Result<(), InvalidInput> {
     printable("Idempotency-Key", value, MAX_IDEMPOTENCY_KEY_BYTES)
 }
 
-pub fn ttl(field: &str, ttl_ms: Millis, max_ttl_ms: Millis) -> Result<(), InvalidInput> {
+pub fn ttl(field: &str, ttl_ms: Ms, max_ttl_ms: Ms) -> Result<(), InvalidInput> {
     if !(MIN_TTL_MS..=max_ttl_ms).contains(&ttl_ms) {
         return Err(InvalidInput::new(
             field,
@@ -114,8 +114,8 @@ pub fn ttl(field: &str, ttl_ms: Millis, max_ttl_ms: Millis) -> Result<(), Invali
 }
 
 /// A wait or delay: `0..=max`.
-pub fn duration_up_to(field: &str, ms: Millis, max_ms: Millis) -> Result<(), InvalidInput> {
-    if !(0..=max_ms).contains(&ms) {
+pub fn duration_up_to(field: &str, ms: Ms, max_ms: Ms) -> Result<(), InvalidInput> {
+    if !(Ms::ZERO..=max_ms).contains(&ms) {
         return Err(InvalidInput::new(
             field,
             format!("must be between 0 and {max_ms} milliseconds, got {ms}"),
@@ -231,11 +231,11 @@ mod tests {
 
     #[test]
     fn ttl_runs_from_100ms_to_the_maximum() {
-        assert!(ttl("ttl_ms", 100, 1_000).is_ok());
-        assert!(ttl("ttl_ms", 1_000, 1_000).is_ok());
-        let err = ttl("ttl_ms", 0, 1_000).unwrap_err();
+        assert!(ttl("ttl_ms", Ms::new(100), Ms::new(1_000)).is_ok());
+        assert!(ttl("ttl_ms", Ms::new(1_000), Ms::new(1_000)).is_ok());
+        let err = ttl("ttl_ms", Ms::ZERO, Ms::new(1_000)).unwrap_err();
         assert_eq!(err.field, "ttl_ms");
-        assert!(ttl("ttl_ms", 1_001, 1_000).is_err());
+        assert!(ttl("ttl_ms", Ms::new(1_001), Ms::new(1_000)).is_err());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 
-use super::{LockMode, Millis};
+use super::{At, LockMode};
 
 /// An acquire waiting for a key: who, how, since when and until when (on
 /// the lease clock).
@@ -18,9 +18,9 @@ pub struct Waiting {
     pub max_holders: Option<NonZeroU32>,
     /// The keys it waits for together: 1, or the size of its lock set.
     pub keys: u32,
-    pub since: Millis,
+    pub since: At,
     /// When its wait ends, granted or not.
-    pub until: Millis,
+    pub until: At,
 }
 
 /// One waiter of a key, on the server (replica) that serves it.
@@ -54,7 +54,7 @@ pub fn merge_queue(local: Vec<Queued>, others: Vec<Queued>) -> Vec<Queued> {
 pub struct WaitingKey {
     pub key: String,
     pub waiters: u64,
-    pub since: Millis,
+    pub since: At,
 }
 
 /// The keys of `counts` (from any number of servers, a key maybe several
@@ -92,8 +92,9 @@ pub fn rank_keys(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Ms;
 
-    fn queued(holder: &str, since: Millis, replica: &str) -> Queued {
+    fn queued(holder: &str, since: At, replica: &str) -> Queued {
         Queued {
             waiting: Waiting {
                 holder: holder.into(),
@@ -101,7 +102,7 @@ mod tests {
                 max_holders: None,
                 keys: 1,
                 since,
-                until: since + 1_000,
+                until: since + Ms::new(1_000),
             },
             replica: replica.into(),
         }
@@ -115,14 +116,14 @@ mod tests {
     fn a_queue_keeps_this_servers_order_and_slots_others_in_by_arrival() {
         // Local order is the registry's, even where a clock reading ties.
         let local = vec![
-            queued("a", 10, "me"),
-            queued("b", 10, "me"),
-            queued("c", 30, "me"),
+            queued("a", At::from_millis(10), "me"),
+            queued("b", At::from_millis(10), "me"),
+            queued("c", At::from_millis(30), "me"),
         ];
         let others = vec![
-            queued("y", 25, "r2"),
-            queued("x", 5, "r2"),
-            queued("z", 40, "r3"),
+            queued("y", At::from_millis(25), "r2"),
+            queued("x", At::from_millis(5), "r2"),
+            queued("z", At::from_millis(40), "r3"),
         ];
         let merged = merge_queue(local, others);
         assert_eq!(holders(&merged), ["x", "a", "b", "y", "c", "z"]);
@@ -137,14 +138,20 @@ mod tests {
         };
         let (ranked, waiters, keys) = rank_keys(
             [
-                key("a", 1, 5),
-                key("b", 2, 9),
-                key("c", 1, 1),
-                key("b", 1, 3),
+                key("a", 1, At::from_millis(5)),
+                key("b", 2, At::from_millis(9)),
+                key("c", 1, At::from_millis(1)),
+                key("b", 1, At::from_millis(3)),
             ],
             2,
         );
-        assert_eq!(ranked, [key("b", 3, 3), key("c", 1, 1)]);
+        assert_eq!(
+            ranked,
+            [
+                key("b", 3, At::from_millis(3)),
+                key("c", 1, At::from_millis(1))
+            ]
+        );
         assert_eq!((waiters, keys), (5, 3));
     }
 }

@@ -175,6 +175,7 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::At;
     use crate::domain::Revision;
     use crate::domain::events::{EventType, Resource};
     use crate::domain::fencing::FencingToken;
@@ -183,7 +184,7 @@ mod tests {
         Arc::new(Event {
             revision: Revision::new(revision),
             kind: EventType::LockAcquired,
-            at: 0,
+            at: At::EPOCH,
             resource: Resource::Lock { key: key.into() },
             holder: "h".into(),
             fencing_token: Some(FencingToken::new(1)),

@@ -7,12 +7,12 @@
 
 use super::turns::{Asking, Try, take_turns};
 use super::{Acquired, LeaseError, Leases, new_token};
-use crate::domain::Millis;
 use crate::domain::Refused;
 use crate::domain::commands::{AcquireLock, GrantedSet};
 use crate::domain::inputs::KeySet;
 use crate::domain::lock::Refusal;
-use crate::domain::names::LockKey;
+use crate::domain::names::{LeaseToken, LockKey};
+use crate::domain::{At, Ms};
 use crate::store;
 use crate::telemetry::Metrics;
 
@@ -26,7 +26,7 @@ pub type SetRefused = (String, LeaseError);
 /// One try's refusal: the key, when waiting may cure it, and the error.
 struct Tried {
     key: String,
-    clears_at: Option<Millis>,
+    clears_at: Option<At>,
     error: LeaseError,
 }
 
@@ -37,11 +37,11 @@ impl LockSetService<'_> {
         &self,
         keys: KeySet,
         template: AcquireLock,
-        wait_ms: Millis,
+        wait_ms: Ms,
     ) -> Result<GrantedSet, SetRefused> {
         let keys = keys.keys();
         // Drawn once: every try of this request grants the same tokens.
-        let set: Vec<(AcquireLock, String)> = keys
+        let set: Vec<(AcquireLock, LeaseToken)> = keys
             .iter()
             .map(|key| {
                 let lock = AcquireLock {
@@ -80,7 +80,7 @@ impl LockSetService<'_> {
     /// `Idempotency-Key` (the store checks the same in its transaction).
     async fn replay(
         &self,
-        set: &[(AcquireLock, String)],
+        set: &[(AcquireLock, LeaseToken)],
     ) -> Result<Option<GrantedSet>, LeaseError> {
         let mut leases = Vec::with_capacity(set.len());
         for (new, _) in set {
@@ -98,15 +98,15 @@ impl LockSetService<'_> {
     async fn acquire_or_wait(
         &self,
         keys: &[LockKey],
-        set: Vec<(AcquireLock, String)>,
-        wait_ms: Millis,
+        set: Vec<(AcquireLock, LeaseToken)>,
+        wait_ms: Ms,
     ) -> Result<GrantedSet, SetRefused> {
         let leases = self.leases;
         let refused_for = |key: LockKey| async move {
             let error = leases.locks().queue_refusal(&key).await;
             (key.into_string(), error)
         };
-        if wait_ms == 0 {
+        if wait_ms == Ms::ZERO {
             if let Some(key) = keys.iter().find(|k| leases.waiters.is_queued(k)) {
                 return Err(refused_for(key.clone()).await);
             }
@@ -147,7 +147,7 @@ impl LockSetService<'_> {
     }
 
     /// One try of the whole set, in one transaction.
-    async fn try_acquire(&self, set: Vec<(AcquireLock, String)>) -> Result<GrantedSet, Tried> {
+    async fn try_acquire(&self, set: Vec<(AcquireLock, LeaseToken)>) -> Result<GrantedSet, Tried> {
         let now = self.leases.now();
         let first = set
             .first()

@@ -5,7 +5,7 @@ use tokio::sync::oneshot;
 
 use super::turns::{Asking, Try, take_turns};
 use super::{LeaseError, Leases, new_token};
-use crate::domain::Millis;
+use crate::domain::Ms;
 use crate::domain::Revision;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::Event;
@@ -37,8 +37,8 @@ pub struct LockService<'a> {
 
 impl LockService<'_> {
     /// Grants the key now, or waits up to `wait_ms` in first-come order.
-    pub async fn acquire(&self, req: AcquireLock, wait_ms: Millis) -> Result<Acquired, LeaseError> {
-        let waits = wait_ms > 0;
+    pub async fn acquire(&self, req: AcquireLock, wait_ms: Ms) -> Result<Acquired, LeaseError> {
+        let waits = wait_ms > Ms::ZERO;
         let key = req.key.clone();
         let started = std::time::Instant::now();
         let result = self.acquire_or_wait(req, wait_ms).await;
@@ -65,11 +65,7 @@ impl LockService<'_> {
         result
     }
 
-    async fn acquire_or_wait(
-        &self,
-        new: AcquireLock,
-        wait_ms: Millis,
-    ) -> Result<Acquired, LeaseError> {
+    async fn acquire_or_wait(&self, new: AcquireLock, wait_ms: Ms) -> Result<Acquired, LeaseError> {
         let leases = self.leases;
         // Drawn once: every attempt of this request grants the same token.
         let token = new_token();
@@ -80,7 +76,7 @@ impl LockService<'_> {
         {
             return Ok(replay);
         }
-        if wait_ms == 0 {
+        if wait_ms == Ms::ZERO {
             if leases.waiters.is_queued(&req.key) {
                 return Err(self.queue_refusal(&req.key).await);
             }
@@ -121,7 +117,11 @@ impl LockService<'_> {
 
     /// One attempt, run to its end even if the client goes away meanwhile; a
     /// lease granted to a client that is gone is released at once.
-    async fn try_acquire(&self, new: AcquireLock, token: String) -> Result<Acquired, LeaseError> {
+    async fn try_acquire(
+        &self,
+        new: AcquireLock,
+        token: LeaseToken,
+    ) -> Result<Acquired, LeaseError> {
         let leases = self.leases.clone();
         let (reply, answer) = oneshot::channel();
         tokio::spawn(async move {

@@ -7,7 +7,7 @@ use tokio::sync::watch;
 
 use crate::clock::SharedClock;
 use crate::domain::time::Now;
-use crate::domain::{Millis, Missing, Refused};
+use crate::domain::{At, Missing, Ms, Refused};
 use crate::store::{self, Store, StoreError};
 use crate::telemetry::{Metrics, PrefixActivity};
 
@@ -32,7 +32,7 @@ mod watcher;
 
 pub use crate::domain::commands::AcquireLock;
 pub use crate::domain::commands::ReserveSubnet;
-pub use crate::token::new_token;
+pub use crate::token::{new_id, new_token};
 pub use admission::{Admission, Shed, WatcherSlot};
 pub use events::{EventFeed, WatchError};
 pub use history_turns::{Place as HistoryPlace, Turn as HistoryTurn};
@@ -50,9 +50,9 @@ pub const DEFAULT_MAX_PAGE: u32 = 1_000;
 /// (`config::ServeConfig`, where each default is written) sets them.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    pub default_ttl_ms: Millis,
-    pub max_ttl_ms: Millis,
-    pub max_wait_ms: Millis,
+    pub default_ttl_ms: Ms,
+    pub max_ttl_ms: Ms,
+    pub max_wait_ms: Ms,
     pub max_page: u32,
     /// Requests served at once; past it new requests are refused with 503.
     pub max_in_flight: usize,
@@ -187,7 +187,7 @@ impl Leases {
         }
     }
 
-    pub fn now(&self) -> Millis {
+    pub fn now(&self) -> At {
         self.clock.now()
     }
 
@@ -197,7 +197,7 @@ impl Leases {
     }
 
     /// `at` on the lease clock, with what it shows on the wall clock.
-    pub fn at(&self, at: Millis) -> Now {
+    pub fn at(&self, at: At) -> Now {
         Now {
             at,
             wall_offset: self.clock.wall_offset(),

@@ -3,7 +3,7 @@
 //! ending it ends every lease bound to it, and wakes their keys' waiters.
 
 use super::groups::{NamePage, paged};
-use super::{LeaseError, Leases, new_token};
+use super::{LeaseError, Leases, new_id, new_token};
 use crate::domain::Revision;
 use crate::domain::commands::{LeaseOwner, OpenOutcome, OpenSession, SessionEnd, SessionQuery};
 use crate::domain::inputs::{Metadata, PageLimit};
@@ -34,8 +34,8 @@ pub struct NewSession {
 /// An opened session and its secret token, shown to its opener alone.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Opened {
-    Opened(Session, String),
-    Replayed(Session, String),
+    Opened(Session, LeaseToken),
+    Replayed(Session, LeaseToken),
 }
 
 fn secret(new: &NewSession) -> Option<&[u8]> {
@@ -48,7 +48,7 @@ pub struct SessionService<'a> {
 
 impl SessionService<'_> {
     pub async fn open(&self, new: NewSession) -> Result<Opened, LeaseError> {
-        let id = new_token();
+        let id = new_id();
         // With an Idempotency-Key the token is derived, so that a retry can
         // be answered it again: the store keeps only digests.
         let token = match &new.idempotency_key {
@@ -60,7 +60,7 @@ impl SessionService<'_> {
         let open = OpenSession {
             id: SessionId::parse(id)
                 .map_err(|e| LeaseError::Internal(format!("a drawn session id: {e}")))?,
-            token: LeaseToken::new(token.clone()),
+            token: token.clone(),
             holder: new.holder,
             ttl: new.ttl,
             metadata: new.metadata,
@@ -79,7 +79,7 @@ impl SessionService<'_> {
                 let again = token::derive(key, caller_secret.as_ref().map(|c| &c[..]), &s.id);
                 // The API token's text changed since (same name, new
                 // secret): the token cannot be given again.
-                if token::digest(&again) != s.token_digest {
+                if token::digest(again.as_str()) != s.token_digest {
                     return Err(Refused::IdempotencyMismatch { holder: s.holder }.into());
                 }
                 Opened::Replayed(s, again)

@@ -3,7 +3,7 @@
 //! waiters added to those the others published, and the database's figures.
 
 use super::{LeaseError, Leases};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::commands::{DatabaseStatus, VisibleCounts};
 use crate::domain::selection::Selection;
@@ -15,7 +15,7 @@ pub struct Status {
     pub revision: Revision,
     pub counts: VisibleCounts,
     pub database: DatabaseStatus,
-    pub at: Millis,
+    pub at: At,
 }
 
 impl Leases {

@@ -2,7 +2,7 @@
 //! and reservation verbs, over input the API has parsed.
 
 use super::{LeaseError, Leases, new_token};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Refused;
 use crate::domain::Revision;
 use crate::domain::cidr::Block;
@@ -41,7 +41,7 @@ pub struct SubnetService<'a> {
 }
 
 impl SubnetService<'_> {
-    fn now(&self) -> Millis {
+    fn now(&self) -> At {
         self.leases.now()
     }
 

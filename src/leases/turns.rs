@@ -3,15 +3,13 @@
 //! tries sleeps until woken, until what refused it clears, or until its
 //! wait ends.
 
-use std::time::Duration;
-
 use futures::future::select_all;
 use tokio::time::{Instant, sleep_until};
 
 use super::Leases;
 use super::shed::Shed;
-use crate::domain::Millis;
 use crate::domain::waiting::Waiting;
+use crate::domain::{At, Ms};
 
 /// What one try of a waiting grant came to.
 pub(super) enum Try<T> {
@@ -19,7 +17,7 @@ pub(super) enum Try<T> {
     Answer(T),
     /// Refused until `clears_at` (a lease's end, a lock delay): `answer` is
     /// the refusal given if the wait runs out first.
-    Until { clears_at: Millis, answer: T },
+    Until { clears_at: At, answer: T },
 }
 
 /// Who waits, as a key's queue lists it: the rest (since when, until when,
@@ -39,7 +37,7 @@ pub(super) struct Asking<'a> {
 pub(super) async fn take_turns<T, A, AF, Q, QF>(
     leases: &Leases,
     keys: &[String],
-    wait_ms: Millis,
+    wait_ms: Ms,
     who: Asking<'_>,
     mut attempt: A,
     queued: Q,
@@ -50,7 +48,7 @@ where
     Q: Fn(usize) -> QF,
     QF: Future<Output = T>,
 {
-    let deadline = Instant::now() + Duration::from_millis(wait_ms as u64);
+    let deadline = Instant::now() + wait_ms.to_std();
     let since = leases.now();
     let waiting = Waiting {
         holder: who.holder.to_owned(),
@@ -73,8 +71,8 @@ where
                 Try::Answer(answer) => return Ok(answer),
                 Try::Until { answer, .. } if Instant::now() >= deadline => return Ok(answer),
                 Try::Until { clears_at, .. } => {
-                    let in_ms = (clears_at - leases.now()).max(0) as u64;
-                    wake_at = wake_at.min(Instant::now() + Duration::from_millis(in_ms));
+                    let in_ms = clears_at - leases.now();
+                    wake_at = wake_at.min(Instant::now() + in_ms.to_std());
                 }
             },
             Some(i) if Instant::now() >= deadline => return Ok(queued(i).await),

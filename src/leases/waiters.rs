@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use crate::domain::At;
 use crate::domain::waiting::{Waiting, WaitingKey};
 
 #[derive(Default)]
@@ -156,7 +157,11 @@ impl Waiters {
             .map(|(key, queue)| WaitingKey {
                 key: key.clone(),
                 waiters: queue.len() as u64,
-                since: queue.iter().map(|w| w.waiting.since).min().unwrap_or(0),
+                since: queue
+                    .iter()
+                    .map(|w| w.waiting.since)
+                    .min()
+                    .unwrap_or(At::EPOCH),
             })
             .collect()
     }

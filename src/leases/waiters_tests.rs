@@ -7,8 +7,8 @@ fn waiting(holder: &str, since: i64) -> Waiting {
         mode: LockMode::Exclusive,
         max_holders: None,
         keys: 1,
-        since,
-        until: since + 1_000,
+        since: At::from_millis(since),
+        until: At::from_millis(since + 1_000),
     }
 }
 
@@ -95,7 +95,7 @@ fn a_queue_lists_its_waiters_in_order_and_keys_count_them() {
         [WaitingKey {
             key: "lb/1".into(),
             waiters: 2,
-            since: 5
+            since: At::from_millis(5)
         }]
     );
 }

@@ -15,7 +15,7 @@ use super::lock_names::LockName;
 use super::sql::Sql;
 use super::texts::Texts;
 use super::{KeyEvent, Resumed, StoreResult};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::DatabaseStatus;
 use crate::telemetry::StoreStats;
 
@@ -80,11 +80,11 @@ pub trait Dialect: Send + Sync + 'static {
     /// Runs `work` on a connection that only reads.
     async fn read(&self, work: ReadWork) -> StoreResult<Erased>;
     /// See `Store::record_alive`.
-    async fn record_alive(&self, now: Millis) -> StoreResult<()>;
+    async fn record_alive(&self, now: At) -> StoreResult<()>;
     /// See `Store::resume_after_downtime`.
-    async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed>;
+    async fn resume_after_downtime(&self, proposed: At) -> StoreResult<Resumed>;
     /// See `Store::database_status`.
-    async fn database_status(&self, now: Millis) -> StoreResult<DatabaseStatus>;
+    async fn database_status(&self, now: At) -> StoreResult<DatabaseStatus>;
     fn stats(&self) -> &StoreStats;
     /// The texts its connections answer (`Sql::texts`): what a verb may ask
     /// of it before it takes one.

@@ -17,7 +17,7 @@ use super::owners::lock_owner;
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
 use super::{Error, StoreResult};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::commands::{GroupOwner, GroupQuery};
 use crate::domain::events::{Event, EventType, Reason};
@@ -49,7 +49,7 @@ impl Groups<'_> {
         name: &GroupName,
         metadata: Option<Metadata>,
         owner: Option<GroupOwner>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<(bool, Group)> {
         let args = (name.clone(), metadata, owner);
         self.store
@@ -62,7 +62,7 @@ impl Groups<'_> {
     }
 
     /// A group with its count of live members; `Missing::Group`.
-    pub async fn get(self, name: &GroupName, now: Millis) -> StoreResult<Group> {
+    pub async fn get(self, name: &GroupName, now: At) -> StoreResult<Group> {
         self.store
             .read(name.clone(), move |c, name| {
                 Box::pin(async move { get(c, &name, now).await })
@@ -71,11 +71,7 @@ impl Groups<'_> {
     }
 
     /// A page of groups and the change-log revision it reflects (one snapshot).
-    pub async fn list(
-        self,
-        query: &GroupQuery,
-        now: Millis,
-    ) -> StoreResult<(Vec<Group>, Revision)> {
+    pub async fn list(self, query: &GroupQuery, now: At) -> StoreResult<(Vec<Group>, Revision)> {
         self.store
             .snapshot(query.clone(), move |c, query| {
                 Box::pin(async move { list(c, &query, now).await })
@@ -86,7 +82,7 @@ impl Groups<'_> {
     /// Deletes a group in which no member is live (`GroupNotEmpty`); `by`
     /// names the API token that must have created it (`NotGroupCreator`),
     /// `None` any.
-    pub async fn delete(self, name: &GroupName, by: Option<&str>, now: Millis) -> StoreResult<()> {
+    pub async fn delete(self, name: &GroupName, by: Option<&str>, now: At) -> StoreResult<()> {
         let args = (name.clone(), by.map(str::to_owned));
         self.store
             .write(AllOrNothing, args, move |c, fx, (name, by)| {
@@ -100,7 +96,7 @@ fn group(row: &impl Columns) -> StoreResult<Group> {
     Ok(Group {
         name: row.text("name")?,
         metadata: metadata(row.opt_text("metadata")?)?,
-        created_at: row.int("created_at")?,
+        created_at: row.at("created_at")?,
         members: u64::try_from(row.int("members")?).map_err(|_| corrupt("member count"))?,
     })
 }
@@ -111,7 +107,7 @@ pub(super) fn member_event(
     kind: EventType,
     row: &impl Columns,
     reason: Option<Reason>,
-    at: Millis,
+    at: At,
 ) -> StoreResult<Event> {
     let (name, member, session, owner) = (
         row.text("group_name")?,
@@ -145,7 +141,7 @@ pub(super) async fn record_left(
     fx: &mut Effects,
     rows: &[impl Columns],
     left: Left,
-    now: Millis,
+    now: At,
 ) -> StoreResult<()> {
     let mut ended = Vec::with_capacity(rows.len());
     for row in rows {
@@ -175,7 +171,7 @@ pub async fn put(
     name: &str,
     meta: Option<&Metadata>,
     owner: Option<&GroupOwner>,
-    now: Millis,
+    now: At,
 ) -> StoreResult<(bool, Group)> {
     let counted = owner.and_then(|o| Some((o.name.as_str(), o.max_groups?)));
     if let Some((owner, _)) = counted {
@@ -211,13 +207,13 @@ pub async fn put(
     Ok((created, group(&row)?))
 }
 
-pub async fn get(conn: &mut dyn Sql, name: &str, now: Millis) -> StoreResult<Group> {
+pub async fn get(conn: &mut dyn Sql, name: &str, now: At) -> StoreResult<Group> {
     let row = conn.row(GROUP.as_str(), args![name, now]).await?;
     group(&row.ok_or(Error::from(Missing::Group))?)
 }
 
 /// The groups under each prefix of the query in turn, until its limit.
-async fn list(conn: &mut dyn Sql, query: &GroupQuery, now: Millis) -> StoreResult<Vec<Group>> {
+async fn list(conn: &mut dyn Sql, query: &GroupQuery, now: At) -> StoreResult<Vec<Group>> {
     let after = query.after.as_deref().unwrap_or("");
     let mut items = Vec::new();
     for prefix in &query.prefixes {
@@ -247,7 +243,7 @@ pub async fn delete(
     fx: &mut Effects,
     name: &str,
     by: Option<&str>,
-    now: Millis,
+    now: At,
 ) -> StoreResult<()> {
     // The row's lock first: the count after it reads every join committed
     // meanwhile (one statement would count in the snapshot it began with).

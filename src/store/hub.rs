@@ -19,7 +19,7 @@ use super::sql::Sql;
 use super::write_time::{LeaseClock, WriteTime};
 use super::{KeyEvent, Resumed, StoreResult};
 use crate::domain::events::Event;
-use crate::domain::{Millis, Revision};
+use crate::domain::{At, Revision};
 use crate::telemetry::StoreStats;
 
 /// The store on one database.
@@ -55,7 +55,7 @@ impl Store {
 
     /// When a write was asked for, and the clock it reads once it holds
     /// its key.
-    pub(super) fn time(&self, asked: Millis) -> WriteTime {
+    pub(super) fn time(&self, asked: At) -> WriteTime {
         WriteTime::new(asked, self.clock.clone())
     }
 
@@ -161,7 +161,7 @@ impl Store {
 
     /// Records that the server is running at `now` (a write: also the
     /// readiness probe).
-    pub async fn record_alive(&self, now: Millis) -> StoreResult<()> {
+    pub async fn record_alive(&self, now: At) -> StoreResult<()> {
         self.db.record_alive(now).await?;
         self.db.stats().note_background_write();
         Ok(())
@@ -172,7 +172,7 @@ impl Store {
     /// several servers), and gives the leases live at the last recorded
     /// `alive_at` a full TTL from there (rule 7); leases that had expired by
     /// then stay expired, whichever way the wall clock moved in between.
-    pub async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed> {
+    pub async fn resume_after_downtime(&self, proposed: At) -> StoreResult<Resumed> {
         let resumed = self.db.resume_after_downtime(proposed).await?;
         self.db.stats().note_background_write();
         Ok(resumed)

@@ -41,7 +41,7 @@ use super::rows::metadata_text;
 use super::sessions::Held;
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LeaseOwner};
 use crate::domain::events::{EventType, Reason};
 use crate::domain::lease::LockMode;
@@ -55,8 +55,8 @@ impl Locks<'_> {
     pub(super) async fn grant_alone(
         self,
         lock: &AcquireLock,
-        token: &str,
-        now: Millis,
+        token: &LeaseToken,
+        now: At,
     ) -> StoreResult<Option<AcquireOutcome>> {
         let simple = lock.mode == LockMode::Exclusive
             && lock.max_holders.is_none()
@@ -66,7 +66,7 @@ impl Locks<'_> {
             return Ok(None);
         }
         let at = self.store.time(now);
-        let args = (lock.clone(), token.to_owned());
+        let args = (lock.clone(), token.clone());
         self.store
             .write(Statement, args, move |c, fx, (lock, token)| {
                 Box::pin(grant(c, fx, lock, token, at.clone()))
@@ -82,7 +82,7 @@ impl Locks<'_> {
         self,
         key: &LockKey,
         token: &LeaseToken,
-        now: Millis,
+        now: At,
     ) -> StoreResult<bool> {
         if !self.store.texts().capabilities.one_statement_writes() {
             return Ok(false);
@@ -104,7 +104,7 @@ async fn grant(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: AcquireLock,
-    token: String,
+    token: LeaseToken,
     at: WriteTime,
 ) -> StoreResult<Option<AcquireOutcome>> {
     let now = at.read();

@@ -14,12 +14,13 @@ use super::sessions::{self, Held};
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
 use super::{StoreError, StoreResult, grant_order};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::{AcquireLock, AcquireOutcome};
 use crate::domain::fencing::FencingToken;
 use crate::domain::grant::Quota;
 use crate::domain::lock::{self, Claim, LockLease};
 use crate::domain::names::IdempotencyKey;
+use crate::domain::names::LeaseToken;
 use crate::domain::refusal::Refused;
 
 /// A single acquire, in a write on its key (`Atomicity::OnKeys`): its time
@@ -29,7 +30,7 @@ pub async fn acquire(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: AcquireLock,
-    token: String,
+    token: LeaseToken,
     at: WriteTime,
 ) -> StoreResult<AcquireOutcome> {
     grant(conn, fx, new, token, at.read(), &[]).await
@@ -42,8 +43,8 @@ pub async fn grant(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     mut new: AcquireLock,
-    token: String,
-    now: Millis,
+    token: LeaseToken,
+    now: At,
     set: &[String],
 ) -> StoreResult<AcquireOutcome> {
     // Checked before anything changes; its row is held until the commit.
@@ -102,8 +103,8 @@ async fn decide(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: AcquireLock,
-    token: String,
-    now: Millis,
+    token: LeaseToken,
+    now: At,
     held: &Held,
     quota: Quota,
 ) -> StoreResult<AcquireOutcome> {
@@ -153,8 +154,8 @@ async fn decide(
 /// `now`, living as `held`.
 pub(super) fn granted(
     new: AcquireLock,
-    token: String,
-    now: Millis,
+    token: LeaseToken,
+    now: At,
     fencing_token: FencingToken,
     held: &Held,
 ) -> LockLease {
@@ -184,7 +185,7 @@ pub(super) fn granted(
 async fn idempotency(
     conn: &mut dyn Sql,
     new: &AcquireLock,
-    now: Millis,
+    now: At,
     set: &[String],
 ) -> StoreResult<Option<AcquireOutcome>> {
     let Some(idem) = &new.idempotency_key else {
@@ -229,8 +230,8 @@ async fn insert_granted(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: &AcquireLock,
-    token: &str,
-    now: Millis,
+    token: &LeaseToken,
+    now: At,
     held: &Held,
     when: Insert,
 ) -> StoreResult<Option<FencingToken>> {

@@ -9,16 +9,17 @@ use super::events;
 use super::owners::owner_name;
 use super::sessions::Held;
 use super::sql::{Arg, Columns, Sql};
-use crate::domain::Millis;
 use crate::domain::commands::AcquireLock;
 use crate::domain::events::EventType;
 use crate::domain::events::Holding;
 use crate::domain::fencing::FencingToken;
+use crate::domain::names::LeaseToken;
+use crate::domain::{At, Ms};
 
 /// A lock row written: its fencing token and when it was granted.
 pub(super) struct Written {
     pub fencing_token: FencingToken,
-    pub at: Millis,
+    pub at: At,
 }
 
 /// Writes `row`, the lease `new` living as `held`, with the next fencing
@@ -51,7 +52,7 @@ pub(super) async fn write(
         };
         let (fencing_token, at) = (
             granted.fencing_token("fencing_token")?,
-            granted.int("acquired_at")?,
+            granted.at("acquired_at")?,
         );
         events::recorded(fx, event(fencing_token, at), granted.revision("revision")?);
         return Ok(Some(Written { fencing_token, at }));
@@ -69,13 +70,13 @@ pub(super) async fn write(
 pub(super) struct NewLockRow<'a> {
     key: &'a str,
     holder: &'a str,
-    token: &'a str,
+    token: &'a LeaseToken,
     mode: &'a str,
     max_holders: Option<i64>,
-    acquired_at: Millis,
-    expires_at: Millis,
-    ttl_ms: i64,
-    lock_delay_ms: i64,
+    acquired_at: At,
+    expires_at: At,
+    ttl_ms: Ms,
+    lock_delay_ms: Ms,
     metadata: Option<&'a str>,
     idempotency_key: Option<&'a str>,
     owner: Option<&'a str>,
@@ -91,8 +92,8 @@ impl<'a> NewLockRow<'a> {
     /// `held`, written whatever the key's rows.
     pub(super) fn of(
         new: &'a AcquireLock,
-        token: &'a str,
-        now: Millis,
+        token: &'a LeaseToken,
+        now: At,
         held: &'a Held,
         metadata: Option<&'a str>,
     ) -> Self {

@@ -11,8 +11,9 @@ use super::locks::Locks;
 use super::sql::Sql;
 use super::write_time::WriteTime;
 use super::{Error, StoreResult, lock_grants};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, GrantedSet};
+use crate::domain::names::LeaseToken;
 use crate::domain::refusal::{OverQuota, Refused};
 
 impl Locks<'_> {
@@ -20,8 +21,8 @@ impl Locks<'_> {
     /// its secret token, or none (`SetRefused`, naming the key).
     pub async fn acquire_set(
         self,
-        set: Vec<(AcquireLock, String)>,
-        now: Millis,
+        set: Vec<(AcquireLock, LeaseToken)>,
+        now: At,
     ) -> StoreResult<GrantedSet> {
         let at = self.store.time(now);
         // Every key's lock, in key order: the order a single acquire takes
@@ -46,7 +47,7 @@ impl Locks<'_> {
 pub async fn acquire(
     conn: &mut dyn Sql,
     fx: &mut Effects,
-    set: Vec<(AcquireLock, String)>,
+    set: Vec<(AcquireLock, LeaseToken)>,
     at: WriteTime,
 ) -> StoreResult<GrantedSet> {
     // One time for the whole set, read once it holds every key.

@@ -16,7 +16,7 @@ use super::lock_texts::{BOUND_LEASE, LIST, LIST_BELOW, LIVE_LEASES, RENEW};
 use super::rows::{self, metadata_text};
 use super::sql::{Columns, Sql, args};
 use super::write_time::WriteTime;
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::commands::{AcquireLock, AcquireOutcome, LockQuery};
 use crate::domain::events::Holding;
@@ -47,8 +47,8 @@ impl Locks<'_> {
     pub async fn acquire(
         self,
         lock: AcquireLock,
-        token: String,
-        now: Millis,
+        token: LeaseToken,
+        now: At,
     ) -> StoreResult<AcquireOutcome> {
         // A free key's grant is one statement where the dialect can.
         if let Some(granted) = self.grant_alone(&lock, &token, now).await? {
@@ -74,7 +74,7 @@ impl Locks<'_> {
         token: &LeaseToken,
         ttl: Option<Ttl>,
         metadata: Option<Metadata>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<LockLease> {
         // A plain renewal is one statement; new metadata and its event are more.
         let atomicity = match metadata {
@@ -89,7 +89,7 @@ impl Locks<'_> {
             .await
     }
 
-    pub async fn release(self, key: &LockKey, token: &LeaseToken, now: Millis) -> StoreResult<()> {
+    pub async fn release(self, key: &LockKey, token: &LeaseToken, now: At) -> StoreResult<()> {
         if self.release_alone(key, token, now).await? {
             return Ok(());
         }
@@ -108,7 +108,7 @@ impl Locks<'_> {
     }
 
     /// The live leases on a key, oldest grant first.
-    pub async fn get(self, key: &LockKey, now: Millis) -> StoreResult<Vec<LockLease>> {
+    pub async fn get(self, key: &LockKey, now: At) -> StoreResult<Vec<LockLease>> {
         self.store
             .read(key.as_str().to_owned(), move |c, key| {
                 Box::pin(async move { get(c, &key, now).await })
@@ -122,7 +122,7 @@ impl Locks<'_> {
         self,
         key: &LockKey,
         fencing_token: FencingToken,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Fencing> {
         self.store
             .read(key.as_str().to_owned(), move |c, key| {
@@ -136,7 +136,7 @@ impl Locks<'_> {
     pub async fn list(
         self,
         queries: Vec<LockQuery>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<(Vec<LockLease>, Revision)> {
         self.store
             .snapshot(queries, move |c, queries| {
@@ -157,7 +157,7 @@ impl Locks<'_> {
     }
 
     /// Removes every lease on the key; `NotFound` when none was live.
-    pub async fn force_release(self, key: &LockKey, now: Millis) -> StoreResult<u64> {
+    pub async fn force_release(self, key: &LockKey, now: At) -> StoreResult<u64> {
         let at = self.store.time(now);
         let on = OnKeys(vec![LockName::Key(key.clone())]);
         self.store
@@ -174,7 +174,7 @@ impl Locks<'_> {
     /// write on the same keys queued before it (a release of another holder
     /// of a semaphore, say) has read the clock already, and the expiries
     /// recorded after it must not be earlier.
-    pub async fn reap(self, asked: Millis, batch: u32) -> StoreResult<Vec<String>> {
+    pub async fn reap(self, asked: At, batch: u32) -> StoreResult<Vec<String>> {
         let at = self.store.time(asked);
         self.store
             .background_write(move |c, fx| {
@@ -192,7 +192,7 @@ pub async fn renew(
     token: &LeaseToken,
     ttl: Option<Ttl>,
     metadata: Option<Metadata>,
-    now: Millis,
+    now: At,
 ) -> StoreResult<LockLease> {
     let (token, ttl_ms) = (token.as_str(), ttl.map(Ttl::ms));
     let replace = metadata.is_some();
@@ -300,7 +300,7 @@ pub async fn force_release(
 pub async fn reap(
     conn: &mut dyn Sql,
     fx: &mut Effects,
-    now: Millis,
+    now: At,
     batch: u32,
 ) -> StoreResult<Vec<String>> {
     let sql = format!(
@@ -341,7 +341,7 @@ pub async fn reap(
 }
 
 /// The live leases on a key, oldest grant first.
-pub async fn get(conn: &mut dyn Sql, key: &str, now: Millis) -> StoreResult<Vec<LockLease>> {
+pub async fn get(conn: &mut dyn Sql, key: &str, now: At) -> StoreResult<Vec<LockLease>> {
     rows::locks(&conn.rows(LIVE_LEASES.as_str(), args![key, now]).await?)
 }
 
@@ -351,7 +351,7 @@ pub async fn check_fencing(
     conn: &mut dyn Sql,
     key: &str,
     fencing_token: FencingToken,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Fencing> {
     let live = get(conn, key, now).await?;
     let text = conn.texts().last_fencing;
@@ -361,11 +361,7 @@ pub async fn check_fencing(
     Ok(fencing::check(fencing_token, &live, last, now))
 }
 
-pub async fn list(
-    conn: &mut dyn Sql,
-    query: &LockQuery,
-    now: Millis,
-) -> StoreResult<Vec<LockLease>> {
+pub async fn list(conn: &mut dyn Sql, query: &LockQuery, now: At) -> StoreResult<Vec<LockLease>> {
     let (after_key, after_fencing) = match &query.after {
         Some(c) => (c.key.as_str(), c.fencing_token),
         None => ("", FencingToken::new(i64::MIN)),

@@ -24,7 +24,7 @@ use super::sessions;
 use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{Error, StoreError, StoreResult, room};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::commands::{
     JoinMember, JoinOutcome, JoinTenure, LeaseOwner, LeaveProof, MemberQuery,
@@ -43,8 +43,8 @@ impl Groups<'_> {
     pub async fn join(
         self,
         join: JoinMember,
-        token: String,
-        now: Millis,
+        token: LeaseToken,
+        now: At,
     ) -> StoreResult<JoinOutcome> {
         let at = self.store.time(now);
         let on = OnKeys(vec![LockName::Member {
@@ -67,7 +67,7 @@ impl Groups<'_> {
         token: &LeaseToken,
         ttl: Option<Ttl>,
         capabilities: Option<Capabilities>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Member> {
         let renewal = Renewal {
             group: group.clone(),
@@ -90,7 +90,7 @@ impl Groups<'_> {
         group: &GroupName,
         member: &MemberName,
         proof: Option<LeaveProof>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<()> {
         let args = (group.clone(), member.clone(), proof);
         self.store
@@ -105,7 +105,7 @@ impl Groups<'_> {
         self,
         group: &GroupName,
         member: &MemberName,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Member> {
         self.store
             .read(
@@ -121,7 +121,7 @@ impl Groups<'_> {
     pub async fn members(
         self,
         query: &MemberQuery,
-        now: Millis,
+        now: At,
     ) -> StoreResult<(Vec<Member>, Revision)> {
         self.store
             .snapshot(query.clone(), move |c, query| {
@@ -131,7 +131,7 @@ impl Groups<'_> {
     }
 
     /// Deletes at most `batch` members past their TTL or their session's.
-    pub async fn reap_members(self, now: Millis, batch: u32) -> StoreResult<u64> {
+    pub async fn reap_members(self, now: At, batch: u32) -> StoreResult<u64> {
         self.store
             .background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
             .await
@@ -149,9 +149,9 @@ pub(super) fn member(row: &impl Columns) -> StoreResult<Member> {
         member: row.text("member")?,
         capabilities,
         session: row.opt_text("session_id")?,
-        joined_at: row.int("joined_at")?,
-        expires_at: row.int("expires_at")?,
-        ttl_ms: row.int("ttl_ms")?,
+        joined_at: row.at("joined_at")?,
+        expires_at: row.at("expires_at")?,
+        ttl_ms: row.ms("ttl_ms")?,
     })
 }
 
@@ -173,7 +173,7 @@ pub async fn join(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: JoinMember,
-    token: String,
+    token: LeaseToken,
     at: WriteTime,
 ) -> StoreResult<JoinOutcome> {
     let now = at.read();
@@ -226,7 +226,7 @@ async fn rejoin(
     fx: &mut Effects,
     new: &JoinMember,
     row: &impl Columns,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Member> {
     let session = row.opt_text("session_id")?;
     let (same, ttl_ms) = match &new.tenure {
@@ -254,10 +254,10 @@ async fn rejoin(
 /// drawn for it, how it lives, whose quota it counts toward, and when.
 struct Joining {
     new: JoinMember,
-    token: String,
+    token: LeaseToken,
     lives: Lives,
     owner: Option<LeaseOwner>,
-    now: Millis,
+    now: At,
 }
 
 /// Inserts the joining member and records its join.
@@ -275,7 +275,7 @@ async fn insert(
     } = joining;
     let (group, member) = (new.group.as_str(), new.member.as_str());
     let (ttl_ms, expires_at, token_digest, session_id) = match &lives {
-        Lives::Own(ttl) => (ttl.ms(), now + ttl.ms(), Some(digest(&token)), None),
+        Lives::Own(ttl) => (ttl.ms(), now + ttl.ms(), Some(digest(token.as_str())), None),
         Lives::Bound(s) => (s.ttl_ms, BOUND, None, Some(s.id.clone())),
     };
     let capabilities = capabilities_text(new.capabilities.as_ref());
@@ -342,7 +342,7 @@ async fn renew(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     renewal: Renewal,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Member> {
     let (group, id) = (renewal.group.as_str(), renewal.member.as_str());
     let replace = renewal.capabilities.is_some();
@@ -368,7 +368,7 @@ pub async fn leave(
     group: &str,
     member: &str,
     proof: Option<LeaveProof>,
-    now: Millis,
+    now: At,
 ) -> StoreResult<()> {
     let (rows, reason) = match proof {
         Some(LeaveProof::Token(token)) => {
@@ -411,7 +411,7 @@ pub async fn get_member(
     conn: &mut dyn Sql,
     group: &str,
     member_id: &str,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Member> {
     match conn
         .row(LIVE_MEMBER.as_str(), args![group, member_id, now])
@@ -433,7 +433,7 @@ async fn exists(conn: &mut dyn Sql, group: &str) -> StoreResult<()> {
 }
 
 /// One page of a group's live members.
-async fn members(conn: &mut dyn Sql, query: &MemberQuery, now: Millis) -> StoreResult<Vec<Member>> {
+async fn members(conn: &mut dyn Sql, query: &MemberQuery, now: At) -> StoreResult<Vec<Member>> {
     exists(conn, &query.group).await?;
     let after = query.after.as_deref().unwrap_or("");
     let args = args![query.group.as_str(), now, after, i64::from(query.limit)];
@@ -451,7 +451,7 @@ pub async fn end_bound(
     fx: &mut Effects,
     id: &str,
     reason: Reason,
-    now: Millis,
+    now: At,
 ) -> StoreResult<u64> {
     let rows = conn.rows(END_BOUND.as_str(), args![id]).await?;
     record_left(conn, fx, &rows, Left::Because(reason), now).await?;
@@ -460,12 +460,7 @@ pub async fn end_bound(
 
 /// One batch of the reaper: at most `batch` members past their own TTL or
 /// bound to an expired session (compare-and-delete).
-pub async fn reap(
-    conn: &mut dyn Sql,
-    fx: &mut Effects,
-    now: Millis,
-    batch: u32,
-) -> StoreResult<u64> {
+pub async fn reap(conn: &mut dyn Sql, fx: &mut Effects, now: At, batch: u32) -> StoreResult<u64> {
     let sql = reap_members(conn.texts());
     let rows = conn.rows(sql, args![now, i64::from(batch)]).await?;
     record_left(conn, fx, &rows, Left::Expired, now).await?;

@@ -2,7 +2,7 @@
 //! what leasehold does and written once over the SQLite and PostgreSQL
 //! dialects beneath it. All SQL lives under this module.
 
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::grant::{self, Denial, Quota, QuotaKind};
 use crate::domain::refusal::{Missing, OverQuota, Refused};
 
@@ -82,7 +82,7 @@ pub enum KeyEvent {
 /// at the last stop got a fresh TTL from there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resumed {
-    pub anchor: Millis,
+    pub anchor: At,
     pub applied: Applied,
 }
 

@@ -10,20 +10,20 @@ use super::sql::Columns;
 use super::sql::{Sql, args, one};
 use super::texts::Writers;
 use super::{LiveLeases, StoreResult};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::grant::Quota;
 
 impl Store {
     /// Counts the live leases at `now`.
-    pub async fn live_leases(&self, now: Millis) -> StoreResult<LiveLeases> {
+    pub async fn live_leases(&self, now: At) -> StoreResult<LiveLeases> {
         self.read((), move |c, ()| Box::pin(live_leases(c, now)))
             .await
     }
 
     /// Counts the live leases (locks and reservations, allocated ones
     /// included) that `owner` created.
-    pub async fn live_leases_of(&self, owner: &str, now: Millis) -> StoreResult<u64> {
+    pub async fn live_leases_of(&self, owner: &str, now: At) -> StoreResult<u64> {
         self.read(owner.to_owned(), move |c, owner| {
             Box::pin(async move { count_live(c, &owner, now).await })
         })
@@ -94,7 +94,7 @@ static COUNT_ALL_LIVE: Text = Text::new(|| {
 });
 
 /// The live leases at `now`, by kind.
-pub async fn live_leases(conn: &mut dyn Sql, now: Millis) -> StoreResult<LiveLeases> {
+pub async fn live_leases(conn: &mut dyn Sql, now: At) -> StoreResult<LiveLeases> {
     let row = one(conn, COUNT_ALL_LIVE.as_str(), args![now]).await?;
     let count = |column| row.int(column).map(|n| u64::try_from(n).unwrap_or(0));
     Ok(LiveLeases {
@@ -111,7 +111,7 @@ pub async fn live_leases(conn: &mut dyn Sql, now: Millis) -> StoreResult<LiveLea
 pub const SAME_OWNER: &str = "coalesce(owner, '') = coalesce($4, '')";
 
 /// The live leases `owner` created, locks and reservations together.
-pub async fn count_live(conn: &mut dyn Sql, owner: &str, now: Millis) -> StoreResult<u64> {
+pub async fn count_live(conn: &mut dyn Sql, owner: &str, now: At) -> StoreResult<u64> {
     let n = one(conn, COUNT_LIVE.as_str(), args![owner, now])
         .await?
         .int("n")?;
@@ -121,11 +121,7 @@ pub async fn count_live(conn: &mut dyn Sql, owner: &str, now: Millis) -> StoreRe
 /// The owner's quota and its live leases, for `store::grant_order`. Taken
 /// last in a grant's transaction (after its key or pool lock), so no lock
 /// order cycles.
-pub async fn quota(
-    conn: &mut dyn Sql,
-    owner: Option<&LeaseOwner>,
-    now: Millis,
-) -> StoreResult<Quota> {
+pub async fn quota(conn: &mut dyn Sql, owner: Option<&LeaseOwner>, now: At) -> StoreResult<Quota> {
     let Some((name, limit)) = LeaseOwner::counted(owner) else {
         return Ok(Quota::Unlimited);
     };

@@ -8,7 +8,7 @@ use super::pools::Pools;
 use super::reservation_updates::live;
 use super::rows::{self, RESERVATION_COLUMNS};
 use super::sql::{Sql, args};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::cidr::Block;
 use crate::domain::names::PoolName;
 use crate::domain::subnet::{Pool, ReservationState};
@@ -19,7 +19,7 @@ pub type Occupancy = (Pool, Vec<(Block, ReservationState)>);
 impl Pools<'_> {
     /// `name` and its live reservations' subnets and states, in address
     /// order; `Missing::Pool` when there is no such pool.
-    pub async fn occupancy(self, name: &PoolName, now: Millis) -> StoreResult<Occupancy> {
+    pub async fn occupancy(self, name: &PoolName, now: At) -> StoreResult<Occupancy> {
         self.store
             .read(name.clone(), move |c, name| {
                 Box::pin(async move { occupancy(c, &name, now).await })
@@ -28,7 +28,7 @@ impl Pools<'_> {
     }
 }
 
-async fn occupancy(conn: &mut dyn Sql, name: &str, now: Millis) -> StoreResult<Occupancy> {
+async fn occupancy(conn: &mut dyn Sql, name: &str, now: At) -> StoreResult<Occupancy> {
     let pool = pools::load(conn, name).await?;
     // `first_addr > ''`: every row, in the statement shape of a listing.
     let sql = format!(

@@ -13,7 +13,7 @@ use super::hub::Store;
 use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
 use super::sql::{Columns, Sql, args, one};
 use super::{Error, StoreError, StoreResult};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::cidr::AddressCount;
 use crate::domain::commands::{DeletePoolOutcome, PutPoolOutcome};
@@ -37,7 +37,7 @@ impl Store {
 
 impl Pools<'_> {
     /// Creates a pool, or checks that the existing one has the same definition.
-    pub async fn put(self, pool: Pool, now: Millis) -> StoreResult<PutPoolOutcome> {
+    pub async fn put(self, pool: Pool, now: At) -> StoreResult<PutPoolOutcome> {
         self.store
             .write(AllOrNothing, pool, move |c, fx, pool| {
                 Box::pin(put(c, fx, pool, now))
@@ -46,7 +46,7 @@ impl Pools<'_> {
     }
 
     /// The pool and its usage over live reservations; `PoolNotFound`.
-    pub async fn usage(self, name: &PoolName, now: Millis) -> StoreResult<PoolUsage> {
+    pub async fn usage(self, name: &PoolName, now: At) -> StoreResult<PoolUsage> {
         // A short write: purging the pool's expired reservations first makes
         // the counts and the free space exact.
         self.store
@@ -69,7 +69,7 @@ impl Pools<'_> {
     }
 
     /// Deletes a pool without live reservations (expired ones go with it).
-    pub async fn delete(self, name: &PoolName, now: Millis) -> StoreResult<DeletePoolOutcome> {
+    pub async fn delete(self, name: &PoolName, now: At) -> StoreResult<DeletePoolOutcome> {
         self.store
             .write(
                 AllOrNothing,
@@ -113,7 +113,7 @@ pub async fn purge_expired(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &Pool,
-    now: Millis,
+    now: At,
     limit: i64,
 ) -> StoreResult<u64> {
     // Two statements, each driven by its own index: expired by time, then
@@ -163,7 +163,7 @@ async fn lock_purged(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Pool> {
     let pool = lock(conn, name).await?;
     purge_expired(conn, fx, &pool, now, i64::MAX).await?;
@@ -214,7 +214,7 @@ pub async fn put(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: Pool,
-    now: Millis,
+    now: At,
 ) -> StoreResult<PutPoolOutcome> {
     let labels =
         serde_json::to_string(&pool.labels).map_err(|e| StoreError::Internal(e.to_string()))?;
@@ -252,7 +252,7 @@ pub async fn usage_now(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
-    now: Millis,
+    now: At,
 ) -> StoreResult<PoolUsage> {
     let pool = lock_purged(conn, fx, name, now).await?;
     usage(conn, pool).await
@@ -273,7 +273,7 @@ pub async fn delete(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
-    now: Millis,
+    now: At,
 ) -> StoreResult<DeletePoolOutcome> {
     lock_purged(conn, fx, name, now).await?;
     let counts = one(conn, COUNTS.as_str(), args![name]).await?;
@@ -282,7 +282,7 @@ pub async fn delete(
         return Ok(DeletePoolOutcome::InUse {
             reserved: reserved as u64,
             allocated: allocated as u64,
-            clears_at: counts.opt_int("last_expiry")?.filter(|_| allocated == 0),
+            clears_at: counts.opt_at("last_expiry")?.filter(|_| allocated == 0),
         });
     }
     conn.execute("DELETE FROM pool_free_blocks WHERE pool = $1", args![name])

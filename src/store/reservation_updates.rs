@@ -10,7 +10,7 @@ use super::free_blocks::give_back;
 use super::pools;
 use super::rows::{self, RESERVATION_COLUMNS, block, metadata_text};
 use super::sql::{Columns, Sql, args};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::events::Holding;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::inputs::{Metadata, ReservationId};
@@ -54,7 +54,7 @@ pub async fn update(
     id: &ReservationId,
     token: &LeaseToken,
     update: Update,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Reservation> {
     if let Update::Confirm = update
         && let Some(confirmed) = confirm_reserved(conn, fx, pool, id, token, now).await?
@@ -124,7 +124,7 @@ async fn replace_metadata(
     id: &ReservationId,
     token: &LeaseToken,
     metadata: &Metadata,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Option<String>> {
     let text = metadata_text(Some(metadata));
     let sql = format!(
@@ -145,7 +145,7 @@ async fn confirm_reserved(
     pool: &str,
     id: &ReservationId,
     token: &LeaseToken,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Option<Reservation>> {
     let sql = format!(
         "UPDATE subnet_reservations SET expires_at = NULL, session_id = NULL \
@@ -187,7 +187,7 @@ pub async fn remove(
     pool: &str,
     id: &ReservationId,
     token: Option<&LeaseToken>,
-    now: Millis,
+    now: At,
 ) -> StoreResult<bool> {
     let pool = pools::lock(conn, pool).await?;
     let sql = format!(

@@ -16,7 +16,7 @@ use super::reservation_updates::{Update, live, remove, update};
 use super::rows::{self, RESERVATION_COLUMNS, block};
 use super::sql::{Columns, Sql, args};
 use super::{Error, StoreResult};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::commands::ReservationQuery;
 use crate::domain::events::Reason;
@@ -49,7 +49,7 @@ impl Reservations<'_> {
         token: &LeaseToken,
         ttl: Option<Ttl>,
         metadata: Option<Metadata>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Reservation> {
         let update = Update::Renew { ttl, metadata };
         self.update(pool, id, token, update, now).await
@@ -61,7 +61,7 @@ impl Reservations<'_> {
         pool: &PoolName,
         id: &ReservationId,
         token: &LeaseToken,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Reservation> {
         self.update(pool, id, token, Update::Confirm, now).await
     }
@@ -71,7 +71,7 @@ impl Reservations<'_> {
         pool: &PoolName,
         id: &ReservationId,
         token: &LeaseToken,
-        now: Millis,
+        now: At,
     ) -> StoreResult<()> {
         match self.remove(pool, id, Some(token), now).await? {
             true => Ok(()),
@@ -84,7 +84,7 @@ impl Reservations<'_> {
         self,
         pool: &PoolName,
         id: &ReservationId,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Reservation> {
         self.store
             .read((pool.clone(), id.clone()), move |c, (pool, id)| {
@@ -97,7 +97,7 @@ impl Reservations<'_> {
     pub async fn list(
         self,
         query: &ReservationQuery,
-        now: Millis,
+        now: At,
     ) -> StoreResult<(Vec<Reservation>, Revision)> {
         self.store
             .snapshot(query.clone(), move |c, query| {
@@ -112,7 +112,7 @@ impl Reservations<'_> {
         self,
         pool: &PoolName,
         id: &ReservationId,
-        now: Millis,
+        now: At,
     ) -> StoreResult<()> {
         match self.remove(pool, id, None, now).await? {
             true => Ok(()),
@@ -122,7 +122,7 @@ impl Reservations<'_> {
 
     /// Deletes at most `batch` expired reservations (compare-and-delete),
     /// returns their blocks to the free space, and counts them.
-    pub async fn reap(self, now: Millis, batch: u32) -> StoreResult<u64> {
+    pub async fn reap(self, now: At, batch: u32) -> StoreResult<u64> {
         let pools = self
             .store
             .read((), move |c, ()| Box::pin(pools_to_reap(c, now, batch)))
@@ -153,7 +153,7 @@ impl Reservations<'_> {
         id: &ReservationId,
         token: &LeaseToken,
         update: Update,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Reservation> {
         // A renewal is one statement; a confirmation and its event are two.
         let atomicity = match update {
@@ -174,7 +174,7 @@ impl Reservations<'_> {
         pool: &PoolName,
         id: &ReservationId,
         token: Option<&LeaseToken>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<bool> {
         let args = (pool.clone(), id.clone(), token.cloned());
         self.store
@@ -193,7 +193,7 @@ pub async fn remove_bound(
     fx: &mut Effects,
     session: &str,
     reason: Reason,
-    now: Millis,
+    now: At,
 ) -> StoreResult<u64> {
     let names = conn
         .rows(
@@ -228,7 +228,7 @@ pub async fn get(
     conn: &mut dyn Sql,
     pool: &str,
     id: &ReservationId,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Reservation> {
     let pool = pools::load(conn, pool).await?;
     let sql = format!(
@@ -247,7 +247,7 @@ pub async fn get(
 pub async fn list(
     conn: &mut dyn Sql,
     query: &ReservationQuery,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Vec<Reservation>> {
     let pool = pools::load(conn, &query.pool).await?;
     let sql = format!(
@@ -265,11 +265,7 @@ pub async fn list(
 }
 
 /// The pools holding reservations expired at `now`, among the first `batch`.
-pub async fn pools_to_reap(
-    conn: &mut dyn Sql,
-    now: Millis,
-    batch: u32,
-) -> StoreResult<Vec<String>> {
+pub async fn pools_to_reap(conn: &mut dyn Sql, now: At, batch: u32) -> StoreResult<Vec<String>> {
     // Expired by time, then bound to an expired session: each on its index.
     let mut rows = Vec::new();
     for expired in [
@@ -300,7 +296,7 @@ pub async fn reap_pool(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     pool: &str,
-    now: Millis,
+    now: At,
     limit: i64,
 ) -> StoreResult<u64> {
     match pools::lock(conn, pool).await {

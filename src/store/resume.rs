@@ -16,7 +16,7 @@ use super::StoreResult;
 use super::expiry;
 use super::hub::Store;
 use super::sql::{Columns, Sql, args, one};
-use crate::domain::Millis;
+use crate::domain::At;
 
 impl Store {
     /// Writes the fresh TTL (rule 7) of at most `batch` rows still reading
@@ -115,7 +115,7 @@ pub struct Settled {
 }
 
 /// The window a start recorded, if leases still wait for their fresh TTL.
-async fn window(conn: &mut dyn Sql) -> StoreResult<Option<(Millis, Millis)>> {
+async fn window(conn: &mut dyn Sql) -> StoreResult<Option<(At, At)>> {
     let row = one(
         conn,
         "SELECT resumed_alive_at, resumed_anchor FROM server_state WHERE id = 1",
@@ -123,8 +123,8 @@ async fn window(conn: &mut dyn Sql) -> StoreResult<Option<(Millis, Millis)>> {
     )
     .await?;
     Ok(row
-        .opt_int("resumed_alive_at")?
-        .zip(row.opt_int("resumed_anchor")?))
+        .opt_at("resumed_alive_at")?
+        .zip(row.opt_at("resumed_anchor")?))
 }
 
 async fn close_window(conn: &mut dyn Sql) -> StoreResult<()> {
@@ -252,14 +252,14 @@ pub enum Applied {
 /// When `anchor` is not before `alive_at` (the usual case) no lease row is
 /// written: the start records the window that `expiry` reads. A window left
 /// by the last run, its pass unfinished, is written into the rows first.
-pub(super) async fn resume(conn: &mut dyn Sql, anchor: Millis) -> StoreResult<Applied> {
+pub(super) async fn resume(conn: &mut dyn Sql, anchor: At) -> StoreResult<Applied> {
     let row = one(
         conn,
         "SELECT alive_at FROM server_state WHERE id = 1",
         args![],
     )
     .await?;
-    let alive_at = Columns::opt_int(&row, "alive_at")?;
+    let alive_at = Columns::opt_at(&row, "alive_at")?;
     if window(conn).await?.is_some() {
         settle_all(conn).await?;
     }

@@ -101,9 +101,9 @@ fn lease(row: &impl Columns) -> StoreResult<Lease> {
         holder: row.text("holder")?,
         token: LeaseToken::new(row.text("token")?),
         fencing_token: row.fencing_token("fencing_token")?,
-        acquired_at: row.int("acquired_at")?,
-        expires_at: row.opt_int("expires_at")?,
-        ttl_ms: row.int("ttl_ms")?,
+        acquired_at: row.at("acquired_at")?,
+        expires_at: row.opt_at("expires_at")?,
+        ttl_ms: row.ms("ttl_ms")?,
         metadata: metadata(row.opt_text("metadata")?)?,
     })
 }
@@ -124,7 +124,7 @@ pub fn lock(row: &impl Columns) -> StoreResult<LockLease> {
                     .ok_or_else(|| corrupt("max_holders"))
             })
             .transpose()?,
-        lock_delay_ms: row.int("lock_delay_ms")?,
+        lock_delay_ms: row.ms("lock_delay_ms")?,
         idempotency_key: row.opt_text("idempotency_key")?,
         owner: row.opt_text("owner")?,
         session: row.opt_text("session_id")?,
@@ -155,6 +155,6 @@ pub fn pool(row: &impl Columns) -> StoreResult<Pool> {
         name: row.text("name")?,
         cidr: block(row, family, "start")?,
         labels: serde_json::from_str(&labels).map_err(|_| corrupt("pool labels"))?,
-        created_at: row.int("created_at")?,
+        created_at: row.at("created_at")?,
     })
 }

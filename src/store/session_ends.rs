@@ -10,7 +10,7 @@ use super::sessions::Sessions;
 use super::sessions::{CLOSE, LIVE_SESSION, keys_of};
 use super::sql::{Columns, Sql, args};
 use super::{Error, StoreResult, members, reservations};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::SessionEnd;
 use crate::domain::events::{EventType, Reason};
 use crate::domain::names::SessionId;
@@ -22,12 +22,7 @@ use crate::token::digest;
 impl Sessions<'_> {
     /// Ends a live session and, in the same transaction, every lease bound
     /// to it (confirmed reservations stay); answers the keys it freed.
-    pub async fn end(
-        self,
-        id: &SessionId,
-        end: SessionEnd,
-        now: Millis,
-    ) -> StoreResult<Vec<String>> {
+    pub async fn end(self, id: &SessionId, end: SessionEnd, now: At) -> StoreResult<Vec<String>> {
         self.store
             .write(
                 AllOrNothing,
@@ -41,7 +36,7 @@ impl Sessions<'_> {
 
     /// Deletes at most `batch` leases bound to expired sessions, then the
     /// expired sessions left with none (compare-and-delete).
-    pub async fn reap(self, now: Millis, batch: u32) -> StoreResult<ReapedSessions> {
+    pub async fn reap(self, now: At, batch: u32) -> StoreResult<ReapedSessions> {
         self.store
             .background_write(move |c, fx| Box::pin(reap(c, fx, now, batch)))
             .await
@@ -56,7 +51,7 @@ pub async fn end(
     fx: &mut Effects,
     id: &str,
     end: SessionEnd,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Vec<String>> {
     let (ended, reason) = match &end {
         SessionEnd::Close { token, caller } => {
@@ -157,7 +152,7 @@ async fn bound_within(conn: &mut dyn Sql, id: &str, scope: &Selection) -> StoreR
 pub async fn reap(
     conn: &mut dyn Sql,
     fx: &mut Effects,
-    now: Millis,
+    now: At,
     batch: u32,
 ) -> StoreResult<ReapedSessions> {
     let batch = i64::from(batch);

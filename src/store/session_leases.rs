@@ -15,7 +15,7 @@ use super::sessions::Sessions;
 use super::sessions::{LIVE_SESSION, SESSION_COLUMNS, session};
 use super::sql::{Sql, args};
 use super::{Error, StoreResult};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::names::SessionId;
 use crate::domain::refusal::Missing;
@@ -28,7 +28,7 @@ impl Sessions<'_> {
         self,
         id: &SessionId,
         most: u32,
-        now: Millis,
+        now: At,
     ) -> StoreResult<(BoundLeases, Revision)> {
         self.store
             .snapshot(id.as_str().to_owned(), move |c, id| {
@@ -69,7 +69,7 @@ static MEMBERS: Text = Text::new(|| {
 
 /// The live session `id` and at most `most` of each kind bound to it. The
 /// session is live in this snapshot, so every row naming it is live too.
-async fn bound(conn: &mut dyn Sql, id: &str, most: i64, now: Millis) -> StoreResult<BoundLeases> {
+async fn bound(conn: &mut dyn Sql, id: &str, most: i64, now: At) -> StoreResult<BoundLeases> {
     let row = conn
         .row(SESSION.as_str(), args![id, now])
         .await?

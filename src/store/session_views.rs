@@ -12,7 +12,7 @@ use super::sessions::Sessions;
 use super::sessions::{SESSION_COLUMNS, session};
 use super::sql::{Arg, Columns, Sql, args};
 use super::{Error, StoreResult};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::commands::SessionQuery;
 use crate::domain::names::SessionId;
@@ -21,7 +21,7 @@ use crate::domain::session::{SessionAccess, SessionView};
 
 impl Sessions<'_> {
     /// A live session with what is bound to it; `NotFound`.
-    pub async fn get(self, id: &SessionId, now: Millis) -> StoreResult<SessionView> {
+    pub async fn get(self, id: &SessionId, now: At) -> StoreResult<SessionView> {
         self.store
             .read(id.as_str().to_owned(), move |c, id| {
                 Box::pin(async move { get(c, &id, now).await })
@@ -34,7 +34,7 @@ impl Sessions<'_> {
     pub async fn list(
         self,
         query: &SessionQuery,
-        now: Millis,
+        now: At,
     ) -> StoreResult<(Vec<SessionView>, Revision)> {
         self.store
             .snapshot(query.clone(), move |c, query| {
@@ -85,7 +85,7 @@ fn view(row: &impl Columns) -> StoreResult<SessionView> {
 }
 
 /// A live session with the counts of what is bound to it.
-pub async fn get(conn: &mut dyn Sql, id: &str, now: Millis) -> StoreResult<SessionView> {
+pub async fn get(conn: &mut dyn Sql, id: &str, now: At) -> StoreResult<SessionView> {
     let row = conn
         .row(VIEW.as_str(), args![id, now])
         .await?
@@ -95,11 +95,7 @@ pub async fn get(conn: &mut dyn Sql, id: &str, now: Millis) -> StoreResult<Sessi
 
 /// The page `query` asks for. The owners a caller may see are as many as
 /// the auth file's tokens: one placeholder each.
-async fn list(
-    conn: &mut dyn Sql,
-    query: &SessionQuery,
-    now: Millis,
-) -> StoreResult<Vec<SessionView>> {
+async fn list(conn: &mut dyn Sql, query: &SessionQuery, now: At) -> StoreResult<Vec<SessionView>> {
     let after = query.after.as_deref().unwrap_or("");
     let mut bound: Vec<Arg<'_>> =
         args![now, after, query.holder.as_deref(), i64::from(query.limit)].to_vec();

@@ -18,7 +18,6 @@ use super::lock_names::LockName;
 use super::owners::lock_owner;
 use super::rows::{corrupt, metadata, metadata_text};
 use super::sql::{Columns, Sql, args, one};
-use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::commands::{Lifetime, OpenOutcome, OpenSession, SessionClaim};
 use crate::domain::events::EventType;
@@ -31,6 +30,7 @@ use crate::domain::names::{LeaseToken, SessionId};
 use crate::domain::refusal::{OverQuota, Refused};
 use crate::domain::session::session_event;
 use crate::domain::session::{BOUND, Session};
+use crate::domain::{At, Ms};
 use crate::token::digest;
 
 /// The store's verbs on sessions (`Store::sessions`).
@@ -48,7 +48,7 @@ impl Store {
 
 impl Sessions<'_> {
     /// Opens a session, or replays the live one of the same idempotency key.
-    pub async fn open(self, new: OpenSession, now: Millis) -> StoreResult<OpenOutcome> {
+    pub async fn open(self, new: OpenSession, now: At) -> StoreResult<OpenOutcome> {
         let atomicity = match &new.idempotency_key {
             Some(key) => OnKeys(vec![LockName::SessionOpen(key.clone())]),
             None => AllOrNothing,
@@ -68,7 +68,7 @@ impl Sessions<'_> {
         token: &LeaseToken,
         caller: Option<&str>,
         ttl: Option<Ttl>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Session> {
         // One row, however many leases are bound; a refusal only reads.
         let args = (id.clone(), token.clone(), caller.map(str::to_owned));
@@ -142,9 +142,9 @@ pub(super) fn session(row: &impl Columns) -> StoreResult<Session> {
             .opt_int("owner_quota")?
             .map(|q| u32::try_from(q).map_err(|_| corrupt("owner_quota")))
             .transpose()?,
-        acquired_at: row.int("acquired_at")?,
-        expires_at: row.int("expires_at")?,
-        ttl_ms: row.int("ttl_ms")?,
+        acquired_at: row.at("acquired_at")?,
+        expires_at: row.at("expires_at")?,
+        ttl_ms: row.ms("ttl_ms")?,
         metadata: metadata(row.opt_text("metadata")?)?,
         idempotency_key: row.opt_text("idempotency_key")?,
     })
@@ -162,7 +162,7 @@ pub async fn open(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: OpenSession,
-    now: Millis,
+    now: At,
 ) -> StoreResult<OpenOutcome> {
     // Kept as digests: neither gives the token back (`token::derive`).
     let idempotency_key = new.idempotency_key.as_deref().map(digest);
@@ -237,7 +237,7 @@ async fn replay(
     conn: &mut dyn Sql,
     new: &OpenSession,
     idem: &str,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Option<Session>> {
     let same_key = "idempotency_key = $1 AND coalesce(owner, '') = coalesce($2, '')";
     let sql = format!(
@@ -274,7 +274,7 @@ static COUNT_OWNED: Text = Text::new(|| {
 
 /// The live sessions `owner` opened, counted after the owner's lock (where
 /// writes run side by side) so racing opens cannot pass its quota together.
-async fn sessions_quota(conn: &mut dyn Sql, owner: &str, now: Millis) -> StoreResult<u64> {
+async fn sessions_quota(conn: &mut dyn Sql, owner: &str, now: At) -> StoreResult<u64> {
     lock_owner(conn, owner).await?;
     let n = one(conn, COUNT_OWNED.as_str(), args![owner, now])
         .await?
@@ -288,7 +288,7 @@ pub async fn renew(
     token: &LeaseToken,
     caller: Option<&str>,
     ttl: Option<Ttl>,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Session> {
     let (token, ttl_ms) = (token.as_str(), ttl.map(Ttl::ms));
     let sent = digest(token);
@@ -319,7 +319,7 @@ pub(super) fn keys_of<R: Columns>(rows: &[R]) -> StoreResult<Vec<String>> {
 /// Checks a grant's claim on a session inside the grant's transaction, and
 /// holds the session's row until it ends (where writes run side by side), so
 /// a close cannot slip between the check and the insert.
-pub async fn bind(conn: &mut dyn Sql, claim: &SessionClaim, now: Millis) -> StoreResult<Session> {
+pub async fn bind(conn: &mut dyn Sql, claim: &SessionClaim, now: At) -> StoreResult<Session> {
     let held = check(conn, claim, now).await?;
     // A session carries only leases its own token could hold, whoever binds.
     if !claim.carriers.allows(held.owner.as_deref()) {
@@ -358,7 +358,7 @@ pub enum Held {
 impl Held {
     /// Takes `lifetime` in the grant's transaction: a session is checked and
     /// bound (`bind`) before anything changes.
-    pub async fn take(conn: &mut dyn Sql, lifetime: &Lifetime, now: Millis) -> StoreResult<Held> {
+    pub async fn take(conn: &mut dyn Sql, lifetime: &Lifetime, now: At) -> StoreResult<Held> {
         Ok(match lifetime {
             Lifetime::Ttl(ttl) => Held::Ttl(*ttl),
             Lifetime::Session(claim) => Held::Bound(bind(conn, claim, now).await?),
@@ -375,7 +375,7 @@ impl Held {
 
     /// The row's `ttl_ms` and `expires_at`: a bound row lives by its
     /// session's row, never by its own expiry.
-    pub fn columns(&self, now: Millis) -> (Millis, Millis) {
+    pub fn columns(&self, now: At) -> (Ms, At) {
         match self {
             Held::Ttl(ttl) => (ttl.ms(), now + ttl.ms()),
             Held::Bound(s) => (s.ttl_ms, BOUND),
@@ -387,9 +387,9 @@ impl Held {
     pub fn lease(
         &self,
         holder: String,
-        token: String,
+        token: LeaseToken,
         fencing_token: FencingToken,
-        now: Millis,
+        now: At,
         metadata: Option<Metadata>,
     ) -> Lease {
         let (ttl_ms, expires_at) = match self {
@@ -397,7 +397,6 @@ impl Held {
             Held::Bound(s) => (s.ttl_ms, s.expires_at),
         };
         let metadata = metadata.map(Metadata::into_map);
-        let token = LeaseToken::new(token);
         let mut lease = Lease::granted(holder, token, fencing_token, now, ttl_ms, metadata);
         lease.expires_at = Some(expires_at);
         lease
@@ -406,7 +405,7 @@ impl Held {
 
 /// Checks a claim on a session (live, the caller's, its token) and holds
 /// the session's row until the transaction ends, where writes run side by side.
-pub async fn check(conn: &mut dyn Sql, claim: &SessionClaim, now: Millis) -> StoreResult<Session> {
+pub async fn check(conn: &mut dyn Sql, claim: &SessionClaim, now: At) -> StoreResult<Session> {
     let sql = format!(
         "SELECT {SESSION_COLUMNS} {LIVE_SESSION}{}",
         conn.texts().lock_pool_row

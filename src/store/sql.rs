@@ -13,8 +13,9 @@ use async_trait::async_trait;
 use super::statements::Statements;
 use super::texts::Texts;
 use super::{StoreError, StoreResult};
-use crate::domain::Revision;
 use crate::domain::fencing::FencingToken;
+use crate::domain::names::LeaseToken;
+use crate::domain::{At, Ms, Revision};
 
 /// What storage answers: its result, or what it did wrong.
 pub type SqlResult<T> = Result<T, StoreError>;
@@ -51,6 +52,36 @@ impl From<FencingToken> for Arg<'_> {
     }
 }
 
+impl From<At> for Arg<'_> {
+    fn from(v: At) -> Self {
+        Arg::Int(v.as_millis())
+    }
+}
+
+impl From<Option<At>> for Arg<'_> {
+    fn from(v: Option<At>) -> Self {
+        Arg::OptInt(v.map(At::as_millis))
+    }
+}
+
+impl From<Ms> for Arg<'_> {
+    fn from(v: Ms) -> Self {
+        Arg::Int(v.as_millis())
+    }
+}
+
+impl From<Option<Ms>> for Arg<'_> {
+    fn from(v: Option<Ms>) -> Self {
+        Arg::OptInt(v.map(Ms::as_millis))
+    }
+}
+
+impl From<Option<FencingToken>> for Arg<'_> {
+    fn from(v: Option<FencingToken>) -> Self {
+        Arg::OptInt(v.map(FencingToken::get))
+    }
+}
+
 impl From<Option<i64>> for Arg<'_> {
     fn from(v: Option<i64>) -> Self {
         Arg::OptInt(v)
@@ -66,6 +97,13 @@ impl<'a> From<&'a str> for Arg<'a> {
 impl<'a> From<&'a String> for Arg<'a> {
     fn from(v: &'a String) -> Self {
         Arg::Text(v)
+    }
+}
+
+/// A lease's token, as the text its row keeps.
+impl<'a> From<&'a LeaseToken> for Arg<'a> {
+    fn from(v: &'a LeaseToken) -> Self {
+        Arg::Text(v.as_str())
     }
 }
 
@@ -118,9 +156,29 @@ pub trait Columns {
         self.int(column).map(Revision::new)
     }
 
+    /// An instant on the lease clock, stored as its milliseconds.
+    fn at(&self, column: &str) -> StoreResult<At> {
+        self.int(column).map(At::from_millis)
+    }
+
+    /// An instant that may be absent (`NULL`).
+    fn opt_at(&self, column: &str) -> StoreResult<Option<At>> {
+        Ok(self.opt_int(column)?.map(At::from_millis))
+    }
+
+    /// A span of milliseconds, stored as its integer.
+    fn ms(&self, column: &str) -> StoreResult<Ms> {
+        self.int(column).map(Ms::new)
+    }
+
     /// A fencing token, stored as its integer.
     fn fencing_token(&self, column: &str) -> StoreResult<FencingToken> {
         self.int(column).map(FencingToken::new)
+    }
+
+    /// A fencing token that may be absent (`NULL`).
+    fn opt_fencing_token(&self, column: &str) -> StoreResult<Option<FencingToken>> {
+        Ok(self.opt_int(column)?.map(FencingToken::new))
     }
 }
 

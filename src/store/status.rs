@@ -11,7 +11,7 @@ use super::hub::Store;
 use super::rows::corrupt;
 use super::sql::{Columns, Sql, args, one};
 use super::{StoreResult, expiry, group_texts, owners, waiter_rows};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::commands::{DatabaseStatus, VisibleCounts};
 use crate::domain::lock::prefix_upper_bound;
@@ -23,7 +23,7 @@ impl Store {
     pub async fn count_visible(
         &self,
         selection: &Selection,
-        now: Millis,
+        now: At,
     ) -> StoreResult<(VisibleCounts, Revision)> {
         let args = (Scope::of(selection), self.replica());
         self.snapshot(args, move |c, (scope, me)| {
@@ -33,7 +33,7 @@ impl Store {
     }
 
     /// The database's figures at `now`.
-    pub async fn database_status(&self, now: Millis) -> StoreResult<DatabaseStatus> {
+    pub async fn database_status(&self, now: At) -> StoreResult<DatabaseStatus> {
         self.db.database_status(now).await
     }
 }
@@ -158,7 +158,7 @@ impl Counting {
         &'static self,
         conn: &mut dyn Sql,
         parts: &[Narrow],
-        now: Millis,
+        now: At,
     ) -> StoreResult<u64> {
         let mut n = 0;
         for part in parts {
@@ -208,7 +208,7 @@ async fn counts(
     conn: &mut dyn Sql,
     scope: &Scope,
     me: Option<&str>,
-    now: Millis,
+    now: At,
 ) -> StoreResult<VisibleCounts> {
     let waiters = match me {
         Some(me) => {

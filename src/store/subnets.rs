@@ -18,7 +18,8 @@ use super::sessions::{self, Held};
 use super::sql::{Arg, Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{Error, StoreError, StoreResult, grant_order};
-use crate::domain::Millis;
+use crate::domain::At;
+use crate::domain::Ms;
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::commands::{ReserveOutcome, ReserveSubnet};
@@ -26,6 +27,7 @@ use crate::domain::events::EventType;
 use crate::domain::events::Holding;
 use crate::domain::fencing::FencingToken;
 use crate::domain::names::IdempotencyKey;
+use crate::domain::names::LeaseToken;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
 
@@ -36,8 +38,8 @@ impl Reservations<'_> {
     pub async fn reserve(
         self,
         new: ReserveSubnet,
-        token: String,
-        now: Millis,
+        token: LeaseToken,
+        now: At,
     ) -> StoreResult<ReserveOutcome> {
         let at = self.store.time(now);
         self.store
@@ -80,7 +82,7 @@ async fn conflicts(
     Ok(found)
 }
 
-async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<Millis>> {
+async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<At>> {
     one(
         conn,
         format!(
@@ -91,7 +93,7 @@ async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<M
         args![pool],
     )
     .await?
-    .opt_int("at")
+    .opt_at("at")
 }
 
 /// The same `Idempotency-Key` of the same owner on a live reservation of
@@ -100,7 +102,7 @@ async fn replay(
     conn: &mut dyn Sql,
     pool: &Pool,
     new: &ReserveSubnet,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Option<Reservation>> {
     let Some(idem) = &new.idempotency_key else {
         return Ok(None);
@@ -187,10 +189,10 @@ struct NewReservationRow<'a> {
     last_addr: &'a [u8],
     prefix_len: i64,
     holder: &'a str,
-    token: &'a str,
-    acquired_at: Millis,
-    expires_at: Millis,
-    ttl_ms: i64,
+    token: &'a LeaseToken,
+    acquired_at: At,
+    expires_at: At,
+    ttl_ms: Ms,
     metadata: Option<&'a str>,
     idempotency_key: Option<&'a str>,
     owner: Option<&'a str>,
@@ -228,7 +230,7 @@ struct Decided {
     pool: Pool,
     grant: Grant,
     held: Held,
-    now: Millis,
+    now: At,
 }
 
 /// The reserve transaction: the pool's lock, replay, purge of the pool's
@@ -238,7 +240,7 @@ pub async fn reserve(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     mut new: ReserveSubnet,
-    token: String,
+    token: LeaseToken,
     at: WriteTime,
 ) -> StoreResult<ReserveOutcome> {
     let Decided {
@@ -266,7 +268,7 @@ pub async fn reserve(
         last_addr: &last,
         prefix_len: i64::from(grant.block.prefix_len()),
         holder: new.holder.as_str(),
-        token: token.as_str(),
+        token: &token,
         acquired_at: now,
         expires_at,
         ttl_ms,

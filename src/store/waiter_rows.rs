@@ -12,17 +12,17 @@ use super::hub::Store;
 use super::rows::corrupt;
 use super::sql::{Columns, Sql, args, one};
 use crate::domain::LockMode;
-use crate::domain::Millis;
 use crate::domain::lock::prefix_upper_bound;
 use crate::domain::waiting::{Queued, Waiting, WaitingKey};
+use crate::domain::{At, Ms};
 
 /// A server that has not recorded itself alive for this long (on the lease
 /// clock the servers share) is not running: its waiters are not listed.
-const ALIVE_WITHIN_MS: Millis = 5_000;
+const ALIVE_WITHIN_MS: Ms = Ms::new(5_000);
 
 /// The rows of a server not seen alive for this long are deleted (a server
 /// held up a few seconds keeps its rows, and lists them again once seen).
-const GONE_AFTER_MS: Millis = 60_000;
+const GONE_AFTER_MS: Ms = Ms::new(60_000);
 
 /// A waiter's row: its id on its server, its key, and who it is.
 #[derive(Debug, Clone)]
@@ -107,12 +107,7 @@ pub struct WaiterRows<'a> {
 impl WaiterRows<'_> {
     /// Writes `publication` as this server's waiters (named `name`), and
     /// deletes the rows of servers not alive at `now`.
-    pub async fn publish(
-        self,
-        name: &str,
-        publication: Publication,
-        now: Millis,
-    ) -> StoreResult<()> {
+    pub async fn publish(self, name: &str, publication: Publication, now: At) -> StoreResult<()> {
         let Some(me) = self.store.replica() else {
             return Ok(());
         };
@@ -126,7 +121,7 @@ impl WaiterRows<'_> {
     }
 
     /// The waiters other servers published for `key`, as they stand now.
-    pub async fn others_queue(self, key: &str, now: Millis) -> StoreResult<Vec<Queued>> {
+    pub async fn others_queue(self, key: &str, now: At) -> StoreResult<Vec<Queued>> {
         let Some(me) = self.store.replica() else {
             return Ok(Vec::new());
         };
@@ -141,7 +136,7 @@ impl WaiterRows<'_> {
     pub async fn others_waiting_keys(
         self,
         prefixes: Vec<String>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<Vec<WaitingKey>> {
         let Some(me) = self.store.replica() else {
             return Ok(Vec::new());
@@ -165,7 +160,7 @@ async fn publish(
     me: &str,
     name: &str,
     publication: &Publication,
-    now: Millis,
+    now: At,
 ) -> StoreResult<()> {
     conn.execute(
         "DELETE FROM lock_waiters w WHERE NOT EXISTS (SELECT 1 FROM replicas r \
@@ -213,7 +208,7 @@ async fn publish(
     Ok(())
 }
 
-async fn queue(conn: &mut dyn Sql, me: &str, key: &str, now: Millis) -> StoreResult<Vec<Queued>> {
+async fn queue(conn: &mut dyn Sql, me: &str, key: &str, now: At) -> StoreResult<Vec<Queued>> {
     let rows = conn
         .rows(QUEUE, args![me, now - ALIVE_WITHIN_MS, key])
         .await?;
@@ -231,8 +226,8 @@ fn queued(row: &impl Columns) -> StoreResult<Queued> {
                 .and_then(|m| u32::try_from(m).ok())
                 .and_then(std::num::NonZeroU32::new),
             keys: u32::try_from(row.int("keys")?).map_err(|_| corrupt("waiter keys"))?,
-            since: row.int("since")?,
-            until: row.int("until")?,
+            since: row.at("since")?,
+            until: row.at("until")?,
         },
         replica: row.text("replica_name")?,
     })
@@ -242,7 +237,7 @@ async fn waiting_keys(
     conn: &mut dyn Sql,
     me: &str,
     prefix: &str,
-    now: Millis,
+    now: At,
 ) -> StoreResult<Vec<WaitingKey>> {
     let alive = now - ALIVE_WITHIN_MS;
     let rows = match prefix_upper_bound(prefix) {
@@ -257,7 +252,7 @@ async fn waiting_keys(
             Ok(WaitingKey {
                 key: r.text("key")?,
                 waiters: u64::try_from(r.int("waiters")?).map_err(|_| corrupt("count"))?,
-                since: r.int("since")?,
+                since: r.at("since")?,
             })
         })
         .collect()
@@ -269,7 +264,7 @@ pub(super) async fn count_others(
     conn: &mut dyn Sql,
     me: &str,
     prefixes: &[&str],
-    now: Millis,
+    now: At,
 ) -> StoreResult<u64> {
     let alive = now - ALIVE_WITHIN_MS;
     let mut n = 0;

@@ -7,25 +7,25 @@
 
 use std::sync::Arc;
 
-use crate::domain::Millis;
+use crate::domain::At;
 
 /// The lease clock, as the service reads it.
-pub type LeaseClock = Arc<dyn Fn() -> Millis + Send + Sync>;
+pub type LeaseClock = Arc<dyn Fn() -> At + Send + Sync>;
 
 /// When a write was asked for, and the clock to read once it may decide.
 #[derive(Clone)]
 pub struct WriteTime {
-    asked: Millis,
+    asked: At,
     clock: LeaseClock,
 }
 
 impl WriteTime {
-    pub fn new(asked: Millis, clock: LeaseClock) -> Self {
+    pub fn new(asked: At, clock: LeaseClock) -> Self {
         Self { asked, clock }
     }
 
     /// The lease clock now, never before the time the write was asked for.
-    pub fn read(&self) -> Millis {
+    pub fn read(&self) -> At {
         (self.clock)().max(self.asked)
     }
 }

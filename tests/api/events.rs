@@ -478,7 +478,7 @@ async fn a_pruned_history_answers_410_with_the_oldest_revision() {
     }
     let all = events_after(&app, start, 5).await;
     let retention = leasehold::reaper::Retention {
-        age_ms: 0,
+        age: std::time::Duration::ZERO,
         count: 2,
         max: 1_000,
     };

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use leasehold::domain::{At, Ms};
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -178,13 +179,13 @@ async fn the_reaper_step_removes_expired_rows_in_batches_and_leaves_live_ones() 
 }
 
 async fn the_servers_clock_decides_and_clients_get_durations() {
-    let clock = leasehold::clock::ManualClock::new(1_700_000_000_000);
+    let clock = leasehold::clock::ManualClock::new(At::from_millis(1_700_000_000_000));
     let app = spawn_app_with_clock(clock.clone()).await;
     let lease = app.must_acquire("k", "a", 60_000).await;
     assert_eq!(lease["acquired_at"], "2023-11-14T22:13:20.000Z");
     assert_eq!(lease["expires_at"], "2023-11-14T22:14:20.000Z");
     assert_eq!(lease["expires_in_ms"], 60_000);
-    clock.advance(59_999);
+    clock.advance(Ms::new(59_999));
     let shown: Value = app.get("/v1/locks/k").await.json().await.unwrap();
     assert_eq!(shown["expires_in_ms"], 1);
     problem(
@@ -193,7 +194,7 @@ async fn the_servers_clock_decides_and_clients_get_durations() {
         "lock-held",
     )
     .await;
-    clock.advance(1);
+    clock.advance(Ms::new(1));
     problem(
         app.get("/v1/locks/k").await,
         StatusCode::NOT_FOUND,

@@ -358,7 +358,7 @@ async fn every_answer_of_the_event_route_is_what_the_spec_declares() {
         answered("get", path, app.get(&format!("{path}{query}")).await).await;
     }
     let retention = leasehold::reaper::Retention {
-        age_ms: 0,
+        age: std::time::Duration::ZERO,
         count: 1,
         max: 1_000,
     };

@@ -187,7 +187,7 @@ async fn one_tenants_churn_leaves_the_guaranteed_history_whole() {
     }
     // An hour of history is kept, or the newest 20 events, whichever is more.
     let keep = |max: u64| leasehold::reaper::Retention {
-        age_ms: 3_600_000,
+        age: std::time::Duration::from_secs(3_600),
         count: 20,
         max,
     };

@@ -3,6 +3,7 @@
 //! a lock.
 
 use leasehold::clock::ManualClock;
+use leasehold::domain::{At, Ms};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -69,12 +70,12 @@ async fn a_released_reservation_is_a_lost_lease() {
 }
 
 async fn an_expired_reservation_is_a_lost_lease_even_once_reaped() {
-    let clock = ManualClock::new(1_700_000_000_000);
+    let clock = ManualClock::new(At::from_millis(1_700_000_000_000));
     let app = spawn_app_with_clock(clock.clone()).await;
     must_pool(&app, "p", "10.0.0.0/16").await;
     let r = reserved(&app, 1_000).await;
     let (id, token) = (r["id"].as_str().unwrap(), r["token"].as_str().unwrap());
-    clock.advance(1_001);
+    clock.advance(Ms::new(1_001));
 
     for action in ["renew", "confirm", "release"] {
         problem(

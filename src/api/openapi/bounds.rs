@@ -133,12 +133,16 @@ fn constrain_field(field: &str, schema: &mut Schema) {
         // A session reference's `id` is the only `id` a request body sends.
         "token" | "id" => object.pattern = Some(HEX_128.into()),
         "ttl_ms" => {
-            bounded(object, MIN_TTL_MS, DEFAULT_MAX_TTL_MS);
+            bounded(
+                object,
+                MIN_TTL_MS.as_millis(),
+                DEFAULT_MAX_TTL_MS.as_millis(),
+            );
             note(object, MAX_TTL_NOTE);
         }
         // A key stays unavailable at most as long as a lease may live.
         "lock_delay_ms" => {
-            bounded(object, 0, DEFAULT_MAX_TTL_MS);
+            bounded(object, 0, DEFAULT_MAX_TTL_MS.as_millis());
             note(object, MAX_TTL_NOTE);
         }
         "max_holders" => bounded(object, 1, u32::MAX.into()),

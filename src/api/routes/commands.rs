@@ -22,7 +22,7 @@ use crate::domain::inputs::{Capabilities, KeySet, Metadata};
 use crate::domain::names::{
     GroupName, Holder, IdempotencyKey, LeaseToken, LockKey, MemberName, PoolName, Ttl,
 };
-use crate::domain::{InvalidInput, Millis, subnet, validate};
+use crate::domain::{InvalidInput, Ms, subnet, validate};
 use crate::leases::{AcquireLock, Limits, ReserveSubnet};
 
 /// Who asks for a grant: the caller, against whose limits, scope and
@@ -56,9 +56,9 @@ impl AskedLifetime {
     /// The TTL sent, or `default` when neither it nor a session was; with
     /// neither and no default, `ttl_ms` is required, `missing` says so.
     fn parse(
-        ttl_ms: Option<Millis>,
+        ttl_ms: Option<Ms>,
         session: Option<SessionRef>,
-        default: Option<Millis>,
+        default: Option<Ms>,
         missing: &'static str,
         limits: &Limits,
     ) -> Result<Self, InvalidInput> {
@@ -96,17 +96,17 @@ impl AcquireRequest {
         key: LockKey,
         idempotency_key: Option<IdempotencyKey>,
         asker: &Asker<'_>,
-    ) -> Result<(AcquireLock, Millis), Problem> {
+    ) -> Result<(AcquireLock, Ms), Problem> {
         let limits = asker.limits();
         let holder = Holder::parse(self.holder)?;
         let lifetime = AskedLifetime::parse(
-            self.ttl_ms,
+            self.ttl_ms.map(Ms::new),
             self.session,
             None,
             "required, unless the lease is bound to a session",
             limits,
         )?;
-        let wait_ms = self.wait_ms.unwrap_or(0);
+        let wait_ms = Ms::new(self.wait_ms.unwrap_or(0));
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         let max_holders = self
             .max_holders
@@ -115,7 +115,7 @@ impl AcquireRequest {
                     .ok_or_else(|| InvalidInput::new("max_holders", "must be at least 1"))
             })
             .transpose()?;
-        let lock_delay_ms = self.lock_delay_ms.unwrap_or(0);
+        let lock_delay_ms = Ms::new(self.lock_delay_ms.unwrap_or(0));
         validate::duration_up_to("lock_delay_ms", lock_delay_ms, limits.max_ttl_ms)?;
         let metadata = Metadata::parse_some(self.metadata)?;
         let lifetime = lifetime.bind(asker, Holding::Keys(&[key.to_string()]))?;
@@ -147,7 +147,7 @@ pub(super) fn capabilities(
 
 /// A TTL a renewal may name: the lease's own when `None`.
 pub(super) fn renewal_ttl(
-    ttl_ms: Option<Millis>,
+    ttl_ms: Option<Ms>,
     limits: &Limits,
 ) -> Result<Option<Ttl>, InvalidInput> {
     ttl_ms
@@ -183,7 +183,7 @@ impl ReserveRequest {
         };
         // Without a TTL or a session, the server's default TTL.
         let lifetime = AskedLifetime::parse(
-            self.ttl_ms,
+            self.ttl_ms.map(Ms::new),
             self.session,
             Some(limits.default_ttl_ms),
             "",
@@ -212,7 +212,7 @@ impl LockSetRequest {
         self,
         idempotency_key: Option<IdempotencyKey>,
         asker: &Asker<'_>,
-    ) -> Result<(Vec<LockKey>, AcquireLock, Millis), Problem> {
+    ) -> Result<(Vec<LockKey>, AcquireLock, Ms), Problem> {
         let limits = asker.limits();
         // The count first; the keys' distinctness last, once they are known
         // good and the set has been charged (`KeySet::parse`).
@@ -224,13 +224,13 @@ impl LockSetRequest {
             .collect::<Result<Vec<_>, _>>()?;
         let holder = Holder::parse(self.holder)?;
         let lifetime = AskedLifetime::parse(
-            self.ttl_ms,
+            self.ttl_ms.map(Ms::new),
             self.session,
             None,
             "required, unless the leases are bound to a session",
             limits,
         )?;
-        let wait_ms = self.wait_ms.unwrap_or(0);
+        let wait_ms = Ms::new(self.wait_ms.unwrap_or(0));
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         let metadata = Metadata::parse_some(self.metadata)?;
         let lifetime = lifetime.bind(asker, Holding::Keys(&texts))?;
@@ -240,7 +240,7 @@ impl LockSetRequest {
             lifetime,
             mode: LockMode::Exclusive,
             max_holders: None,
-            lock_delay_ms: 0,
+            lock_delay_ms: Ms::ZERO,
             metadata,
             idempotency_key,
             owner: asker.caller.owner(),
@@ -259,7 +259,7 @@ impl JoinRequest {
     ) -> Result<JoinMember, Problem> {
         let limits = asker.limits();
         let lifetime = AskedLifetime::parse(
-            self.ttl_ms,
+            self.ttl_ms.map(Ms::new),
             self.session,
             None,
             "required, unless the member is bound to a session",

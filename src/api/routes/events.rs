@@ -397,7 +397,7 @@ pub async fn watch_events(
         ));
     }
     let wait_ms = query.wait_ms.unwrap_or(0);
-    if wait_ms > limits.max_wait_ms {
+    if wait_ms > limits.max_wait_ms.as_millis() {
         return Err(Problem::invalid(
             "wait_ms",
             format!("must be at most {}", limits.max_wait_ms),

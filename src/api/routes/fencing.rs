@@ -13,6 +13,7 @@ use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::problems::Problem;
 use crate::auth::Need;
+use crate::domain::Ms;
 use crate::domain::fencing::{Fencing, FencingToken};
 use crate::domain::names::LockKey;
 
@@ -94,8 +95,11 @@ pub async fn check_fencing(
         reason,
         holder: lease.as_ref().map(|l| l.lease.holder.clone()),
         expires_at: lease.as_ref().map(|l| now.show(l.expires_at())),
-        expires_in_ms: lease
-            .as_ref()
-            .map(|l| l.lease.expires_in_ms(now.at).unwrap_or(0)),
+        expires_in_ms: lease.as_ref().map(|l| {
+            l.lease
+                .expires_in_ms(now.at)
+                .unwrap_or(Ms::ZERO)
+                .as_millis()
+        }),
     }))
 }

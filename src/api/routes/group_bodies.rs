@@ -105,7 +105,7 @@ pub struct MemberBody {
 impl MemberBody {
     pub fn new(m: Member, now: Now) -> Self {
         Self {
-            expires_in_ms: m.expires_in_ms(now.at),
+            expires_in_ms: m.expires_in_ms(now.at).as_millis(),
             expires_at: now.show(m.expires_at),
             joined_at: now.show(m.joined_at),
             member: m.member,

@@ -24,6 +24,7 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
+use crate::domain::Ms;
 use crate::domain::Refused;
 use crate::domain::commands::{JoinOutcome, LeaveProof};
 use crate::domain::inputs::{self, Metadata, PageLimit};
@@ -206,7 +207,7 @@ pub async fn join_group(
             true,
             JoinBody {
                 member: MemberBody::new(m, now),
-                token,
+                token: token.map(|t| t.as_str().to_owned()),
             },
         ),
         JoinOutcome::Updated(m) => (
@@ -244,7 +245,7 @@ pub async fn renew_member(
     AppJson(body): AppJson<RenewMemberRequest>,
 ) -> Result<Json<MemberBody>, Problem> {
     caller.group(&group, Need::Write)?;
-    let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
+    let ttl = renewal_ttl(body.ttl_ms.map(Ms::new), &state.leases.limits)?;
     let capabilities = capabilities(body.capabilities, &state.leases.limits)?;
     let renewed = state
         .leases

@@ -25,7 +25,8 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
-use crate::domain::Millis;
+use crate::domain::At;
+use crate::domain::Ms;
 use crate::domain::Revision;
 use crate::domain::fencing::FencingToken;
 use crate::domain::inputs::{Metadata, PageLimit};
@@ -109,10 +110,10 @@ pub struct LockGrantBody {
 impl LockGrantBody {
     /// The answer to a grant of `lease` to a request taken up at `arrived`,
     /// answered `now` (both on the lease clock).
-    pub(super) fn new(lease: LockLease, arrived: Millis, now: Now) -> Self {
+    pub(super) fn new(lease: LockLease, arrived: At, now: Now) -> Self {
         Self {
             token: lease.lease.token.as_str().to_owned(),
-            waited_ms: now.at.saturating_sub(arrived).max(0),
+            waited_ms: now.at.saturating_since(arrived).max(Ms::ZERO).as_millis(),
             lease: LockLeaseBody::new(lease, now),
         }
     }
@@ -120,7 +121,11 @@ impl LockGrantBody {
 
 impl LockLeaseBody {
     pub(super) fn new(lease: LockLease, now: Now) -> Self {
-        let expires_in_ms = lease.lease.expires_in_ms(now.at).unwrap_or(0);
+        let expires_in_ms = lease
+            .lease
+            .expires_in_ms(now.at)
+            .unwrap_or(Ms::ZERO)
+            .as_millis();
         Self {
             expires_at: now.show(lease.expires_at()),
             acquired_at: now.show(lease.lease.acquired_at),
@@ -219,7 +224,7 @@ pub async fn renew_lock(
     AppJson(body): AppJson<RenewRequest>,
 ) -> Result<Json<LockLeaseBody>, Problem> {
     caller.lock(&key, Need::Write)?;
-    let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
+    let ttl = renewal_ttl(body.ttl_ms.map(Ms::new), &state.leases.limits)?;
     let metadata = Metadata::parse_some(body.metadata)?;
     let lease = state
         .leases
@@ -285,7 +290,11 @@ pub async fn get_lock(
             fencing_token: l.lease.fencing_token,
             acquired_at: now.show(l.lease.acquired_at),
             expires_at: now.show(l.expires_at()),
-            expires_in_ms: l.lease.expires_in_ms(now.at).unwrap_or(0),
+            expires_in_ms: l
+                .lease
+                .expires_in_ms(now.at)
+                .unwrap_or(Ms::ZERO)
+                .as_millis(),
         })
         .collect();
     let first = held

@@ -155,7 +155,7 @@ fn snapshot(leases: &Leases, live: LiveLeases) -> Snapshot<'_> {
         bound_leases: live.bound,
         live_reservations: live.reservations,
         store: leases.store.stats(),
-        wall_offset_ms: leases.clock.wall_offset(),
+        wall_offset_ms: leases.clock.wall_offset().as_millis(),
         process: ProcessStats::read(),
         prefixes: &leases.prefixes,
         prefix_waiters: crate::leases::activity::waiters_by_prefix(leases),

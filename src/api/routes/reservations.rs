@@ -25,6 +25,7 @@ use crate::api::openapi::refusals::{
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
 use crate::auth::Need;
+use crate::domain::Ms;
 use crate::domain::Revision;
 use crate::domain::fencing::FencingToken;
 use crate::domain::inputs::{self, Metadata, PageLimit, ReservationId};
@@ -123,7 +124,7 @@ impl ReservationBody {
             subnet: r.subnet.to_string(),
             prefix_len: r.subnet.prefix_len(),
             expires_at: r.lease.expires_at.map(|t| now.show(t)),
-            expires_in_ms: r.lease.expires_in_ms(now.at),
+            expires_in_ms: r.lease.expires_in_ms(now.at).map(Ms::as_millis),
             acquired_at: now.show(r.lease.acquired_at),
             pool: r.pool,
             holder: r.lease.holder,
@@ -278,7 +279,7 @@ pub async fn renew_reservation(
     AppJson(body): AppJson<RenewRequest>,
 ) -> Result<Json<ReservationBody>, Problem> {
     caller.pool(&pool, Need::Write)?;
-    let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
+    let ttl = renewal_ttl(body.ttl_ms.map(Ms::new), &state.leases.limits)?;
     let metadata = Metadata::parse_some(body.metadata)?;
     let r = state
         .leases

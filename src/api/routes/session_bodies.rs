@@ -87,12 +87,12 @@ impl SessionBody {
     /// `token` is shown to the session's opener alone.
     pub fn new(s: Session, now: Now, token: Option<String>) -> Self {
         Self {
-            expires_in_ms: s.expires_in_ms(now.at),
+            expires_in_ms: s.expires_in_ms(now.at).as_millis(),
             expires_at: now.show(s.expires_at),
             acquired_at: now.show(s.acquired_at),
             id: s.id,
             holder: s.holder,
-            ttl_ms: s.ttl_ms,
+            ttl_ms: s.ttl_ms.as_millis(),
             metadata: s.metadata,
             token,
             locks: None,

@@ -25,6 +25,7 @@ use crate::api::openapi::refusals::{
 };
 use crate::api::problems::Problem;
 use crate::api::problems::Subject;
+use crate::domain::Ms;
 use crate::domain::events::EventFilter;
 use crate::domain::inputs::{self, Metadata, PageLimit};
 use crate::domain::names::LeaseToken;
@@ -63,7 +64,11 @@ pub async fn open_session(
     may(&caller, false)?;
     let new = NewSession {
         holder: Holder::parse(body.holder)?,
-        ttl: Ttl::parse("ttl_ms", body.ttl_ms, state.leases.limits.max_ttl_ms)?,
+        ttl: Ttl::parse(
+            "ttl_ms",
+            Ms::new(body.ttl_ms),
+            state.leases.limits.max_ttl_ms,
+        )?,
         metadata: Metadata::parse_some(body.metadata)?,
         idempotency_key,
         owner: caller.owner(),
@@ -81,7 +86,11 @@ pub async fn open_session(
         Opened::Replayed(s, token) => (false, s, token),
     };
     let location = crate::domain::paths::session(&session.id);
-    let body = SessionBody::new(session, state.leases.moment(), Some(token));
+    let body = SessionBody::new(
+        session,
+        state.leases.moment(),
+        Some(token.as_str().to_owned()),
+    );
     Ok(created_or_ok(created, &location, body))
 }
 
@@ -102,7 +111,7 @@ pub async fn renew_session(
     AppJson(body): AppJson<RenewSessionRequest>,
 ) -> Result<Json<SessionBody>, Problem> {
     may(&caller, false)?;
-    let ttl = renewal_ttl(body.ttl_ms, &state.leases.limits)?;
+    let ttl = renewal_ttl(body.ttl_ms.map(Ms::new), &state.leases.limits)?;
     let session = state
         .leases
         .sessions()

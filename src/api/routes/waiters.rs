@@ -18,6 +18,7 @@ use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::QueryRefusals;
 use crate::api::problems::{Problem, Subject};
 use crate::auth::Need;
+use crate::domain::Ms;
 use crate::domain::inputs::PageLimit;
 use crate::domain::names::{KeyPrefix, LockKey};
 use crate::domain::time::Now;
@@ -74,9 +75,9 @@ impl WaiterBody {
             max_holders: w.max_holders.map(|m| m.get()),
             keys: w.keys,
             waiting_since: now.show(w.since),
-            waited_ms: (now.at - w.since).max(0),
+            waited_ms: (now.at - w.since).max(Ms::ZERO).as_millis(),
             waiting_until: now.show(w.until),
-            wait_left_ms: (w.until - now.at).max(0),
+            wait_left_ms: (w.until - now.at).max(Ms::ZERO).as_millis(),
             replica: queued.replica,
         }
     }
@@ -158,7 +159,7 @@ impl QueueBody {
             key: k.key,
             waiters: k.waiters,
             waiting_since: now.show(k.since),
-            longest_wait_ms: (now.at - k.since).max(0),
+            longest_wait_ms: (now.at - k.since).max(Ms::ZERO).as_millis(),
         }
     }
 }

@@ -39,7 +39,7 @@ pub enum JoinTenure {
 #[derive(Debug, Clone, PartialEq)]
 pub enum JoinOutcome {
     /// Joined; the token renews and leaves a member with a TTL of its own.
-    Joined(Member, Option<String>),
+    Joined(Member, Option<LeaseToken>),
     /// The same holder's live member, its capabilities replaced.
     Updated(Member),
 }

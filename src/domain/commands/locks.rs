@@ -7,7 +7,7 @@ use super::{LeaseOwner, Lifetime, SessionClaim};
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{Holder, IdempotencyKey, LockKey};
-use crate::domain::{LockMode, Millis};
+use crate::domain::{LockMode, Ms};
 
 /// A lock lease to grant: what an acquire asks for, as the service and the
 /// store both take it (the service adds how long to wait, the store the
@@ -19,7 +19,7 @@ pub struct AcquireLock {
     pub lifetime: Lifetime,
     pub mode: LockMode,
     pub max_holders: Option<NonZeroU32>,
-    pub lock_delay_ms: Millis,
+    pub lock_delay_ms: Ms,
     pub metadata: Option<Metadata>,
     pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.

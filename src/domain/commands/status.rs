@@ -1,7 +1,7 @@
 //! What `GET /v1/status` reads of the store: the live rows within a
 //! caller's scope, by kind, and the database's own figures.
 
-use crate::domain::Millis;
+use crate::domain::At;
 
 /// The live rows a selection reads, by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub enum DatabaseStatus {
         wal_bytes: u64,
         /// When the checkpoints beside the writer last completed one, on
         /// the lease clock; `None` before the first.
-        last_checkpoint_at: Option<Millis>,
+        last_checkpoint_at: Option<At>,
     },
     Postgres {
         /// The servers seen alive lately, by id.
@@ -42,7 +42,7 @@ pub struct RunningReplica {
     /// The name it gives itself (`serve --name`), once it has said it.
     pub name: Option<String>,
     /// When it last recorded itself alive, on the lease clock.
-    pub alive_at: Millis,
+    pub alive_at: At,
     /// Whether it is the server answering.
     pub this: bool,
 }

@@ -6,7 +6,7 @@ use crate::domain::cidr::Block;
 use crate::domain::inputs::Metadata;
 use crate::domain::names::{Holder, IdempotencyKey, PoolName};
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
-use crate::domain::{InvalidInput, Millis};
+use crate::domain::{At, InvalidInput};
 
 /// A subnet to reserve: what a reserve asks for, as the service and the
 /// store both take it (the store also takes the secret token the service drew).
@@ -55,7 +55,7 @@ pub enum DeletePoolOutcome {
     InUse {
         reserved: u64,
         allocated: u64,
-        clears_at: Option<Millis>,
+        clears_at: Option<At>,
     },
 }
 

@@ -2,9 +2,8 @@
 //! and the end of a lease from the row a statement that ended it answered
 //! (`ENDED_LOCK`, `ENDED_RESERVATION`).
 
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::events::{Event, EventType, Holding, Reason, Resource};
-use crate::domain::fencing::FencingToken;
 use crate::domain::subnet::Pool;
 use crate::store::StoreResult;
 use crate::store::rows::{block, corrupt};
@@ -12,7 +11,7 @@ use crate::store::sql::Columns;
 
 /// The end of the lock in a row of `ENDED_LOCK`, for `reason`; `None` when
 /// its expiry was announced already (a lease kept by its lock delay).
-pub fn ended_lock(row: &impl Columns, reason: Reason, at: Millis) -> StoreResult<Option<Event>> {
+pub fn ended_lock(row: &impl Columns, reason: Reason, at: At) -> StoreResult<Option<Event>> {
     if row.int("announced")? != 0 {
         return Ok(None);
     }
@@ -40,7 +39,7 @@ fn held_in<T>(row: &impl Columns, f: impl FnOnce(&Holding) -> T) -> StoreResult<
 
 /// The ends of the locks in rows of `ENDED_LOCK`: `expired` for an own
 /// expiry, and `session_expired` for a lease bound to a session.
-pub fn expired_locks(rows: &[impl Columns], at: Millis) -> StoreResult<Vec<Event>> {
+pub fn expired_locks(rows: &[impl Columns], at: At) -> StoreResult<Vec<Event>> {
     let mut events = Vec::new();
     for row in rows {
         let reason = match row.opt_text("session_id")? {
@@ -57,7 +56,7 @@ pub fn ended_reservation(
     row: &impl Columns,
     pool: &Pool,
     reason: Reason,
-    at: Millis,
+    at: At,
 ) -> StoreResult<Event> {
     let subnet = block(row, pool.cidr.family(), "first_addr")?;
     held_in(row, |holding| {
@@ -101,10 +100,10 @@ pub fn event(row: &impl Columns) -> StoreResult<Event> {
     Ok(Event {
         revision: row.revision("revision")?,
         kind,
-        at: row.int("at")?,
+        at: row.at("at")?,
         resource,
         holder: row.text("holder")?,
-        fencing_token: row.opt_int("fencing_token")?.map(FencingToken::new),
+        fencing_token: row.opt_fencing_token("fencing_token")?,
         session: row.opt_text("session_id")?,
         owner: row.opt_text("owner")?,
         reason,

@@ -2,7 +2,7 @@
 //! insert (`Texts::insert_event`), or as one object of the JSON array that
 //! records many in one statement (`Texts::insert_events`).
 
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::events::{Event, Reason, Resource};
 use crate::domain::fencing::FencingToken;
 
@@ -12,13 +12,13 @@ use crate::domain::fencing::FencingToken;
 pub struct Fields<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
-    pub at: Millis,
+    pub at: At,
     pub key: Option<&'a str>,
     pub pool: Option<&'a str>,
     pub reservation: Option<&'a str>,
     pub subnet: Option<&'a str>,
     pub holder: &'a str,
-    pub fencing_token: Option<i64>,
+    pub fencing_token: Option<FencingToken>,
     pub session_id: Option<&'a str>,
     pub owner: Option<&'a str>,
     pub reason: Option<&'static str>,
@@ -38,7 +38,7 @@ impl<'a> Fields<'a> {
             reservation,
             subnet,
             holder: &event.holder,
-            fencing_token: event.fencing_token.map(FencingToken::get),
+            fencing_token: event.fencing_token,
             session_id: event.session.as_deref(),
             owner: event.owner.as_deref(),
             reason: event.reason.map(Reason::as_str),

@@ -3,7 +3,7 @@
 //! up with them.
 
 use super::reads::Log;
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::store::StoreResult;
 use crate::store::sql::{Columns, Sql, args, one};
 
@@ -11,13 +11,7 @@ impl Log<'_> {
     /// Deletes at most `batch` of the oldest events: those recorded before
     /// `older_than` and beyond the newest `keep`, and any beyond the newest
     /// `max`; answers how many went.
-    pub async fn prune(
-        self,
-        older_than: Millis,
-        keep: u64,
-        max: u64,
-        batch: u32,
-    ) -> StoreResult<u64> {
+    pub async fn prune(self, older_than: At, keep: u64, max: u64, batch: u32) -> StoreResult<u64> {
         self.store
             .background_write(move |c, _| Box::pin(prune(c, older_than, keep, max, batch)))
             .await
@@ -29,7 +23,7 @@ impl Log<'_> {
 /// `max`; moves the pruned boundary up. Answers how many went.
 async fn prune(
     conn: &mut dyn Sql,
-    older_than: Millis,
+    older_than: At,
     keep: u64,
     max: u64,
     batch: u32,

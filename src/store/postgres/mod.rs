@@ -16,7 +16,7 @@ use tokio::sync::{Notify, broadcast};
 use super::dialect::{Atomicity, Dialect, Effects, Erased, ReadWork, WriteWork};
 use super::lock_names::LockName;
 use super::{KeyEvent, Resumed, StoreError, StoreResult};
-use crate::domain::Millis;
+use crate::domain::At;
 use crate::domain::commands::DatabaseStatus;
 use crate::telemetry::StoreStats;
 
@@ -134,7 +134,7 @@ impl PostgresStore {
             events,
             event_signal,
             listener,
-            replica: crate::token::new_token(),
+            replica: crate::token::new_id(),
         })
     }
 
@@ -199,15 +199,15 @@ impl Dialect for PostgresStore {
         conn.settle(done)
     }
 
-    async fn record_alive(&self, now: Millis) -> StoreResult<()> {
+    async fn record_alive(&self, now: At) -> StoreResult<()> {
         self.record_replica_alive(now).await
     }
 
-    async fn resume_after_downtime(&self, _proposed: Millis) -> StoreResult<Resumed> {
+    async fn resume_after_downtime(&self, _proposed: At) -> StoreResult<Resumed> {
         self.resume_if_all_were_down().await
     }
 
-    async fn database_status(&self, _now: Millis) -> StoreResult<DatabaseStatus> {
+    async fn database_status(&self, _now: At) -> StoreResult<DatabaseStatus> {
         Ok(DatabaseStatus::Postgres {
             replicas: self.running_replicas().await?,
         })

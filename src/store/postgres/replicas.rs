@@ -19,24 +19,24 @@ use std::sync::atomic::Ordering;
 use sqlx::{Connection, PgConnection};
 
 use super::PostgresStore;
-use crate::domain::Millis;
 use crate::domain::commands::RunningReplica;
+use crate::domain::{At, Ms};
 use crate::store::resume::resume;
 use crate::store::{Applied, Resumed, StoreResult};
 
 /// A replica that has not recorded itself alive for this long (on the
 /// database's clock) is not running; it records itself at every reaper tick.
-const RUNNING_WITHIN_MS: Millis = 5_000;
+const RUNNING_WITHIN_MS: Ms = Ms::new(5_000);
 
 /// Disagreement between replicas' lease clocks worth a warning.
-const SKEW_WARNING_MS: Millis = 1_000;
+const SKEW_WARNING_MS: Ms = Ms::new(1_000);
 
 /// The database server's clock in unix milliseconds, read when the
 /// statement runs.
 const DB_CLOCK: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 impl PostgresStore {
-    pub(super) async fn record_replica_alive(&self, now: Millis) -> StoreResult<()> {
+    pub(super) async fn record_replica_alive(&self, now: At) -> StoreResult<()> {
         let mut conn = self.connections.take().await?;
         let done = self
             .connections
@@ -45,11 +45,10 @@ impl PostgresStore {
         conn.settle(done)
     }
 
-    async fn record_alive_on(&self, conn: &mut PgConnection, now: Millis) -> StoreResult<()> {
+    async fn record_alive_on(&self, conn: &mut PgConnection, now: At) -> StoreResult<()> {
         let mut tx = conn.begin().await?;
-        let (offset, skew): (Millis, Option<Millis>) =
-            sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                "WITH me AS ( \
+        let (offset, skew): (i64, Option<i64>) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "WITH me AS ( \
                INSERT INTO replicas (id, alive_at, db_seen_at, clock_offset_ms) \
                VALUES ($1, $2, {DB_CLOCK}, {DB_CLOCK} - $2) \
                ON CONFLICT (id) DO UPDATE SET alive_at = greatest(replicas.alive_at, $2), \
@@ -59,22 +58,22 @@ impl PostgresStore {
                (SELECT max(abs(r.clock_offset_ms - me.clock_offset_ms)) FROM replicas r \
                 WHERE r.id <> $1 AND r.db_seen_at > me.db_seen_at - $3) \
              FROM me"
-            )))
-            .bind(&self.replica)
-            .bind(now)
-            .bind(RUNNING_WITHIN_MS)
-            .fetch_one(&mut *tx)
-            .await?;
+        )))
+        .bind(&self.replica)
+        .bind(now.as_millis())
+        .bind(RUNNING_WITHIN_MS.as_millis())
+        .fetch_one(&mut *tx)
+        .await?;
         sqlx::query(
             "UPDATE server_state SET alive_at = greatest(coalesce(alive_at, 0), $1) WHERE id = 1",
         )
-        .bind(now)
+        .bind(now.as_millis())
         .execute(&mut *tx)
         .await?;
         self.commit(tx).await?;
         let skew = skew.unwrap_or(0);
         self.stats.clock_skew_ms.store(skew, Ordering::Relaxed);
-        if skew > SKEW_WARNING_MS {
+        if skew > SKEW_WARNING_MS.as_millis() {
             tracing::warn!(
                 clock.skew_ms = skew,
                 clock.offset_ms = offset,
@@ -100,20 +99,21 @@ impl PostgresStore {
         sqlx::query("SELECT alive_at FROM server_state WHERE id = 1 FOR UPDATE")
             .execute(&mut *tx)
             .await?;
-        let db_now: Millis = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT {DB_CLOCK}")))
+        let db_now: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT {DB_CLOCK}")))
             .fetch_one(&mut *tx)
             .await?;
+        let db_now = At::from_millis(db_now);
         sqlx::query("DELETE FROM replicas WHERE db_seen_at <= $1")
-            .bind(db_now - RUNNING_WITHIN_MS)
+            .bind((db_now - RUNNING_WITHIN_MS).as_millis())
             .execute(&mut *tx)
             .await?;
-        let running: Option<Millis> = sqlx::query_scalar(
+        let running: Option<i64> = sqlx::query_scalar(
             "SELECT clock_offset_ms FROM replicas ORDER BY db_seen_at DESC LIMIT 1",
         )
         .fetch_optional(&mut *tx)
         .await?;
         let (anchor, applied) = match running {
-            Some(offset) => (db_now - offset, Applied::Nothing),
+            Some(offset) => (db_now - Ms::new(offset), Applied::Nothing),
             None => (db_now, resume(&mut *tx, db_now).await?),
         };
         // Joins the running replicas, with the offset the refresh's own
@@ -125,7 +125,7 @@ impl PostgresStore {
                clock_offset_ms = excluded.clock_offset_ms"
         )))
         .bind(&self.replica)
-        .bind(anchor)
+        .bind(anchor.as_millis())
         .execute(&mut *tx)
         .await?;
         self.commit(tx).await?;
@@ -139,12 +139,12 @@ impl PostgresStore {
         let done = self
             .connections
             .answered(async {
-                let rows: Vec<(String, Option<String>, Millis)> =
+                let rows: Vec<(String, Option<String>, i64)> =
                     sqlx::query_as(sqlx::AssertSqlSafe(format!(
                         "SELECT id, name, alive_at FROM replicas \
                          WHERE db_seen_at > {DB_CLOCK} - $1 ORDER BY id"
                     )))
-                    .bind(RUNNING_WITHIN_MS)
+                    .bind(RUNNING_WITHIN_MS.as_millis())
                     .fetch_all(&mut *conn)
                     .await?;
                 Ok(rows)
@@ -157,7 +157,7 @@ impl PostgresStore {
                 this: id == self.replica,
                 id,
                 name,
-                alive_at,
+                alive_at: At::from_millis(alive_at),
             })
             .collect())
     }

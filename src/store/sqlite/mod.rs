@@ -16,7 +16,8 @@ use super::dialect::{Atomicity, Dialect, Effects, Erased, ReadWork, WriteWork};
 use super::resume::resume;
 use super::sql::{Sql, args};
 use super::{Error, Resumed, StoreError, StoreResult};
-use crate::domain::Millis;
+use crate::domain::At;
+use crate::domain::Ms;
 use crate::domain::commands::DatabaseStatus;
 use crate::domain::events::Event;
 use crate::telemetry::StoreStats;
@@ -170,7 +171,7 @@ impl Dialect for SqliteStore {
         self.noted(self.readers.read(work).await)
     }
 
-    async fn record_alive(&self, now: Millis) -> StoreResult<()> {
+    async fn record_alive(&self, now: At) -> StoreResult<()> {
         self.writer
             .write_unguarded(move |conn| {
                 Box::pin(async move {
@@ -187,7 +188,7 @@ impl Dialect for SqliteStore {
             .await
     }
 
-    async fn resume_after_downtime(&self, proposed: Millis) -> StoreResult<Resumed> {
+    async fn resume_after_downtime(&self, proposed: At) -> StoreResult<Resumed> {
         let applied = self
             .writer
             .write(move |conn| Box::pin(resume(conn, proposed)))
@@ -198,14 +199,12 @@ impl Dialect for SqliteStore {
         })
     }
 
-    async fn database_status(&self, now: Millis) -> StoreResult<DatabaseStatus> {
+    async fn database_status(&self, now: At) -> StoreResult<DatabaseStatus> {
         let ago = self.writer.last_checkpoint().ago();
         Ok(DatabaseStatus::Sqlite {
             file_bytes: file::size(&self.path).await?,
             wal_bytes: file::size(&file::sibling(&self.path, "-wal")).await?,
-            last_checkpoint_at: ago.map(|ago| {
-                now.saturating_sub(Millis::try_from(ago.as_millis()).unwrap_or(Millis::MAX))
-            }),
+            last_checkpoint_at: ago.map(|ago| now.saturating_sub(Ms::from(ago))),
         })
     }
 

@@ -205,7 +205,7 @@ async fn a_revision_rolled_back_at_the_start_of_the_log_is_not_a_pruned_history(
     }
     // Nothing is old enough nor beyond the count to keep.
     let retention = leasehold::reaper::Retention {
-        age_ms: 3_600_000,
+        age: std::time::Duration::from_secs(3_600),
         count: 100,
         max: 1_000,
     };
