@@ -2,10 +2,11 @@
 //! name under a family takes from. The arithmetic is `rate`; this says which
 //! bucket a name takes from and what a request may ask.
 
+use super::Revision;
 use super::events::{Event, EventType, Resource};
 use super::rate::{Level, MAX_RATE, RateLimit, Tat};
+use super::time::At;
 use super::validate::InvalidInput;
-use super::{Millis, Revision};
 
 /// A limit, or a family's bucket, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +24,7 @@ pub struct Limit {
 
 impl Limit {
     /// What the bucket holds at `now`.
-    pub fn level(&self, now: Millis) -> Level {
+    pub fn level(&self, now: At) -> Level {
         self.numbers.level_at(Some(self.tat), now)
     }
 }
@@ -60,13 +61,13 @@ pub fn families_of(name: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The bucket time of a new limit: full at `now`.
-pub fn full_at(now: Millis) -> Tat {
+pub fn full_at(now: At) -> Tat {
     Tat { ms: now, part: 0 }
 }
 
 /// A bucket that is full at `now` (its time not after it) may be
 /// forgotten: a family takes a new one on the next take.
-pub fn forgettable(tat: Tat, now: Millis) -> bool {
+pub fn forgettable(tat: Tat, now: At) -> bool {
     tat.ms < now || (tat.ms == now && tat.part == 0)
 }
 
@@ -84,7 +85,7 @@ pub fn cost(field: &'static str, cost: Option<i64>) -> Result<u64, InvalidInput>
 /// The event of a limit's definition or change (`LimitChanged`) or its
 /// deletion, to be given its revision when recorded. A limit has no holder:
 /// its `holder` is empty; `owner`, the token that defined it, is never shown.
-pub fn limit_event(kind: EventType, name: &str, owner: Option<&str>, at: Millis) -> Event {
+pub fn limit_event(kind: EventType, name: &str, owner: Option<&str>, at: At) -> Event {
     Event {
         revision: Revision::ZERO,
         kind,
@@ -123,9 +124,22 @@ mod tests {
 
     #[test]
     fn a_bucket_is_forgettable_once_full() {
-        assert!(forgettable(Tat { ms: 9, part: 3 }, 10));
-        assert!(forgettable(Tat { ms: 10, part: 0 }, 10));
-        assert!(!forgettable(Tat { ms: 10, part: 1 }, 10));
+        let at = At::from_millis;
+        assert!(forgettable(Tat { ms: at(9), part: 3 }, at(10)));
+        assert!(forgettable(
+            Tat {
+                ms: at(10),
+                part: 0
+            },
+            at(10)
+        ));
+        assert!(!forgettable(
+            Tat {
+                ms: at(10),
+                part: 1
+            },
+            at(10)
+        ));
     }
 
     #[test]

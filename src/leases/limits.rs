@@ -16,13 +16,13 @@ use tokio::time::Instant;
 
 use super::groups::{NamePage, paged};
 use super::{LeaseError, Leases};
-use crate::domain::Millis;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::inputs::PageLimit;
 use crate::domain::limit::{Limit, LimitQuery, LimitView, Taken};
 use crate::domain::names::{KeyPrefix, LimitName};
 use crate::domain::rate::RateLimit;
 use crate::domain::refusal::Refused;
+use crate::domain::time::Ms;
 
 /// The queues of the limits that have waiters on this server: an entry
 /// lives while a waiter holds it, so the map holds only limits waited on.
@@ -125,12 +125,12 @@ impl LimitService<'_> {
         &self,
         name: &LimitName,
         cost: u64,
-        wait_ms: Millis,
+        wait_ms: Ms,
     ) -> Result<Taken, LeaseError> {
-        if wait_ms <= 0 {
+        if wait_ms <= Ms::ZERO {
             return self.take_now(name, cost).await;
         }
-        let deadline = Instant::now() + Duration::from_millis(wait_ms as u64);
+        let deadline = Instant::now() + wait_ms.to_std();
         let place = self.leases.limit_queues.join(name);
         let mut stopping = self.leases.stopping();
         let turn = tokio::select! {

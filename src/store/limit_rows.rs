@@ -7,10 +7,10 @@ use super::StoreResult;
 use super::limit_texts::{FAMILY, LIMIT_ROW, WRITE_LIMIT};
 use super::rows::corrupt;
 use super::sql::{Columns, Row, Sql, args};
-use crate::domain::Millis;
 use crate::domain::limit::{Limit, LimitView, families_of, full_at, is_family};
 use crate::domain::rate::{RateLimit, Tat};
 use crate::domain::refusal::Missing;
+use crate::domain::time::At;
 
 pub(super) fn count(row: &impl Columns, column: &str) -> StoreResult<u64> {
     u64::try_from(row.int(column)?).map_err(|_| corrupt("rate limit"))
@@ -27,7 +27,7 @@ pub(super) fn limit(row: &impl Columns) -> StoreResult<Limit> {
         name: row.text("name")?,
         numbers,
         tat: Tat {
-            ms: row.int("tat_ms")?,
+            ms: row.at("tat_ms")?,
             part: count(row, "tat_part")?,
         },
         bucket_of: row.opt_text("bucket_of")?,
@@ -36,7 +36,7 @@ pub(super) fn limit(row: &impl Columns) -> StoreResult<Limit> {
 }
 
 /// A limit with what it holds at `now`.
-pub(super) fn view(limit: &Limit, now: Millis) -> LimitView {
+pub(super) fn view(limit: &Limit, now: At) -> LimitView {
     LimitView {
         numbers: limit.numbers,
         level: limit.level(now),
@@ -44,7 +44,7 @@ pub(super) fn view(limit: &Limit, now: Millis) -> LimitView {
 }
 
 /// Writes the limit or bucket whole, as `WRITE_LIMIT` says.
-pub(super) async fn write(conn: &mut dyn Sql, limit: &Limit, now: Millis) -> StoreResult<()> {
+pub(super) async fn write(conn: &mut dyn Sql, limit: &Limit, now: At) -> StoreResult<()> {
     let n = limit.numbers;
     let as_int = |v: u64| i64::try_from(v).map_err(|_| corrupt("rate limit"));
     let family = i64::from(limit.bucket_of.is_none() && is_family(&limit.name));
@@ -67,11 +67,7 @@ pub(super) async fn write(conn: &mut dyn Sql, limit: &Limit, now: Millis) -> Sto
 /// The bucket the name takes from at `now`, under the numbers it takes
 /// with, and whether it is a stored row: the limit of its own, or its
 /// family's bucket of it (a new, full one where none is stored).
-pub(super) async fn bucket(
-    conn: &mut dyn Sql,
-    name: &str,
-    now: Millis,
-) -> StoreResult<(Limit, bool)> {
+pub(super) async fn bucket(conn: &mut dyn Sql, name: &str, now: At) -> StoreResult<(Limit, bool)> {
     let own = conn.row(LIMIT_ROW, args![name]).await?;
     let own = own.as_ref().map(limit).transpose()?;
     if let Some(own) = &own

@@ -23,7 +23,6 @@ use super::lock_names::LockName;
 use super::owners::quota;
 use super::sql::{Sql, args, one};
 use super::write_time::WriteTime;
-use crate::domain::Millis;
 use crate::domain::Revision;
 use crate::domain::commands::LeaseOwner;
 use crate::domain::events::EventType;
@@ -35,6 +34,7 @@ use crate::domain::lock::prefix_upper_bound;
 use crate::domain::names::LimitName;
 use crate::domain::rate::{RateLimit, Take};
 use crate::domain::refusal::{Missing, OverQuota, Refused};
+use crate::domain::time::At;
 
 /// Full buckets of a family a take forgets at most, beside its own write.
 const FORGET_AT_ONCE: i64 = 16;
@@ -60,7 +60,7 @@ impl Limits<'_> {
         name: &LimitName,
         numbers: RateLimit,
         owner: Option<LeaseOwner>,
-        now: Millis,
+        now: At,
     ) -> StoreResult<(bool, LimitView)> {
         let at = self.store.time(now);
         let on = OnKeys(vec![LockName::Limit(name.clone())]);
@@ -73,7 +73,7 @@ impl Limits<'_> {
 
     /// Takes `cost` tokens of the limit, or of its family's bucket of the
     /// name; a denial writes nothing.
-    pub async fn take(self, name: &LimitName, cost: u64, now: Millis) -> StoreResult<Taken> {
+    pub async fn take(self, name: &LimitName, cost: u64, now: At) -> StoreResult<Taken> {
         let at = self.store.time(now);
         let on = OnKeys(vec![LockName::Limit(name.clone())]);
         self.store
@@ -84,7 +84,7 @@ impl Limits<'_> {
     }
 
     /// Gives `cost` tokens back, never above a full bucket.
-    pub async fn refund(self, name: &LimitName, cost: u64, now: Millis) -> StoreResult<LimitView> {
+    pub async fn refund(self, name: &LimitName, cost: u64, now: At) -> StoreResult<LimitView> {
         let at = self.store.time(now);
         let on = OnKeys(vec![LockName::Limit(name.clone())]);
         self.store
@@ -95,7 +95,7 @@ impl Limits<'_> {
     }
 
     /// A limit by name (under a family: its numbers, the name's bucket).
-    pub async fn get(self, name: &LimitName, now: Millis) -> StoreResult<LimitView> {
+    pub async fn get(self, name: &LimitName, now: At) -> StoreResult<LimitView> {
         self.store
             .read(name.clone(), move |c, name| {
                 Box::pin(async move {
@@ -130,7 +130,7 @@ impl Limits<'_> {
 
     /// Deletes a limit defined by name (a family with its buckets); `by`
     /// names the API token that must have defined it, `None` any.
-    pub async fn delete(self, name: &LimitName, by: Option<&str>, now: Millis) -> StoreResult<()> {
+    pub async fn delete(self, name: &LimitName, by: Option<&str>, now: At) -> StoreResult<()> {
         let at = self.store.time(now);
         let on = OnKeys(vec![LockName::Limit(name.clone())]);
         let args = (name.clone(), by.map(str::to_owned));
@@ -188,11 +188,7 @@ async fn define(
 
 /// A limit defined by name counts in its creator's quota of live leases,
 /// as a lock does, until it is deleted: a token at its quota defines none.
-async fn room_for_one(
-    conn: &mut dyn Sql,
-    owner: Option<&LeaseOwner>,
-    now: Millis,
-) -> StoreResult<()> {
+async fn room_for_one(conn: &mut dyn Sql, owner: Option<&LeaseOwner>, now: At) -> StoreResult<()> {
     if let Quota::Counted { limit, current } = quota(conn, owner, now).await?
         && current >= u64::from(limit)
     {
@@ -291,7 +287,7 @@ async fn delete(
     fx: &mut Effects,
     name: &str,
     by: Option<&str>,
-    now: Millis,
+    now: At,
 ) -> StoreResult<()> {
     let row = conn.row(LIMIT_ROW, args![name]).await?;
     let found = row.as_ref().map(limit).transpose()?;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use leasehold::clock::ManualClock;
 use leasehold::domain::names::LimitName;
+use leasehold::domain::time::{At, Ms};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
@@ -16,7 +17,7 @@ use crate::helpers::{
     ServerProcess, TestApp, encode, problem, spawn_app, spawn_app_with_clock, wait_until_ready,
 };
 
-const START: i64 = 1_700_000_000_000;
+const START: At = At::from_millis(1_700_000_000_000);
 
 pub async fn define(app: &TestApp, name: &str, body: Value) -> Response {
     let path = format!("/v1/limits/{}", encode(name));
@@ -129,11 +130,11 @@ async fn takes_until_denied_with_an_exact_retry_after_and_a_denial_takes_nothing
     let denied = take(&app, "k", json!({})).await;
     let body = problem(denied, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
     assert_eq!(body["retry_after_ms"], 100);
-    clock.advance(99);
+    clock.advance(Ms::new(99));
     let denied = take(&app, "k", json!({})).await;
     let body = problem(denied, StatusCode::TOO_MANY_REQUESTS, "rate-limited").await;
     assert_eq!(body["retry_after_ms"], 1);
-    clock.advance(1);
+    clock.advance(Ms::new(1));
     must_take(&app, "k", 1).await;
     // A long wait is said in whole seconds, rounded up.
     define(&app, "slow", json!({"rate": 1, "period_ms": 2500})).await;
@@ -169,7 +170,7 @@ async fn a_refund_never_fills_past_burst_and_a_change_keeps_what_was_spent() {
         .unwrap();
     assert_eq!(back["available"], 4);
     // The new rate refills from now.
-    clock.advance(100);
+    clock.advance(Ms::new(100));
     assert_eq!(shown(&app, "k").await["available"], 5);
 }
 
@@ -344,7 +345,7 @@ async fn a_family_gives_each_name_its_own_bucket_forgotten_when_full() {
     // next take in the family forgets the others.
     refund(&app, "tenants/b", 1).await;
     assert_eq!(buckets().await.unwrap(), 1);
-    clock.advance(1_001);
+    clock.advance(Ms::new(1_001));
     must_take(&app, "tenants/c", 1).await;
     assert_eq!(buckets().await.unwrap(), 1);
     // A change of the family applies to its buckets, what was spent kept.

@@ -7,7 +7,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::limit::LimitView;
 use crate::domain::rate::RateLimit;
-use crate::domain::{InvalidInput, Millis, Revision, validate};
+use crate::domain::time::Ms;
+use crate::domain::{InvalidInput, Revision, validate};
 
 /// Defines a rate limit, or changes its numbers.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -51,9 +52,9 @@ pub struct TakeRequest {
 
 impl TakeRequest {
     /// The cost and the wait, the first bad field named.
-    pub fn parse(&self, max_wait_ms: Millis) -> Result<(u64, Millis), InvalidInput> {
+    pub fn parse(&self, max_wait_ms: Ms) -> Result<(u64, Ms), InvalidInput> {
         let cost = crate::domain::limit::cost("cost", self.cost)?;
-        let wait_ms = self.wait_ms.unwrap_or(0);
+        let wait_ms = Ms::new(self.wait_ms.unwrap_or(0));
         validate::duration_up_to("wait_ms", wait_ms, max_wait_ms)?;
         Ok((cost, wait_ms))
     }
