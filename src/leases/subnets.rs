@@ -66,6 +66,7 @@ impl SubnetService<'_> {
         &self,
         name: &PoolName,
         cidr: Block,
+        parent: Option<PoolName>,
         labels: Labels,
     ) -> Result<PutPool, LeaseError> {
         let now = self.now();
@@ -74,6 +75,9 @@ impl SubnetService<'_> {
             cidr,
             labels: labels.into_map(),
             created_at: now,
+            parent: parent.map(PoolName::into_string),
+            // Set by the store from the parent's.
+            depth: 0,
         };
         match self.leases.store.pools().put(pool, now).await? {
             PutPoolOutcome::Created(usage) => Ok(PutPool::Created(usage)),
@@ -81,6 +85,11 @@ impl SubnetService<'_> {
             PutPoolOutcome::Conflict { existing, differs } => Err(Refused::PoolConflict {
                 existing: Box::new(existing),
                 differs,
+            }
+            .into()),
+            PutPoolOutcome::InParent { parent, refused } => Err(Refused::InParent {
+                parent,
+                refused: Box::new(refused),
             }
             .into()),
         }
@@ -145,10 +154,12 @@ impl SubnetService<'_> {
             DeletePoolOutcome::InUse {
                 reserved,
                 allocated,
+                children,
                 clears_at,
             } => Err(Refused::PoolInUse {
                 reserved,
                 allocated,
+                children,
                 clears_at,
             }
             .into()),

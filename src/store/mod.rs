@@ -27,6 +27,8 @@ mod locks;
 mod members;
 mod owners;
 mod pool_maps;
+mod pool_puts;
+mod pool_tree;
 mod pools;
 pub mod postgres;
 mod reservation_updates;

@@ -49,7 +49,7 @@ pub static RESERVATION_COLUMNS: Text = Text::new(|| {
 });
 
 /// The columns `pool` decodes.
-pub const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at";
+pub const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at, parent, depth";
 
 /// The error for a stored value that cannot be what it claims.
 pub fn corrupt(what: &str) -> Error {
@@ -156,5 +156,7 @@ pub fn pool(row: &impl Columns) -> StoreResult<Pool> {
         cidr: block(row, family, "start")?,
         labels: serde_json::from_str(&labels).map_err(|_| corrupt("pool labels"))?,
         created_at: row.int("created_at")?,
+        parent: row.opt_text("parent")?,
+        depth: u8::try_from(row.int("depth")?).map_err(|_| corrupt("pool depth"))?,
     })
 }

@@ -11,6 +11,7 @@ use super::expiry;
 use super::expiry::live_by_session;
 use super::free_blocks::{find_grant, free_block_at, take_free};
 use super::owners::{SAME_OWNER, owner_name, quota};
+use super::pool_tree::unavailable;
 use super::pools::{lock, purge_expired};
 use super::reservations::Reservations;
 use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
@@ -27,7 +28,7 @@ use crate::domain::events::Holding;
 use crate::domain::fencing::FencingToken;
 use crate::domain::names::IdempotencyKey;
 use crate::domain::refusal::Refused;
-use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
+use crate::domain::subnet::{Pool, Reservation, ReserveRefusal};
 
 impl Reservations<'_> {
     /// Compare-and-insert in one write transaction: the pool's expired
@@ -46,38 +47,6 @@ impl Reservations<'_> {
             })
             .await
     }
-}
-
-/// The live reservations overlapping `subnet` (all rows are live once the
-/// pool is purged): the one starting before it if it reaches in, and those
-/// starting inside it.
-async fn conflicts(
-    conn: &mut dyn Sql,
-    pool: &Pool,
-    subnet: Block,
-) -> StoreResult<Vec<Reservation>> {
-    let family = pool.cidr.family();
-    let (first, last) = (subnet.start_bytes(), subnet.last_bytes());
-    let before = format!(
-        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
-         WHERE pool = $1 AND first_addr < $2 ORDER BY first_addr DESC LIMIT 1"
-    );
-    let mut found = Vec::new();
-    if let Some(row) = conn.row(before, args![&pool.name, &first[..]]).await? {
-        let r = rows::reservation(family, &row)?;
-        if r.subnet.overlaps(subnet) {
-            found.push(r);
-        }
-    }
-    let inside = format!(
-        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
-         WHERE pool = $1 AND first_addr BETWEEN $2 AND $3 ORDER BY first_addr LIMIT $4"
-    );
-    let args = args![&pool.name, &first[..], &last[..], MAX_CONFLICTS as i64 + 1];
-    for row in conn.rows(inside, args).await? {
-        found.push(rows::reservation(family, &row)?);
-    }
-    Ok(found)
 }
 
 async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<Millis>> {
@@ -163,16 +132,7 @@ async fn decide(
                     from,
                     block: subnet,
                 }),
-                _ => {
-                    let mut conflicts = conflicts(conn, pool, subnet).await?;
-                    let more_conflicts = conflicts.len() > MAX_CONFLICTS;
-                    conflicts.truncate(MAX_CONFLICTS);
-                    Err(ReserveRefusal::Unavailable {
-                        conflicts,
-                        more_conflicts,
-                        excluded,
-                    })
-                }
+                _ => Err(unavailable(conn, pool, subnet, excluded).await?),
             }
         }
     })

@@ -31,6 +31,7 @@ mod lock_rules;
 mod lock_sets;
 mod locks;
 mod metrics;
+mod nested_pools;
 mod pool_maps;
 mod postgres;
 mod prefixes;
@@ -87,6 +88,7 @@ fn main() {
         lock_sets::tests(),
         locks::tests(),
         metrics::tests(),
+        nested_pools::tests(),
         pool_maps::tests(),
         prefixes::tests(),
         queues::tests(),

@@ -144,7 +144,7 @@ refusals! {
     /// A pool that does not exist.
     PoolUnknown = ["pool-not-found"];
     /// A pool that exists with another definition.
-    PoolDefinitionRefusals = ["pool-conflict"];
+    PoolDefinitionRefusals = ["pool-not-found", "pool-conflict", "subnet-unavailable"];
     /// A pool that cannot be deleted.
     PoolDeleteRefusals = ["pool-not-found", "pool-in-use"];
     /// A reservation that does not exist.

@@ -160,7 +160,10 @@ pub const LOCK_NOT_FOUND: Kind = kind("lock-not-found", 404, "The lock is not he
     "the key is not held", &[]);
 #[rustfmt::skip]
 pub const POOL_NOT_FOUND: Kind = kind("pool-not-found", 404, "No such pool",
-    "no such pool", &[POOL]);
+    "no such pool (`field: parent` when it is the parent a new pool names)", &[
+        POOL,
+        opt("field", Ty::Text, "`parent` when the pool missing is the parent the body names."),
+    ]);
 #[rustfmt::skip]
 pub const RESERVATION_NOT_FOUND: Kind = kind("reservation-not-found", 404, "No such reservation",
     "the pool has no such live reservation", &[
@@ -243,28 +246,31 @@ pub const POOL_EXHAUSTED: Kind = clears(kind("pool-exhausted", 409, "The pool is
     ]));
 #[rustfmt::skip]
 pub const SUBNET_UNAVAILABLE: Kind = clears(kind("subnet-unavailable", 409, "The subnet is unavailable",
-    "the subnet overlaps live reservations (`conflicts`) or \
-        an excluded network", &[
+    "the subnet overlaps live reservations (`conflicts`), \
+        child pools (`children`) or an excluded network", &[
         POOL,
         req("conflicts", Ty::ListOf("ProblemConflict"), "The live reservations it overlaps."),
         opt("more_conflicts", Ty::Bool, "More reservations overlap than `conflicts` lists."),
         opt("excluded", Ty::Texts, "The excluded networks it overlaps."),
+        opt("children", Ty::ListOf("ProblemChild"), "The child pools it overlaps."),
     ]));
 #[rustfmt::skip]
 pub const POOL_CONFLICT: Kind = kind("pool-conflict", 409, "The pool exists with another definition",
     "the pool exists with another cidr or labels (`differs` names \
         them)", &[
         POOL,
-        req("differs", Ty::Texts, "What differs: `cidr`, `labels`."),
+        req("differs", Ty::Texts, "What differs: `cidr`, `parent`, `labels`."),
         req("cidr", Ty::Text, "The existing pool's cidr."),
+        null("parent", Ty::Text, "The existing pool's parent, or null."),
         req("labels", Ty::Labels, "The existing pool's labels."),
     ]);
 #[rustfmt::skip]
 pub const POOL_IN_USE: Kind = clears(kind("pool-in-use", 409, "The pool has live reservations",
-    "the pool has live reservations", &[
+    "the pool has live reservations or child pools", &[
         POOL,
         req("reserved_count", Ty::Int, "Live reservations not yet confirmed."),
         req("allocated_count", Ty::Int, "Confirmed reservations."),
+        req("children_count", Ty::Int, "Pools cut from it."),
     ]));
 #[rustfmt::skip]
 pub const HISTORY_COMPACTED: Kind = kind("history-compacted", 410, "The history is compacted",
@@ -376,6 +382,10 @@ pub(in crate::api) const NESTED: &[(&str, &str, &[Field])] = &[
         req("holder", Ty::Text, "Free text naming the client."),
         req("state", Ty::Named("ReservationState"), "`reserved`, or `allocated` once confirmed."),
         null("expires_at", Ty::Text, "When it expires; null once allocated."),
+    ]),
+    ("ProblemChild", "A child pool that overlaps the requested subnet.", &[
+        req("name", Ty::Text, "The child pool's name."),
+        req("cidr", Ty::Text, "The block it occupies."),
     ]),
 ];
 

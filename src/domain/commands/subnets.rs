@@ -5,6 +5,7 @@ use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
 use crate::domain::inputs::Metadata;
 use crate::domain::names::{Holder, IdempotencyKey, PoolName};
+use crate::domain::refusal::Refused;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{InvalidInput, Millis};
 
@@ -45,6 +46,12 @@ pub enum PutPoolOutcome {
         existing: Pool,
         differs: Vec<&'static str>,
     },
+    /// The parent refuses the child: it is not there, the child does not
+    /// fit it, or its block is not free there.
+    InParent {
+        parent: String,
+        refused: Refused,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +62,7 @@ pub enum DeletePoolOutcome {
     InUse {
         reserved: u64,
         allocated: u64,
+        children: u64,
         clears_at: Option<Millis>,
     },
 }
