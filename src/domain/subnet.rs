@@ -72,6 +72,8 @@ pub struct Reservation {
     pub idempotency_key: Option<String>,
     /// The session it is bound to until confirmed: it lives as long as that session.
     pub session: Option<String>,
+    /// Free text labels of the reservation.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Reservation {

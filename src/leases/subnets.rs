@@ -17,8 +17,9 @@ use crate::telemetry::Metrics;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reserved {
-    Granted(Reservation),
-    Replayed(Reservation),
+    /// One reservation per block asked for.
+    Granted(Vec<Reservation>),
+    Replayed(Vec<Reservation>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -167,18 +168,20 @@ impl SubnetService<'_> {
     }
 
     pub async fn reserve(&self, new: ReserveSubnet) -> Result<Reserved, LeaseError> {
-        let token = new_token();
+        let tokens = (0..new.count.get()).map(|_| new_token()).collect();
         let now = self.now();
         let metrics = &self.leases.metrics;
         match self
             .leases
             .store
             .reservations()
-            .reserve(new, token, now)
+            .reserve(new, tokens, now)
             .await?
         {
             ReserveOutcome::Granted(r) => {
-                Metrics::inc(&metrics.reservation_grants);
+                for _ in &r {
+                    Metrics::inc(&metrics.reservation_grants);
+                }
                 Ok(Reserved::Granted(r))
             }
             ReserveOutcome::Replayed(r) => Ok(Reserved::Replayed(r)),

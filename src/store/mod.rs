@@ -31,6 +31,7 @@ mod pool_puts;
 mod pool_tree;
 mod pools;
 pub mod postgres;
+mod reservation_rows;
 mod reservation_updates;
 mod reservations;
 mod resume;

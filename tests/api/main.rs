@@ -5,6 +5,7 @@
 
 mod auth;
 mod backend;
+mod batches;
 mod bodies;
 mod browser_headers;
 mod clock_steps;
@@ -64,6 +65,7 @@ mod waiting;
 fn main() {
     let contract = [
         auth::tests(),
+        batches::tests(),
         bodies::tests(),
         browser_headers::tests(),
         clock_steps::tests(),

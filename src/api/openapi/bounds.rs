@@ -15,7 +15,7 @@ use serde_json::Value;
 use utoipa::openapi::schema::{ArrayItems, Object, ObjectBuilder, Schema, Type};
 use utoipa::openapi::{OpenApi, RefOr};
 
-use crate::domain::inputs::MAX_SET_KEYS;
+use crate::domain::inputs::{MAX_BATCH, MAX_SET_KEYS};
 use crate::domain::validate::{DEFAULT_MAX_TTL_MS, MAX_HOLDER_BYTES, MAX_KEY_BYTES, MIN_TTL_MS};
 
 /// Printable text: no control characters (Unicode category Cc).
@@ -142,6 +142,7 @@ fn constrain_field(field: &str, schema: &mut Schema) {
         }
         "max_holders" => bounded(object, 1, u32::MAX.into()),
         "prefix_len" => bounded(object, 0, MAX_PREFIX_LEN.into()),
+        "count" => bounded(object, 1, MAX_BATCH.into()),
         "labels" => {
             // A label's name is never empty.
             object.property_names = Some(Box::new(
@@ -197,6 +198,10 @@ mod tests {
         let set = schema("LockSetRequest");
         assert_eq!(field(&set, "keys")["maxItems"], json!(64));
         assert_eq!(field(&set, "keys")["uniqueItems"], json!(true));
+        assert_eq!(
+            field(&schema("ReserveRequest"), "count")["maximum"],
+            json!(256)
+        );
         let session = schema("SessionRef");
         assert_eq!(field(&session, "id")["pattern"], json!("^[0-9a-f]{32}$"));
         assert_eq!(

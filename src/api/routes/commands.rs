@@ -18,7 +18,7 @@ use crate::auth::Holding;
 use crate::domain::LockMode;
 use crate::domain::allocator::Want;
 use crate::domain::commands::{JoinMember, JoinTenure, Lifetime};
-use crate::domain::inputs::{Capabilities, KeySet, Metadata};
+use crate::domain::inputs::{BatchCount, Capabilities, KeySet, Labels, Metadata};
 use crate::domain::names::{
     GroupName, Holder, IdempotencyKey, LeaseToken, LockKey, MemberName, PoolName, Ttl,
 };
@@ -191,6 +191,18 @@ impl ReserveRequest {
         )?;
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
         let metadata = Metadata::parse_some(self.metadata)?;
+        let labels = Labels::parse_flat(self.labels)?;
+        let count = match (self.count, want) {
+            (None, _) => BatchCount::ONE,
+            (Some(n), Want::PrefixLen(_)) => BatchCount::parse(n)?,
+            (Some(1), Want::Subnet(_)) => BatchCount::ONE,
+            (Some(_), Want::Subnet(_)) => {
+                return Err(Problem::invalid(
+                    "count",
+                    "a named subnet is one block: count is 1 with subnet",
+                ));
+            }
+        };
         let lifetime = lifetime.bind(asker, Holding::Pool(&pool))?;
         Ok(ReserveSubnet {
             pool,
@@ -199,6 +211,8 @@ impl ReserveRequest {
             holder,
             lifetime,
             metadata,
+            labels,
+            count,
             idempotency_key,
             owner: asker.caller.owner(),
         })

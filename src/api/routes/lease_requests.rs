@@ -129,4 +129,12 @@ pub struct ReserveRequest {
     pub exclude: Option<Vec<String>>,
     /// A small JSON object stored with the reservation.
     pub metadata: Option<Map<String, Value>>,
+    /// Free text labels: a flat object of names to text, bounded like
+    /// `metadata`.
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
+    pub labels: Option<Map<String, Value>>,
+    /// How many blocks of `prefix_len` to reserve at once (1 to 256), all
+    /// or none; the answer is then `{items: [...]}`, each item a single
+    /// reservation's answer.
+    pub count: Option<u64>,
 }

@@ -3,7 +3,7 @@
 use super::{LeaseOwner, Lifetime};
 use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
-use crate::domain::inputs::Metadata;
+use crate::domain::inputs::{BatchCount, Labels, Metadata};
 use crate::domain::names::{Holder, IdempotencyKey, PoolName};
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
@@ -21,6 +21,10 @@ pub struct ReserveSubnet {
     /// Bound to a session, until confirmed.
     pub lifetime: Lifetime,
     pub metadata: Option<Metadata>,
+    /// Free text labels of each reservation.
+    pub labels: Labels,
+    /// How many blocks of `want` (a named subnet is one).
+    pub count: BatchCount,
     pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
@@ -28,9 +32,10 @@ pub struct ReserveSubnet {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReserveOutcome {
-    Granted(Reservation),
-    /// The same `Idempotency-Key` already holds this live reservation.
-    Replayed(Reservation),
+    /// One reservation per block asked for, in the order granted.
+    Granted(Vec<Reservation>),
+    /// The same `Idempotency-Key` already holds these live reservations.
+    Replayed(Vec<Reservation>),
     Refused(ReserveRefusal),
     /// The request does not fit the pool (family, prefix length, not inside).
     Invalid(InvalidInput),
