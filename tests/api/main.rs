@@ -33,6 +33,7 @@ mod lock_sets;
 mod locks;
 mod metrics;
 mod nested_pools;
+mod nested_races;
 mod pool_maps;
 mod postgres;
 mod prefixes;
@@ -91,6 +92,7 @@ fn main() {
         locks::tests(),
         metrics::tests(),
         nested_pools::tests(),
+        nested_races::tests(),
         pool_maps::tests(),
         prefixes::tests(),
         queues::tests(),
