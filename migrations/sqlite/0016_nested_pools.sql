@@ -18,3 +18,7 @@ DROP INDEX subnet_reservations_by_owner_idempotency_key;
 CREATE UNIQUE INDEX subnet_reservations_by_owner_idempotency_key
     ON subnet_reservations (pool, idempotency_key, coalesce(owner, ''), batch_index)
     WHERE idempotency_key IS NOT NULL;
+
+-- A pool's effective allocation rules (its parent's, narrowed by its own),
+-- as a JSON object fixed when it is created; NULL for none.
+ALTER TABLE subnet_pools ADD COLUMN rules TEXT;

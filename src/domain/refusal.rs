@@ -6,6 +6,7 @@
 
 use super::grant::QuotaKind;
 use super::lock::Refusal;
+use super::pool_rules::Breach;
 use super::subnet::{Pool, ReserveRefusal};
 use super::{InvalidInput, Millis};
 
@@ -84,6 +85,12 @@ pub enum Refused {
         children: u64,
         clears_at: Option<Millis>,
     },
+    /// A child's rule would widen its parent's.
+    #[error("{}", .0.detail)]
+    RuleConflict(Breach),
+    /// A reserve breaks a rule of its pool.
+    #[error("{}", .0.detail)]
+    RuleViolated(Breach),
     /// The parent a new pool names refuses it: it is not there, the child
     /// does not fit it, or the child's block is not free in it.
     #[error("parent pool {parent}: {refused}")]

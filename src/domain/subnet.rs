@@ -8,6 +8,7 @@ use super::events::{Event, EventType, Holding, Reason, Resource};
 use super::fencing_token::FencingToken;
 use super::lease::Lease;
 use super::names::PoolName;
+use super::pool_rules::Rules;
 use super::{InvalidInput, Millis};
 
 pub const MAX_LABELS_BYTES: usize = 4096;
@@ -26,6 +27,8 @@ pub struct Pool {
     pub parent: Option<String>,
     /// 0 without a parent, one more than its parent's with one.
     pub depth: u8,
+    /// Its effective allocation rules.
+    pub rules: Rules,
 }
 
 /// A pool cut from another: its name and block.
@@ -171,6 +174,9 @@ pub fn pool_differences(existing: &Pool, wanted: &Pool) -> Vec<&'static str> {
     }
     if existing.parent != wanted.parent {
         differs.push("parent");
+    }
+    if existing.rules != wanted.rules {
+        differs.push("rules");
     }
     if existing.labels != wanted.labels {
         differs.push("labels");
@@ -327,6 +333,7 @@ mod tests {
             created_at: 0,
             parent: None,
             depth: 0,
+            rules: Rules::default(),
         }
     }
 

@@ -11,6 +11,7 @@ use crate::domain::commands::{
 };
 use crate::domain::inputs::{Labels, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{LeaseToken, PoolName, Ttl};
+use crate::domain::pool_rules::Rules;
 use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
 use crate::store;
 use crate::telemetry::Metrics;
@@ -68,6 +69,7 @@ impl SubnetService<'_> {
         name: &PoolName,
         cidr: Block,
         parent: Option<PoolName>,
+        rules: Rules,
         labels: Labels,
     ) -> Result<PutPool, LeaseError> {
         let now = self.now();
@@ -77,8 +79,9 @@ impl SubnetService<'_> {
             labels: labels.into_map(),
             created_at: now,
             parent: parent.map(PoolName::into_string),
-            // Set by the store from the parent's.
+            // Set by the store from the parent's, as the effective rules are.
             depth: 0,
+            rules,
         };
         match self.leases.store.pools().put(pool, now).await? {
             PutPoolOutcome::Created(usage) => Ok(PutPool::Created(usage)),

@@ -13,6 +13,7 @@ use super::sql::{Sql, args};
 use crate::domain::Millis;
 use crate::domain::allocator::Grant;
 use crate::domain::commands::PutPoolOutcome;
+use crate::domain::pool_rules::Rules;
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::subnet::{Pool, child_depth, pool_differences};
 
@@ -50,6 +51,11 @@ pub async fn put(
     let Some(parent) = lock_row(conn, &parent_name).await? else {
         return Ok(refused(Missing::Pool.into()));
     };
+    // The child keeps its effective rules: its parent's, narrowed by its own.
+    pool.rules = match parent.rules.narrow(&pool.rules) {
+        Ok(rules) => rules,
+        Err(breach) => return Ok(refused(Refused::RuleConflict(breach))),
+    };
     if lock_row(conn, &pool.name).await?.is_some() {
         return existing(conn, fx, pool, now).await;
     }
@@ -69,11 +75,12 @@ pub async fn put(
 async fn insert(conn: &mut dyn Sql, pool: &Pool) -> StoreResult<bool> {
     let labels =
         serde_json::to_string(&pool.labels).map_err(|e| StoreError::Internal(e.to_string()))?;
+    let rules = (pool.rules != Rules::default()).then(|| pool.rules.to_json().to_string());
     let inserted = conn
         .execute(
             "INSERT INTO subnet_pools \
-             (name, family, start, prefix_len, labels, created_at, parent, depth) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO NOTHING",
+             (name, family, start, prefix_len, labels, created_at, parent, depth, rules) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (name) DO NOTHING",
             args![
                 &pool.name,
                 family_code(pool.cidr.family()),
@@ -83,6 +90,7 @@ async fn insert(conn: &mut dyn Sql, pool: &Pool) -> StoreResult<bool> {
                 pool.created_at,
                 pool.parent.as_deref(),
                 i64::from(pool.depth),
+                rules.as_deref(),
             ],
         )
         .await?;

@@ -14,6 +14,7 @@ use crate::domain::cidr::{Block, Family};
 use crate::domain::inputs::{Labels, Metadata};
 use crate::domain::lock::LockLease;
 use crate::domain::names::LeaseToken;
+use crate::domain::pool_rules::Rules;
 use crate::domain::subnet::{Pool, Reservation};
 use crate::domain::{Lease, LockMode};
 
@@ -50,7 +51,8 @@ pub static RESERVATION_COLUMNS: Text = Text::new(|| {
 });
 
 /// The columns `pool` decodes.
-pub const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at, parent, depth";
+pub const POOL_COLUMNS: &str =
+    "name, family, start, prefix_len, labels, created_at, parent, depth, rules";
 
 /// The error for a stored value that cannot be what it claims.
 pub fn corrupt(what: &str) -> Error {
@@ -173,5 +175,12 @@ pub fn pool(row: &impl Columns) -> StoreResult<Pool> {
         created_at: row.int("created_at")?,
         parent: row.opt_text("parent")?,
         depth: u8::try_from(row.int("depth")?).map_err(|_| corrupt("pool depth"))?,
+        rules: match row.opt_text("rules")? {
+            Some(text) => serde_json::from_str(&text)
+                .ok()
+                .and_then(|v| Rules::from_json(&v))
+                .ok_or_else(|| corrupt("pool rules"))?,
+            None => Rules::default(),
+        },
     })
 }

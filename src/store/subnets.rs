@@ -19,12 +19,12 @@ use super::sessions::{self, Held};
 use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
 use super::{StoreResult, grant_order};
-use crate::domain::Millis;
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::commands::{ReserveOutcome, ReserveSubnet};
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{Pool, Reservation, ReserveRefusal};
+use crate::domain::{InvalidInput, Millis};
 
 impl Reservations<'_> {
     /// Compare-and-insert in one write transaction: the pool's expired
@@ -148,14 +148,21 @@ pub async fn reserve(
     tokens: Vec<String>,
     at: WriteTime,
 ) -> StoreResult<ReserveOutcome> {
-    let Prepared { pool, held, now } = match prepare(conn, fx, &mut new, at).await? {
+    let Prepared {
+        pool,
+        held,
+        now,
+        want,
+    } = match prepare(conn, fx, &mut new, at).await? {
         Ok(prepared) => prepared,
         Err(answer) => return Ok(answer),
     };
-    let excludes = relevant_excludes(pool.cidr, &new.excludes);
+    let mut excludes = new.excludes.clone();
+    excludes.extend(pool.rules.excludes(pool.cidr));
+    let excludes = relevant_excludes(pool.cidr, &excludes);
     let mut granted = Vec::with_capacity(tokens.len());
     for (index, token) in tokens.into_iter().enumerate() {
-        let decision = decide(conn, &pool, new.want, &excludes).await?;
+        let decision = decide(conn, &pool, want, &excludes).await?;
         // The pool's decision answers before the quota: `domain::grant`'s order.
         let quota = quota(conn, new.owner.as_ref(), now).await?;
         let grant = match grant_order(decision, quota)? {
@@ -182,6 +189,8 @@ struct Prepared {
     pool: Pool,
     held: Held,
     now: Millis,
+    /// What the reserve asks for, the pool's default filled in.
+    want: Want,
 }
 
 /// The pool a reservation is cut from, once its session is bound and its
@@ -202,13 +211,29 @@ async fn prepare(
     let pool = lock(conn, &new.pool).await?;
     // The time of the grant, read once it holds the pool.
     let now = at.read();
-    if let Err(invalid) = check_want(pool.cidr, new.want) {
+    let Some(want) = pool.rules.want(new.want) else {
+        let invalid = InvalidInput::new(
+            "prefix_len",
+            "is required unless a subnet is named or the pool has a default_prefix_len",
+        );
         return Ok(Err(ReserveOutcome::Invalid(invalid)));
+    };
+    if let Err(invalid) = check_want(pool.cidr, want) {
+        return Ok(Err(ReserveOutcome::Invalid(invalid)));
+    }
+    // Nothing is written yet: the refusal undoes only the session's binding.
+    if let Err(breach) = pool.rules.admit(want, new.labels.as_map().keys()) {
+        return Err(Refused::RuleViolated(breach).into());
     }
     let replayed = replay(conn, &pool, new, now).await?;
     if !replayed.is_empty() {
         return Ok(Err(ReserveOutcome::Replayed(replayed)));
     }
     purge_expired(conn, fx, &pool, now, i64::MAX).await?;
-    Ok(Ok(Prepared { pool, held, now }))
+    Ok(Ok(Prepared {
+        pool,
+        held,
+        now,
+        want,
+    }))
 }

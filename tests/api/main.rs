@@ -35,6 +35,7 @@ mod metrics;
 mod nested_pools;
 mod nested_races;
 mod pool_maps;
+mod pool_rules;
 mod postgres;
 mod prefixes;
 mod queues;
@@ -94,6 +95,7 @@ fn main() {
         nested_pools::tests(),
         nested_races::tests(),
         pool_maps::tests(),
+        pool_rules::tests(),
         prefixes::tests(),
         queues::tests(),
         quota::tests(),

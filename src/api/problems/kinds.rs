@@ -291,6 +291,21 @@ pub const IDEMPOTENCY_KEY_REUSED: Kind = kind("idempotency-key-reused", 422, "Th
         opt("key", Ty::Text, "The other key on which the Idempotency-Key holds a live lease."),
     ]);
 #[rustfmt::skip]
+pub const RULE_CONFLICT: Kind = kind("rule-conflict", 422, "A rule widens the parent's",
+    "a child pool's rule would widen its parent's (`rule` names it); a child may only \
+        narrow its parent's rules", &[
+        POOL,
+        req("rule", Ty::Text, "The rule: `min_prefix_len`, `max_prefix_len`, \
+            `default_prefix_len` or `allowed`."),
+    ]);
+#[rustfmt::skip]
+pub const RULE_VIOLATED: Kind = kind("rule-violated", 422, "The reserve breaks a rule of the pool",
+    "the reserve breaks a rule of the pool (`rule` names it)", &[
+        POOL,
+        req("rule", Ty::Text, "The rule: `min_prefix_len`, `max_prefix_len`, `allowed`, \
+            `disallowed` or `required_labels`."),
+    ]);
+#[rustfmt::skip]
 pub const QUOTA_EXCEEDED: Kind = kind("quota-exceeded", 429, "The token holds its quota",
     "the token holds its quota of live leases, of sessions or of \
         groups (`quota` names it)", &[
@@ -359,6 +374,8 @@ pub const KINDS: &[Kind] = &[
     PAYLOAD_TOO_LARGE,
     UNSUPPORTED_MEDIA_TYPE,
     IDEMPOTENCY_KEY_REUSED,
+    RULE_CONFLICT,
+    RULE_VIOLATED,
     QUOTA_EXCEEDED,
     RATE_LIMITED,
     REQUEST_HEADER_FIELDS_TOO_LARGE,

@@ -31,6 +31,21 @@ pub fn refused_problem(subject: Subject, refused: &Refused, now: Now) -> Problem
         R::NotGroupCreator => Problem::internal(refused),
         R::PoolConflict { .. } | R::PoolInUse { .. } => pool_problem(subject, refused, now),
         R::InParent { parent, refused } => parent_problem(parent, refused, now),
+        R::RuleConflict(breach) => Problem::of(
+            &kinds::RULE_CONFLICT,
+            format!(
+                "rules.{}: {}; a child only narrows its parent's rules",
+                breach.rule, breach.detail
+            ),
+        )
+        .with("pool", subject.pool())
+        .with("rule", breach.rule),
+        R::RuleViolated(breach) => Problem::of(
+            &kinds::RULE_VIOLATED,
+            format!("{}: {}", breach.rule, breach.detail),
+        )
+        .with("pool", subject.pool())
+        .with("rule", breach.rule),
         R::GroupNotEmpty { members } => Problem::of(
             &kinds::GROUP_NOT_EMPTY,
             format!("{subject} has {members} live members; they leave first"),

@@ -165,21 +165,17 @@ impl ReserveRequest {
     ) -> Result<ReserveSubnet, Problem> {
         let limits = asker.limits();
         let holder = Holder::parse(self.holder)?;
+        // Neither: the pool's default_prefix_len, if it has one.
         let want = match (self.prefix_len, &self.subnet) {
-            (Some(len), None) => Want::PrefixLen(len),
-            (None, Some(text)) => Want::Subnet(subnet::cidr("subnet", text)?),
+            (Some(len), None) => Some(Want::PrefixLen(len)),
+            (None, Some(text)) => Some(Want::Subnet(subnet::cidr("subnet", text)?)),
             (Some(_), Some(_)) => {
                 return Err(Problem::invalid(
                     "subnet",
                     "give either prefix_len or subnet, not both",
                 ));
             }
-            (None, None) => {
-                return Err(Problem::invalid(
-                    "prefix_len",
-                    "is required unless a subnet is named",
-                ));
-            }
+            (None, None) => None,
         };
         // Without a TTL or a session, the server's default TTL.
         let lifetime = AskedLifetime::parse(
@@ -193,15 +189,14 @@ impl ReserveRequest {
         let metadata = Metadata::parse_some(self.metadata)?;
         let labels = Labels::parse_flat(self.labels)?;
         let count = match (self.count, want) {
-            (None, _) => BatchCount::ONE,
-            (Some(n), Want::PrefixLen(_)) => BatchCount::parse(n)?,
-            (Some(1), Want::Subnet(_)) => BatchCount::ONE,
-            (Some(_), Want::Subnet(_)) => {
+            (None, _) | (Some(1), _) => BatchCount::ONE,
+            (Some(_), Some(Want::Subnet(_))) => {
                 return Err(Problem::invalid(
                     "count",
                     "a named subnet is one block: count is 1 with subnet",
                 ));
             }
+            (Some(n), _) => BatchCount::parse(n)?,
         };
         let lifetime = lifetime.bind(asker, Holding::Pool(&pool))?;
         Ok(ReserveSubnet {

@@ -114,7 +114,8 @@ pub struct LockSetRequest {
 pub struct ReserveRequest {
     /// Free text naming the client; informational only.
     pub holder: String,
-    /// Any free block of this length (exactly one of `prefix_len` and `subnet`).
+    /// Any free block of this length (at most one of `prefix_len` and `subnet`;
+    /// neither: the pool's `default_prefix_len`).
     pub prefix_len: Option<u8>,
     /// This aligned block of the pool (exactly one of `prefix_len` and `subnet`).
     pub subnet: Option<String>,

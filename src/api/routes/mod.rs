@@ -24,6 +24,7 @@ pub mod locks;
 pub mod ops;
 pub mod path_params;
 pub mod pool_maps;
+pub mod pool_rules;
 pub mod pools;
 pub mod prefixes;
 pub mod reservations;

@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 use super::answers::OrProblem;
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppPath, AppQuery};
+use super::pool_rules::RulesBody;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -48,6 +49,8 @@ pub struct PutPoolRequest {
     /// The pool it is cut from: its block must be free there, and it then
     /// occupies it. A pool at depth 10 takes no children.
     pub parent: Option<String>,
+    /// Allocation rules; a child's may only narrow its parent's.
+    pub rules: Option<RulesBody>,
     /// Free-form text labels.
     pub labels: Option<BTreeMap<String, String>>,
 }
@@ -117,6 +120,8 @@ pub struct PoolBody {
     pub largest_free: Option<String>,
     /// The pools cut from it, in address order.
     pub children: Vec<ChildBody>,
+    /// Its effective rules: its own, within its ancestors'.
+    pub rules: RulesBody,
 }
 
 /// A pool cut from another, and the block it occupies there.
@@ -129,6 +134,7 @@ pub struct ChildBody {
 impl From<PoolUsage> for PoolBody {
     fn from(usage: PoolUsage) -> Self {
         Self {
+            rules: usage.pool.rules.clone().into(),
             total_addresses: usage.pool.cidr.size().to_string(),
             pool: usage.pool.into(),
             reserved_count: usage.reserved,
@@ -193,11 +199,12 @@ pub async fn put_pool(
     if let Some(parent) = &parent {
         caller.pool(parent, Need::Write)?;
     }
+    let rules = body.rules.unwrap_or_default().parse(cidr)?;
     let labels = Labels::parse(body.labels)?;
     let put = state
         .leases
         .subnets()
-        .put_pool(&pool, cidr, parent, labels)
+        .put_pool(&pool, cidr, parent, rules, labels)
         .await
         .or_problem(&state, &pool)?;
     let (created, usage) = match put {

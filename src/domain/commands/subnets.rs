@@ -14,7 +14,8 @@ use crate::domain::{InvalidInput, Millis};
 #[derive(Debug, Clone)]
 pub struct ReserveSubnet {
     pub pool: PoolName,
-    pub want: Want,
+    /// `None`: the pool's `default_prefix_len`.
+    pub want: Option<Want>,
     /// The caller's networks, in any family; the grant overlaps none of them.
     pub excludes: Vec<Block>,
     pub holder: Holder,
