@@ -99,6 +99,18 @@ impl SubnetService<'_> {
         }
     }
 
+    /// The pool and the next `limit` blocks of `len` (or of its default)
+    /// reserves would take, in order; `None` when neither names a length.
+    pub async fn free_blocks(
+        &self,
+        name: &PoolName,
+        len: Option<u8>,
+        limit: PageLimit,
+    ) -> Result<(Pool, Option<(u8, Vec<Block>)>), LeaseError> {
+        let pools = self.leases.store.pools();
+        Ok(pools.free(name, len, limit.get(), self.now()).await?)
+    }
+
     pub async fn pool(&self, name: &PoolName) -> Result<PoolUsage, LeaseError> {
         Ok(self.leases.store.pools().usage(name, self.now()).await?)
     }

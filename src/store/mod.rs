@@ -12,6 +12,7 @@ mod errors;
 mod events;
 mod expiry;
 mod free_blocks;
+mod free_lists;
 mod group_texts;
 mod groups;
 mod history;

@@ -34,6 +34,7 @@ mod locks;
 mod metrics;
 mod nested_pools;
 mod nested_races;
+mod pool_free;
 mod pool_maps;
 mod pool_rules;
 mod postgres;
@@ -94,6 +95,7 @@ fn main() {
         metrics::tests(),
         nested_pools::tests(),
         nested_races::tests(),
+        pool_free::tests(),
         pool_maps::tests(),
         pool_rules::tests(),
         prefixes::tests(),

@@ -145,6 +145,8 @@ refusals! {
     PoolUnknown = ["pool-not-found"];
     /// A pool that exists with another definition.
     PoolDefinitionRefusals = ["pool-not-found", "pool-conflict", "subnet-unavailable", "rule-conflict"];
+    /// A free-block query of a length the pool's rules refuse.
+    PoolFreeRefusals = ["rule-violated"];
     /// A pool that cannot be deleted.
     PoolDeleteRefusals = ["pool-not-found", "pool-in-use"];
     /// A reservation that does not exist.
