@@ -30,6 +30,8 @@ mod lock_run_sets;
 mod lost_answers;
 #[path = "cli/partition.rs"]
 mod partition;
+#[path = "cli/pools.rs"]
+mod pools;
 #[path = "cli/proxy.rs"]
 mod proxy;
 #[path = "cli/sessions.rs"]

@@ -86,7 +86,8 @@ Examples:
 pub const POOL_PUT: &str = "\
 Examples:
   leasehold pool put docker 10.0.0.0/8 --label driver=bridge
-  leasehold pool put v6 fd00::/48";
+  leasehold pool put v6 fd00::/48
+  leasehold pool create eu 10.1.0.0/16 --parent docker --rule default_prefix_len=24";
 
 pub const POOL_SHOW: &str = "\
 Examples:

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 
 use super::output::{expires_in, more, table};
 use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit, local_networks};
-use crate::client::{ReservationJson, ReserveBody, millis};
+use crate::client::{Client, ReservationJson, ReserveBody, millis};
 use crate::config::parse_duration;
 
 #[derive(Debug, Args)]
@@ -47,6 +47,9 @@ pub enum SubnetAction {
         /// Who holds it (informational); `host/pid-N` by default.
         #[arg(long)]
         holder: Option<String>,
+        /// Reserve this many blocks of --prefix-len at once (1 to 256), all or none.
+        #[arg(long, conflicts_with = "subnet")]
+        count: Option<u16>,
     },
     /// Renew a reservation.
     #[command(after_help = examples::SUBNET_RENEW)]
@@ -97,35 +100,8 @@ pub async fn execute(cmd: SubnetCommand) -> Result<u8, CliError> {
         .pool
         .ok_or_else(|| CliError::new(exit::USAGE, "--pool is required"))?;
     match cmd.action {
-        SubnetAction::Reserve {
-            prefix_len,
-            subnet,
-            mut exclude,
-            exclude_local,
-            ttl,
-            holder,
-        } => {
-            if exclude_local {
-                exclude.extend(
-                    local_networks::local_networks().map_err(|e| CliError::new(exit::OTHER, e))?,
-                );
-            }
-            let request = ReserveBody {
-                holder: holder.unwrap_or_else(default_holder),
-                prefix_len,
-                subnet,
-                ttl_ms: ttl.map(millis),
-                exclude,
-                metadata: None,
-            };
-            let r = client.reserve_subnet(&pool, &request).await?;
-            args.print(&r, |r| {
-                format!(
-                    "{}\ntoken: {}\n",
-                    show(r),
-                    r.token.as_deref().unwrap_or("-")
-                )
-            });
+        action @ SubnetAction::Reserve { .. } => {
+            return reserve(&args, &client, &pool, action).await;
         }
         SubnetAction::Renew { id, token, ttl } => {
             let lease_token = token.require(&args, "subnet renew")?;
@@ -197,4 +173,61 @@ fn show(r: &ReservationJson) -> String {
         r.fencing_token,
         status(r)
     )
+}
+
+/// A reserve: one block, or a batch of `count`.
+async fn reserve(
+    args: &ClientArgs,
+    client: &Client,
+    pool: &str,
+    action: SubnetAction,
+) -> Result<u8, CliError> {
+    let SubnetAction::Reserve {
+        prefix_len,
+        subnet,
+        mut exclude,
+        exclude_local,
+        ttl,
+        holder,
+        count,
+    } = action
+    else {
+        return Ok(exit::OK);
+    };
+    if exclude_local {
+        exclude
+            .extend(local_networks::local_networks().map_err(|e| CliError::new(exit::OTHER, e))?);
+    }
+    let request = ReserveBody {
+        holder: holder.unwrap_or_else(default_holder),
+        prefix_len,
+        subnet,
+        ttl_ms: ttl.map(millis),
+        exclude,
+        metadata: None,
+        count,
+    };
+    if count.is_some() {
+        let batch = client.reserve_subnets(pool, &request).await?;
+        args.print(&batch, |b| {
+            let lines = b.items.iter().map(|r| {
+                format!(
+                    "{}\ntoken: {}\n",
+                    show(r),
+                    r.token.as_deref().unwrap_or("-")
+                )
+            });
+            lines.collect()
+        });
+        return Ok(exit::OK);
+    }
+    let r = client.reserve_subnet(pool, &request).await?;
+    args.print(&r, |r| {
+        format!(
+            "{}\ntoken: {}\n",
+            show(r),
+            r.token.as_deref().unwrap_or("-")
+        )
+    });
+    Ok(exit::OK)
 }

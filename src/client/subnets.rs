@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{
-    Client, ClientError, PageJson, PoolJson, ReservationJson, ReserveBody, page_query, renew_body,
+    Client, ClientError, PageJson, PoolFreeJson, PoolJson, ReservationBatchJson, ReservationJson,
+    ReserveBody, page_query, renew_body,
 };
 
 impl Client {
@@ -15,9 +16,17 @@ impl Client {
         &self,
         pool: &str,
         cidr: &str,
+        parent: Option<&str>,
+        rules: Option<&Value>,
         labels: &BTreeMap<String, String>,
     ) -> Result<PoolJson, ClientError> {
-        let body = json!({ "cidr": cidr, "labels": labels });
+        let mut body = json!({ "cidr": cidr, "labels": labels });
+        if let Some(parent) = parent {
+            body["parent"] = json!(parent);
+        }
+        if let Some(rules) = rules {
+            body["rules"] = rules.clone();
+        }
         self.call(
             self.request(Method::PUT, &Self::pool_path(pool))
                 .json(&body),
@@ -27,6 +36,25 @@ impl Client {
 
     pub async fn get_pool(&self, pool: &str) -> Result<PoolJson, ClientError> {
         self.get(&Self::pool_path(pool), &[]).await
+    }
+
+    /// The next `limit` blocks of `prefix_len` (the pool's default when
+    /// `None`) reserves would take, in order.
+    pub async fn pool_free(
+        &self,
+        pool: &str,
+        prefix_len: Option<u8>,
+        limit: Option<u32>,
+    ) -> Result<PoolFreeJson, ClientError> {
+        let mut query = Vec::new();
+        if let Some(len) = prefix_len {
+            query.push(("prefix_len", len.to_string()));
+        }
+        if let Some(limit) = limit {
+            query.push(("limit", limit.to_string()));
+        }
+        self.get(&format!("{}/free", Self::pool_path(pool)), &query)
+            .await
     }
 
     pub async fn list_pools(
@@ -46,6 +74,16 @@ impl Client {
         pool: &str,
         req: &ReserveBody,
     ) -> Result<ReservationJson, ClientError> {
+        let path = format!("{}/reservations", Self::pool_path(pool));
+        self.post(&path, req).await
+    }
+
+    /// A reserve with `count` set: every block, or none.
+    pub async fn reserve_subnets(
+        &self,
+        pool: &str,
+        req: &ReserveBody,
+    ) -> Result<ReservationBatchJson, ClientError> {
         let path = format!("{}/reservations", Self::pool_path(pool));
         self.post(&path, req).await
     }

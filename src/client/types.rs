@@ -98,6 +98,15 @@ pub struct ReserveBody {
     pub exclude: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// How many blocks at once, all or none; the answer is then a batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u16>,
+}
+
+/// The reservations of a reserve with `count`, in the order granted.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReservationBatchJson {
+    pub items: Vec<ReservationJson>,
 }
 
 /// One holder of a key, as inspecting a lock lists them; read from the
@@ -204,8 +213,29 @@ pub struct PoolJson {
     pub family: String,
     pub labels: BTreeMap<String, String>,
     pub created_at: String,
+    /// The pool it is cut from; none at the top.
+    #[serde(default)]
+    pub parent: Option<String>,
+    #[serde(default)]
+    pub depth: u8,
     #[serde(flatten)]
     pub usage: Option<PoolUsageJson>,
+}
+
+/// A pool cut from another, as its parent lists it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChildJson {
+    pub name: String,
+    pub cidr: String,
+}
+
+/// The blocks reserves would take next; read from the server's `PoolFreeBody`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolFreeJson {
+    pub pool: String,
+    pub cidr: String,
+    pub prefix_len: u8,
+    pub blocks: Vec<String>,
 }
 
 /// A pool's usage over its live reservations. Address counts are decimal text.
@@ -217,6 +247,12 @@ pub struct PoolUsageJson {
     pub free_addresses: String,
     pub total_addresses: String,
     pub largest_free: Option<String>,
+    /// The pools cut from it, in address order.
+    #[serde(default)]
+    pub children: Vec<ChildJson>,
+    /// Its effective rules.
+    #[serde(default)]
+    pub rules: Option<Value>,
 }
 
 /// A page of a list; pass `next_cursor` back for the next one. One generic

@@ -125,6 +125,33 @@ pub fn usable(free: Block, excludes: &[Block]) -> Vec<Block> {
     subtract(free, excludes)
 }
 
+/// The next `limit` blocks of `len` that reserves would take one after
+/// another from `free` (usable free blocks, disjoint): best fit takes the
+/// smallest block that holds one, at its lowest address, and what is left
+/// of it is smaller than any other, so the block is used up in address
+/// order before the next best one is touched.
+pub fn next_blocks(mut free: Vec<Block>, len: u8, limit: usize) -> Vec<Block> {
+    free.retain(|b| b.prefix_len() <= len);
+    free.sort_by_key(|b| (std::cmp::Reverse(b.prefix_len()), b.start()));
+    let mut out = Vec::with_capacity(limit);
+    for block in free {
+        let step = 1u128.checked_shl(u32::from(block.family().width() - len));
+        let mut start = block.start();
+        while out.len() < limit {
+            let Some(next) = Block::new(block.family(), start, len).filter(|n| block.contains(*n))
+            else {
+                break;
+            };
+            out.push(next);
+            match step.and_then(|s| start.checked_add(s)) {
+                Some(s) => start = s,
+                None => break,
+            }
+        }
+    }
+    out
+}
+
 /// Best fit, then lowest address, over `(free block, usable piece)` candidates.
 pub fn best_fit(
     candidates: impl IntoIterator<Item = (Block, Block)>,

@@ -316,3 +316,29 @@ fn requests_are_checked_against_their_pool() {
     );
     assert!(check_want(pool, Want::Subnet(pool)).is_ok());
 }
+
+#[test]
+fn the_next_blocks_use_up_the_best_fit_before_the_next() {
+    let free = vec![
+        b("10.0.8.0/21"),
+        b("10.0.2.0/23"),
+        b("10.0.1.0/24"),
+        b("10.0.0.0/25"),
+    ];
+    let next: Vec<String> = next_blocks(free, 24, 5)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        next,
+        [
+            "10.0.1.0/24",
+            "10.0.2.0/24",
+            "10.0.3.0/24",
+            "10.0.8.0/24",
+            "10.0.9.0/24"
+        ]
+    );
+    assert_eq!(next_blocks(vec![b("10.0.0.0/24")], 24, 5).len(), 1);
+    assert!(next_blocks(vec![b("10.0.0.0/25")], 24, 5).is_empty());
+}

@@ -105,6 +105,59 @@ impl Labels {
     pub fn into_map(self) -> BTreeMap<String, String> {
         self.0
     }
+
+    /// Labels sent as any JSON object: a flat map of text to text, or
+    /// refused naming `labels`.
+    pub fn parse_flat(labels: Option<Map<String, Value>>) -> Result<Self, InvalidInput> {
+        let Some(object) = labels else {
+            return Ok(Self::default());
+        };
+        let mut flat = BTreeMap::new();
+        for (key, value) in object {
+            let Value::String(text) = value else {
+                return Err(InvalidInput::new(
+                    "labels",
+                    format!("must map names to text: the value of {key:?} is not text"),
+                ));
+            };
+            flat.insert(key, text);
+        }
+        Self::parse(Some(flat))
+    }
+
+    pub fn as_map(&self) -> &BTreeMap<String, String> {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// How many blocks one reserve asks for (`count`): 1 to `MAX_BATCH`,
+/// all granted in one transaction or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchCount(u16);
+
+/// The most blocks one reserve may ask for.
+pub const MAX_BATCH: u16 = 256;
+
+impl BatchCount {
+    pub const ONE: BatchCount = BatchCount(1);
+
+    pub fn parse(count: u64) -> Result<Self, InvalidInput> {
+        match u16::try_from(count) {
+            Ok(n) if (1..=MAX_BATCH).contains(&n) => Ok(Self(n)),
+            _ => Err(InvalidInput::new(
+                "count",
+                format!("must be 1 to {MAX_BATCH} blocks, not {count}"),
+            )),
+        }
+    }
+
+    pub fn get(self) -> usize {
+        usize::from(self.0)
+    }
 }
 
 /// The keys of a lock set: 1 to `MAX_SET_KEYS`, distinct, in key order.

@@ -16,6 +16,7 @@ pub mod lock;
 pub mod names;
 pub mod paths;
 pub mod pool_map;
+pub mod pool_rules;
 pub mod rate;
 pub mod refusal;
 pub mod revision;

@@ -7,7 +7,7 @@
 
 use super::InvalidInput;
 use super::cidr::{AddressCount, Block};
-use super::subnet::ReservationState;
+use super::subnet::{Child, ReservationState};
 
 /// The most blocks a map may cut a pool into, as a power of two: counts of
 /// blocks stay exact integers.
@@ -54,6 +54,8 @@ pub enum Cell {
     Allocated,
     /// Partly used, or reserved and allocated both.
     Mixed,
+    /// Wholly one child pool's block (its addresses count as allocated).
+    Child,
 }
 
 /// `count` consecutive blocks from `first`, alike: each holds `reserved`
@@ -65,6 +67,15 @@ pub struct Run {
     pub cell: Cell,
     pub reserved: AddressCount,
     pub allocated: AddressCount,
+    /// The child pool whose block the run is, when `cell` is `Child`.
+    pub child: Option<String>,
+}
+
+/// What occupies a block of a pool: a live reservation, or a pool cut from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Occupant<'a> {
+    Lease(ReservationState),
+    Child(&'a str),
 }
 
 /// A block by its index in the pool, and what it holds so far.
@@ -74,26 +85,37 @@ struct Span {
     reserved: AddressCount,
     allocated: AddressCount,
     whole: Option<Cell>,
+    child: Option<String>,
 }
 
 /// The map of `pool` at `resolution`, from its live reservations in
 /// address order (disjoint, as the allocator keeps them).
 pub fn map(pool: Block, resolution: Resolution, used: &[(Block, ReservationState)]) -> Vec<Run> {
+    let used: Vec<_> = used.iter().map(|&(b, s)| (b, Occupant::Lease(s))).collect();
+    map_occupied(pool, resolution, &used)
+}
+
+/// The map of `pool` at `resolution`, from what occupies it (its live
+/// reservations and its children) in address order, disjoint.
+pub fn map_occupied(pool: Block, resolution: Resolution, used: &[(Block, Occupant)]) -> Vec<Run> {
     let r = resolution.get();
     let shift = u32::from(pool.family().width() - r);
     let block_size = AddressCount::power_of_two(shift);
     let index = |b: Block| (b.start() - pool.start()).checked_shr(shift).unwrap_or(0);
     let mut spans: Vec<Span> = Vec::new();
-    for &(subnet, state) in used {
+    for &(subnet, occupant) in used {
         let size = subnet.size();
-        let (reserved, allocated) = match state {
-            ReservationState::Reserved => (size, AddressCount::default()),
-            ReservationState::Allocated => (AddressCount::default(), size),
+        let (reserved, allocated) = match occupant {
+            Occupant::Lease(ReservationState::Reserved) => (size, AddressCount::default()),
+            Occupant::Lease(ReservationState::Allocated) | Occupant::Child(_) => {
+                (AddressCount::default(), size)
+            }
         };
         if subnet.prefix_len() <= r {
-            let whole = match state {
-                ReservationState::Reserved => Cell::Reserved,
-                ReservationState::Allocated => Cell::Allocated,
+            let (whole, child) = match occupant {
+                Occupant::Lease(ReservationState::Reserved) => (Cell::Reserved, None),
+                Occupant::Lease(ReservationState::Allocated) => (Cell::Allocated, None),
+                Occupant::Child(name) => (Cell::Child, Some(name.to_owned())),
             };
             let per_block = |n: AddressCount| if n == size { block_size } else { n };
             spans.push(Span {
@@ -102,6 +124,7 @@ pub fn map(pool: Block, resolution: Resolution, used: &[(Block, ReservationState
                 reserved: per_block(reserved),
                 allocated: per_block(allocated),
                 whole: Some(whole),
+                child,
             });
             continue;
         }
@@ -116,10 +139,25 @@ pub fn map(pool: Block, resolution: Resolution, used: &[(Block, ReservationState
                 reserved,
                 allocated,
                 whole: None,
+                child: None,
             }),
         }
     }
     runs(pool, r, block_size, spans)
+}
+
+/// A pool's live reservations and its children, in address order.
+pub fn occupants<'a>(
+    leases: &[(Block, ReservationState)],
+    children: &'a [Child],
+) -> Vec<(Block, Occupant<'a>)> {
+    let mut all: Vec<_> = leases
+        .iter()
+        .map(|&(b, s)| (b, Occupant::Lease(s)))
+        .chain(children.iter().map(|c| (c.cidr, Occupant::Child(&c.name))))
+        .collect();
+    all.sort_by_key(|(b, _)| b.start());
+    all
 }
 
 /// The spans in order, with free runs between them, alike neighbours merged.
@@ -132,9 +170,10 @@ fn runs(pool: Block, r: u8, block_size: AddressCount, spans: Vec<Span>) -> Vec<R
     };
     let nothing = AddressCount::default();
     let mut out: Vec<Run> = Vec::new();
-    let mut push = |index: u128, count: u128, cell, reserved, allocated| {
+    let mut push = |index: u128, count: u128, cell, reserved, allocated, child: Option<String>| {
         if let Some(last) = out.last_mut()
             && (last.cell, last.reserved, last.allocated) == (cell, reserved, allocated)
+            && last.child == child
         {
             last.count += count;
             return;
@@ -146,12 +185,13 @@ fn runs(pool: Block, r: u8, block_size: AddressCount, spans: Vec<Span>) -> Vec<R
             cell,
             reserved,
             allocated,
+            child,
         });
     };
     let mut next = 0u128;
     for span in spans {
         if span.index > next {
-            push(next, span.index - next, Cell::Free, nothing, nothing);
+            push(next, span.index - next, Cell::Free, nothing, nothing, None);
         }
         let cell = span.whole.unwrap_or(if span.reserved == block_size {
             Cell::Reserved
@@ -160,11 +200,18 @@ fn runs(pool: Block, r: u8, block_size: AddressCount, spans: Vec<Span>) -> Vec<R
         } else {
             Cell::Mixed
         });
-        push(span.index, span.count, cell, span.reserved, span.allocated);
+        push(
+            span.index,
+            span.count,
+            cell,
+            span.reserved,
+            span.allocated,
+            span.child,
+        );
         next = span.index + span.count;
     }
     if next < blocks {
-        push(next, blocks - next, Cell::Free, nothing, nothing);
+        push(next, blocks - next, Cell::Free, nothing, nothing, None);
     }
     out
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::domain::subnet::Child;
 use crate::domain::subnet::ReservationState::{Allocated, Reserved};
 
 fn block(text: &str) -> Block {
@@ -103,4 +104,36 @@ fn a_resolution_is_within_the_pool_and_its_family() {
     let v6 = block("2001:db8::/32");
     assert!(Resolution::parse(v6, Some(96)).is_ok());
     assert!(Resolution::parse(v6, Some(97)).is_err());
+}
+
+#[test]
+fn a_child_is_drawn_as_its_own_run_and_counts_as_allocated() {
+    let (pool, r) = at("10.0.0.0/16", 18);
+    let children = [
+        Child {
+            name: "eu".into(),
+            cidr: block("10.0.0.0/18"),
+        },
+        Child {
+            name: "us".into(),
+            cidr: block("10.0.64.0/18"),
+        },
+        Child {
+            name: "lab".into(),
+            cidr: block("10.0.128.0/25"),
+        },
+    ];
+    let used = occupants(&[(block("10.0.128.128/25"), Reserved)], &children);
+    let runs = map_occupied(pool, r, &used);
+    assert_eq!(
+        shown(&runs),
+        [
+            "10.0.0.0/18 x1 Child 0/16384",
+            "10.0.64.0/18 x1 Child 0/16384",
+            "10.0.128.0/18 x1 Mixed 128/128",
+            "10.0.192.0/18 x1 Free 0/0",
+        ]
+    );
+    let names: Vec<_> = runs.iter().map(|r| r.child.as_deref()).collect();
+    assert_eq!(names, [Some("eu"), Some("us"), None, None]);
 }

@@ -6,6 +6,7 @@
 
 use super::grant::QuotaKind;
 use super::lock::Refusal;
+use super::pool_rules::Breach;
 use super::subnet::{Pool, ReserveRefusal};
 use super::{At, InvalidInput};
 
@@ -77,11 +78,25 @@ pub enum Refused {
     },
     /// Live reservations keep the pool; when none is allocated, the last of
     /// them expires at `clears_at`.
-    #[error("the pool has live reservations")]
+    #[error("the pool has live reservations or children")]
     PoolInUse {
         reserved: u64,
         allocated: u64,
+        children: u64,
         clears_at: Option<At>,
+    },
+    /// A child's rule would widen its parent's.
+    #[error("{}", .0.detail)]
+    RuleConflict(Breach),
+    /// A reserve breaks a rule of its pool.
+    #[error("{}", .0.detail)]
+    RuleViolated(Breach),
+    /// The parent a new pool names refuses it: it is not there, the child
+    /// does not fit it, or the child's block is not free in it.
+    #[error("parent pool {parent}: {refused}")]
+    InParent {
+        parent: String,
+        refused: Box<Refused>,
     },
     /// The group was created by another API token (or without one): only
     /// its creator, or an admin, deletes it.

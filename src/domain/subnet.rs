@@ -7,10 +7,14 @@ use super::cidr::{AddressCount, Block, CidrError};
 use super::events::{Event, EventType, Holding, Reason, Resource};
 use super::fencing_token::FencingToken;
 use super::lease::Lease;
+use super::names::PoolName;
+use super::pool_rules::Rules;
 use super::{At, InvalidInput};
 
 pub const MAX_LABELS_BYTES: usize = 4096;
 pub const MAX_EXCLUDES: usize = 256;
+/// The deepest a pool may nest: a pool at this depth takes no children.
+pub const MAX_POOL_DEPTH: u8 = 10;
 
 /// A named range of addresses that reservations are cut from.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +23,19 @@ pub struct Pool {
     pub cidr: Block,
     pub labels: BTreeMap<String, String>,
     pub created_at: At,
+    /// The pool it is cut from, whose block it occupies.
+    pub parent: Option<String>,
+    /// 0 without a parent, one more than its parent's with one.
+    pub depth: u8,
+    /// Its effective allocation rules.
+    pub rules: Rules,
+}
+
+/// A pool cut from another: its name and block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Child {
+    pub name: String,
+    pub cidr: Block,
 }
 
 /// A pool and what is taken of it, over live reservations only.
@@ -29,6 +46,8 @@ pub struct PoolUsage {
     pub allocated: u64,
     pub free: AddressCount,
     pub largest_free: Option<Block>,
+    /// The pools cut from it, in address order (each counts as allocated).
+    pub children: Vec<Child>,
 }
 
 /// `reserved` until confirmed, then `allocated` (no expiry).
@@ -56,6 +75,8 @@ pub struct Reservation {
     pub idempotency_key: Option<String>,
     /// The session it is bound to until confirmed: it lives as long as that session.
     pub session: Option<String>,
+    /// Free text labels of the reservation.
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Reservation {
@@ -121,6 +142,8 @@ pub enum ReserveRefusal {
         conflicts: Vec<Reservation>,
         more_conflicts: bool,
         excluded: Vec<Block>,
+        /// The child pools it overlaps.
+        children: Vec<Child>,
     },
 }
 
@@ -144,19 +167,47 @@ pub fn labels(labels: &BTreeMap<String, String>) -> Result<(), InvalidInput> {
 
 /// What differs between an existing pool and a definition of the same name:
 /// empty when they are identical.
-pub fn pool_differences(
-    existing: &Pool,
-    cidr: Block,
-    labels: &BTreeMap<String, String>,
-) -> Vec<&'static str> {
+pub fn pool_differences(existing: &Pool, wanted: &Pool) -> Vec<&'static str> {
     let mut differs = Vec::new();
-    if existing.cidr != cidr {
+    if existing.cidr != wanted.cidr {
         differs.push("cidr");
     }
-    if &existing.labels != labels {
+    if existing.parent != wanted.parent {
+        differs.push("parent");
+    }
+    if existing.rules != wanted.rules {
+        differs.push("rules");
+    }
+    if existing.labels != wanted.labels {
         differs.push("labels");
     }
     differs
+}
+
+/// The depth of a pool of `cidr` cut from `parent`: its block lies inside
+/// the parent's (aligned, as every parsed block is), and the parent is not
+/// at the deepest level.
+pub fn child_depth(parent: &Pool, cidr: Block) -> Result<u8, InvalidInput> {
+    if parent.depth >= MAX_POOL_DEPTH {
+        return Err(InvalidInput::new(
+            "parent",
+            format!(
+                "pool {} is at depth {MAX_POOL_DEPTH}, the deepest a pool nests: it takes no \
+                 children",
+                parent.name
+            ),
+        ));
+    }
+    if cidr == parent.cidr || !parent.cidr.contains(cidr) {
+        return Err(InvalidInput::new(
+            "cidr",
+            format!(
+                "{cidr} does not lie inside {}, the block of parent pool {}",
+                parent.cidr, parent.name
+            ),
+        ));
+    }
+    Ok(parent.depth + 1)
 }
 
 /// Parses a CIDR field; host bits set are refused with the aligned network as a hint.
@@ -168,6 +219,11 @@ pub fn cidr(field: &str, text: &str) -> Result<Block, InvalidInput> {
             CidrError::Malformed(_) => invalid,
         }
     })
+}
+
+/// The `parent` a pool names: a pool name.
+pub fn parent(text: String) -> Result<PoolName, InvalidInput> {
+    PoolName::parse(text).map_err(|e| InvalidInput::new("parent", e.message))
 }
 
 /// The networks a caller excludes. They are its hosts' networks, often written
@@ -249,16 +305,51 @@ mod tests {
 
     #[test]
     fn differences_name_what_differs() {
-        let pool = Pool {
-            name: "p".into(),
-            cidr: Block::parse("10.0.0.0/8").unwrap(),
+        let pool = top("p", "10.0.0.0/8");
+        let labels = BTreeMap::from([("env".to_owned(), "prod".to_owned())]);
+        let other = Pool {
+            labels: labels.clone(),
+            ..top("p", "10.0.0.0/16")
+        };
+        let relabelled = Pool {
+            labels,
+            ..pool.clone()
+        };
+        let nested = Pool {
+            parent: Some("q".into()),
+            ..pool.clone()
+        };
+        assert!(pool_differences(&pool, &pool).is_empty());
+        assert_eq!(pool_differences(&pool, &other), ["cidr", "labels"]);
+        assert_eq!(pool_differences(&pool, &relabelled), ["labels"]);
+        assert_eq!(pool_differences(&pool, &nested), ["parent"]);
+    }
+
+    fn top(name: &str, cidr: &str) -> Pool {
+        Pool {
+            name: name.into(),
+            cidr: Block::parse(cidr).unwrap(),
             labels: BTreeMap::new(),
             created_at: At::EPOCH,
+            parent: None,
+            depth: 0,
+            rules: Rules::default(),
+        }
+    }
+
+    #[test]
+    fn a_child_lies_inside_its_parent_above_the_deepest_level() {
+        let parent = top("p", "10.0.0.0/8");
+        let inside = Block::parse("10.1.0.0/16").unwrap();
+        assert_eq!(child_depth(&parent, inside), Ok(1));
+        for outside in ["11.0.0.0/16", "10.0.0.0/8", "0.0.0.0/0", "fd00::/64"] {
+            let err = child_depth(&parent, Block::parse(outside).unwrap()).unwrap_err();
+            assert_eq!(err.field, "cidr", "{outside}");
+        }
+        let deepest = Pool {
+            depth: MAX_POOL_DEPTH,
+            ..parent
         };
-        let other = Block::parse("10.0.0.0/16").unwrap();
-        let labels = BTreeMap::from([("env".to_owned(), "prod".to_owned())]);
-        assert!(pool_differences(&pool, pool.cidr, &BTreeMap::new()).is_empty());
-        assert_eq!(pool_differences(&pool, other, &labels), ["cidr", "labels"]);
-        assert_eq!(pool_differences(&pool, pool.cidr, &labels), ["labels"]);
+        assert_eq!(child_depth(&deepest, inside).unwrap_err().field, "parent");
     }
 }

@@ -11,14 +11,16 @@ use crate::domain::commands::{
 };
 use crate::domain::inputs::{Labels, Metadata, PageLimit, ReservationId};
 use crate::domain::names::{LeaseToken, PoolName, Ttl};
+use crate::domain::pool_rules::Rules;
 use crate::domain::subnet::{self, Pool, PoolUsage, Reservation};
 use crate::store;
 use crate::telemetry::Metrics;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reserved {
-    Granted(Reservation),
-    Replayed(Reservation),
+    /// One reservation per block asked for.
+    Granted(Vec<Reservation>),
+    Replayed(Vec<Reservation>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +68,8 @@ impl SubnetService<'_> {
         &self,
         name: &PoolName,
         cidr: Block,
+        parent: Option<PoolName>,
+        rules: Rules,
         labels: Labels,
     ) -> Result<PutPool, LeaseError> {
         let now = self.now();
@@ -74,6 +78,10 @@ impl SubnetService<'_> {
             cidr,
             labels: labels.into_map(),
             created_at: now,
+            parent: parent.map(PoolName::into_string),
+            // Set by the store from the parent's, as the effective rules are.
+            depth: 0,
+            rules,
         };
         match self.leases.store.pools().put(pool, now).await? {
             PutPoolOutcome::Created(usage) => Ok(PutPool::Created(usage)),
@@ -83,7 +91,24 @@ impl SubnetService<'_> {
                 differs,
             }
             .into()),
+            PutPoolOutcome::InParent { parent, refused } => Err(Refused::InParent {
+                parent,
+                refused: Box::new(refused),
+            }
+            .into()),
         }
+    }
+
+    /// The pool and the next `limit` blocks of `len` (or of its default)
+    /// reserves would take, in order; `None` when neither names a length.
+    pub async fn free_blocks(
+        &self,
+        name: &PoolName,
+        len: Option<u8>,
+        limit: PageLimit,
+    ) -> Result<(Pool, Option<(u8, Vec<Block>)>), LeaseError> {
+        let pools = self.leases.store.pools();
+        Ok(pools.free(name, len, limit.get(), self.now()).await?)
     }
 
     pub async fn pool(&self, name: &PoolName) -> Result<PoolUsage, LeaseError> {
@@ -145,10 +170,12 @@ impl SubnetService<'_> {
             DeletePoolOutcome::InUse {
                 reserved,
                 allocated,
+                children,
                 clears_at,
             } => Err(Refused::PoolInUse {
                 reserved,
                 allocated,
+                children,
                 clears_at,
             }
             .into()),
@@ -156,18 +183,20 @@ impl SubnetService<'_> {
     }
 
     pub async fn reserve(&self, new: ReserveSubnet) -> Result<Reserved, LeaseError> {
-        let token = new_token();
+        let tokens = (0..new.count.get()).map(|_| new_token()).collect();
         let now = self.now();
         let metrics = &self.leases.metrics;
         match self
             .leases
             .store
             .reservations()
-            .reserve(new, token, now)
+            .reserve(new, tokens, now)
             .await?
         {
             ReserveOutcome::Granted(r) => {
-                Metrics::inc(&metrics.reservation_grants);
+                for _ in &r {
+                    Metrics::inc(&metrics.reservation_grants);
+                }
                 Ok(Reserved::Granted(r))
             }
             ReserveOutcome::Replayed(r) => Ok(Reserved::Replayed(r)),

@@ -82,7 +82,7 @@ pub(super) async fn free_block_at(
 /// `AND NOT (start BETWEEN …)` for every exclude: free blocks starting inside
 /// an exclude are covered by it (or are one of the few that contain it, which
 /// the caller handles apart).
-fn outside_excludes(excludes: &[Block], first_param: usize) -> String {
+pub(super) fn outside_excludes(excludes: &[Block], first_param: usize) -> String {
     (0..excludes.len())
         .map(|i| {
             let p = first_param + 2 * i;

@@ -1,8 +1,10 @@
-//! What a pool's map is drawn from: the pool and the subnets of its live
-//! reservations with their states, in address order, read in one snapshot
+//! What a pool's map is drawn from: the pool, the subnets of its live
+//! reservations with their states in address order, and its children, read
+//! in one snapshot
 //! (`domain::pool_map` cuts them into blocks).
 
 use super::StoreResult;
+use super::pool_tree::children;
 use super::pools;
 use super::pools::Pools;
 use super::reservation_updates::live;
@@ -11,10 +13,10 @@ use super::sql::{Sql, args};
 use crate::domain::At;
 use crate::domain::cidr::Block;
 use crate::domain::names::PoolName;
-use crate::domain::subnet::{Pool, ReservationState};
+use crate::domain::subnet::{Child, Pool, ReservationState};
 
-/// A pool and what its live reservations occupy.
-pub type Occupancy = (Pool, Vec<(Block, ReservationState)>);
+/// A pool, what its live reservations occupy, and its children.
+pub type Occupancy = (Pool, Vec<(Block, ReservationState)>, Vec<Child>);
 
 impl Pools<'_> {
     /// `name` and its live reservations' subnets and states, in address
@@ -42,5 +44,6 @@ async fn occupancy(conn: &mut dyn Sql, name: &str, now: At) -> StoreResult<Occup
         .iter()
         .map(|r| rows::reservation(pool.cidr.family(), r).map(|r| (r.subnet, r.state())))
         .collect::<StoreResult<Vec<_>>>()?;
-    Ok((pool, used))
+    let children = children(conn, &pool).await?;
+    Ok((pool, used, children))
 }

@@ -8,19 +8,20 @@ use super::dialect::Effects;
 use super::events::{self, ENDED_RESERVATION, ended_reservation};
 use super::expiry::ended_by_session;
 use super::expiry::{self, Text};
-use super::free_blocks::{give_back, insert_free, largest_plain};
+use super::free_blocks::{give_back, largest_plain};
 use super::hub::Store;
-use super::rows::{self, POOL_COLUMNS, block, corrupt, family_code};
+use super::pool_tree::{children, count_children, vacate};
+use super::rows::{self, POOL_COLUMNS, block, corrupt};
 use super::sql::{Columns, Sql, args, one};
-use super::{Error, StoreError, StoreResult};
+use super::{Error, StoreResult};
 use crate::domain::At;
 use crate::domain::Revision;
 use crate::domain::cidr::AddressCount;
-use crate::domain::commands::{DeletePoolOutcome, PutPoolOutcome};
+use crate::domain::commands::DeletePoolOutcome;
 use crate::domain::events::Reason;
 use crate::domain::names::PoolName;
 use crate::domain::refusal::Missing;
-use crate::domain::subnet::{Pool, PoolUsage, pool_differences};
+use crate::domain::subnet::{Pool, PoolUsage};
 
 /// The store's verbs on subnet pools (`Store::pools`).
 #[derive(Clone, Copy)]
@@ -36,15 +37,6 @@ impl Store {
 }
 
 impl Pools<'_> {
-    /// Creates a pool, or checks that the existing one has the same definition.
-    pub async fn put(self, pool: Pool, now: At) -> StoreResult<PutPoolOutcome> {
-        self.store
-            .write(AllOrNothing, pool, move |c, fx, pool| {
-                Box::pin(put(c, fx, pool, now))
-            })
-            .await
-    }
-
     /// The pool and its usage over live reservations; `PoolNotFound`.
     pub async fn usage(self, name: &PoolName, now: At) -> StoreResult<PoolUsage> {
         // A short write: purging the pool's expired reservations first makes
@@ -94,15 +86,19 @@ pub async fn load(conn: &mut dyn Sql, name: &str) -> StoreResult<Pool> {
 
 /// The pool, locked until the transaction ends; `PoolNotFound`.
 pub async fn lock(conn: &mut dyn Sql, name: &str) -> StoreResult<Pool> {
+    lock_row(conn, name)
+        .await?
+        .ok_or(Error::from(Missing::Pool))
+}
+
+/// The pool if there is one, locked until the transaction ends.
+pub async fn lock_row(conn: &mut dyn Sql, name: &str) -> StoreResult<Option<Pool>> {
     let sql = format!(
         "SELECT {POOL_COLUMNS} FROM subnet_pools WHERE name = $1{}",
         conn.texts().lock_pool_row
     );
     let row = conn.row(sql, args![name]).await?;
-    row.as_ref()
-        .map(rows::pool)
-        .transpose()?
-        .ok_or(Error::from(Missing::Pool))
+    row.as_ref().map(rows::pool).transpose()
 }
 
 /// Deletes at most `limit` of the locked pool's expired reservations (and
@@ -183,7 +179,7 @@ static COUNTS: Text = Text::new(|| {
 });
 
 /// Counts and free space of a pool whose expired reservations are purged.
-async fn usage(conn: &mut dyn Sql, pool: Pool) -> StoreResult<PoolUsage> {
+pub(super) async fn usage(conn: &mut dyn Sql, pool: Pool) -> StoreResult<PoolUsage> {
     let counts = one(conn, COUNTS.as_str(), args![&pool.name]).await?;
     let levels = conn
         .rows(
@@ -200,51 +196,16 @@ async fn usage(conn: &mut dyn Sql, pool: Pool) -> StoreResult<PoolUsage> {
         free = free.add_times(AddressCount::power_of_two(width.saturating_sub(len)), count);
     }
     let largest_free = largest_plain(conn, &pool, &[], &[]).await?;
+    let children = children(conn, &pool).await?;
     Ok(PoolUsage {
         reserved: counts.int("reserved")? as u64,
-        allocated: counts.int("allocated")? as u64,
+        // A child occupies its block as a confirmed reservation would.
+        allocated: counts.int("allocated")? as u64 + children.len() as u64,
         pool,
         free,
         largest_free,
+        children,
     })
-}
-
-/// Creates a pool, or checks that the existing one has the same definition.
-pub async fn put(
-    conn: &mut dyn Sql,
-    fx: &mut Effects,
-    pool: Pool,
-    now: At,
-) -> StoreResult<PutPoolOutcome> {
-    let labels =
-        serde_json::to_string(&pool.labels).map_err(|e| StoreError::Internal(e.to_string()))?;
-    // Two replicas creating the same pool: one inserts, the other finds it.
-    let created = conn
-        .execute(
-            "INSERT INTO subnet_pools (name, family, start, prefix_len, labels, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
-            args![
-                &pool.name,
-                family_code(pool.cidr.family()),
-                &pool.cidr.start_bytes()[..],
-                i64::from(pool.cidr.prefix_len()),
-                &labels,
-                pool.created_at,
-            ],
-        )
-        .await?
-        == 1;
-    if created {
-        insert_free(conn, &pool.name, pool.cidr).await?;
-        return Ok(PutPoolOutcome::Created(usage(conn, pool).await?));
-    }
-    let existing = lock(conn, &pool.name).await?;
-    let differs = pool_differences(&existing, pool.cidr, &pool.labels);
-    if !differs.is_empty() {
-        return Ok(PutPoolOutcome::Conflict { existing, differs });
-    }
-    purge_expired(conn, fx, &existing, now, i64::MAX).await?;
-    Ok(PutPoolOutcome::Unchanged(usage(conn, existing).await?))
 }
 
 /// The pool's usage, exact: its expired reservations are purged first.
@@ -268,26 +229,38 @@ pub async fn list(conn: &mut dyn Sql, after: Option<&str>, limit: u32) -> StoreR
     rows.iter().map(rows::pool).collect()
 }
 
-/// Deletes a pool without live reservations (expired ones go with it).
+/// Deletes a pool without live reservations or children (expired
+/// reservations go with it); a child's block goes back to its parent.
 pub async fn delete(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     name: &str,
     now: At,
 ) -> StoreResult<DeletePoolOutcome> {
-    lock_purged(conn, fx, name, now).await?;
+    // The parent's lock before the child's, as a child's creation takes
+    // them; a pool's parent never changes, so it is read without a lock.
+    let parent = match load(conn, name).await?.parent {
+        Some(parent) => lock_row(conn, &parent).await?,
+        None => None,
+    };
+    let pool = lock_purged(conn, fx, name, now).await?;
     let counts = one(conn, COUNTS.as_str(), args![name]).await?;
     let (allocated, reserved) = (counts.int("allocated")?, counts.int("reserved")?);
-    if allocated + reserved > 0 {
+    let children = count_children(conn, name).await?;
+    if allocated + reserved > 0 || children > 0 {
         return Ok(DeletePoolOutcome::InUse {
             reserved: reserved as u64,
             allocated: allocated as u64,
-            clears_at: counts.opt_at("last_expiry")?.filter(|_| allocated == 0),
+            children,
+            clears_at: counts
+                .opt_at("last_expiry")?
+                .filter(|_| allocated == 0 && children == 0),
         });
     }
     conn.execute("DELETE FROM pool_free_blocks WHERE pool = $1", args![name])
         .await?;
     conn.execute("DELETE FROM subnet_pools WHERE name = $1", args![name])
         .await?;
+    vacate(conn, parent.as_ref(), &pool).await?;
     Ok(DeletePoolOutcome::Deleted)
 }

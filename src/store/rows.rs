@@ -2,6 +2,7 @@
 //! same in both dialects. A value that does not decode is corruption, never a
 //! client's fault.
 
+use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 
 use serde_json::{Map, Value};
@@ -10,9 +11,10 @@ use super::expiry::{self, Text};
 use super::sql::Columns;
 use super::{Error, StoreError, StoreResult};
 use crate::domain::cidr::{Block, Family};
-use crate::domain::inputs::Metadata;
+use crate::domain::inputs::{Labels, Metadata};
 use crate::domain::lock::LockLease;
 use crate::domain::names::LeaseToken;
+use crate::domain::pool_rules::Rules;
 use crate::domain::subnet::{Pool, Reservation};
 use crate::domain::{Lease, LockMode};
 
@@ -42,14 +44,15 @@ pub static RESERVATION_COLUMNS: Text = Text::new(|| {
              WHERE s.id = subnet_reservations.session_id), 0) END AS expires_at, \
          coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = subnet_reservations.session_id), \
            subnet_reservations.ttl_ms) AS ttl_ms, \
-         metadata, idempotency_key, session_id",
+         metadata, idempotency_key, session_id, subnet_reservations.labels AS labels",
         expiry::expires_at("subnet_reservations"),
         expiry::expires_at("s")
     )
 });
 
 /// The columns `pool` decodes.
-pub const POOL_COLUMNS: &str = "name, family, start, prefix_len, labels, created_at";
+pub const POOL_COLUMNS: &str =
+    "name, family, start, prefix_len, labels, created_at, parent, depth, rules";
 
 /// The error for a stored value that cannot be what it claims.
 pub fn corrupt(what: &str) -> Error {
@@ -66,6 +69,16 @@ pub(super) fn metadata(text: Option<String>) -> StoreResult<Option<Map<String, V
 /// Metadata as stored: JSON text, or NULL.
 pub fn metadata_text(metadata: Option<&Metadata>) -> Option<String> {
     metadata.map(|m| Value::Object(m.as_map().clone()).to_string())
+}
+
+/// A reservation's labels as stored: none is NULL.
+pub fn labels_text(labels: &Labels) -> StoreResult<Option<String>> {
+    if labels.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(labels.as_map())
+        .map(Some)
+        .map_err(|e| StoreError::Internal(e.to_string()).into())
 }
 
 /// How a pool's address family is stored.
@@ -144,6 +157,10 @@ pub fn reservation(family: Family, row: &impl Columns) -> StoreResult<Reservatio
         lease: lease(row)?,
         idempotency_key: row.opt_text("idempotency_key")?,
         session: row.opt_text("session_id")?,
+        labels: match row.opt_text("labels")? {
+            Some(text) => serde_json::from_str(&text).map_err(|_| corrupt("reservation labels"))?,
+            None => BTreeMap::new(),
+        },
     })
 }
 
@@ -156,5 +173,14 @@ pub fn pool(row: &impl Columns) -> StoreResult<Pool> {
         cidr: block(row, family, "start")?,
         labels: serde_json::from_str(&labels).map_err(|_| corrupt("pool labels"))?,
         created_at: row.at("created_at")?,
+        parent: row.opt_text("parent")?,
+        depth: u8::try_from(row.int("depth")?).map_err(|_| corrupt("pool depth"))?,
+        rules: match row.opt_text("rules")? {
+            Some(text) => serde_json::from_str(&text)
+                .ok()
+                .and_then(|v| Rules::from_json(&v))
+                .ok_or_else(|| corrupt("pool rules"))?,
+            None => Rules::default(),
+        },
     })
 }

@@ -6,30 +6,27 @@
 
 use super::dialect::Atomicity::AllOrNothing;
 use super::dialect::Effects;
-use super::events;
 use super::expiry;
 use super::expiry::live_by_session;
-use super::free_blocks::{find_grant, free_block_at, take_free};
+use super::free_blocks::{find_grant, free_block_at};
 use super::owners::{SAME_OWNER, owner_name, quota};
+use super::pool_tree::unavailable;
 use super::pools::{lock, purge_expired};
+use super::reservation_rows::{NewGrant, insert};
 use super::reservations::Reservations;
-use super::rows::{self, RESERVATION_COLUMNS, metadata_text};
+use super::rows::{self, RESERVATION_COLUMNS};
 use super::sessions::{self, Held};
-use super::sql::{Arg, Columns, Sql, args, one};
+use super::sql::{Columns, Sql, args, one};
 use super::write_time::WriteTime;
-use super::{Error, StoreError, StoreResult, grant_order};
+use super::{StoreResult, grant_order};
 use crate::domain::At;
-use crate::domain::Ms;
+use crate::domain::InvalidInput;
 use crate::domain::allocator::{Grant, Want, check_want, relevant_excludes};
 use crate::domain::cidr::Block;
 use crate::domain::commands::{ReserveOutcome, ReserveSubnet};
-use crate::domain::events::EventType;
-use crate::domain::events::Holding;
-use crate::domain::fencing::FencingToken;
-use crate::domain::names::IdempotencyKey;
 use crate::domain::names::LeaseToken;
 use crate::domain::refusal::Refused;
-use crate::domain::subnet::{MAX_CONFLICTS, Pool, Reservation, ReserveRefusal};
+use crate::domain::subnet::{Pool, Reservation, ReserveRefusal};
 
 impl Reservations<'_> {
     /// Compare-and-insert in one write transaction: the pool's expired
@@ -38,48 +35,16 @@ impl Reservations<'_> {
     pub async fn reserve(
         self,
         new: ReserveSubnet,
-        token: LeaseToken,
+        tokens: Vec<LeaseToken>,
         now: At,
     ) -> StoreResult<ReserveOutcome> {
         let at = self.store.time(now);
         self.store
-            .write(AllOrNothing, (new, token), move |c, fx, (new, token)| {
-                Box::pin(reserve(c, fx, new, token, at.clone()))
+            .write(AllOrNothing, (new, tokens), move |c, fx, (new, tokens)| {
+                Box::pin(reserve(c, fx, new, tokens, at.clone()))
             })
             .await
     }
-}
-
-/// The live reservations overlapping `subnet` (all rows are live once the
-/// pool is purged): the one starting before it if it reaches in, and those
-/// starting inside it.
-async fn conflicts(
-    conn: &mut dyn Sql,
-    pool: &Pool,
-    subnet: Block,
-) -> StoreResult<Vec<Reservation>> {
-    let family = pool.cidr.family();
-    let (first, last) = (subnet.start_bytes(), subnet.last_bytes());
-    let before = format!(
-        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
-         WHERE pool = $1 AND first_addr < $2 ORDER BY first_addr DESC LIMIT 1"
-    );
-    let mut found = Vec::new();
-    if let Some(row) = conn.row(before, args![&pool.name, &first[..]]).await? {
-        let r = rows::reservation(family, &row)?;
-        if r.subnet.overlaps(subnet) {
-            found.push(r);
-        }
-    }
-    let inside = format!(
-        "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations \
-         WHERE pool = $1 AND first_addr BETWEEN $2 AND $3 ORDER BY first_addr LIMIT $4"
-    );
-    let args = args![&pool.name, &first[..], &last[..], MAX_CONFLICTS as i64 + 1];
-    for row in conn.rows(inside, args).await? {
-        found.push(rows::reservation(family, &row)?);
-    }
-    Ok(found)
 }
 
 async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<At>> {
@@ -96,26 +61,27 @@ async fn earliest_expiry(conn: &mut dyn Sql, pool: &str) -> StoreResult<Option<A
     .opt_at("at")
 }
 
-/// The same `Idempotency-Key` of the same owner on a live reservation of
-/// the pool: that reservation again, or a refusal when another holder has it.
+/// The same `Idempotency-Key` of the same owner on live reservations of
+/// the pool: those reservations again (a batch's, in its order), or a
+/// refusal when another holder has them.
 async fn replay(
     conn: &mut dyn Sql,
     pool: &Pool,
     new: &ReserveSubnet,
     now: At,
-) -> StoreResult<Option<Reservation>> {
+) -> StoreResult<Vec<Reservation>> {
     let Some(idem) = &new.idempotency_key else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     let sql = format!(
         "SELECT {RESERVATION_COLUMNS} FROM subnet_reservations WHERE pool = $1 \
          AND idempotency_key = $2 AND {SAME_OWNER} AND (expires_at IS NULL OR {}) \
-         AND {}",
+         AND {} ORDER BY batch_index",
         expiry::live("subnet_reservations", "$3"),
         live_by_session("subnet_reservations", 3)
     );
-    let row = conn
-        .row(
+    let rows = conn
+        .rows(
             sql,
             args![
                 new.pool.as_str(),
@@ -125,17 +91,18 @@ async fn replay(
             ],
         )
         .await?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    let reservation = rows::reservation(pool.cidr.family(), &row)?;
-    if reservation.lease.holder != new.holder.as_str() {
+    let family = pool.cidr.family();
+    let found = rows
+        .iter()
+        .map(|row| rows::reservation(family, row))
+        .collect::<StoreResult<Vec<_>>>()?;
+    if let Some(other) = found.iter().find(|r| r.lease.holder != new.holder.as_str()) {
         return Err(Refused::IdempotencyMismatch {
-            holder: reservation.lease.holder,
+            holder: other.lease.holder.clone(),
         }
         .into());
     }
-    Ok(Some(reservation))
+    Ok(found)
 }
 
 /// The allocator's decision over the purged pool's free blocks.
@@ -165,166 +132,78 @@ async fn decide(
                     from,
                     block: subnet,
                 }),
-                _ => {
-                    let mut conflicts = conflicts(conn, pool, subnet).await?;
-                    let more_conflicts = conflicts.len() > MAX_CONFLICTS;
-                    conflicts.truncate(MAX_CONFLICTS);
-                    Err(ReserveRefusal::Unavailable {
-                        conflicts,
-                        more_conflicts,
-                        excluded,
-                    })
-                }
+                _ => Err(unavailable(conn, pool, subnet, excluded).await?),
             }
         }
     })
 }
 
-/// A reservation row as `insert_reservation` writes it, its fields in the
-/// order of the statement's placeholders (`$1` to `$15`).
-struct NewReservationRow<'a> {
-    fencing_token: FencingToken,
-    pool: &'a str,
-    first_addr: &'a [u8],
-    last_addr: &'a [u8],
-    prefix_len: i64,
-    holder: &'a str,
-    token: &'a LeaseToken,
-    acquired_at: At,
-    expires_at: At,
-    ttl_ms: Ms,
-    metadata: Option<&'a str>,
-    idempotency_key: Option<&'a str>,
-    owner: Option<&'a str>,
-    session_id: Option<&'a str>,
-    /// The subnet as text, for a dialect that keeps it as a network type
-    /// besides its addresses.
-    subnet: &'a str,
-}
-
-impl NewReservationRow<'_> {
-    fn args(&self) -> [Arg<'_>; 15] {
-        [
-            self.fencing_token.into(),
-            self.pool.into(),
-            self.first_addr.into(),
-            self.last_addr.into(),
-            self.prefix_len.into(),
-            self.holder.into(),
-            self.token.into(),
-            self.acquired_at.into(),
-            self.expires_at.into(),
-            self.ttl_ms.into(),
-            self.metadata.into(),
-            self.idempotency_key.into(),
-            self.owner.into(),
-            self.session_id.into(),
-            self.subnet.into(),
-        ]
-    }
-}
-
-/// A reservation the pool can give: the pool, the block, how it lives,
-/// and the time of the grant.
-struct Decided {
-    pool: Pool,
-    grant: Grant,
-    held: Held,
-    now: At,
-}
-
 /// The reserve transaction: the pool's lock, replay, purge of the pool's
-/// expired reservations, the allocator's decision then the quota (in
-/// `domain::grant`'s order), and the insert.
+/// expired reservations, then for each block asked for (one per token) the
+/// allocator's decision, the quota (in `domain::grant`'s order) and the
+/// insert. A batch is all or none: a refusal after its first grant undoes
+/// the whole write.
 pub async fn reserve(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     mut new: ReserveSubnet,
-    token: LeaseToken,
+    tokens: Vec<LeaseToken>,
     at: WriteTime,
 ) -> StoreResult<ReserveOutcome> {
-    let Decided {
+    let Prepared {
         pool,
-        grant,
         held,
         now,
-    } = match decide_grant(conn, fx, &mut new, at).await? {
-        Ok(decided) => decided,
+        want,
+    } = match prepare(conn, fx, &mut new, at).await? {
+        Ok(prepared) => prepared,
         Err(answer) => return Ok(answer),
     };
-    take_free(conn, &pool.name, grant).await?;
-    let text = conn.texts().next_fencing;
-    let fencing_token = one(conn, text, args![])
-        .await?
-        .fencing_token("fencing_token")?;
-    let metadata = metadata_text(new.metadata.as_ref());
-    let (ttl_ms, expires_at) = held.columns(now);
-    let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());
-    let subnet = grant.block.to_string();
-    let row = NewReservationRow {
-        fencing_token,
-        pool: &pool.name,
-        first_addr: &first,
-        last_addr: &last,
-        prefix_len: i64::from(grant.block.prefix_len()),
-        holder: new.holder.as_str(),
-        token: &token,
-        acquired_at: now,
-        expires_at,
-        ttl_ms,
-        metadata: metadata.as_deref(),
-        idempotency_key: new.idempotency_key.as_deref(),
-        owner: owner_name(&new.owner),
-        session_id: held.session().map(|s| s.id.as_str()),
-        subnet: &subnet,
-    };
-    conn.execute(conn.texts().insert_reservation, &row.args())
-        .await
-        .map_err(|e| match e {
-            // The database's backstop behind the allocator.
-            Error::Storage(StoreError::Overlap(_)) => Refused::SubnetOverlap.into(),
-            other => other,
-        })?;
-    let holding = Holding {
-        holder: new.holder.as_str(),
-        fencing_token,
-        session: held.session().map(|s| s.id.as_str()),
-        owner: owner_name(&new.owner),
-    };
-    let event = holding.reservation(
-        EventType::ReservationReserved,
-        &pool.name,
-        subnet.clone(),
-        None,
-        now,
-    );
-    events::record(conn, fx, &event).await?;
-    let lease = held.lease(
-        new.holder.into_string(),
-        token,
-        fencing_token,
-        now,
-        new.metadata,
-    );
-    Ok(ReserveOutcome::Granted(Reservation {
-        pool: pool.name,
-        subnet: grant.block,
-        lease,
-        idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
-        session: held.session().map(|s| s.id.clone()),
-    }))
+    let mut excludes = new.excludes.clone();
+    excludes.extend(pool.rules.excludes(pool.cidr));
+    let excludes = relevant_excludes(pool.cidr, &excludes);
+    let mut granted = Vec::with_capacity(tokens.len());
+    for (index, token) in tokens.into_iter().enumerate() {
+        let decision = decide(conn, &pool, want, &excludes).await?;
+        // The pool's decision answers before the quota: `domain::grant`'s order.
+        let quota = quota(conn, new.owner.as_ref(), now).await?;
+        let grant = match grant_order(decision, quota)? {
+            Ok(grant) => grant,
+            Err(refusal) if granted.is_empty() => return Ok(ReserveOutcome::Refused(refusal)),
+            Err(refusal) => return Err(Refused::Subnet(refusal).into()),
+        };
+        let row = NewGrant {
+            pool: &pool,
+            new: &new,
+            held: &held,
+            grant,
+            index,
+            now,
+        };
+        granted.push(insert(conn, fx, row, token).await?);
+    }
+    Ok(ReserveOutcome::Granted(granted))
 }
 
-/// The grant a reservation gets, once its session is bound and its pool
-/// locked, or the answer it gets instead: a replay, a request that does not
-/// fit the pool, the pool's refusal (over the quota: refused, the whole
-/// write undone, purge included).
-async fn decide_grant(
+/// A reserve's pool, locked and purged, how its reservations live, and the
+/// time of the grant.
+struct Prepared {
+    pool: Pool,
+    held: Held,
+    now: At,
+    /// What the reserve asks for, the pool's default filled in.
+    want: Want,
+}
+
+/// The pool a reservation is cut from, once its session is bound and its
+/// pool locked and purged, or the answer it gets instead: a replay, or a
+/// request that does not fit the pool.
+async fn prepare(
     conn: &mut dyn Sql,
     fx: &mut Effects,
     new: &mut ReserveSubnet,
     at: WriteTime,
-) -> StoreResult<Result<Decided, ReserveOutcome>> {
+) -> StoreResult<Result<Prepared, ReserveOutcome>> {
     // The session's row before the pool's, as a close takes them.
     let held = Held::take(conn, &new.lifetime, at.read()).await?;
     // A bound lease is its session's opener's, and counts against its quota.
@@ -334,24 +213,29 @@ async fn decide_grant(
     let pool = lock(conn, &new.pool).await?;
     // The time of the grant, read once it holds the pool.
     let now = at.read();
-    if let Err(invalid) = check_want(pool.cidr, new.want) {
+    let Some(want) = pool.rules.want(new.want) else {
+        let invalid = InvalidInput::new(
+            "prefix_len",
+            "is required unless a subnet is named or the pool has a default_prefix_len",
+        );
+        return Ok(Err(ReserveOutcome::Invalid(invalid)));
+    };
+    if let Err(invalid) = check_want(pool.cidr, want) {
         return Ok(Err(ReserveOutcome::Invalid(invalid)));
     }
-    if let Some(reservation) = replay(conn, &pool, new, now).await? {
-        return Ok(Err(ReserveOutcome::Replayed(reservation)));
+    // Nothing is written yet: the refusal undoes only the session's binding.
+    if let Err(breach) = pool.rules.admit(want, new.labels.as_map().keys()) {
+        return Err(Refused::RuleViolated(breach).into());
+    }
+    let replayed = replay(conn, &pool, new, now).await?;
+    if !replayed.is_empty() {
+        return Ok(Err(ReserveOutcome::Replayed(replayed)));
     }
     purge_expired(conn, fx, &pool, now, i64::MAX).await?;
-    let excludes = relevant_excludes(pool.cidr, &new.excludes);
-    let decision = decide(conn, &pool, new.want, &excludes).await?;
-    // The pool's decision answers before the quota: `domain::grant`'s order.
-    let quota = quota(conn, new.owner.as_ref(), now).await?;
-    Ok(match grant_order(decision, quota)? {
-        Ok(grant) => Ok(Decided {
-            pool,
-            grant,
-            held,
-            now,
-        }),
-        Err(refusal) => Err(ReserveOutcome::Refused(refusal)),
-    })
+    Ok(Ok(Prepared {
+        pool,
+        held,
+        now,
+        want,
+    }))
 }

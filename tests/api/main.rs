@@ -5,6 +5,7 @@
 
 mod auth;
 mod backend;
+mod batches;
 mod bodies;
 mod browser_headers;
 mod clock_steps;
@@ -31,7 +32,11 @@ mod lock_rules;
 mod lock_sets;
 mod locks;
 mod metrics;
+mod nested_pools;
+mod nested_races;
+mod pool_free;
 mod pool_maps;
+mod pool_rules;
 mod postgres;
 mod prefixes;
 mod queues;
@@ -64,6 +69,7 @@ mod waiting;
 fn main() {
     let contract = [
         auth::tests(),
+        batches::tests(),
         bodies::tests(),
         browser_headers::tests(),
         clock_steps::tests(),
@@ -88,7 +94,11 @@ fn main() {
         lock_sets::tests(),
         locks::tests(),
         metrics::tests(),
+        nested_pools::tests(),
+        nested_races::tests(),
+        pool_free::tests(),
         pool_maps::tests(),
+        pool_rules::tests(),
         prefixes::tests(),
         queues::tests(),
         quota::tests(),

@@ -15,7 +15,7 @@ use serde_json::Value;
 use utoipa::openapi::schema::{ArrayItems, Object, ObjectBuilder, Schema, Type};
 use utoipa::openapi::{OpenApi, RefOr};
 
-use crate::domain::inputs::MAX_SET_KEYS;
+use crate::domain::inputs::{MAX_BATCH, MAX_SET_KEYS};
 use crate::domain::rate::{MAX_PERIOD_MS, MAX_RATE};
 use crate::domain::validate::{DEFAULT_MAX_TTL_MS, MAX_HOLDER_BYTES, MAX_KEY_BYTES, MIN_TTL_MS};
 
@@ -150,6 +150,7 @@ fn constrain_field(field: &str, schema: &mut Schema) {
         "rate" | "burst" | "cost" => bounded(object, 1, MAX_RATE as i64),
         "period_ms" => bounded(object, 1, MAX_PERIOD_MS as i64),
         "prefix_len" => bounded(object, 0, MAX_PREFIX_LEN.into()),
+        "count" => bounded(object, 1, MAX_BATCH.into()),
         "labels" => {
             // A label's name is never empty.
             object.property_names = Some(Box::new(
@@ -205,6 +206,10 @@ mod tests {
         let set = schema("LockSetRequest");
         assert_eq!(field(&set, "keys")["maxItems"], json!(64));
         assert_eq!(field(&set, "keys")["uniqueItems"], json!(true));
+        assert_eq!(
+            field(&schema("ReserveRequest"), "count")["maximum"],
+            json!(256)
+        );
         let session = schema("SessionRef");
         assert_eq!(field(&session, "id")["pattern"], json!("^[0-9a-f]{32}$"));
         assert_eq!(

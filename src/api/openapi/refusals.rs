@@ -132,7 +132,7 @@ refusals! {
     LockGrantRefusals = ["lock-held", "limit-mismatch", "idempotency-key-reused", "quota-exceeded",
         "session-lost", "session-full", "session-out-of-scope"];
     /// A subnet that cannot be reserved now.
-    SubnetGrantRefusals = ["pool-not-found", "pool-exhausted", "subnet-unavailable",
+    SubnetGrantRefusals = ["pool-not-found", "pool-exhausted", "subnet-unavailable", "rule-violated",
         "idempotency-key-reused", "quota-exceeded", "session-lost", "session-full",
         "session-out-of-scope"];
     /// A lock token that names no live lease.
@@ -144,7 +144,9 @@ refusals! {
     /// A pool that does not exist.
     PoolUnknown = ["pool-not-found"];
     /// A pool that exists with another definition.
-    PoolDefinitionRefusals = ["pool-conflict"];
+    PoolDefinitionRefusals = ["pool-not-found", "pool-conflict", "subnet-unavailable", "rule-conflict"];
+    /// A free-block query of a length the pool's rules refuse.
+    PoolFreeRefusals = ["rule-violated"];
     /// A pool that cannot be deleted.
     PoolDeleteRefusals = ["pool-not-found", "pool-in-use"];
     /// A reservation that does not exist.

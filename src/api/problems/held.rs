@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 
 use super::kinds;
 use super::problem::Problem;
+use crate::domain::cidr::Block;
 use crate::domain::lease::retry_after_secs;
 use crate::domain::lock::{LockLease, Refusal};
-use crate::domain::subnet::{Reservation, ReserveRefusal};
+use crate::domain::subnet::{Child, Reservation, ReserveRefusal};
 use crate::domain::time::Now;
 
 fn holder_json(lease: &LockLease, now: Now) -> Value {
@@ -116,39 +117,63 @@ pub fn reserve_refusal_problem(pool: &str, refusal: &ReserveRefusal, now: Now) -
             conflicts,
             more_conflicts,
             excluded,
-        } => {
-            let detail = if conflicts.is_empty() && !excluded.is_empty() {
-                format!("the subnet overlaps the excluded network {}", excluded[0])
-            } else {
-                let names: Vec<String> = conflicts.iter().map(|r| r.subnet.to_string()).collect();
-                format!(
-                    "the subnet overlaps live reservations of pool {pool}: {}{}",
-                    names.join(", "),
-                    if *more_conflicts { ", …" } else { "" }
-                )
-            };
-            let problem = Problem::of(&kinds::SUBNET_UNAVAILABLE, detail)
-                .with("pool", pool)
-                .with(
-                    "conflicts",
-                    conflicts
-                        .iter()
-                        .map(|r| conflict_json(r, now))
-                        .collect::<Vec<_>>(),
-                )
-                .with("more_conflicts", *more_conflicts)
-                .with(
-                    "excluded",
-                    excluded.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
-                );
-            // Excludes never clear by themselves; expiring reservations do.
-            let earliest = conflicts.iter().filter_map(|r| r.lease.expires_at).min();
-            match earliest {
-                Some(at) if excluded.is_empty() => {
-                    problem.retry_after(retry_after_secs(at, now.at))
-                }
-                _ => problem,
-            }
+            children,
+        } => unavailable_problem(pool, conflicts, *more_conflicts, excluded, children, now),
+    }
+}
+
+/// The 409 of a subnet that overlaps live reservations, child pools or
+/// the caller's excludes.
+fn unavailable_problem(
+    pool: &str,
+    conflicts: &[Reservation],
+    more_conflicts: bool,
+    excluded: &[Block],
+    children: &[Child],
+    now: Now,
+) -> Problem {
+    let detail = if let Some(child) = children.first() {
+        format!(
+            "the subnet overlaps pool {}, cut from pool {pool} at {}",
+            child.name, child.cidr
+        )
+    } else if conflicts.is_empty() && !excluded.is_empty() {
+        format!("the subnet overlaps the excluded network {}", excluded[0])
+    } else {
+        let names: Vec<String> = conflicts.iter().map(|r| r.subnet.to_string()).collect();
+        format!(
+            "the subnet overlaps live reservations of pool {pool}: {}{}",
+            names.join(", "),
+            if more_conflicts { ", …" } else { "" }
+        )
+    };
+    let mut problem = Problem::of(&kinds::SUBNET_UNAVAILABLE, detail)
+        .with("pool", pool)
+        .with(
+            "conflicts",
+            conflicts
+                .iter()
+                .map(|r| conflict_json(r, now))
+                .collect::<Vec<_>>(),
+        )
+        .with("more_conflicts", more_conflicts)
+        .with(
+            "excluded",
+            excluded.iter().map(|b| b.to_string()).collect::<Vec<_>>(),
+        );
+    if !children.is_empty() {
+        let listed: Vec<_> = children
+            .iter()
+            .map(|c| json!({"name": c.name, "cidr": c.cidr.to_string()}))
+            .collect();
+        problem = problem.with("children", listed);
+    }
+    // Excludes and children never clear by themselves; expiring reservations do.
+    let earliest = conflicts.iter().filter_map(|r| r.lease.expires_at).min();
+    match earliest {
+        Some(at) if excluded.is_empty() && children.is_empty() => {
+            problem.retry_after(retry_after_secs(at, now.at))
         }
+        _ => problem,
     }
 }

@@ -161,7 +161,10 @@ pub const LOCK_NOT_FOUND: Kind = kind("lock-not-found", 404, "The lock is not he
     "the key is not held", &[]);
 #[rustfmt::skip]
 pub const POOL_NOT_FOUND: Kind = kind("pool-not-found", 404, "No such pool",
-    "no such pool", &[POOL]);
+    "no such pool (`field: parent` when it is the parent a new pool names)", &[
+        POOL,
+        opt("field", Ty::Text, "`parent` when the pool missing is the parent the body names."),
+    ]);
 #[rustfmt::skip]
 pub const RESERVATION_NOT_FOUND: Kind = kind("reservation-not-found", 404, "No such reservation",
     "the pool has no such live reservation", &[
@@ -249,28 +252,31 @@ pub const POOL_EXHAUSTED: Kind = clears(kind("pool-exhausted", 409, "The pool is
     ]));
 #[rustfmt::skip]
 pub const SUBNET_UNAVAILABLE: Kind = clears(kind("subnet-unavailable", 409, "The subnet is unavailable",
-    "the subnet overlaps live reservations (`conflicts`) or \
-        an excluded network", &[
+    "the subnet overlaps live reservations (`conflicts`), \
+        child pools (`children`) or an excluded network", &[
         POOL,
         req("conflicts", Ty::ListOf("ProblemConflict"), "The live reservations it overlaps."),
         opt("more_conflicts", Ty::Bool, "More reservations overlap than `conflicts` lists."),
         opt("excluded", Ty::Texts, "The excluded networks it overlaps."),
+        opt("children", Ty::ListOf("ProblemChild"), "The child pools it overlaps."),
     ]));
 #[rustfmt::skip]
 pub const POOL_CONFLICT: Kind = kind("pool-conflict", 409, "The pool exists with another definition",
     "the pool exists with another cidr or labels (`differs` names \
         them)", &[
         POOL,
-        req("differs", Ty::Texts, "What differs: `cidr`, `labels`."),
+        req("differs", Ty::Texts, "What differs: `cidr`, `parent`, `labels`."),
         req("cidr", Ty::Text, "The existing pool's cidr."),
+        null("parent", Ty::Text, "The existing pool's parent, or null."),
         req("labels", Ty::Labels, "The existing pool's labels."),
     ]);
 #[rustfmt::skip]
 pub const POOL_IN_USE: Kind = clears(kind("pool-in-use", 409, "The pool has live reservations",
-    "the pool has live reservations", &[
+    "the pool has live reservations or child pools", &[
         POOL,
         req("reserved_count", Ty::Int, "Live reservations not yet confirmed."),
         req("allocated_count", Ty::Int, "Confirmed reservations."),
+        req("children_count", Ty::Int, "Pools cut from it."),
     ]));
 #[rustfmt::skip]
 pub const HISTORY_COMPACTED: Kind = kind("history-compacted", 410, "The history is compacted",
@@ -297,6 +303,21 @@ pub const COST_EXCEEDS_BURST: Kind = kind("cost-exceeds-burst", 422, "The cost e
         req("name", Ty::Text, "The rate limit."),
         req("cost", Ty::Int, "The cost asked for."),
         req("burst", Ty::Int, "The most the limit holds at once."),
+    ]);
+#[rustfmt::skip]
+pub const RULE_CONFLICT: Kind = kind("rule-conflict", 422, "A rule widens the parent's",
+    "a child pool's rule would widen its parent's (`rule` names it); a child may only \
+        narrow its parent's rules", &[
+        POOL,
+        req("rule", Ty::Text, "The rule: `min_prefix_len`, `max_prefix_len`, \
+            `default_prefix_len` or `allowed`."),
+    ]);
+#[rustfmt::skip]
+pub const RULE_VIOLATED: Kind = kind("rule-violated", 422, "The reserve breaks a rule of the pool",
+    "the reserve breaks a rule of the pool (`rule` names it)", &[
+        POOL,
+        req("rule", Ty::Text, "The rule: `min_prefix_len`, `max_prefix_len`, `allowed`, \
+            `disallowed` or `required_labels`."),
     ]);
 #[rustfmt::skip]
 pub const QUOTA_EXCEEDED: Kind = kind("quota-exceeded", 429, "The token holds its quota",
@@ -375,6 +396,8 @@ pub const KINDS: &[Kind] = &[
     UNSUPPORTED_MEDIA_TYPE,
     IDEMPOTENCY_KEY_REUSED,
     COST_EXCEEDS_BURST,
+    RULE_CONFLICT,
+    RULE_VIOLATED,
     QUOTA_EXCEEDED,
     RATE_LIMITED,
     REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -398,6 +421,10 @@ pub(in crate::api) const NESTED: &[(&str, &str, &[Field])] = &[
         req("holder", Ty::Text, "Free text naming the client."),
         req("state", Ty::Named("ReservationState"), "`reserved`, or `allocated` once confirmed."),
         null("expires_at", Ty::Text, "When it expires; null once allocated."),
+    ]),
+    ("ProblemChild", "A child pool that overlaps the requested subnet.", &[
+        req("name", Ty::Text, "The child pool's name."),
+        req("cidr", Ty::Text, "The block it occupies."),
     ]),
 ];
 

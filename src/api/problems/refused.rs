@@ -30,6 +30,22 @@ pub fn refused_problem(subject: Subject, refused: &Refused, now: Now) -> Problem
         // The group routes answer it with the caller's own refusal.
         R::NotGroupCreator => Problem::internal(refused),
         R::PoolConflict { .. } | R::PoolInUse { .. } => pool_problem(subject, refused, now),
+        R::InParent { parent, refused } => parent_problem(parent, refused, now),
+        R::RuleConflict(breach) => Problem::of(
+            &kinds::RULE_CONFLICT,
+            format!(
+                "rules.{}: {}; a child only narrows its parent's rules",
+                breach.rule, breach.detail
+            ),
+        )
+        .with("pool", subject.pool())
+        .with("rule", breach.rule),
+        R::RuleViolated(breach) => Problem::of(
+            &kinds::RULE_VIOLATED,
+            format!("{}: {}", breach.rule, breach.detail),
+        )
+        .with("pool", subject.pool())
+        .with("rule", breach.rule),
         R::GroupNotEmpty { members } => Problem::of(
             &kinds::GROUP_NOT_EMPTY,
             format!("{subject} has {members} live members; they leave first"),
@@ -281,27 +297,40 @@ fn pool_problem(subject: Subject, refused: &Refused, now: Now) -> Problem {
         .with("pool", pool)
         .with("differs", differs.clone())
         .with("cidr", existing.cidr.to_string())
+        .with("parent", existing.parent.as_deref())
         .with("labels", serde_json::json!(existing.labels)),
         Refused::PoolInUse {
             reserved,
             allocated,
+            children,
             clears_at,
         } => {
             let problem = Problem::of(
                 &kinds::POOL_IN_USE,
                 format!(
-                    "pool {pool} has {reserved} reserved and {allocated} allocated subnets; \
-                     release them first"
+                    "pool {pool} has {reserved} reserved and {allocated} allocated subnets and \
+                     {children} child pools; release and delete them first"
                 ),
             )
             .with("pool", pool)
             .with("reserved_count", *reserved)
-            .with("allocated_count", *allocated);
+            .with("allocated_count", *allocated)
+            .with("children_count", *children);
             match clears_at {
                 Some(at) => problem.retry_after(retry_after_secs(*at, now.at)),
                 None => problem,
             }
         }
         other => Problem::internal(other),
+    }
+}
+
+/// The problem of a parent that refuses a new child: named as the parent,
+/// with `field: parent` where the parent itself is at fault.
+fn parent_problem(parent: &str, refused: &Refused, now: Now) -> Problem {
+    let problem = refused_problem(Subject::Pool(parent), refused, now);
+    match refused {
+        Refused::Missing(_) => problem.with("field", "parent"),
+        _ => problem,
     }
 }

@@ -18,7 +18,7 @@ use crate::auth::Holding;
 use crate::domain::LockMode;
 use crate::domain::allocator::Want;
 use crate::domain::commands::{JoinMember, JoinTenure, Lifetime};
-use crate::domain::inputs::{Capabilities, KeySet, Metadata};
+use crate::domain::inputs::{BatchCount, Capabilities, KeySet, Labels, Metadata};
 use crate::domain::names::{
     GroupName, Holder, IdempotencyKey, LeaseToken, LockKey, MemberName, PoolName, Ttl,
 };
@@ -165,21 +165,17 @@ impl ReserveRequest {
     ) -> Result<ReserveSubnet, Problem> {
         let limits = asker.limits();
         let holder = Holder::parse(self.holder)?;
+        // Neither: the pool's default_prefix_len, if it has one.
         let want = match (self.prefix_len, &self.subnet) {
-            (Some(len), None) => Want::PrefixLen(len),
-            (None, Some(text)) => Want::Subnet(subnet::cidr("subnet", text)?),
+            (Some(len), None) => Some(Want::PrefixLen(len)),
+            (None, Some(text)) => Some(Want::Subnet(subnet::cidr("subnet", text)?)),
             (Some(_), Some(_)) => {
                 return Err(Problem::invalid(
                     "subnet",
                     "give either prefix_len or subnet, not both",
                 ));
             }
-            (None, None) => {
-                return Err(Problem::invalid(
-                    "prefix_len",
-                    "is required unless a subnet is named",
-                ));
-            }
+            (None, None) => None,
         };
         // Without a TTL or a session, the server's default TTL.
         let lifetime = AskedLifetime::parse(
@@ -191,6 +187,17 @@ impl ReserveRequest {
         )?;
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
         let metadata = Metadata::parse_some(self.metadata)?;
+        let labels = Labels::parse_flat(self.labels)?;
+        let count = match (self.count, want) {
+            (None, _) | (Some(1), _) => BatchCount::ONE,
+            (Some(_), Some(Want::Subnet(_))) => {
+                return Err(Problem::invalid(
+                    "count",
+                    "a named subnet is one block: count is 1 with subnet",
+                ));
+            }
+            (Some(n), _) => BatchCount::parse(n)?,
+        };
         let lifetime = lifetime.bind(asker, Holding::Pool(&pool))?;
         Ok(ReserveSubnet {
             pool,
@@ -199,6 +206,8 @@ impl ReserveRequest {
             holder,
             lifetime,
             metadata,
+            labels,
+            count,
             idempotency_key,
             owner: asker.caller.owner(),
         })

@@ -114,7 +114,8 @@ pub struct LockSetRequest {
 pub struct ReserveRequest {
     /// Free text naming the client; informational only.
     pub holder: String,
-    /// Any free block of this length (exactly one of `prefix_len` and `subnet`).
+    /// Any free block of this length (at most one of `prefix_len` and `subnet`;
+    /// neither: the pool's `default_prefix_len`).
     pub prefix_len: Option<u8>,
     /// This aligned block of the pool (exactly one of `prefix_len` and `subnet`).
     pub subnet: Option<String>,
@@ -129,4 +130,12 @@ pub struct ReserveRequest {
     pub exclude: Option<Vec<String>>,
     /// A small JSON object stored with the reservation.
     pub metadata: Option<Map<String, Value>>,
+    /// Free text labels: a flat object of names to text, bounded like
+    /// `metadata`.
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
+    pub labels: Option<Map<String, Value>>,
+    /// How many blocks of `prefix_len` to reserve at once (1 to 256), all
+    /// or none; the answer is then `{items: [...]}`, each item a single
+    /// reservation's answer.
+    pub count: Option<u64>,
 }

@@ -25,7 +25,9 @@ pub mod lock_sets;
 pub mod locks;
 pub mod ops;
 pub mod path_params;
+pub mod pool_free;
 pub mod pool_maps;
+pub mod pool_rules;
 pub mod pools;
 pub mod prefixes;
 pub mod reservations;
@@ -47,6 +49,7 @@ pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .merge(lock_sets::router())
         .merge(pools::router())
         .merge(pool_maps::router())
+        .merge(pool_free::router())
         .merge(reservations::router())
         .merge(sessions::router())
         .merge(session_leases::router())

@@ -35,7 +35,8 @@ pub struct MapQuery {
 }
 
 /// What a block holds: `free`; wholly `reserved` (unconfirmed) or
-/// `allocated` (confirmed); `mixed`, partly used or both.
+/// `allocated` (confirmed); `mixed`, partly used or both; wholly a `child`
+/// pool's block (named by the run's `child`).
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CellState {
@@ -43,6 +44,7 @@ pub enum CellState {
     Reserved,
     Allocated,
     Mixed,
+    Child,
 }
 
 /// `count` consecutive blocks from `first`, each holding `reserved` and
@@ -54,6 +56,9 @@ pub struct MapRunBody {
     pub state: CellState,
     pub reserved: String,
     pub allocated: String,
+    /// The child pool whose block the run is; only in a run of state `child`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child: Option<String>,
 }
 
 /// A pool's map: every block of `prefix_len` in address order, as runs.
@@ -85,9 +90,11 @@ impl From<Run> for MapRunBody {
                 Cell::Reserved => CellState::Reserved,
                 Cell::Allocated => CellState::Allocated,
                 Cell::Mixed => CellState::Mixed,
+                Cell::Child => CellState::Child,
             },
             reserved: run.reserved.to_string(),
             allocated: run.allocated.to_string(),
+            child: run.child,
         }
     }
 }
@@ -111,14 +118,15 @@ pub async fn pool_map(
     AppQuery(query): AppQuery<MapQuery>,
 ) -> Result<Json<PoolMapBody>, Problem> {
     caller.pool(&pool, Need::Read)?;
-    let (found, used) = state
+    let (found, used, children) = state
         .leases
         .subnets()
         .occupancy(&pool)
         .await
         .or_problem(&state, &pool)?;
     let resolution = Resolution::parse(found.cidr, query.prefix_len)?;
-    let runs = pool_map::map(found.cidr, resolution, &used);
+    let occupants = pool_map::occupants(&used, &children);
+    let runs = pool_map::map_occupied(found.cidr, resolution, &occupants);
     let depth = resolution.get() - found.cidr.prefix_len();
     Ok(Json(PoolMapBody {
         pool: found.name,

@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 use super::answers::OrProblem;
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppPath, AppQuery};
+use super::pool_rules::RulesBody;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -40,10 +41,16 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// Defines a pool. The same definition again is a no-op.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(example = json!({"cidr": "10.0.0.0/8", "labels": {"driver": "bridge"}}))]
+#[schema(example = json!({"cidr": "10.1.0.0/16", "parent": "docker", "labels": {"driver": "bridge"}}))]
 pub struct PutPoolRequest {
-    /// An aligned IPv4 or IPv6 block (host bits clear).
+    /// An aligned IPv4 or IPv6 block (host bits clear); inside the parent's
+    /// block when there is a parent.
     pub cidr: String,
+    /// The pool it is cut from: its block must be free there, and it then
+    /// occupies it. A pool at depth 10 takes no children.
+    pub parent: Option<String>,
+    /// Allocation rules; a child's may only narrow its parent's.
+    pub rules: Option<RulesBody>,
     /// Free-form text labels.
     pub labels: Option<BTreeMap<String, String>>,
 }
@@ -65,6 +72,11 @@ pub struct PoolSummaryBody {
     pub family: FamilyBody,
     pub labels: BTreeMap<String, String>,
     pub created_at: String,
+    /// The pool it is cut from; null at the top.
+    #[schema(required = true)]
+    pub parent: Option<String>,
+    /// 0 without a parent, one more than the parent's with one (at most 10).
+    pub depth: u8,
 }
 
 impl From<Pool> for PoolSummaryBody {
@@ -78,6 +90,8 @@ impl From<Pool> for PoolSummaryBody {
             created_at: rfc3339_ms(pool.created_at),
             name: pool.name,
             labels: pool.labels,
+            parent: pool.parent,
+            depth: pool.depth,
         }
     }
 }
@@ -87,32 +101,54 @@ impl From<Pool> for PoolSummaryBody {
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(example = json!({
     "name": "docker", "cidr": "10.0.0.0/8", "family": "ipv4", "labels": {},
-    "created_at": "2026-11-29T22:13:20.123Z", "reserved_count": 1, "allocated_count": 2,
-    "free_addresses": "16776448", "total_addresses": "16777216", "largest_free": "10.128.0.0/9"
+    "created_at": "2026-11-29T22:13:20.123Z", "parent": null, "depth": 0,
+    "reserved_count": 1, "allocated_count": 3,
+    "free_addresses": "16710912", "total_addresses": "16777216", "largest_free": "10.128.0.0/9",
+    "children": [{"name": "docker-eu", "cidr": "10.1.0.0/16"}]
 }))]
 pub struct PoolBody {
     #[serde(flatten)]
     pub pool: PoolSummaryBody,
     /// Live reservations not yet confirmed.
     pub reserved_count: u64,
-    /// Confirmed reservations.
+    /// Confirmed reservations, and the child pools cut from it.
     pub allocated_count: u64,
     pub free_addresses: String,
     pub total_addresses: String,
     /// The largest free aligned block (lowest address among equals), or null.
     #[schema(required = true)]
     pub largest_free: Option<String>,
+    /// The pools cut from it, in address order.
+    pub children: Vec<ChildBody>,
+    /// Its effective rules: its own, within its ancestors'.
+    pub rules: RulesBody,
+}
+
+/// A pool cut from another, and the block it occupies there.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChildBody {
+    pub name: String,
+    pub cidr: String,
 }
 
 impl From<PoolUsage> for PoolBody {
     fn from(usage: PoolUsage) -> Self {
         Self {
+            rules: usage.pool.rules.clone().into(),
             total_addresses: usage.pool.cidr.size().to_string(),
             pool: usage.pool.into(),
             reserved_count: usage.reserved,
             allocated_count: usage.allocated,
             free_addresses: usage.free.to_string(),
             largest_free: usage.largest_free.map(|b| b.to_string()),
+            children: usage
+                .children
+                .into_iter()
+                .map(|c| ChildBody {
+                    name: c.name,
+                    cidr: c.cidr.to_string(),
+                })
+                .collect(),
         }
     }
 }
@@ -147,7 +183,7 @@ pub struct PageQuery {
     responses(
         (status = 201, description = "Created", body = PoolBody,
             headers(("Location" = String, description = "The pool: `/v1/pools/{pool}`"))),
-        (status = 200, description = "It exists with the same cidr and labels", body = PoolBody),
+        (status = 200, description = "It exists with the same cidr, parent and labels", body = PoolBody),
         PoolDefinitionRefusals,
     )
 )]
@@ -159,11 +195,16 @@ pub async fn put_pool(
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
     let cidr = subnet::cidr("cidr", &body.cidr)?;
+    let parent = body.parent.map(subnet::parent).transpose()?;
+    if let Some(parent) = &parent {
+        caller.pool(parent, Need::Write)?;
+    }
+    let rules = body.rules.unwrap_or_default().parse(cidr)?;
     let labels = Labels::parse(body.labels)?;
     let put = state
         .leases
         .subnets()
-        .put_pool(&pool, cidr, labels)
+        .put_pool(&pool, cidr, parent, rules, labels)
         .await
         .or_problem(&state, &pool)?;
     let (created, usage) = match put {
@@ -227,7 +268,7 @@ pub async fn list_pools(
     }))
 }
 
-/// Delete a pool without live reservations (admin).
+/// Delete a pool without live reservations or children (admin).
 #[utoipa::path(
     delete, path = "/v1/pools/{pool}", operation_id = "deletePool", tag = "pools",
     params(("pool" = String, Path, description = "The pool name")),

@@ -1,6 +1,8 @@
 //! The reservation routes: reserve, list, inspect, renew, confirm, release,
 //! force release.
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -75,7 +77,7 @@ impl From<subnet::ReservationState> for ReservationState {
     "id": "r_000000000000002a", "pool": "docker", "subnet": "10.0.3.0/24", "prefix_len": 24,
     "state": "reserved", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:14:20.123Z",
-    "expires_in_ms": 60000, "metadata": null
+    "expires_in_ms": 60000, "metadata": null, "labels": {"env": "prod"}
 }))]
 pub struct ReservationBody {
     pub id: String,
@@ -99,6 +101,8 @@ pub struct ReservationBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub session: Option<String>,
+    /// Free text labels given when it was reserved.
+    pub labels: BTreeMap<String, String>,
 }
 
 /// The answer to a reservation: it and its secret token, which renew,
@@ -108,12 +112,37 @@ pub struct ReservationBody {
     "id": "r_000000000000002a", "pool": "docker", "subnet": "10.0.3.0/24", "prefix_len": 24,
     "state": "reserved", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:14:20.123Z",
-    "expires_in_ms": 60000, "metadata": null, "token": "9f86d081884c7d659a2feaa0c55ad015"
+    "expires_in_ms": 60000, "metadata": null, "labels": {},
+    "token": "9f86d081884c7d659a2feaa0c55ad015"
 }))]
 pub struct ReservationGrantBody {
     #[serde(flatten)]
     pub reservation: ReservationBody,
     pub token: String,
+}
+
+/// The answer to a reserve with `count`: each block's reservation, as a
+/// single reserve answers it, in the order granted.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationBatchBody {
+    pub items: Vec<ReservationGrantBody>,
+}
+
+/// A single reservation, or a batch's (`count` given).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ReserveAnswer {
+    One(Box<ReservationGrantBody>),
+    Batch(ReservationBatchBody),
+}
+
+impl ReservationGrantBody {
+    fn new(r: Reservation, now: Now) -> Self {
+        Self {
+            token: r.lease.token.as_str().to_owned(),
+            reservation: ReservationBody::new(r, now),
+        }
+    }
 }
 
 impl ReservationBody {
@@ -131,6 +160,7 @@ impl ReservationBody {
             fencing_token: r.lease.fencing_token,
             metadata: r.lease.metadata,
             session: r.session,
+            labels: r.labels,
         }
     }
 }
@@ -156,9 +186,9 @@ pub struct ReservationPageBody {
     ),
     request_body = ReserveRequest,
     responses(
-        (status = 201, description = "Granted; the answer carries the secret token", body = ReservationGrantBody,
-            headers(("Location" = String, description = "The reservation: `/v1/pools/{pool}/reservations/{id}`"))),
-        (status = 200, description = "Idempotent replay of a live grant", body = ReservationGrantBody),
+        (status = 201, description = "Granted; the answer carries the secret token (with `count`: `{items: [...]}`, one per block)", body = ReserveAnswer,
+            headers(("Location" = String, description = "The reservation (of a batch: its first): `/v1/pools/{pool}/reservations/{id}`"))),
+        (status = 200, description = "Idempotent replay of a live grant (of a whole batch)", body = ReserveAnswer),
         SubnetGrantRefusals,
     )
 )]
@@ -171,6 +201,7 @@ pub async fn reserve_subnet(
 ) -> Result<Response, Problem> {
     caller.pool(&pool, Need::Write)?;
     let asker = Asker::new(&state, &caller);
+    let batch = body.count.is_some();
     let request = body.parse(pool.clone(), idempotency_key, &asker)?;
     let reserved = state.leases.subnets().reserve(request).await.or_problem(
         &state,
@@ -180,19 +211,24 @@ pub async fn reserve_subnet(
         },
     )?;
     let now = state.leases.moment();
-    let (created, r) = match reserved {
+    let (created, granted) = match reserved {
         Reserved::Granted(r) => (true, r),
         Reserved::Replayed(r) => (false, r),
     };
-    let location = paths::reservation(&r.pool, &r.id());
-    Ok(created_or_ok(
-        created,
-        &location,
-        ReservationGrantBody {
-            token: r.lease.token.as_str().to_owned(),
-            reservation: ReservationBody::new(r, now),
-        },
-    ))
+    let location = granted
+        .first()
+        .map(|r| paths::reservation(&r.pool, &r.id()))
+        .unwrap_or_default();
+    let mut items = granted
+        .into_iter()
+        .map(|r| ReservationGrantBody::new(r, now));
+    let answer = match items.next() {
+        Some(one) if !batch => ReserveAnswer::One(Box::new(one)),
+        first => ReserveAnswer::Batch(ReservationBatchBody {
+            items: first.into_iter().chain(items).collect(),
+        }),
+    };
+    Ok(created_or_ok(created, &location, answer))
 }
 
 /// List a pool's live reservations in address order (never shows tokens).

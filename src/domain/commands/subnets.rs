@@ -3,8 +3,9 @@
 use super::{LeaseOwner, Lifetime};
 use crate::domain::allocator::Want;
 use crate::domain::cidr::Block;
-use crate::domain::inputs::Metadata;
+use crate::domain::inputs::{BatchCount, Labels, Metadata};
 use crate::domain::names::{Holder, IdempotencyKey, PoolName};
+use crate::domain::refusal::Refused;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
 use crate::domain::{At, InvalidInput};
 
@@ -13,13 +14,18 @@ use crate::domain::{At, InvalidInput};
 #[derive(Debug, Clone)]
 pub struct ReserveSubnet {
     pub pool: PoolName,
-    pub want: Want,
+    /// `None`: the pool's `default_prefix_len`.
+    pub want: Option<Want>,
     /// The caller's networks, in any family; the grant overlaps none of them.
     pub excludes: Vec<Block>,
     pub holder: Holder,
     /// Bound to a session, until confirmed.
     pub lifetime: Lifetime,
     pub metadata: Option<Metadata>,
+    /// Free text labels of each reservation.
+    pub labels: Labels,
+    /// How many blocks of `want` (a named subnet is one).
+    pub count: BatchCount,
     pub idempotency_key: Option<IdempotencyKey>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
@@ -27,9 +33,10 @@ pub struct ReserveSubnet {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReserveOutcome {
-    Granted(Reservation),
-    /// The same `Idempotency-Key` already holds this live reservation.
-    Replayed(Reservation),
+    /// One reservation per block asked for, in the order granted.
+    Granted(Vec<Reservation>),
+    /// The same `Idempotency-Key` already holds these live reservations.
+    Replayed(Vec<Reservation>),
     Refused(ReserveRefusal),
     /// The request does not fit the pool (family, prefix length, not inside).
     Invalid(InvalidInput),
@@ -45,6 +52,12 @@ pub enum PutPoolOutcome {
         existing: Pool,
         differs: Vec<&'static str>,
     },
+    /// The parent refuses the child: it is not there, the child does not
+    /// fit it, or its block is not free there.
+    InParent {
+        parent: String,
+        refused: Refused,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +68,7 @@ pub enum DeletePoolOutcome {
     InUse {
         reserved: u64,
         allocated: u64,
+        children: u64,
         clears_at: Option<At>,
     },
 }

@@ -101,8 +101,8 @@ pub const TEXTS: &Texts = &Texts {
     // The subnet also as `cidr`, for the exclusion constraint.
     insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, \
          first_addr, last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, \
-         metadata, idempotency_key, owner, session_id, subnet) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::cidr)",
+         metadata, idempotency_key, owner, session_id, subnet, labels, batch_index) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::cidr, $16, $17)",
     // Rows another replica's reaper (or a grant) holds are left to it.
     reap_rows: " FOR UPDATE SKIP LOCKED",
     // The transaction id is taken before the revision (the subquery is

@@ -42,8 +42,8 @@ pub const TEXTS: &Texts = &Texts {
     ),
     insert_reservation: "INSERT INTO subnet_reservations (fencing_token, pool, first_addr, \
          last_addr, prefix_len, holder, token, acquired_at, expires_at, ttl_ms, metadata, \
-         idempotency_key, owner, session_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+         idempotency_key, owner, session_id, labels, batch_index) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $17)",
     reap_rows: "",
     insert_event: concat!(
         "INSERT INTO events (",

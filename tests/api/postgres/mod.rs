@@ -7,12 +7,13 @@ mod database_down;
 mod event_order;
 mod failover;
 mod grants;
+mod nested_replicas;
 mod one_holder;
 mod postgres_store;
 mod proxy;
 mod rate_limit_replicas;
 mod replica_queues;
-mod replicas;
+pub(crate) mod replicas;
 mod session_replicas;
 mod silent_network;
 
@@ -21,6 +22,7 @@ pub fn tests() -> Vec<crate::harness::Test> {
         database_down::tests(),
         event_order::tests(),
         failover::tests(),
+        nested_replicas::tests(),
         one_holder::tests(),
         postgres_store::tests(),
         rate_limit_replicas::tests(),
