@@ -195,8 +195,9 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   const map6 = await mapMatches(page, call, pool6, check);
   check(map6.runs.some((r) => r.state === "mixed") && map6.prefix_len < 64,
     `the IPv6 map aggregates: the /64 is part of a mixed /${map6.prefix_len} block`);
-  check(await page.evaluate(() => document.querySelectorAll("#pool-map, #main canvas").length) <= 5,
-    "the map is one canvas, not one element per block");
+  check(await page.evaluate(() => document.querySelectorAll("#main canvas").length
+    - document.querySelectorAll("#main .legend canvas").length) === 1,
+  "the map is one canvas, not one element per block (beside the legend's swatches)");
   await page.focus("#pool-map");
   await page.keyboard.press("Home");
   const first6 = await page.textContent("#map-block");
@@ -397,6 +398,37 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
 
   await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });
   await checkLimits({ page, call, check, key });
+  await checkNested({ page, call, check, key });
+}
+
+// Nested pools: a child's block drawn as such on its parent's map, named
+// under the keyboard, and each page naming its parent, children and rules.
+async function checkNested({ page, call, check, key }) {
+  const parent = `${key.replace(/\W/g, "-")}-plan`;
+  const child = `${parent}-kid`;
+  check((await call("PUT", `/v1/pools/${parent}`, { cidr: "10.66.0.0/16", rules: { max_prefix_len: 28 } })).status === 201,
+    "a top pool with a rule is created");
+  check((await call("PUT", `/v1/pools/${child}`, { cidr: "10.66.4.0/22", parent, rules: { default_prefix_len: 26 } }))
+    .status === 201, "a child pool is cut from it");
+  await page.evaluate((p) => { location.hash = `#/pools/${p}?prefix_len=22`; }, parent);
+  await page.locator("#pool-children").getByRole("link", { name: `${child} (10.66.4.0/22)` }).waitFor();
+  check((await page.textContent("#pool-rules")).includes("at most /28"), "the parent's page names its child and its rules");
+  const runs = await page.getAttribute("#pool-map", "data-runs");
+  check(runs === "0:1:free 1:1:child 2:62:free", `the parent's map draws the child's block as a child (${runs})`);
+  await page.locator("#pool-map").focus();
+  await page.keyboard.press("Home");
+  await page.keyboard.press("PageDown");
+  await page.locator("#map-block").filter({ hasText: `10.66.4.0/22: child (pool ${child})` }).waitFor({ timeout: 5000 });
+  check(true, "the keyboard names the child's block and its pool");
+  await accessible(page, "a parent pool's page", check);
+  await page.locator("#pool-children").getByRole("link", { name: `${child} (10.66.4.0/22)` }).press("Enter");
+  await page.locator("#pool-parent").getByRole("link", { name: parent }).waitFor();
+  const rules = await page.textContent("#pool-rules");
+  check(rules.includes("at most /28") && rules.includes("/26 when none is asked"),
+    `the child's page names its parent and its effective rules (${rules})`);
+  check(await page.textContent("#pool-depth") === "1", "at depth 1");
+  await call("DELETE", `/v1/pools/${child}`);
+  await call("DELETE", `/v1/pools/${parent}`);
 }
 
 // Rate limits: the page is reached with the keyboard; a bucket's level is

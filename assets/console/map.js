@@ -7,6 +7,7 @@ export const PALETTE = {
   reserved: { fill: "#f2b33d", mark: "#7a4d00", label: "reserved (unconfirmed), hatched" },
   allocated: { fill: "#1f5fbf", mark: null, label: "allocated (confirmed), solid" },
   mixed: { fill: "#a97ee8", mark: "#3d1a78", label: "mixed (partly used), dotted" },
+  child: { fill: "#7fc8b8", mark: "#0b4d40", label: "a child pool's block, striped" },
 };
 export const LARGEST = "#0f7b3a";
 export const MAX_BITS = 16; // at most 65,536 blocks drawn
@@ -90,6 +91,7 @@ export function pattern(context, state) {
   c.fillRect(0, 0, 4, 4);
   c.fillStyle = mark;
   if (state === "reserved") for (let i = 0; i < 4; i++) c.fillRect(i, 3 - i, 1, 1);
+  else if (state === "child") c.fillRect(0, 0, 1, 4);
   else c.fillRect(1, 1, 1, 1);
   return context.createPattern(tile, "repeat");
 }

@@ -12,12 +12,14 @@ export async function pools(params) {
   const list = await api(`/v1/pools?${query}`);
   const usage = await Promise.all(list.items.map((p) => api(`/v1/pools/${encode(p.name)}`)));
   const next = nextPage("pools", list);
+  const link = (n) => (n ? h("a", { href: `#/pools/${encode(n)}`, text: n }) : "—");
   main.replaceChildren(h("h2", { text: "Pools" }),
-    table("Pools and their usage", ["pool", "cidr", "reserved", "allocated", "free addresses", "largest free block"],
-      usage.map((p) => [h("a", { href: `#/pools/${encode(p.name)}`, text: p.name }), p.cidr,
-        String(p.reserved_count), String(p.allocated_count), `${p.free_addresses} of ${p.total_addresses}`,
-        p.largest_free ?? "—"]),
-      "No pool."), next);
+    table("Pools and their usage", ["pool", "cidr", "parent", "depth", "reserved", "allocated", "free addresses",
+      "largest free block"],
+    usage.map((p) => [link(p.name), p.cidr, link(p.parent), String(p.depth ?? 0),
+      String(p.reserved_count), String(p.allocated_count), `${p.free_addresses} of ${p.total_addresses}`,
+      p.largest_free ?? "—"]),
+    "No pool."), next);
   return (e) => e.pool !== undefined;
 }
 
@@ -48,7 +50,7 @@ export async function pool(params, name) {
     h("li", {}, h("strong", { id: "pool-reserved", text: usage.reserved_count }), "reserved"),
     h("li", {}, h("strong", { id: "pool-allocated", text: usage.allocated_count }), "allocated"),
     h("li", {}, h("strong", { text: usage.largest_free ?? "none" }), "largest free block"));
-  const parts = [h("h2", {}, "Pool ", h("code", { text: name })), figures,
+  const parts = [h("h2", {}, "Pool ", h("code", { text: name })), figures, plan(usage),
     h("p", {}, h("label", { for: "resolution", text: "Block size " }), picker)];
   if (bits > MAX_BITS) {
     parts.push(h("p", { class: "muted", text: `Too many blocks to draw (2^${bits}): choose a larger block size.` }));
@@ -60,6 +62,27 @@ export async function pool(params, name) {
       ["subnet", "holder", "state", "time left", "session"], rows, "No live reservation."));
   main.replaceChildren(...parts);
   return (e) => e.pool === name && e.type.startsWith("reservation.");
+}
+
+// Where the pool sits in the address plan: its parent, its children, and
+// the rules a reserve in it must keep (its own, narrowing its parent's).
+function plan(usage) {
+  const link = (n, text = n) => h("a", { href: `#/pools/${encode(n)}`, text });
+  const r = usage.rules ?? {};
+  const lens = [r.min_prefix_len && `at least /${r.min_prefix_len}`, r.max_prefix_len && `at most /${r.max_prefix_len}`,
+    r.default_prefix_len && `/${r.default_prefix_len} when none is asked`].filter(Boolean);
+  const rules = [lens.length ? `prefix length ${lens.join(", ")}` : "",
+    r.allowed?.length ? `only inside ${r.allowed.join(", ")}` : "",
+    r.disallowed?.length ? `never inside ${r.disallowed.join(", ")}` : "",
+    r.required_labels?.length ? `labels required: ${r.required_labels.join(", ")}` : ""].filter(Boolean);
+  const fact = (label, value, id) => [h("dt", { text: label }), h("dd", { id }, value)];
+  return h("dl", { class: "facts", "aria-label": "Address plan" },
+    fact("parent", usage.parent ? link(usage.parent) : "none (a top pool)", "pool-parent"),
+    fact("depth", String(usage.depth ?? 0), "pool-depth"),
+    fact("children", usage.children?.length
+      ? usage.children.flatMap((c, i) => [i ? ", " : "", link(c.name, `${c.name} (${c.cidr})`)]) : "none",
+    "pool-children"),
+    fact("rules", rules.length ? rules.join("; ") : "none", "pool-rules"));
 }
 
 function mapFigure(map, cidr, bits, items) {
@@ -92,7 +115,8 @@ function mapFigure(map, cidr, bits, items) {
       return r.range.value < start + size && end > start;
     });
     const who = holders.slice(0, 3).map((r) => `${r.subnet} held by ${r.holder} ${r.expires_at ? `until ${r.expires_at}` : "(confirmed)"}`);
-    named.textContent = `${formatAddress(start, cidr.v6)}/${map.prefix_len}: ${run[2]}${who.length ? `; ${who.join("; ")}` : ""}${holders.length > 3 ? ` and ${holders.length - 3} more` : ""}`;
+    const child = map.runs[runs.indexOf(run)]?.child;
+    named.textContent = `${formatAddress(start, cidr.v6)}/${map.prefix_len}: ${run[2]}${child ? ` (pool ${child})` : ""}${who.length ? `; ${who.join("; ")}` : ""}${holders.length > 3 ? ` and ${holders.length - 3} more` : ""}`;
   };
   const show = (i, mark) => {
     cursor = focus.at = Math.max(0, Math.min(grid.count - 1, i));
