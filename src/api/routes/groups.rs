@@ -14,6 +14,7 @@ use super::commands::{Asker, capabilities, renewal_ttl};
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppJsonOrEmpty, AppPath, AppQuery};
 pub use super::group_bodies::*;
+use super::name_pages::NamePageAsked;
 use super::session_claims::claim;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
@@ -28,7 +29,7 @@ use crate::domain::Ms;
 use crate::domain::Refused;
 use crate::domain::commands::{JoinOutcome, LeaveProof};
 use crate::domain::inputs::{self, Metadata, PageLimit};
-use crate::domain::names::{GroupName, KeyPrefix, LeaseToken, MemberName};
+use crate::domain::names::{GroupName, LeaseToken, MemberName};
 use crate::domain::paths;
 use crate::leases::LeaseError;
 
@@ -111,17 +112,17 @@ pub async fn list_groups(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<GroupListQuery>,
 ) -> Result<Json<GroupPageBody>, Problem> {
-    let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
-    let after = inputs::name_cursor(query.cursor.as_deref())?;
-    let prefixes = caller
-        .lock_prefixes(query.prefix.unwrap_or_default())
-        .into_iter()
-        .map(KeyPrefix::parse)
-        .collect::<Result<_, _>>()?;
+    let asked = NamePageAsked::parse(
+        &caller,
+        &state,
+        query.prefix,
+        query.limit,
+        query.cursor.as_deref(),
+    )?;
     let page = state
         .leases
         .groups()
-        .list_under(prefixes, limit, after)
+        .list_under(asked.prefixes, asked.limit, asked.after)
         .await
         .or_problem(&state, Subject::Other("the group list"))?;
     let now = state.leases.moment();

@@ -13,15 +13,15 @@ use super::answers::OrProblem;
 use super::created::created_or_ok;
 use super::extract::{AppJson, AppJsonOrEmpty, AppPath, AppQuery};
 pub use super::limit_bodies::*;
+use super::name_pages::NamePageAsked;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{LimitTakeRefusals, LimitUnknown, QueryRefusals};
 use crate::api::problems::{Problem, Subject};
 use crate::auth::Need;
 use crate::domain::Refused;
-use crate::domain::inputs::{self, PageLimit};
 use crate::domain::limit;
-use crate::domain::names::{KeyPrefix, LimitName};
+use crate::domain::names::LimitName;
 use crate::domain::paths;
 use crate::leases::LeaseError;
 
@@ -106,17 +106,17 @@ pub async fn list_limits(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<LimitListQuery>,
 ) -> Result<Json<LimitPageBody>, Problem> {
-    let limit = PageLimit::parse(query.limit, state.leases.limits.max_page)?;
-    let after = inputs::name_cursor(query.cursor.as_deref())?;
-    let prefixes = caller
-        .lock_prefixes(query.prefix.unwrap_or_default())
-        .into_iter()
-        .map(KeyPrefix::parse)
-        .collect::<Result<_, _>>()?;
+    let asked = NamePageAsked::parse(
+        &caller,
+        &state,
+        query.prefix,
+        query.limit,
+        query.cursor.as_deref(),
+    )?;
     let page = state
         .leases
         .limits()
-        .list_under(prefixes, limit, after)
+        .list_under(asked.prefixes, asked.limit, asked.after)
         .await
         .or_problem(&state, Subject::Other("the list of rate limits"))?;
     let now = state.leases.now();

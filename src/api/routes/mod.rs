@@ -23,6 +23,7 @@ pub mod limits;
 pub mod lock_history;
 pub mod lock_sets;
 pub mod locks;
+mod name_pages;
 pub mod ops;
 pub mod path_params;
 pub mod pool_free;
