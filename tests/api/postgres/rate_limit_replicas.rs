@@ -8,7 +8,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use super::replicas::two_replicas;
-use crate::rate_limits::{bound, race};
+use crate::rate_limits::{admitted_exactly, bound, race};
 
 async fn thirty_two_clients_over_two_replicas_are_admitted_exactly_what_the_limit_allows() {
     let (_dir, a, b, client) = two_replicas().await;
@@ -21,15 +21,7 @@ async fn thirty_two_clients_over_two_replicas_are_admitted_exactly_what_the_limi
     assert_eq!(defined.status(), StatusCode::CREATED);
     let urls = [&a, &b].map(|s| format!("{}/v1/limits/race/take", s.address));
     let (admitted, t) = race(&urls, 32, Duration::from_secs(3)).await;
-    let most = bound(20, 50, 1000, t);
-    assert!(
-        admitted as f64 <= most,
-        "{admitted} admitted over {t:?}: at most {most}"
-    );
-    assert!(
-        admitted as f64 >= 0.85 * most,
-        "{admitted} admitted over {t:?}: at least 85% of {most}"
-    );
+    admitted_exactly(admitted, t, bound(20, 50, 1000, t));
 }
 
 crate::harness::tests! {
