@@ -76,8 +76,10 @@ async function pools(): Promise<void> {
     body: { holder: "ts-net", prefix_len: 24 },
   });
   check(reserved.response.status === 201, "reserve answers 201");
-  const reservation = reserved.data;
-  if (!reservation) throw new Error("no reservation");
+  // Without `count` the answer is one reservation, not a batch's items.
+  const answer = reserved.data;
+  if (!answer || "items" in answer) throw new Error("no single reservation");
+  const reservation = answer;
   check(reservation.subnet === "10.20.0.0/24", "the first /24 is the lowest address");
   check(reservation.state === "reserved" && reservation.token.length > 0, "reserved, with a token");
 

@@ -125,6 +125,8 @@ async fn pools(client: &Client) {
     let definition = PutPoolRequest {
         cidr: "10.20.0.0/16".into(),
         labels: None,
+        parent: None,
+        rules: None,
     };
     let created = client
         .put_pool(&pool.parse().unwrap(), &definition)
@@ -140,13 +142,18 @@ async fn pools(client: &Client) {
         session: None,
         exclude: None,
         metadata: None,
+        count: None,
+        labels: None,
     };
     let reserved = client
         .reserve_subnet(&pool.parse().unwrap(), None, &request)
         .await
         .expect("reserve");
     check(reserved.status().as_u16() == 201, "reserve answers 201");
-    let reservation = reserved.into_inner();
+    // Without `count` the answer is one reservation, not a batch's items.
+    let types::ReserveAnswer::GrantBody(reservation) = reserved.into_inner() else {
+        panic!("a reserve without count answered a batch");
+    };
     check(
         reservation.subnet == "10.20.0.0/24",
         "the first /24 is the lowest address",
