@@ -135,7 +135,11 @@ pub fn next_blocks(mut free: Vec<Block>, len: u8, limit: usize) -> Vec<Block> {
     free.sort_by_key(|b| (std::cmp::Reverse(b.prefix_len()), b.start()));
     let mut out = Vec::with_capacity(limit);
     for block in free {
-        let step = 1u128.checked_shl(u32::from(block.family().width() - len));
+        // A length past the family's width names no block at all.
+        let Some(shift) = block.family().width().checked_sub(len) else {
+            break;
+        };
+        let step = 1u128.checked_shl(u32::from(shift));
         let mut start = block.start();
         while out.len() < limit {
             let Some(next) = Block::new(block.family(), start, len).filter(|n| block.contains(*n))

@@ -69,7 +69,28 @@ async fn the_free_blocks_follow_the_pools_rules_and_default() {
     problem(r, StatusCode::NOT_FOUND, "pool-not-found").await;
 }
 
+/// A length the pool's family cannot have is a 400 naming it, the server
+/// still writing afterwards.
+async fn a_prefix_len_past_the_family_is_400_naming_it() {
+    let app = spawn_app().await;
+    let r = put_pool(&app, "plan", json!({"cidr": "10.0.0.0/16"})).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    for len in ["33", "200", "255", "15"] {
+        let r = app
+            .get(&format!("/v1/pools/plan/free?prefix_len={len}"))
+            .await;
+        let body = problem(r, StatusCode::BAD_REQUEST, "invalid-request").await;
+        assert_eq!(body["field"], "prefix_len", "{len}: {body}");
+    }
+    assert_eq!(
+        free(&app, "prefix_len=24&limit=1").await["blocks"],
+        json!(["10.0.0.0/24"])
+    );
+    assert_eq!(app.get("/readyz").await.status(), StatusCode::OK);
+}
+
 crate::harness::tests! {
+    a_prefix_len_past_the_family_is_400_naming_it,
     the_free_blocks_are_those_reserves_then_take_in_order,
     the_free_blocks_follow_the_pools_rules_and_default,
 }
