@@ -117,8 +117,9 @@ pub(super) fn constrain_parameters(doc: &mut OpenApi) {
 }
 
 /// Operations whose body may be left out altogether (an empty body is an
-/// empty object): `PUT /v1/groups/{group}` with nothing to say but its name.
-const OPTIONAL_BODIES: &[&str] = &["putGroup"];
+/// empty object): `PUT /v1/groups/{group}` with nothing to say but its name,
+/// and a take of one token from a rate limit.
+const OPTIONAL_BODIES: &[&str] = &["putGroup", "takeLimit"];
 
 /// Says so of the bodies of [`OPTIONAL_BODIES`], which the annotations
 /// cannot without also admitting a `null` body.
