@@ -19,7 +19,13 @@ negative ones must still be refused.
   5 s: a wait for a key that an earlier case holds would otherwise idle the
   fuzzer for all of it.
 - A pool map's `prefix_len`: bounded by the pool's own prefix and family.
-  Left out (the map's default resolution).
+  Left out (the map's default resolution). The free blocks' `prefix_len`,
+  bounded the same way and required where the pool has no default: sent
+  as the spec's example of a reserve's.
+- A pool's `parent` must exist and hold the pool's block, which is state;
+  its `rules` bound one another (`min_prefix_len` ≤ `default_prefix_len` ≤
+  `max_prefix_len`, and a child's only narrow its parent's), which JSON
+  Schema cannot say. Both are left out; the contract suite covers them.
 - An `Idempotency-Key` names one request: sent again with another request
   it is refused (422), which is state, not schema. Each case gets its own.
 - Text bounded in UTF-8 bytes (keys, group and member names, holders,
@@ -61,7 +67,7 @@ MAX_CAPABILITIES_BYTES = 8192
 WAIT_CAP_MS = 100
 
 # Names that follow the key syntax, wherever they are sent.
-KEY_PATHS = ("key", "group", "member")
+KEY_PATHS = ("key", "group", "member", "name")
 KEY_QUERIES = ("prefix", "group")
 
 # Bodies whose lease lives by `ttl_ms` or by `session`, and must name one.
@@ -140,8 +146,11 @@ def _rewrite_body(op: str | None, body: dict) -> None:
             body["prefix_len"] = EXAMPLE_PREFIX_LEN
         if isinstance(body.get("exclude"), list):
             body["exclude"] = [text for text in body["exclude"] if _network(text, strict=False)]
-    if op == "putPool" and not _network(body.get("cidr"), strict=True):
-        body["cidr"] = EXAMPLE_CIDR
+    if op == "putPool":
+        if not _network(body.get("cidr"), strict=True):
+            body["cidr"] = EXAMPLE_CIDR
+        body.pop("parent", None)
+        body.pop("rules", None)
     if op == "leaveGroup" and _present(body, "token") == _present(body, "session"):
         body.pop("session", None)
         body["token"] = body.get("token") or EXAMPLE_TOKEN
@@ -174,6 +183,8 @@ def map_case(context: Any, case: Any) -> Any:
             case.query["wait_ms"] = WAIT_CAP_MS
         if op == "getPoolMap":
             case.query.pop("prefix_len", None)
+    if op == "getPoolFree":
+        case.query = {**(case.query or {}), "prefix_len": EXAMPLE_PREFIX_LEN}
     if case.headers:
         if "Last-Event-ID" in case.headers:
             case.headers["Last-Event-ID"] = "0"
