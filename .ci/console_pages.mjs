@@ -171,7 +171,10 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   await page.getByRole("cell", { name: "live-holder" }).waitFor({ timeout: 5000 });
   console.log(`figure: the reservation appeared on the open pool page ${Date.now() - granted} ms after its answer`);
   check(later.status === 201, "a new reservation appears on the pool's page without a reload");
-  await page.waitForFunction(() => document.getElementById("map-block")?.textContent.startsWith("10.77.1.0/24"));
+  await page.waitForFunction(() => document.getElementById("map-block")?.textContent.startsWith("10.77.1.0/24"),
+    null, { timeout: 5000 }).catch(() => {});
+  const kept = await page.evaluate(() => [document.getElementById("map-block")?.textContent, document.activeElement?.id]);
+  check(kept[0]?.startsWith("10.77.1.0/24"), `the map names the keyboard's block after the re-read (${kept[0]}; focus on ${kept[1]})`);
   check(await page.evaluate(() => document.activeElement?.id) === "pool-map",
     "the map keeps the keyboard's focus and block across the re-read");
   await mapMatches(page, call, pool, check);

@@ -24,7 +24,10 @@ export async function pools(params) {
 }
 
 let grid = null; // the last layout, kept while the resolution stays
-const focus = { map: "", at: 0 }; // the keyboard's block, kept across re-reads of one map
+// The keyboard's block, kept across re-reads of one map, and whether the
+// keyboard is on the map: a re-read then names that block at once, not
+// only when the new map's focus event arrives.
+const focus = { map: "", at: 0, held: false };
 const defaults = new Map(); // each pool's map resolution when none is asked
 
 export async function pool(params, name) {
@@ -105,7 +108,7 @@ function mapFigure(map, cidr, bits, items) {
   const named = h("p", { id: "map-block", role: "status", text: "Point at a block, or focus the map and use the arrow keys." });
   const size = 1n << BigInt(cidr.bits - map.prefix_len);
   const which = `${map.pool} /${map.prefix_len}`;
-  if (focus.map !== which) Object.assign(focus, { map: which, at: 0 });
+  if (focus.map !== which) Object.assign(focus, { map: which, at: 0, held: false });
   let cursor = focus.at;
   const name = (i) => {
     const start = cidr.value + BigInt(i) * size;
@@ -133,8 +136,13 @@ function mapFigure(map, cidr, bits, items) {
     const x = Math.floor((e.offsetX * scale) / grid.cell), y = Math.floor((e.offsetY * scale) / grid.cell);
     if (x < grid.cols && y < grid.rows) name(grid.at[y * grid.cols + x]);
   });
-  canvas.addEventListener("focus", () => show(cursor, true));
-  canvas.addEventListener("blur", () => context.putImageData(drawn, 0, 0));
+  if (focus.held) name(cursor);
+  canvas.addEventListener("focus", () => { focus.held = true; show(cursor, true); });
+  canvas.addEventListener("blur", () => {
+    // A map replaced by a re-read loses the focus to its successor.
+    if (canvas.isConnected) focus.held = false;
+    context.putImageData(drawn, 0, 0);
+  });
   canvas.addEventListener("keydown", (e) => {
     const x = grid.xy[2 * cursor], y = grid.xy[2 * cursor + 1];
     const at = (dx, dy) => {
