@@ -26,9 +26,8 @@ negative ones must still be refused.
   its `rules` bound one another (`min_prefix_len` ≤ `default_prefix_len` ≤
   `max_prefix_len`, and a child's only narrow its parent's), which JSON
   Schema cannot say. Both are left out; the contract suite covers them.
-  Even so, schemathesis reports most valid `PUT /v1/pools/{pool}` cases
-  refused with 400/422, for a cause not yet found (.ci/schemathesis.toml
-  says what that changes).
+  The spec's own examples are sent as written (hooks do not touch them):
+  .ci/run makes the example's parent, `docker`, before the run.
 - An `Idempotency-Key` names one request: sent again with another request
   it is refused (422), which is state, not schema. Each case gets its own.
 - Text bounded in UTF-8 bytes (keys, group and member names, holders,

@@ -45,6 +45,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct PutPoolRequest {
     /// An aligned IPv4 or IPv6 block (host bits clear); inside the parent's
     /// block when there is a parent.
+    #[schema(example = "10.1.0.0/16")]
     pub cidr: String,
     /// The pool it is cut from: its block must be free there, and it then
     /// occupies it. A pool at depth 10 takes no children.
