@@ -129,7 +129,10 @@ where
         // A failed commit undoes the whole batch, so every answer in it is that failure.
         let answer = match (commit, self.result) {
             (Ok(()), Some(result)) => result,
-            (Ok(()), None) => Err(StoreError::Internal("a write was never run".into()).into()),
+            // A write that panicked answers nothing of its own.
+            (Ok(()), None) => {
+                Err(StoreError::Internal("the write failed unexpectedly".into()).into())
+            }
             (Err(e), _) => Err(e.into()),
         };
         let _ = self.reply.send(answer);
@@ -375,9 +378,7 @@ fn run_straight(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> SqlResult<Straig
     let mut storage_failure = None;
     for job in batch.iter_mut() {
         let before = conn.total_changes();
-        // The connection's statements never wait, so this runs the write
-        // straight through on this thread.
-        let Some(error) = futures::executor::block_on(job.run(conn)) else {
+        let Some(error) = run_one(job, conn) else {
             continue;
         };
         if !conn.in_transaction() {
@@ -406,7 +407,7 @@ fn run_guarded(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> SqlResult<Option<
         if guarded && !fresh {
             conn.batch(RENEW)?;
         }
-        let failed = futures::executor::block_on(job.run(conn));
+        let failed = run_one(job, conn);
         fresh = false;
         let Some(error) = failed else {
             continue;
@@ -419,6 +420,26 @@ fn run_guarded(conn: &mut Conn, batch: &mut [Box<dyn Job>]) -> SqlResult<Option<
         storage_failure = storage(error).or(storage_failure);
     }
     Ok(storage_failure)
+}
+
+/// Runs one write; the connection's statements never wait, so it runs
+/// straight through on this thread. A write that panics fails alone, as an
+/// internal error (logged with what it said), like any other failed write:
+/// the writer thread, and every write after it, goes on.
+fn run_one(job: &mut Box<dyn Job>, conn: &mut Conn) -> Option<Error> {
+    let run = std::panic::AssertUnwindSafe(|| futures::executor::block_on(job.run(conn)));
+    match std::panic::catch_unwind(run) {
+        Ok(failed) => failed,
+        Err(panic) => {
+            let said = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(panic = %said, "a database write panicked; it alone fails");
+            Some(StoreError::Internal(format!("the write failed unexpectedly: {said}")).into())
+        }
+    }
 }
 
 /// `error`, if it is the storage's own failure (unavailable or damaged).

@@ -270,6 +270,57 @@ async fn a_failed_write_without_savepoint_leaves_the_batch_whole() {
     assert!(stats.batch_size.count() < 200);
 }
 
+/// A write that inserts its key, then panics.
+fn panicking_insert(
+    k: String,
+) -> impl for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, StoreResult<bool>> + Send + 'static {
+    move |conn| {
+        let k = k.clone();
+        Box::pin(async move {
+            sql(conn)
+                .execute("INSERT INTO t (k) VALUES ($1)", args![&k])
+                .await?;
+            panic!("a write of {k} panics after writing");
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_write_that_panics_fails_alone_and_the_writer_goes_on() {
+    let (_dir, file, writer, _stats) = writer_on_a_fresh_file().await;
+    let writer = Arc::new(writer);
+    let mut tasks = vec![];
+    for i in 0..60 {
+        let writer = writer.clone();
+        tasks.push(tokio::spawn(async move {
+            if i % 6 == 0 {
+                writer.write(panicking_insert(format!("panic-{i}"))).await
+            } else {
+                writer.write(insert(format!("k-{i}"))).await
+            }
+        }));
+    }
+    let mut won = 0;
+    for (i, task) in tasks.into_iter().enumerate() {
+        match task.await.unwrap() {
+            Ok(true) if i % 6 != 0 => won += 1,
+            Err(Error::Storage(StoreError::Internal(said))) if i % 6 == 0 => {
+                assert!(said.contains("failed unexpectedly"), "{said}");
+            }
+            other => panic!("write {i} answered {other:?}"),
+        }
+    }
+    assert_eq!(won, 50);
+    // Later writes still commit: the writer thread lives on.
+    assert!(writer.write(insert("after".into())).await.unwrap());
+    writer.close().await;
+    assert_eq!(file.count("SELECT count(*) FROM t"), 51);
+    assert_eq!(
+        file.count("SELECT count(*) FROM t WHERE k LIKE 'panic%'"),
+        0
+    );
+}
+
 #[tokio::test]
 async fn a_closed_writer_refuses_new_writes() {
     let (_dir, _file, writer, _stats) = writer_on_a_fresh_file().await;
