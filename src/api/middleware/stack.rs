@@ -20,8 +20,11 @@ use std::convert::Infallible;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use futures::FutureExt;
 use futures::future::BoxFuture;
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::task::{Context, Poll};
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 use tower_http::trace::TraceLayer;
@@ -30,6 +33,7 @@ use super::cors::{Cors, CorsGateLayer};
 use super::headers::Answer;
 use super::request_id::{self, TagRequestLayer};
 use super::{auth, hosts, load, requests, screen};
+use crate::api::problems::{Problem, kinds};
 use crate::api::{AppState, MAX_BODY_BYTES};
 
 /// `router` with the middleware around each of its routes and fallbacks.
@@ -115,9 +119,13 @@ where
         let inner = self.inner.clone();
         Box::pin(async move {
             let route = |request| async move {
-                match inner.oneshot(request).await {
-                    Ok(response) => response,
-                    Err(never) => match never {},
+                match AssertUnwindSafe(inner.oneshot(request))
+                    .catch_unwind()
+                    .await
+                {
+                    Ok(Ok(response)) => response,
+                    Ok(Err(never)) => match never {},
+                    Err(panic) => panicked(panic.as_ref()),
                 }
             };
             let read = |request| load::read_body_in_time(&state, request, route);
@@ -128,5 +136,34 @@ where
             let answer = Answer::of(request.uri().path());
             Ok(answer.head(requests::track_requests(&state, request, host).await))
         })
+    }
+}
+
+/// The answer to a route that panicked: a 500 problem, counted and logged
+/// as every answer is, where the connection would otherwise be cut with
+/// no answer at all.
+fn panicked(panic: &(dyn Any + Send)) -> Response {
+    let said = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("");
+    tracing::error!(panic = %said, "a route panicked");
+    Problem::of(&kinds::INTERNAL, "the server failed; it logged why").into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_route_that_panics_answers_a_500_problem() {
+        let answer = panicked(&"an index out of bounds");
+        assert_eq!(answer.status(), 500);
+        let body = axum::body::to_bytes(answer.into_body(), 4096)
+            .await
+            .unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["type"], "/problems/internal");
     }
 }
