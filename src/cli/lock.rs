@@ -15,6 +15,7 @@ use crate::client::{
     AcquireBody, FencingJson, LockJson, LockMode, SessionRef, Tenure, WaiterJson, millis,
 };
 use crate::config::parse_duration;
+use crate::domain::fencing::FencingToken;
 
 #[derive(Debug, Args)]
 #[command(after_help = examples::LOCK)]
@@ -72,7 +73,8 @@ pub enum LockAction {
     Check {
         key: String,
         /// The fencing token a write carries (`lock acquire` printed it).
-        fencing_token: u64,
+        #[arg(value_parser = fencing_token)]
+        fencing_token: FencingToken,
     },
     /// Show who holds a key and who waits for it.
     #[command(after_help = examples::LOCK_SHOW)]
@@ -334,4 +336,9 @@ fn check(c: &FencingJson) -> String {
         _ => "no live lease on the key carries it",
     };
     format!("not current: {what} ({why})\n")
+}
+
+/// A fencing token as the command line names it: decimal digits alone.
+fn fencing_token(text: &str) -> Result<FencingToken, String> {
+    FencingToken::parse(text).map_err(|e| e.message)
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
+use crate::domain::fencing::FencingToken;
+
 use super::{
     AcquireBody, Client, ClientError, FencingJson, HistoryJson, LockJson, LockSetBody, PageJson,
     WaitersJson, page_query, renew_body,
@@ -82,7 +84,7 @@ impl Client {
     pub async fn check_fencing(
         &self,
         key: &str,
-        fencing_token: u64,
+        fencing_token: FencingToken,
     ) -> Result<FencingJson, ClientError> {
         let path = format!("{}/fencing/{fencing_token}", Self::lock_path(key));
         self.get(&path, &[]).await
