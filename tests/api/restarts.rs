@@ -5,6 +5,8 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 use crate::helpers::{ServerProcess, wait_until_ready};
 use crate::refusals::serve_refused;
@@ -156,12 +158,23 @@ async fn a_full_ttl_after_downtime_is_full_however_many_leases_resume() {
     server.terminate();
     crate::backend::seed_live_locks(&db, 300_000).await;
 
-    // Resuming 300,000 leases takes a while; none of it comes off their TTL.
+    // Resuming 300,000 leases takes a while; none of it comes off their TTL:
+    // the fresh TTL starts when the resume is done, just before the server
+    // says it listens, not when its process started.
+    let started = OffsetDateTime::now_utc();
     let server = ServerProcess::start(&db, &[]);
+    let listening = OffsetDateTime::now_utc();
     wait_until_ready(&client, &server.address).await;
     let shown = inspect(&client, &server, "mine").await;
-    let left = shown["expires_in_ms"].as_i64().unwrap();
-    assert!((4_700..=5_000).contains(&left), "{shown}");
+    let expires_at = shown["expires_at"].as_str().unwrap();
+    let from = OffsetDateTime::parse(expires_at, &Rfc3339).unwrap() - time::Duration::seconds(5);
+    let took = (listening - started).whole_milliseconds();
+    assert!(
+        from <= listening + time::Duration::milliseconds(5)
+            && listening - from <= time::Duration::milliseconds(300),
+        "the fresh TTL runs from {from}, the server said it listens at {listening} \
+         (started {took} ms before): {shown}"
+    );
 }
 
 async fn fencing_tokens_keep_growing_across_restarts() {
