@@ -478,4 +478,7 @@ async function checkLimits({ page, call, check, key }) {
   await page.getByRole("dialog").getByRole("button", { name: "Delete limit" }).click();
   await page.getByRole("alert").filter({ hasText: "Delete limit: done." }).waitFor();
   check((await call("GET", path)).status === 404, "delete, confirmed, removes the limit");
+  await page.locator("#limit-gone").waitFor({ timeout: 5000 });
+  await sleep(1500); // a tick and the event's re-read would come by now
+  check(await page.locator("#limit-gone").isVisible(), "the page says the limit is deleted, and reads it no more");
 }

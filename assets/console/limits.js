@@ -72,11 +72,38 @@ export async function limit(params, name) {
       ...fact("denials per second", denials(l.name), "limit-denials"));
   };
   show(await read());
+  // A deleted limit is not read again (a read would answer 404): the page
+  // says so and links back to the list. Set before the delete is sent, as
+  // its event may arrive before its answer.
+  let gone = false;
+  const ended = () => {
+    gone = true;
+    facts.replaceChildren(h("dt", { text: "state" }), h("dd", { id: "limit-gone" },
+      "deleted; ", h("a", { href: "#/limits", text: "back to the limits" })));
+  };
   const remove = adminButton("Delete this limit", () => adminAction(
     `Delete the rate limit ${name}? Takes from it are then refused (404) until it is defined again.`,
-    "Delete limit", () => api(path, "DELETE")));
+    "Delete limit", async () => {
+      gone = true;
+      try {
+        await api(path, "DELETE");
+      } catch (error) {
+        gone = false;
+        throw error;
+      }
+      ended();
+    }));
   main.replaceChildren(h("h2", {}, "Rate limit ", h("code", { text: name })),
     h("p", { class: "muted", text: name.endsWith("/") ? "A family: every name under it has a bucket of its own with these numbers, forgotten once full again."
       : "One bucket, shared by every client and replica that takes from it." }), facts, remove);
-  return Object.assign((e) => e.type?.startsWith("limit.") && e.limit === name, { tick: async () => show(await read()) });
+  const touched = (e) => {
+    if (gone || !e.type?.startsWith("limit.") || e.limit !== name) return false;
+    if (e.type === "limit.deleted") ended();
+    return e.type !== "limit.deleted";
+  };
+  return Object.assign(touched, { tick: async () => {
+    if (gone) return;
+    const now = await read();
+    if (!gone) show(now);
+  } });
 }
