@@ -18,6 +18,9 @@ negative ones must still be refused.
   contract names no default). Cut to 100 ms, below the fuzzed server's
   5 s: a wait for a key that an earlier case holds would otherwise idle the
   fuzzer for all of it.
+- A reserve's `prefix_len`: bounded by the pool's own prefix and family,
+  which are state. The pools fuzzed are IPv4 /8s and /16s (the spec's
+  examples): a length outside /16–/32 is sent as the example's /24.
 - A pool map's `prefix_len`: bounded by the pool's own prefix and family.
   Left out (the map's default resolution). The free blocks' `prefix_len`,
   bounded the same way and required where the pool has no default: sent
@@ -40,7 +43,8 @@ negative ones must still be refused.
   with a `oneOf` of `required` lists, but request bodies stay the plain
   objects that the SDK generators of CI read, and the rule is said in
   prose. A case naming both keeps the first; one naming neither where one
-  is required gets the spec's example of the first.
+  is required gets the spec's example of the first. A named `subnet` is one
+  block: a `count` beside it is left out.
 - CIDR text (a pool's `cidr`, `subnet`, `exclude`): JSON Schema has no
   CIDR format. A `cidr` that is not an aligned network is sent as the
   spec's example; a `subnet` that is not one, and `exclude` entries that
@@ -77,6 +81,9 @@ TTL_OR_SESSION = {"acquireLock", "acquireLockSet", "joinGroup"}
 # What a case that names neither of two fields gets: the spec's examples.
 EXAMPLE_TTL_MS = 30000
 EXAMPLE_PREFIX_LEN = 24
+# The prefix lengths a reserve may ask of the pools the fuzzing makes (IPv4,
+# /8 and /16 blocks of the spec's examples).
+FUZZED_POOL_LENGTHS = (16, 32)
 EXAMPLE_TOKEN = "9f86d081884c7d659a2feaa0c55ad015"
 EXAMPLE_CIDR = "10.0.0.0/8"
 
@@ -146,6 +153,11 @@ def _rewrite_body(op: str | None, body: dict) -> None:
             body.pop("subnet")
         if not _present(body, "prefix_len") and not _present(body, "subnet"):
             body["prefix_len"] = EXAMPLE_PREFIX_LEN
+        if _present(body, "subnet") and body.get("count") not in (None, 1):
+            body.pop("count")
+        length = body.get("prefix_len")
+        if isinstance(length, int) and not FUZZED_POOL_LENGTHS[0] <= length <= FUZZED_POOL_LENGTHS[1]:
+            body["prefix_len"] = EXAMPLE_PREFIX_LEN
         if isinstance(body.get("exclude"), list):
             body["exclude"] = [text for text in body["exclude"] if _network(text, strict=False)]
     if op == "putPool":
@@ -169,10 +181,10 @@ def map_case(context: Any, case: Any) -> Any:
         return case
     op = _operation_id(case)
     if isinstance(case.body, dict):
-        _rewrite_body(op, case.body)
         for field, value in case.body.items():
             if isinstance(value, float) and value.is_integer():
                 case.body[field] = int(value)
+        _rewrite_body(op, case.body)
         wait = case.body.get("wait_ms")
         if isinstance(wait, int) and wait > WAIT_CAP_MS:
             case.body["wait_ms"] = WAIT_CAP_MS

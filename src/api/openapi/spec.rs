@@ -69,6 +69,8 @@ fn parameter_schema(path: &str, name: &str, max_limit: u32) -> Option<Schema> {
     let schema = match name {
         // Groups and members follow the key syntax.
         "key" | "group" | "member" => printable_text(MAX_KEY_BYTES),
+        // So do rate limits' names.
+        "name" if path.starts_with("/v1/limits/") => printable_text(MAX_KEY_BYTES),
         "holder" => printable_text(MAX_HOLDER_BYTES),
         // A prefix longer than a key would match nothing, and is refused.
         "prefix" => text().max_length(Some(MAX_KEY_BYTES)),
