@@ -430,8 +430,39 @@ async function checkNested({ page, call, check, key }) {
   check(rules.includes("at most /28") && rules.includes("/26 when none is asked"),
     `the child's page names its parent and its effective rules (${rules})`);
   check(await page.textContent("#pool-depth") === "1", "at depth 1");
+  await checkTree({ page, call, check, parent, child });
   await call("DELETE", `/v1/pools/${child}`);
   await call("DELETE", `/v1/pools/${parent}`);
+}
+
+// The pools list as a tree: the child's row right under its parent's,
+// indented, and each pool's usage as a bar whose width is its share, with
+// the same figure in words beside it.
+async function checkTree({ page, call, check, parent, child }) {
+  const held = await call("POST", `/v1/pools/${child}/reservations`, { holder: "console", prefix_len: 23, ttl_ms: 600000 });
+  check(held.status === 201, "a /23 is reserved in the child");
+  await page.evaluate(() => { location.hash = "#/pools"; });
+  await page.locator(".tree-name").filter({ hasText: child }).waitFor();
+  const rows = await page.evaluate(() => [...document.querySelectorAll("tbody tr")].map((tr) => {
+    const name = tr.querySelector(".tree-name");
+    const usage = tr.querySelector(".usage");
+    const bar = usage.querySelector(".usage-bar").getBoundingClientRect().width;
+    return { name: name.querySelector("a").textContent, level: Number(name.dataset.level),
+      indent: parseFloat(getComputedStyle(name).paddingLeft),
+      share: usage.querySelector(".usage-fill").getBoundingClientRect().width / bar,
+      text: usage.querySelector(".usage-text").textContent, hidden: usage.querySelector(".usage-bar").getAttribute("aria-hidden") };
+  }));
+  const at = rows.findIndex((r) => r.name === parent);
+  const [top, kid] = [rows[at], rows[at + 1]];
+  check(kid?.name === child && kid.level === top.level + 1 && kid.indent > top.indent,
+    `the child's row is under its parent's, indented (${JSON.stringify([top, kid])})`);
+  // The parent: the child's /22 of its /16 used; the child: a /23 of its /22.
+  check(top.text === "1.56% (1024 of 65536 addresses)" && Math.abs(top.share - 0.0156) < 0.01,
+    `the parent's bar and words say 1.56% (${top.text}, ${top.share})`);
+  check(kid.text === "50% (512 of 1024 addresses)" && Math.abs(kid.share - 0.5) < 0.02 && kid.hidden === "true",
+    `the child's bar is half full, said in words beside it (${kid.text}, ${kid.share})`);
+  await accessible(page, "the pools tree", check);
+  await call("DELETE", `/v1/pools/${child}/reservations/${held.body.id}`);
 }
 
 // Rate limits: the page is reached with the keyboard; a bucket's level is

@@ -5,22 +5,72 @@
 import { api, duration, encode, h, main, nextPage, sessionLink, table } from "./util.js";
 import { LARGEST, MAX_BITS, PALETTE, draw, formatAddress, layout, parseCidr, pattern } from "./map.js";
 
+// Pools as a tree (each child under its parent, indented) with a usage bar
+// each. The list carries no usage: each pool on the page is read once, at
+// most READS at a time, and a page holds at most 50.
+const READS = 6;
+
 export async function pools(params) {
   const cursor = params.get("cursor");
   const query = new URLSearchParams({ limit: "50" });
   if (cursor) query.set("cursor", cursor);
   const list = await api(`/v1/pools?${query}`);
-  const usage = await Promise.all(list.items.map((p) => api(`/v1/pools/${encode(p.name)}`)));
+  const usage = await bounded(list.items, READS, (p) => api(`/v1/pools/${encode(p.name)}`));
   const next = nextPage("pools", list);
   const link = (n) => (n ? h("a", { href: `#/pools/${encode(n)}`, text: n }) : "—");
+  const rows = tree(usage).map(({ pool: p, level }) => {
+    const name = h("span", { class: "tree-name", "data-level": String(level) },
+      level ? h("span", { class: "muted", "aria-hidden": "true", text: "↳ " }) : "", link(p.name));
+    // Indented through the CSSOM: the page's Content-Security-Policy refuses
+    // style attributes.
+    name.style.paddingLeft = `${level * 1.5}rem`;
+    return [name, p.cidr, link(p.parent), String(p.depth ?? 0), usageBar(p),
+      String(p.reserved_count), String(p.allocated_count), p.largest_free ?? "—"];
+  });
   main.replaceChildren(h("h2", { text: "Pools" }),
-    table("Pools and their usage", ["pool", "cidr", "parent", "depth", "reserved", "allocated", "free addresses",
-      "largest free block"],
-    usage.map((p) => [link(p.name), p.cidr, link(p.parent), String(p.depth ?? 0),
-      String(p.reserved_count), String(p.allocated_count), `${p.free_addresses} of ${p.total_addresses}`,
-      p.largest_free ?? "—"]),
-    "No pool."), next);
+    table("Pools and their usage, each child under its parent", ["pool", "cidr", "parent", "depth", "used",
+      "reserved", "allocated", "largest free block"], rows, "No pool."), next);
   return (e) => e.pool !== undefined;
+}
+
+// Calls `read` on each item, at most `limit` at once; the answers in order.
+async function bounded(items, limit, read) {
+  const out = new Array(items.length);
+  let at = 0;
+  const worker = async () => {
+    while (at < items.length) {
+      const i = at++;
+      out[i] = await read(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+// The pools in tree order: each top pool (or one whose parent is not on the
+// page) in name order, then its children in address order, depth first.
+function tree(pools) {
+  const byName = new Map(pools.map((p) => [p.name, p]));
+  const out = [];
+  const visit = (p, level) => {
+    out.push({ pool: p, level });
+    for (const c of p.children ?? []) if (byName.has(c.name)) visit(byName.get(c.name), level + 1);
+  };
+  for (const p of pools) if (!p.parent || !byName.has(p.parent)) visit(p, 0);
+  return out;
+}
+
+// Addresses reserved or allocated (children included) of the pool's total,
+// as a bar and in words beside it; the bar's width set through the CSSOM.
+function usageBar(p) {
+  const total = BigInt(p.total_addresses);
+  const used = total - BigInt(p.free_addresses);
+  const percent = total > 0n ? Number((used * 10000n) / total) / 100 : 0;
+  const fill = h("span", { class: "usage-fill" });
+  fill.style.width = `${percent}%`;
+  return h("span", { class: "usage", "data-used": String(used), "data-total": String(total) },
+    h("span", { class: "usage-bar", "aria-hidden": "true" }, fill),
+    h("span", { class: "usage-text", text: `${percent}% (${used} of ${total} addresses)` }));
 }
 
 let grid = null; // the last layout, kept while the resolution stays

@@ -61,6 +61,7 @@ type grant struct {
 	lockDelay  time.Duration
 	exclude    []string
 	local      bool
+	labels     map[string]string
 	// capabilities of a group member (Join).
 	capabilities any
 }
@@ -98,6 +99,12 @@ func WithWait(d time.Duration) Option { return grantFunc(func(g *grant) { g.wait
 
 // WithMetadata stores a small JSON object with the lease.
 func WithMetadata(m map[string]any) Option { return grantFunc(func(g *grant) { g.metadata = m }) }
+
+// WithLabels gives a reservation text labels (a pool's required_labels
+// rule names the ones it must carry).
+func WithLabels(labels map[string]string) Option {
+	return grantFunc(func(g *grant) { g.labels = labels })
+}
 
 // WithSession binds the lease to s instead of a TTL: it lives exactly as
 // long as the session, and has no keep-alive of its own.

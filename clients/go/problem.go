@@ -30,6 +30,8 @@ const (
 	TypeSubnetUnavailable  = "/problems/subnet-unavailable"
 	TypePoolConflict       = "/problems/pool-conflict"
 	TypePoolInUse          = "/problems/pool-in-use"
+	TypeRuleViolated       = "/problems/rule-violated"
+	TypeRuleConflict       = "/problems/rule-conflict"
 	TypeHistoryCompacted   = "/problems/history-compacted"
 	TypeQuotaExceeded      = "/problems/quota-exceeded"
 	TypeRateLimited        = "/problems/rate-limited"
@@ -67,6 +69,9 @@ type Problem struct {
 	Field string `json:"field,omitempty"`
 	// Pool is the pool of a subnet problem.
 	Pool string `json:"pool,omitempty"`
+	// Rule names the pool rule a rule-violated or rule-conflict refusal
+	// is about.
+	Rule string `json:"rule,omitempty"`
 	// Conflicts are the live reservations a requested subnet overlaps.
 	Conflicts []ProblemConflict `json:"conflicts,omitempty"`
 	// OldestRevision is the oldest event revision still kept (410).

@@ -23,7 +23,9 @@ type Reservation struct {
 	ExpiresInMS  *int64         `json:"expires_in_ms"`
 	Metadata     map[string]any `json:"metadata"`
 	Session      string         `json:"session,omitempty"`
-	Token        string         `json:"token,omitempty"`
+	// Labels are the text labels it was reserved with.
+	Labels map[string]string `json:"labels,omitempty"`
+	Token  string            `json:"token,omitempty"`
 
 	// Replayed is true when the grant was an idempotent replay (200).
 	Replayed bool `json:"-"`
@@ -43,18 +45,27 @@ func (r *Reservation) Network() (*net.IPNet, error) {
 	return n, err
 }
 
-// Pool is a subnet pool with its usage (usage fields only from GetPool).
+// Pool is a subnet pool with its usage (usage fields, Children and Rules
+// only from GetPool and PutPool).
 type Pool struct {
-	Name           string            `json:"name"`
-	CIDR           string            `json:"cidr"`
-	Family         string            `json:"family"` // ipv4 or ipv6
-	Labels         map[string]string `json:"labels"`
-	CreatedAt      time.Time         `json:"created_at"`
-	ReservedCount  int64             `json:"reserved_count"`
-	AllocatedCount int64             `json:"allocated_count"`
-	FreeAddresses  string            `json:"free_addresses"`
-	TotalAddresses string            `json:"total_addresses"`
-	LargestFree    *string           `json:"largest_free"`
+	Name      string            `json:"name"`
+	CIDR      string            `json:"cidr"`
+	Family    string            `json:"family"` // ipv4 or ipv6
+	Labels    map[string]string `json:"labels"`
+	CreatedAt time.Time         `json:"created_at"`
+	// Parent is the pool it is cut from; nil at the top.
+	Parent *string `json:"parent"`
+	// Depth is 0 without a parent, one more than the parent's with one.
+	Depth int `json:"depth"`
+	// Children are the pools cut from it, in address order.
+	Children []PoolChild `json:"children,omitempty"`
+	// Rules are its effective rules: its own, within its ancestors'.
+	Rules          *PoolRules `json:"rules,omitempty"`
+	ReservedCount  int64      `json:"reserved_count"`
+	AllocatedCount int64      `json:"allocated_count"`
+	FreeAddresses  string     `json:"free_addresses"`
+	TotalAddresses string     `json:"total_addresses"`
+	LargestFree    *string    `json:"largest_free"`
 }
 
 func poolPath(pool string) string { return "/v1/pools/" + escape(pool) }
@@ -64,17 +75,10 @@ func reservationPath(pool, id string) string {
 }
 
 // PutPool creates the pool, or checks that it exists with this cidr (a
-// pool-conflict *Problem if it has another).
+// pool-conflict *Problem if it has another). PutPoolWith also takes a
+// parent and rules.
 func (c *Client) PutPool(ctx context.Context, pool, cidr string, labels map[string]string) (*Pool, error) {
-	body := struct {
-		CIDR   string            `json:"cidr"`
-		Labels map[string]string `json:"labels,omitempty"`
-	}{cidr, labels}
-	var p Pool
-	if _, err := c.do(ctx, &call{method: http.MethodPut, path: poolPath(pool), body: body}, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return c.PutPoolWith(ctx, pool, cidr, PoolOptions{Labels: labels})
 }
 
 // GetPool reads a pool with its usage.
@@ -110,13 +114,15 @@ func (c *Client) DeletePool(ctx context.Context, pool string) error {
 }
 
 type reserveBody struct {
-	Holder    string         `json:"holder"`
-	PrefixLen *int           `json:"prefix_len,omitempty"`
-	Subnet    string         `json:"subnet,omitempty"`
-	TTL       *int64         `json:"ttl_ms,omitempty"`
-	Exclude   []string       `json:"exclude,omitempty"`
-	Metadata  map[string]any `json:"metadata,omitempty"`
-	Session   *sessionRef    `json:"session,omitempty"`
+	Holder    string            `json:"holder"`
+	PrefixLen *int              `json:"prefix_len,omitempty"`
+	Subnet    string            `json:"subnet,omitempty"`
+	TTL       *int64            `json:"ttl_ms,omitempty"`
+	Exclude   []string          `json:"exclude,omitempty"`
+	Metadata  map[string]any    `json:"metadata,omitempty"`
+	Session   *sessionRef       `json:"session,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Count     *int              `json:"count,omitempty"`
 }
 
 // Reserve takes a free block of prefixLen bits out of pool (best fit, then
@@ -133,17 +139,31 @@ func (c *Client) ReserveSubnet(ctx context.Context, pool, subnet string, opts ..
 }
 
 func (c *Client) reserve(ctx context.Context, pool string, body reserveBody, opts []Option) (*Reservation, error) {
+	var r Reservation
+	cl, status, err := c.reserveCall(ctx, pool, body, opts, &r)
+	if err != nil {
+		return nil, err
+	}
+	r.Replayed = status == http.StatusOK
+	r.Sent = cl.sent
+	return &r, nil
+}
+
+// reserveCall sends a reserve (one block or a batch) with the grant's
+// options, under an Idempotency-Key a retry sends again, into out.
+func (c *Client) reserveCall(ctx context.Context, pool string, body reserveBody, opts []Option, out any) (*call, int, error) {
 	g := c.grantOf(opts)
 	if g.idemKey == "" {
 		g.idemKey = newIdempotencyKey()
 	}
 	body.Holder = g.holder
 	body.Metadata = g.metadata
+	body.Labels = g.labels
 	body.Exclude = append([]string(nil), g.exclude...)
 	if g.local {
 		local, err := LocalNetworks()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		body.Exclude = append(body.Exclude, local...)
 	}
@@ -154,14 +174,8 @@ func (c *Client) reserve(ctx context.Context, pool string, body reserveBody, opt
 	}
 	cl := &call{method: http.MethodPost, path: poolPath(pool) + "/reservations", body: body,
 		header: idemHeader(g.idemKey), grant: true}
-	var r Reservation
-	status, err := c.do(ctx, cl, &r)
-	if err != nil {
-		return nil, err
-	}
-	r.Replayed = status == http.StatusOK
-	r.Sent = cl.sent
-	return &r, nil
+	status, err := c.do(ctx, cl, out)
+	return cl, status, err
 }
 
 // ErrNoReservation is returned for a nil *Reservation.

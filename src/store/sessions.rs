@@ -320,6 +320,17 @@ pub(super) fn keys_of<R: Columns>(rows: &[R]) -> StoreResult<Vec<String>> {
 /// holds the session's row until it ends (where writes run side by side), so
 /// a close cannot slip between the check and the insert.
 pub async fn bind(conn: &mut dyn Sql, claim: &SessionClaim, now: At) -> StoreResult<Session> {
+    bind_many(conn, claim, now, 1).await
+}
+
+/// `bind` for a grant of `adding` leases at once (a reserve's batch): the
+/// session takes all of them within its cap, or none.
+pub async fn bind_many(
+    conn: &mut dyn Sql,
+    claim: &SessionClaim,
+    now: At,
+    adding: u32,
+) -> StoreResult<Session> {
     let held = check(conn, claim, now).await?;
     // A session carries only leases its own token could hold, whoever binds.
     if !claim.carriers.allows(held.owner.as_deref()) {
@@ -338,7 +349,7 @@ pub async fn bind(conn: &mut dyn Sql, claim: &SessionClaim, now: At) -> StoreRes
     )
     .await?
     .int("n")?;
-    if bound >= i64::from(claim.max_leases) {
+    if bound + i64::from(adding) > i64::from(claim.max_leases) {
         return Err(Refused::SessionFull {
             limit: claim.max_leases,
         }
@@ -359,9 +370,20 @@ impl Held {
     /// Takes `lifetime` in the grant's transaction: a session is checked and
     /// bound (`bind`) before anything changes.
     pub async fn take(conn: &mut dyn Sql, lifetime: &Lifetime, now: At) -> StoreResult<Held> {
+        Self::take_many(conn, lifetime, now, 1).await
+    }
+
+    /// `take` for a grant of `count` leases at once: a session must have
+    /// room for all of them.
+    pub async fn take_many(
+        conn: &mut dyn Sql,
+        lifetime: &Lifetime,
+        now: At,
+        count: u32,
+    ) -> StoreResult<Held> {
         Ok(match lifetime {
             Lifetime::Ttl(ttl) => Held::Ttl(*ttl),
-            Lifetime::Session(claim) => Held::Bound(bind(conn, claim, now).await?),
+            Lifetime::Session(claim) => Held::Bound(bind_many(conn, claim, now, count).await?),
         })
     }
 

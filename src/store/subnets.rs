@@ -204,8 +204,10 @@ async fn prepare(
     new: &mut ReserveSubnet,
     at: WriteTime,
 ) -> StoreResult<Result<Prepared, ReserveOutcome>> {
-    // The session's row before the pool's, as a close takes them.
-    let held = Held::take(conn, &new.lifetime, at.read()).await?;
+    // The session's row before the pool's, as a close takes them; a
+    // batch bound to it fits its cap whole or is refused whole.
+    let count = u32::try_from(new.count.get()).unwrap_or(u32::MAX);
+    let held = Held::take_many(conn, &new.lifetime, at.read(), count).await?;
     // A bound lease is its session's opener's, and counts against its quota.
     if let Some(s) = held.session() {
         new.owner = sessions::owner_of(s);

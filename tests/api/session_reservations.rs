@@ -133,9 +133,52 @@ async fn a_reserve_with_a_session_and_a_ttl_is_refused() {
     assert_eq!(usage["reserved_count"], 0, "{usage}");
 }
 
+async fn a_bound_batch_fits_the_sessions_cap_whole_or_is_refused_whole() {
+    let app = spawn_app_with(|c| {
+        c.reaper_interval = Duration::from_secs(3_600);
+        c.max_session_leases = 4;
+    })
+    .await;
+    pool(&app).await;
+    let s = open(&app, 60_000).await;
+    reserve_bound(&app, "10.0.1.0/24", &s).await;
+    reserve_bound(&app, "10.0.2.0/24", &s).await;
+    let batch =
+        |count: u32| json!({"holder": "h", "prefix_len": 24, "count": count, "session": claim(&s)});
+    // Two bound and three more: one past the cap, so none of the three.
+    let body = problem(
+        reserve(&app, batch(3)).await,
+        StatusCode::CONFLICT,
+        "session-full",
+    )
+    .await;
+    assert_eq!(
+        (&body["limit"], &body["field"]),
+        (&json!(4), &json!("session"))
+    );
+    let usage: Value = app.get("/v1/pools/nets").await.json().await.unwrap();
+    assert_eq!(usage["reserved_count"], 2, "{usage}");
+    // Two more fill it exactly; a single past it gets the same refusal.
+    let r = reserve(&app, batch(2)).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let granted: Value = r.json().await.unwrap();
+    assert_eq!(granted["items"].as_array().unwrap().len(), 2);
+    let single = json!({"holder": "h", "prefix_len": 24, "session": claim(&s)});
+    let body = problem(
+        reserve(&app, single).await,
+        StatusCode::CONFLICT,
+        "session-full",
+    )
+    .await;
+    assert_eq!(body["limit"], 4);
+    let shown: Value = show(&app, &s).await.json().await.unwrap();
+    assert_eq!(shown["reservations"], 4);
+}
+
 crate::harness::tests! {
     a_bound_reservation_shows_its_session_and_a_close_frees_its_block,
     a_confirmed_reservation_outlives_its_session,
     an_expired_sessions_reservation_is_free_to_the_next_reserve,
     a_reserve_with_a_session_and_a_ttl_is_refused,
+    a_bound_batch_fits_the_sessions_cap_whole_or_is_refused_whole,
 }

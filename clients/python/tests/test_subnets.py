@@ -85,7 +85,10 @@ def test_reserve_confirm_renew_release_and_list(client: Client, key: str) -> Non
     with pytest.raises(LeaseLost):
         client.release_reservation(second)
     with pytest.raises(ValueError):
-        client.reserve(name)  # neither prefix_len nor subnet
+        client.reserve(name, 24, subnet="10.30.9.0/24")  # both prefix_len and subnet
+    with pytest.raises(InvalidRequest) as neither:
+        client.reserve(name)  # neither, and the pool has no default_prefix_len
+    assert neither.value.get("field") == "prefix_len"
 
 
 def test_a_reservation_bound_to_a_session_ends_with_it(client: Client, key: str) -> None:

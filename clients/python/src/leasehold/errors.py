@@ -246,7 +246,9 @@ class PoolConflict(Conflict):
 
 
 class PoolInUse(Conflict):
-    """409: the pool still has live reservations."""
+    """409: the pool still has live reservations or child pools
+    (``reserved_count``, ``allocated_count``, ``children_count`` in its
+    fields)."""
 
     types: tuple[str, ...] = ("pool-in-use",)
 
@@ -322,6 +324,28 @@ class CostExceedsBurst(Problem):
     """422: a take asks for more than the limit's burst: never admitted."""
 
     types: tuple[str, ...] = ("cost-exceeds-burst",)
+
+
+class RuleViolated(Problem):
+    """422: the reserve breaks a rule of the pool; ``rule`` names it."""
+
+    types: tuple[str, ...] = ("rule-violated",)
+
+    @property
+    def rule(self) -> str:
+        """The rule broken (``max_prefix_len``, ``required_labels``, …)."""
+        return str(self.extensions.get("rule") or "")
+
+
+class RuleConflict(Problem):
+    """422: a child pool's rule would widen its parent's; ``rule`` names it."""
+
+    types: tuple[str, ...] = ("rule-conflict",)
+
+    @property
+    def rule(self) -> str:
+        """The rule that would widen the parent's."""
+        return str(self.extensions.get("rule") or "")
 
 
 class ServerError(Problem):

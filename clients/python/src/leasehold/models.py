@@ -24,6 +24,7 @@ from ._json import (
     opt_object,
     opt_text,
     text,
+    texts,
 )
 
 T = TypeVar("T")
@@ -373,9 +374,77 @@ class Member:
 
 
 @dataclass(frozen=True)
+class PoolRules:
+    """A pool's allocation rules. A child pool has its parent's and may only
+    narrow them (:class:`~leasehold.RuleConflict` otherwise); a reserve that
+    breaks one is :class:`~leasehold.RuleViolated` naming it."""
+
+    min_prefix_len: int | None = None
+    max_prefix_len: int | None = None
+    default_prefix_len: int | None = None
+    allowed: tuple[str, ...] = ()
+    disallowed: tuple[str, ...] = ()
+    required_labels: tuple[str, ...] = ()
+
+    def to_json(self) -> JSONObject:
+        """The rules as a pool's definition sends them."""
+        doc: JSONObject = {}
+        for name in ("min_prefix_len", "max_prefix_len", "default_prefix_len"):
+            value = getattr(self, name)
+            if value is not None:
+                doc[name] = value
+        for name in ("allowed", "disallowed", "required_labels"):
+            items: list[JSON] = list(getattr(self, name))
+            if items:
+                doc[name] = items
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "PoolRules":
+        return cls(
+            min_prefix_len=opt_int(doc, "min_prefix_len"),
+            max_prefix_len=opt_int(doc, "max_prefix_len"),
+            default_prefix_len=opt_int(doc, "default_prefix_len"),
+            allowed=tuple(texts(doc, "allowed")),
+            disallowed=tuple(texts(doc, "disallowed")),
+            required_labels=tuple(texts(doc, "required_labels")),
+        )
+
+
+@dataclass(frozen=True)
+class PoolChild:
+    """A pool cut from another, and the block it occupies there."""
+
+    name: str
+    cidr: str
+
+
+@dataclass(frozen=True)
+class FreeBlocks:
+    """The blocks reserves of ``prefix_len`` would take next, in order
+    (fewer than asked when the pool has no more)."""
+
+    pool: str
+    cidr: str
+    prefix_len: int
+    blocks: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, doc: JSONObject) -> "FreeBlocks":
+        return cls(
+            pool=text(doc, "pool"),
+            cidr=text(doc, "cidr"),
+            prefix_len=integer(doc, "prefix_len"),
+            blocks=tuple(texts(doc, "blocks")),
+        )
+
+
+@dataclass(frozen=True)
 class Pool:
-    """A subnet pool. The usage fields are set by ``get_pool`` alone;
-    address counts are exact (IPv6 counts exceed 2**53)."""
+    """A subnet pool. The usage fields, ``children`` and ``rules`` are set
+    by ``get_pool`` and ``put_pool`` alone; address counts are exact (IPv6
+    counts exceed 2**53). ``parent`` is ``None`` at the top, where ``depth``
+    is 0."""
 
     name: str
     cidr: str
@@ -387,6 +456,11 @@ class Pool:
     free_addresses: int | None = None
     total_addresses: int | None = None
     largest_free: str | None = None
+    parent: str | None = None
+    depth: int = 0
+    children: tuple[PoolChild, ...] = ()
+    #: Its effective rules: its own, within its ancestors'.
+    rules: PoolRules | None = None
     #: ``True`` when ``put_pool`` created it, ``False`` when it existed.
     created: bool = False
     raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
@@ -405,6 +479,12 @@ class Pool:
             free_addresses=opt_int(doc, "free_addresses"),
             total_addresses=opt_int(doc, "total_addresses"),
             largest_free=opt_text(doc, "largest_free"),
+            parent=opt_text(doc, "parent"),
+            depth=integer(doc, "depth"),
+            children=tuple(
+                PoolChild(text(c, "name"), text(c, "cidr")) for c in objects(doc, "children")
+            ),
+            rules=PoolRules.from_json(rules) if (rules := opt_object(doc, "rules")) else None,
             created=created,
             raw=doc,
         )
@@ -429,6 +509,10 @@ class Reservation:
     metadata: JSONObject | None
     session: str | None
     token: str | None
+    #: The text labels it was reserved with.
+    labels: dict[str, str] = field(default_factory=dict)
+    #: ``True`` when the answer was an idempotent replay (200).
+    replayed: bool = field(default=False, compare=False)
     sent: float | None = field(default=None, compare=False)
     raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
 
@@ -445,8 +529,13 @@ class Reservation:
 
     @classmethod
     def from_json(
-        cls, doc: JSONObject, sent: float | None = None, token: str | None = None
+        cls,
+        doc: JSONObject,
+        sent: float | None = None,
+        token: str | None = None,
+        replayed: bool = False,
     ) -> "Reservation":
+        labels = opt_object(doc, "labels") or {}
         return cls(
             id=text(doc, "id"),
             pool=text(doc, "pool"),
@@ -461,6 +550,8 @@ class Reservation:
             metadata=opt_object(doc, "metadata"),
             session=opt_text(doc, "session"),
             token=opt_text(doc, "token") or token,
+            labels={k: v for k, v in labels.items() if isinstance(v, str)},
+            replayed=replayed,
             sent=sent,
             raw=doc,
         )

@@ -11,6 +11,15 @@ network, then confirm it (or let the reservation lapse).
     except BaseException:
         client.release_reservation(r)
         raise
+
+Pools nest (an address plan): a child is cut from its parent's block and may
+only narrow its rules::
+
+    client.put_pool("plan", "10.0.0.0/8", rules=PoolRules(max_prefix_len=28))
+    client.put_pool("eu", "10.1.0.0/16", parent="plan",
+                    rules=PoolRules(default_prefix_len=24))
+    client.pool_free("eu", limit=3)        # what the next reserves take
+    blocks = client.reserve_batch("eu", 3, labels={"env": "prod"})
 """
 
 from __future__ import annotations
@@ -18,12 +27,16 @@ from __future__ import annotations
 import uuid
 from typing import Iterable
 
-from ._json import JSON, JSONObject
-from ._transport import QueryValue, Transport, ms, page, quote
+from ._json import JSON, JSONObject, objects
+from ._transport import QueryValue, Response, Transport, ms, page, quote
 from .errors import LeaseLost
 from .localnet import local_networks
-from .models import Page, Pool, PoolMap, Reservation, SessionInfo
+from .models import FreeBlocks, Page, Pool, PoolMap, PoolRules, Reservation, SessionInfo
 from .session import Session, session_ref
+
+
+#: The most blocks one :meth:`SubnetsMixin.reserve_batch` takes.
+MAX_BATCH = 256
 
 
 def _pool_path(pool: str) -> str:
@@ -40,11 +53,27 @@ class SubnetsMixin:
     transport: Transport
     holder: str
 
-    def put_pool(self, name: str, cidr: str, labels: dict[str, str] | None = None) -> Pool:
-        """Create the pool, or check that it exists with this ``cidr``
+    def put_pool(
+        self,
+        name: str,
+        cidr: str,
+        labels: dict[str, str] | None = None,
+        *,
+        parent: str | None = None,
+        rules: PoolRules | None = None,
+    ) -> Pool:
+        """Create the pool, or check that it exists with this definition
         (:class:`~leasehold.PoolConflict` if it has another). ``created``
-        says which."""
+        says which.
+
+        With ``parent`` the pool is cut from that pool's block (free there;
+        a pool at depth 10 takes no children). ``rules`` may only narrow the
+        parent's: :class:`~leasehold.RuleConflict` names one that widens."""
         body: JSONObject = {"cidr": cidr}
+        if parent is not None:
+            body["parent"] = parent
+        if rules is not None:
+            body["rules"] = rules.to_json()
         if labels:
             body["labels"] = dict(labels)
         resp = self.transport.request("PUT", _pool_path(name), body=body)
@@ -69,7 +98,7 @@ class SubnetsMixin:
 
     def delete_pool(self, name: str) -> None:
         """Delete a pool; :class:`~leasehold.PoolInUse` while it has live
-        reservations."""
+        reservations or child pools."""
         self.transport.request("DELETE", _pool_path(name))
 
     def reserve(
@@ -84,25 +113,76 @@ class SubnetsMixin:
         exclude_local: bool = False,
         holder: str | None = None,
         metadata: JSONObject | None = None,
+        labels: dict[str, str] | None = None,
         idempotency_key: str | None = None,
     ) -> Reservation:
         """Reserve a free block of ``prefix_len`` bits (best fit, then lowest
-        address), or the aligned ``subnet`` named.
+        address), or the aligned ``subnet`` named; with neither, a block of
+        the pool's ``default_prefix_len``.
 
         ``exclude`` names CIDRs to avoid; ``exclude_local=True`` adds this
         host's own networks (:func:`~leasehold.local_networks`). Bound to
         ``session`` the reservation lives as long as it (until confirmed);
         otherwise ``ttl`` seconds unless renewed or confirmed. Raises
         :class:`~leasehold.PoolExhausted` or
-        :class:`~leasehold.SubnetUnavailable` (``conflicts`` in its fields).
+        :class:`~leasehold.SubnetUnavailable` (``conflicts`` in its fields),
+        or :class:`~leasehold.RuleViolated` naming the pool's rule it breaks
+        (``labels`` carry the ones ``required_labels`` names).
         """
-        if (prefix_len is None) == (subnet is None):
-            raise ValueError("give exactly one of prefix_len and subnet")
+        if prefix_len is not None and subnet is not None:
+            raise ValueError("give at most one of prefix_len and subnet")
         body: JSONObject = {"holder": holder or self.holder}
         if prefix_len is not None:
             body["prefix_len"] = prefix_len
-        else:
+        elif subnet is not None:
             body["subnet"] = subnet
+        resp = self._reserve(pool, body, ttl, session, exclude, exclude_local, metadata,
+                             labels, idempotency_key)
+        return Reservation.from_json(resp.doc, resp.sent, replayed=resp.status == 200)
+
+    def reserve_batch(
+        self,
+        pool: str,
+        count: int,
+        prefix_len: int | None = None,
+        *,
+        ttl: float | None = 60.0,
+        session: Session | SessionInfo | None = None,
+        exclude: Iterable[str] = (),
+        exclude_local: bool = False,
+        holder: str | None = None,
+        metadata: JSONObject | None = None,
+        labels: dict[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> list[Reservation]:
+        """Reserve ``count`` (1 to 256) blocks of ``prefix_len`` bits (default:
+        the pool's ``default_prefix_len``) in one transaction, all or none,
+        in the order the allocator picks them. The same ``idempotency_key``
+        replays the whole batch (each then ``replayed``); a retry sends its
+        key again. Refusals are :meth:`reserve`'s."""
+        if not 1 <= count <= MAX_BATCH:
+            raise ValueError(f"a batch takes 1 to {MAX_BATCH} blocks, not {count}")
+        body: JSONObject = {"holder": holder or self.holder, "count": count}
+        if prefix_len is not None:
+            body["prefix_len"] = prefix_len
+        resp = self._reserve(pool, body, ttl, session, exclude, exclude_local, metadata,
+                             labels, idempotency_key)
+        replayed = resp.status == 200
+        return [Reservation.from_json(item, resp.sent, replayed=replayed)
+                for item in objects(resp.doc, "items")]
+
+    def _reserve(
+        self,
+        pool: str,
+        body: JSONObject,
+        ttl: float | None,
+        session: Session | SessionInfo | None,
+        exclude: Iterable[str],
+        exclude_local: bool,
+        metadata: JSONObject | None,
+        labels: dict[str, str] | None,
+        idempotency_key: str | None,
+    ) -> Response:
         excluded: list[JSON] = list(exclude)
         if exclude_local:
             excluded.extend(n for n in local_networks() if n not in excluded)
@@ -114,11 +194,23 @@ class SubnetsMixin:
             body["ttl_ms"] = ms(ttl)
         if metadata is not None:
             body["metadata"] = metadata
-        resp = self.transport.request(
+        if labels:
+            body["labels"] = dict(labels)
+        return self.transport.request(
             "POST", _pool_path(pool) + "/reservations", body=body,
             headers={"Idempotency-Key": idempotency_key or uuid.uuid4().hex},
         )
-        return Reservation.from_json(resp.doc, resp.sent)
+
+    def pool_free(
+        self, pool: str, prefix_len: int | None = None, limit: int | None = None
+    ) -> FreeBlocks:
+        """The next ``limit`` blocks (server default 10) of ``prefix_len``
+        bits (default: the pool's ``default_prefix_len``) reserves would
+        take, in order, read in one snapshot: what a plan shows before it
+        applies."""
+        q: dict[str, QueryValue] = {"prefix_len": prefix_len, "limit": limit}
+        doc = self.transport.request("GET", f"{_pool_path(pool)}/free", query=q).doc
+        return FreeBlocks.from_json(doc)
 
     def renew_reservation(
         self,
