@@ -398,8 +398,8 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
 
   await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });
   await checkLimits({ page, call, check, key });
-  await checkCapacity({ page, call, check, key });
   await checkNested({ page, call, check, key });
+  await checkCapacity({ page, call, check, key });
 }
 
 // Nested pools: a child's block drawn as such on its parent's map, named
