@@ -106,7 +106,8 @@ function timeline(items) {
   return h("ol", { class: "timeline", id: "history", "aria-label": "History, newest first" },
     items.map((e) => h("li", {},
       h("time", { datetime: e.at, text: new Date(e.at).toLocaleString() }), " ",
-      h("strong", { text: e.type }), ` ${VERBS[e.type] ?? "by"} ${e.holder}`,
+      // A capacity's change has no holder.
+      h("strong", { text: e.type }), e.holder ? ` ${VERBS[e.type] ?? "by"} ${e.holder}` : "",
       e.fencing_token !== undefined ? ` (fencing token ${e.fencing_token})` : "",
       e.reason ? `: ${e.reason}` : "",
       e.session ? [" in session ", sessionLink(e.session)] : "",
