@@ -402,6 +402,7 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   await call("POST", `/v1/pools/${pool}/reservations/${later.body.id}/release`, { token: later.body.token });
   await checkLimits({ page, call, check, key });
   await checkNested({ page, call, check, key });
+  await checkCapacity({ page, call, check, key });
 }
 
 // Nested pools: a child's block drawn as such on its parent's map, named
@@ -513,3 +514,32 @@ async function checkLimits({ page, call, check, key }) {
   await sleep(1500); // a tick and the event's re-read would come by now
   check(await page.locator("#limit-gone").isVisible(), "the page says the limit is deleted, and reads it no more");
 }
+
+// A key's page shows its capacity (held and asked permits, as a meter and
+// in words) and each holder's and waiter's permits.
+async function checkCapacity({ page, call, check, key }) {
+  const name = `${key}-capacity`;
+  const path = `/v1/locks/${encodeURIComponent(name)}`;
+  check((await call("PUT", `${path}/capacity`, { permits: 4 })).status === 201, "a capacity is stored");
+  const held = await call("POST", `${path}/acquire`, { holder: "three-permits", ttl_ms: 60000, permits: 3 });
+  check(held.status === 201 && held.body.permits === 3, "3 of its 4 permits are taken");
+  const waiting = call("POST", `${path}/acquire`, { holder: "two-permits", ttl_ms: 60000, permits: 2, wait_ms: 20000 });
+  await page.goto(`${page.url().split("#")[0]}#/locks/${encodeURIComponent(name)}`);
+  const shown = (text) => page.waitForFunction(([t]) => [...document.querySelectorAll("#capacity meter")]
+    .some((m) => m.getAttribute("aria-label") === t), [text], { timeout: 5000 }).then(() => true, () => false);
+  check(await shown("3 of 4 permits held, 2 asked by waiters"), "the key's page shows its capacity, held and asked");
+  const holder = page.getByRole("row").filter({ hasText: "three-permits" });
+  check((await holder.getByRole("cell").nth(1).textContent()) === "3", "the holder's row shows its permits");
+  const waiter = page.locator("#queue").getByRole("row").filter({ hasText: "two-permits" });
+  check((await waiter.getByRole("cell").nth(3).textContent()) === "2", "the waiter's row shows the permits it asks");
+  await accessible(page, "a key's page with a capacity", check);
+  check((await call("PUT", `${path}/capacity`, { permits: 5 })).status === 200, "the capacity grows");
+  const granted = await waiting;
+  check(granted.status === 201, "a larger capacity grants the waiter that now fits");
+  check(await shown("5 of 5 permits held, 0 asked by waiters"), "the page follows, without a reload");
+  for (const token of [held.body.token, granted.body.token]) {
+    await call("POST", `${path}/release`, { token });
+  }
+  check((await call("DELETE", `${path}/capacity`)).status === 204, "with nothing held, the capacity is deleted");
+}
+

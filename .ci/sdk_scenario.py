@@ -11,7 +11,10 @@ from leasehold_client.api.events import watch_events
 from leasehold_client.api.locks import (
     acquire_lock,
     acquire_lock_set,
+    delete_lock_capacity,
     get_lock,
+    get_lock_capacity,
+    put_lock_capacity,
     release_lock,
     renew_lock,
 )
@@ -38,6 +41,9 @@ from leasehold_client.api.sessions import (
 )
 from leasehold_client.models import (
     AcquireRequest,
+    CapacityBody,
+    CapacityInUseProblem,
+    CapacityNotFoundProblem,
     EndReason,
     EventKind,
     EventPage,
@@ -47,6 +53,8 @@ from leasehold_client.models import (
     CostExceedsBurstProblem,
     LimitBody,
     LimitNotFoundProblem,
+    PermitsExceedCapacityProblem,
+    PutCapacityRequest,
     PutLimitRequest,
     RateLimitedProblem,
     RefundRequest,
@@ -306,6 +314,29 @@ def limits(client):
           "a deleted limit is a typed 404 limit-not-found")
 
 
+def capacities(client):
+    key = "sdk/gpu"
+    stored = put_lock_capacity.sync_detailed(key=key, client=client, body=PutCapacityRequest(permits=4))
+    check(stored.status_code == 201 and isinstance(stored.parsed, CapacityBody), "store a capacity answers 201, typed")
+    granted = acquire_lock.sync_detailed(
+        key=key, client=client, body=AcquireRequest(holder="sdk-gpu", ttl_ms=30_000, permits=3))
+    check(granted.status_code == 201 and granted.parsed.permits == 3, "an acquire takes 3 of its 4 permits")
+    read = get_lock_capacity.sync(key=key, client=client)
+    check((read.permits, read.held, read.waiting) == (4, 3, 0), "the capacity says what is held")
+    too_many = acquire_lock.sync_detailed(
+        key=key, client=client, body=AcquireRequest(holder="sdk-gpu", ttl_ms=30_000, permits=5))
+    check(too_many.status_code == 422 and isinstance(too_many.parsed, PermitsExceedCapacityProblem)
+          and too_many.parsed.capacity == 4, "more than the capacity is a typed 422 permits-exceed-capacity")
+    in_use = delete_lock_capacity.sync_detailed(key=key, client=client)
+    check(in_use.status_code == 409 and isinstance(in_use.parsed, CapacityInUseProblem)
+          and in_use.parsed.held == 3, "a held capacity is not deleted: a typed 409 capacity-in-use")
+    release_lock.sync_detailed(key=key, client=client, body=ReleaseRequest(token=granted.parsed.token))
+    check(delete_lock_capacity.sync_detailed(key=key, client=client).status_code == 204, "then it is deleted")
+    gone = get_lock_capacity.sync_detailed(key=key, client=client)
+    check(gone.status_code == 404 and isinstance(gone.parsed, CapacityNotFoundProblem),
+          "a deleted capacity is a typed 404 capacity-not-found")
+
+
 def main():
     client = Client(base_url=sys.argv[1], raise_on_unexpected_status=True)
     locks(client)
@@ -313,6 +344,7 @@ def main():
     sessions(client)
     events(client)
     limits(client)
+    capacities(client)
     print("sdk scenario passed")
 
 

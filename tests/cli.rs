@@ -16,6 +16,8 @@ use helpers::{TestApp, spawn_app, spawn_app_in, spawn_app_with};
 
 #[path = "cli/about.rs"]
 mod about;
+#[path = "cli/capacity.rs"]
+mod capacity;
 #[path = "cli/elect.rs"]
 mod elect;
 #[path = "cli/fencing.rs"]

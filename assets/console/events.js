@@ -11,7 +11,7 @@ const STEP = 100;
 const TYPES = ["lock.acquired", "lock.released", "lock.updated", "reservation.reserved", "reservation.confirmed",
   "reservation.released", "reservation.updated", "session.opened", "session.ended", "group.created",
   "group.deleted", "group.member_joined", "group.member_updated", "group.member_left", "limit.changed",
-  "limit.deleted"];
+  "limit.deleted", "capacity.changed", "capacity.deleted"];
 
 function selects(filter, e) {
   const { prefix, pool, group, type } = filter;

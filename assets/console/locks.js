@@ -90,13 +90,24 @@ export async function locks(params) {
 
 const VERBS = { "lock.acquired": "granted to", "lock.released": "released by", "lock.updated": "updated by" };
 
+// A key's capacity kept on the server: how much of it is held, as a meter
+// and in words, and what waiters ask; nothing when the key has none.
+function capacityOf(c) {
+  if (!c) return h("p", { id: "capacity", class: "muted", text: "No capacity is stored for this key." });
+  const words = `${c.held} of ${c.permits} permits held, ${c.waiting} asked by waiters`;
+  return h("p", { id: "capacity" },
+    h("meter", { min: "0", max: String(c.permits), value: String(Math.min(c.held, c.permits)), "aria-label": words }),
+    ` ${words}`);
+}
+
 // A key's history from the change log, newest first, as a timeline.
 function timeline(items) {
   if (items.length === 0) return h("p", { class: "muted", text: "The change log has nothing of this key." });
   return h("ol", { class: "timeline", id: "history", "aria-label": "History, newest first" },
     items.map((e) => h("li", {},
       h("time", { datetime: e.at, text: new Date(e.at).toLocaleString() }), " ",
-      h("strong", { text: e.type }), ` ${VERBS[e.type] ?? "by"} ${e.holder}`,
+      // A capacity's change has no holder.
+      h("strong", { text: e.type }), e.holder ? ` ${VERBS[e.type] ?? "by"} ${e.holder}` : "",
       e.fencing_token !== undefined ? ` (fencing token ${e.fencing_token})` : "",
       e.reason ? `: ${e.reason}` : "",
       e.session ? [" in session ", sessionLink(e.session)] : "",
@@ -108,17 +119,23 @@ export async function key(params, name) {
   const [lock, queue, history] = await Promise.all([
     api(path).catch((error) => { if (error.status === 404) return null; throw error; }),
     api(`${path}/waiters`), api(`${path}/history?limit=20`), whoAmI()]);
+  const capacity = await api(`${path}/capacity`).catch((error) => {
+    if (error.status === 404) return null;
+    throw error;
+  });
   const holders = lock ? (lock.holders || [lock]) : [];
   const force = () => adminAction(
     `Force release ${name}? Every holder loses it now, and the next waiter is granted.`,
     "Force release", () => api(path, "DELETE"));
   main.replaceChildren(
     h("h2", {}, "Lock ", h("code", { text: name })),
+    h("h3", { text: "Capacity" }),
+    capacityOf(capacity),
     h("h3", { text: "Holders" }),
     lock?.session ? h("p", {}, "Bound to session ", sessionLink(lock.session)) : "",
-    table("Who holds the key", ["holder", "fencing token", "acquired", "held for", "time left"],
-      holders.map((l) => [l.holder, String(l.fencing_token), l.acquired_at, since(l.acquired_at),
-        duration(l.expires_in_ms)]),
+    table("Who holds the key", ["holder", "permits", "fencing token", "acquired", "held for", "time left"],
+      holders.map((l) => [l.holder, String(l.permits ?? 1), String(l.fencing_token), l.acquired_at,
+        since(l.acquired_at), duration(l.expires_in_ms)]),
       "Nobody holds this key."),
     lock ? adminButton("Force release", force) : "",
     h("h3", { text: "Queue" }),
@@ -126,18 +143,21 @@ export async function key(params, name) {
     h("h3", { text: "History" }),
     timeline(history.items));
   const tick = async () => {
-    const again = await api(`${path}/waiters`);
+    const [again, held] = await Promise.all([api(`${path}/waiters`),
+      capacity ? api(`${path}/capacity`).catch(() => null) : null]);
     // Only onto this key's page, should the page have changed meanwhile.
     const shown = document.getElementById("queue");
-    if (shown?.dataset.key === name) shown.replaceChildren(queueTable(again));
+    if (shown?.dataset.key !== name) return;
+    shown.replaceChildren(queueTable(again));
+    if (held) document.getElementById("capacity")?.replaceWith(capacityOf(held));
   };
   return Object.assign((e) => e.key === name, { tick });
 }
 
 function queueTable(queue) {
   return table("Who waits, the next to be granted first",
-    ["#", "holder", "mode", "waiting for", "gives up in", "replica"],
-    queue.items.map((w) => [String(w.position), w.holder, w.mode, duration(w.waited_ms),
+    ["#", "holder", "mode", "permits", "waiting for", "gives up in", "replica"],
+    queue.items.map((w) => [String(w.position), w.holder, w.mode, String(w.permits ?? 1), duration(w.waited_ms),
       duration(w.wait_left_ms), w.replica]),
     "Nobody waits for this key.");
 }

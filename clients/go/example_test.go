@@ -304,3 +304,29 @@ func ExampleLimiter() {
 	fmt.Println(info.Available)
 	// Output: 89
 }
+
+func ExampleSemaphore() {
+	c, err := leasehold.New(os.Getenv("LEASEHOLD_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	// 8 GPUs, shared by every process and host that acquires gpu/pool.
+	if _, _, err := c.SetCapacity(ctx, "gpu/pool", 8); err != nil {
+		log.Fatal(err)
+	}
+	gpus := c.NewSemaphore("gpu/pool")
+	if err := gpus.Acquire(ctx, 6); err != nil { // waits, strictly in turn
+		log.Fatal(err)
+	}
+	fmt.Println(gpus.TryAcquire(4), gpus.TryAcquire(2)) // 4 do not fit now, 2 do
+	gpus.Release(8)
+	cp, err := c.Capacity(ctx, "gpu/pool")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(cp.Permits, cp.Held)
+	// Output:
+	// false true
+	// 8 0
+}

@@ -18,9 +18,12 @@ type Lease struct {
 	Metadata     map[string]any `json:"metadata"`
 	Mode         string         `json:"mode"`
 	MaxHolders   *int           `json:"max_holders"`
-	Session      string         `json:"session,omitempty"`
-	Holders      []LockHolder   `json:"holders,omitempty"`
-	Token        string         `json:"token,omitempty"`
+	// Permits is how much of the key's capacity the lease holds (1 unless
+	// asked with WithPermits).
+	Permits int          `json:"permits"`
+	Session string       `json:"session,omitempty"`
+	Holders []LockHolder `json:"holders,omitempty"`
+	Token   string       `json:"token,omitempty"`
 	// WaitedMS is, in the answer to a grant, how long the request waited
 	// on the server before ExpiresInMS was computed (0 for a renewal).
 	WaitedMS int64 `json:"waited_ms,omitempty"`
@@ -41,6 +44,7 @@ type LockHolder struct {
 	AcquiredAt   time.Time `json:"acquired_at"`
 	ExpiresAt    time.Time `json:"expires_at"`
 	ExpiresInMS  int64     `json:"expires_in_ms"`
+	Permits      int       `json:"permits"`
 }
 
 // ExpiresIn is the lease's remaining life as the server computed it.
@@ -82,6 +86,7 @@ type acquireBody struct {
 	Session    *sessionRef    `json:"session,omitempty"`
 	Mode       string         `json:"mode,omitempty"`
 	MaxHolders *int           `json:"max_holders,omitempty"`
+	Permits    *int           `json:"permits,omitempty"`
 	LockDelay  *int64         `json:"lock_delay_ms,omitempty"`
 }
 
@@ -100,6 +105,10 @@ func (g *grant) acquireBody() acquireBody {
 	if g.maxHolders > 0 {
 		n := g.maxHolders
 		b.MaxHolders = &n
+	}
+	if g.permits > 0 {
+		n := g.permits
+		b.Permits = &n
 	}
 	return b
 }

@@ -58,6 +58,7 @@ type grant struct {
 	idemKey    string
 	mode       string
 	maxHolders int
+	permits    int
 	lockDelay  time.Duration
 	exclude    []string
 	local      bool
@@ -118,8 +119,14 @@ func WithIdempotencyKey(k string) Option { return grantFunc(func(g *grant) { g.i
 // but not with an exclusive one.
 func Shared() Option { return grantFunc(func(g *grant) { g.mode = "shared" }) }
 
-// WithMaxHolders makes the key a semaphore of n leases.
+// WithMaxHolders makes the key a semaphore of n permits (each lease takes
+// 1 unless WithPermits says more). Under a capacity the server keeps for
+// the key (SetCapacity), leave it out.
 func WithMaxHolders(n int) Option { return grantFunc(func(g *grant) { g.maxHolders = n }) }
+
+// WithPermits takes n permits of the key's capacity (the one the server
+// keeps, else WithMaxHolders) instead of 1.
+func WithPermits(n int) Option { return grantFunc(func(g *grant) { g.permits = n }) }
 
 // WithLockDelay keeps the key unavailable for d after a lease on it expired.
 func WithLockDelay(d time.Duration) Option { return grantFunc(func(g *grant) { g.lockDelay = d }) }

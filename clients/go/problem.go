@@ -26,6 +26,9 @@ const (
 	TypeSessionLost        = "/problems/session-lost"
 	TypeLockHeld           = "/problems/lock-held"
 	TypeLimitMismatch      = "/problems/limit-mismatch"
+	TypeCapacityNotFound   = "/problems/capacity-not-found"
+	TypeCapacityInUse      = "/problems/capacity-in-use"
+	TypePermitsExceed      = "/problems/permits-exceed-capacity"
 	TypePoolExhausted      = "/problems/pool-exhausted"
 	TypeSubnetUnavailable  = "/problems/subnet-unavailable"
 	TypePoolConflict       = "/problems/pool-conflict"
@@ -223,6 +226,18 @@ func IsRateLimited(err error) bool { return isType(err, TypeRateLimited) }
 
 // IsLimitNotFound reports whether err says the rate limit does not exist.
 func IsLimitNotFound(err error) bool { return isType(err, TypeLimitNotFound) }
+
+// IsCapacityNotFound reports whether err says no capacity is stored for
+// the key.
+func IsCapacityNotFound(err error) bool { return isType(err, TypeCapacityNotFound) }
+
+// IsCapacityInUse reports whether err says a capacity cannot be deleted
+// while live leases hold permits of it.
+func IsCapacityInUse(err error) bool { return isType(err, TypeCapacityInUse) }
+
+// IsPermitsExceedCapacity reports whether err says an acquire asked more
+// permits than the key's capacity ever holds.
+func IsPermitsExceedCapacity(err error) bool { return isType(err, TypePermitsExceed) }
 
 // IsCostExceedsBurst reports whether err says a take asked for more than
 // the limit's burst: it could never be admitted.

@@ -79,7 +79,7 @@ pub async fn execute(cmd: ElectCommand) -> Result<u8, CliError> {
     let mut wait = Wait::Forever { answered: false };
     loop {
         let (lease, sent) = tokio::select! {
-            granted = hold::acquire(&client, &cmd.name, &holder, budget, lock_delay, wait) => granted?,
+            granted = hold::acquire(&client, &cmd.name, &holder, budget, lock_delay, None, wait) => granted?,
             sig = signals.recv() => return Ok(128 + sig as u8),
         };
         eprintln!(

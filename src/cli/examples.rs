@@ -21,12 +21,15 @@ Examples:
   leasehold lock run backup/db --ttl 30s --wait 10m -- /usr/local/bin/backup-db
   leasehold lock run lb/3f2a -- sh -c 'reconcile --fencing-token \"$LEASEHOLD_FENCING_TOKEN\"'
   # Three keys, all or none, kept by one session renewed every few seconds
-  leasehold lock run svc/a --key svc/b --key svc/c --wait 1m -- sh -c 'echo \"$LEASEHOLD_KEYS\"'";
+  leasehold lock run svc/a --key svc/b --key svc/c --wait 1m -- sh -c 'echo \"$LEASEHOLD_KEYS\"'
+  # Four of the key's capacity of GPUs (leasehold lock capacity set gpu/pool 8)
+  leasehold lock run gpu/pool --permits 4 --wait 1h -- ./train.sh";
 
 pub const LOCK_ACQUIRE: &str = "\
 Examples:
   leasehold lock acquire lb/3f2a --ttl 30s --wait 5s   # prints the lease and its lease token
   leasehold lock acquire pool/gpu --max-holders 3      # one of 3 slots (a semaphore)
+  leasehold lock acquire gpu/pool --permits 2          # 2 of the key's stored capacity
   leasehold lock acquire cfg/main --shared             # readers share
   # The lease token, for renew and release:
   LEASE_TOKEN=$(leasehold lock acquire lb/3f2a --json | sed -n 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/p')";
@@ -70,6 +73,12 @@ pub const LOCK_HISTORY: &str = "\
 Examples:
   leasehold lock history lb/3f2a           # who held it, how each lease ended
   leasehold lock history lb/3f2a --limit 5 --json";
+
+pub const LOCK_CAPACITY: &str = "\
+Examples:
+  leasehold lock capacity set gpu/pool 8      # leases of gpu/pool hold 8 permits in all
+  leasehold lock capacity show gpu/pool       # the capacity, what is held and asked
+  leasehold lock capacity delete gpu/pool     # once nothing is held";
 
 pub const LOCK_LIST: &str = "\
 Examples:

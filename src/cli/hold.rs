@@ -87,6 +87,7 @@ pub async fn acquire(
     holder: &str,
     budget: Budget,
     lock_delay: Duration,
+    permits: Option<u32>,
     wait: Wait,
 ) -> Result<(LockJson, Instant), CliError> {
     // Every try carries one key: a grant whose answer was lost is answered
@@ -100,6 +101,7 @@ pub async fn acquire(
             wait_ms,
             mode: None,
             max_holders: None,
+            permits,
             lock_delay_ms: (!lock_delay.is_zero()).then(|| millis(lock_delay)),
             metadata: None,
         };

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
+use super::capacity::CapacityAction;
 use super::output::{expires_in, human_ms, more, table};
 use super::run::RunArgs;
 use super::{CliError, ClientArgs, LeaseTokenArg, default_holder, examples, exit};
@@ -87,6 +88,13 @@ pub enum LockAction {
         #[arg(long)]
         limit: Option<u32>,
     },
+    /// Store, show or delete a key's capacity: the permits its leases may
+    /// hold in all (a weighted semaphore kept on the server).
+    #[command(after_help = examples::LOCK_CAPACITY)]
+    Capacity {
+        #[command(subcommand)]
+        action: CapacityAction,
+    },
     /// List live leases.
     #[command(after_help = examples::LOCK_LIST)]
     List {
@@ -118,9 +126,13 @@ pub struct AcquireArgs {
     /// A shared lease: coexists with other shared leases, not with an exclusive one.
     #[arg(long)]
     shared: bool,
-    /// Make the key a semaphore of N leases (every acquirer names the same N).
+    /// Make the key a semaphore of N permits (every acquirer names the same
+    /// N; under a stored capacity, leave it out).
     #[arg(long, value_name = "N")]
     max_holders: Option<u32>,
+    /// Take K permits of the key's capacity (1 by default).
+    #[arg(long, value_name = "K")]
+    permits: Option<u32>,
     /// After this lease expires (not when released), keep the key unavailable this long.
     #[arg(long, value_parser = parse_duration)]
     lock_delay: Option<Duration>,
@@ -159,6 +171,7 @@ impl AcquireArgs {
             wait_ms: (!self.wait.is_zero()).then(|| millis(self.wait)),
             mode: self.shared.then_some(LockMode::Shared),
             max_holders: self.max_holders,
+            permits: self.permits,
             lock_delay_ms: self.lock_delay.map(millis),
             metadata: self.metadata.clone(),
             idempotency_key: self.idempotency_key.clone(),
@@ -179,6 +192,7 @@ pub async fn execute(cmd: LockCommand) -> Result<u8, CliError> {
     let client = args.client()?;
     match cmd.action {
         LockAction::Run(run) => return super::run::execute(&client, run).await,
+        LockAction::Capacity { action } => super::capacity::execute(&args, &client, action).await?,
         LockAction::Acquire(acquire) => {
             let lease = client.acquire_lock(&acquire.key, &acquire.body()).await?;
             args.print(&lease, |l| {
@@ -285,11 +299,12 @@ fn show(shown: &Shown) -> String {
                 vec![
                     h.holder.clone(),
                     h.fencing_token.to_string(),
+                    h.permits.to_string(),
                     format!("expires in {}", human_ms(h.expires_in_ms)),
                 ]
             })
             .collect();
-        text.push_str(&table(&["holder", "fencing", "expires"], &rows));
+        text.push_str(&table(&["holder", "fencing", "permits", "expires"], &rows));
     }
     text + &queue(&shown.waiters)
 }

@@ -5,6 +5,7 @@
 //! human-readable answer (or the server's JSON with `--json`), and maps a
 //! refusal to one line on stderr and a documented exit code ([`exit`]).
 
+pub mod capacity;
 pub mod elect;
 pub mod examples;
 pub mod follow;

@@ -64,6 +64,11 @@ pub struct RunArgs {
     /// --session only.
     #[arg(long, value_parser = parse_duration, conflicts_with_all = ["keys", "session"])]
     pub lock_delay: Option<Duration>,
+    /// Take K permits of the key's capacity (`lock capacity set`) instead of
+    /// 1: the command runs once what is held plus K fits. One key without
+    /// --session only.
+    #[arg(long, value_name = "K", conflicts_with_all = ["keys", "session"])]
+    pub permits: Option<u32>,
     /// The command and its arguments, after `--` or not: everything from the
     /// first word that is not a flag of `lock run` on belongs to the command.
     #[arg(required = true, trailing_var_arg = true, value_name = "CMD")]
@@ -77,8 +82,16 @@ pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
     let wait = Wait::For(args.wait);
     let holding = if args.keys.is_empty() && !args.session {
         let lock_delay = args.lock_delay.unwrap_or_else(|| budget.lock_delay());
-        let (lease, sent) =
-            hold::acquire(client, &args.key, &holder, budget, lock_delay, wait).await?;
+        let (lease, sent) = hold::acquire(
+            client,
+            &args.key,
+            &holder,
+            budget,
+            lock_delay,
+            args.permits,
+            wait,
+        )
+        .await?;
         hold::keep(client, &args.key, &holder, budget, &lease, sent).await?
     } else {
         let keys = std::iter::once(args.key.clone())

@@ -6,10 +6,11 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::domain::fencing::FencingToken;
+use crate::domain::paths;
 
 use super::{
-    AcquireBody, Client, ClientError, FencingJson, HistoryJson, LockJson, LockSetBody, PageJson,
-    WaitersJson, page_query, renew_body,
+    AcquireBody, CapacityJson, Client, ClientError, FencingJson, HistoryJson, LockJson,
+    LockSetBody, PageJson, WaitersJson, page_query, renew_body,
 };
 
 impl Client {
@@ -57,6 +58,24 @@ impl Client {
     pub async fn release_lock(&self, key: &str, token: &str) -> Result<(), ClientError> {
         let path = format!("{}/release", Self::lock_path(key));
         self.post_empty(&path, &json!({ "token": token })).await
+    }
+
+    /// Stores `permits` as `key`'s capacity, or changes it.
+    pub async fn put_capacity(&self, key: &str, permits: u32) -> Result<CapacityJson, ClientError> {
+        let path = paths::capacity(key);
+        let body = json!({ "permits": permits });
+        self.call(self.request(Method::PUT, &path).json(&body))
+            .await
+    }
+
+    /// `key`'s capacity, with the permits held and asked for.
+    pub async fn get_capacity(&self, key: &str) -> Result<CapacityJson, ClientError> {
+        self.get(&paths::capacity(key), &[]).await
+    }
+
+    /// Deletes `key`'s capacity (refused while anything is held of it).
+    pub async fn delete_capacity(&self, key: &str) -> Result<(), ClientError> {
+        self.delete(&paths::capacity(key)).await
     }
 
     pub async fn get_lock(&self, key: &str) -> Result<LockJson, ClientError> {

@@ -31,9 +31,9 @@ pub use status::{
     CallerJson, DatabaseJson, PostgresJson, ReplicaJson, SqliteJson, StatusCountsJson, StatusJson,
 };
 pub use types::{
-    AcquireBody, FencingJson, HolderJson, LockJson, LockSetBody, PageJson, PoolFreeJson, PoolJson,
-    PoolUsageJson, ReservationBatchJson, ReservationJson, ReserveBody, SessionRef, Tenure,
-    WaiterJson, WaitersJson,
+    AcquireBody, CapacityJson, FencingJson, HolderJson, LockJson, LockSetBody, PageJson,
+    PoolFreeJson, PoolJson, PoolUsageJson, ReservationBatchJson, ReservationJson, ReserveBody,
+    SessionRef, Tenure, WaiterJson, WaitersJson,
 };
 
 /// Where client commands look for the server when no `--server` is given.

@@ -51,6 +51,9 @@ pub struct AcquireBody {
     pub mode: Option<LockMode>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_holders: Option<u32>,
+    /// How much of the key's capacity to take (the server's default: 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permits: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lock_delay_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -118,6 +121,23 @@ pub struct HolderJson {
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: u64,
+    /// The permits of the key's capacity it holds.
+    #[serde(default = "one_permit")]
+    pub permits: u32,
+}
+
+fn one_permit() -> u32 {
+    1
+}
+
+/// A key's capacity kept on the server, with the permits held and asked
+/// (`CapacityBody`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CapacityJson {
+    pub key: String,
+    pub permits: u32,
+    pub held: u64,
+    pub waiting: u64,
 }
 
 /// An acquire waiting for a key, as its queue lists it. Read from the
@@ -274,6 +294,7 @@ mod tests {
             wait_ms: None,
             mode: None,
             max_holders: None,
+            permits: None,
             lock_delay_ms: None,
             metadata: None,
             idempotency_key: Some("not sent in the body".into()),

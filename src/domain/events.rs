@@ -29,6 +29,9 @@ pub enum EventType {
     /// A rate limit was defined, or its numbers changed.
     LimitChanged,
     LimitDeleted,
+    /// A key's capacity was stored, or changed.
+    CapacityChanged,
+    CapacityDeleted,
 }
 
 /// Why a lease or a session ended.
@@ -50,7 +53,7 @@ pub enum Reason {
     Removed,
 }
 
-pub const EVENT_TYPES: [EventType; 16] = [
+pub const EVENT_TYPES: [EventType; 18] = [
     EventType::LockAcquired,
     EventType::LockReleased,
     EventType::ReservationReserved,
@@ -67,6 +70,8 @@ pub const EVENT_TYPES: [EventType; 16] = [
     EventType::GroupMemberLeft,
     EventType::LimitChanged,
     EventType::LimitDeleted,
+    EventType::CapacityChanged,
+    EventType::CapacityDeleted,
 ];
 
 pub const REASONS: [Reason; 7] = [
@@ -98,6 +103,8 @@ impl EventType {
             EventType::GroupMemberLeft => "group.member_left",
             EventType::LimitChanged => "limit.changed",
             EventType::LimitDeleted => "limit.deleted",
+            EventType::CapacityChanged => "capacity.changed",
+            EventType::CapacityDeleted => "capacity.deleted",
         }
     }
 

@@ -92,6 +92,7 @@ mod tests {
             },
             mode: LockMode::Shared,
             max_holders: None,
+            permits: std::num::NonZeroU32::MIN,
             lock_delay_ms: Ms::ZERO,
             idempotency_key: None,
             owner: None,

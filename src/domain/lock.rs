@@ -1,7 +1,9 @@
 //! Keyed locks: who may take a key, given the leases already on it.
 //!
-//! One key may carry several leases (a semaphore of `max_holders`, or shared
-//! leases); the decision below is the only place that says when they coexist.
+//! One key may carry several leases (a semaphore of `max_holders` or of a
+//! capacity kept on the server, each lease taking `permits` of it, or
+//! shared leases); the decision below is the only place that says when
+//! they coexist.
 
 use std::num::NonZeroU32;
 
@@ -18,6 +20,8 @@ pub struct LockLease {
     pub mode: LockMode,
     /// The semaphore size every acquirer of the key must name; `None` when not named.
     pub max_holders: Option<NonZeroU32>,
+    /// How much of the key's capacity the lease takes (1 unless asked).
+    pub permits: NonZeroU32,
     /// After this lease *expires*, the key stays unavailable this long.
     pub lock_delay_ms: Ms,
     pub idempotency_key: Option<String>,
@@ -44,6 +48,7 @@ impl LockLease {
 pub struct Claim {
     pub mode: LockMode,
     pub max_holders: Option<NonZeroU32>,
+    pub permits: NonZeroU32,
 }
 
 /// Why a key cannot be granted now.
@@ -62,16 +67,36 @@ pub enum Refusal {
     },
     /// A lease on the key expired recently and its lock delay runs until `until`.
     Delayed { until: At },
+    /// The claim asks for more permits than the key's capacity ever holds.
+    PermitsExceedCapacity {
+        permits: NonZeroU32,
+        capacity: NonZeroU32,
+    },
 }
 
 /// Decides whether `claim` can be granted over `rows` (the key's leases that
-/// are live or still in their lock delay; rows past that are ignored).
-pub fn decide(claim: Claim, rows: &[LockLease], now: At) -> Result<(), Refusal> {
+/// are live or still in their lock delay; rows past that are ignored), on a
+/// key whose capacity kept on the server is `stored` (`None`: none is).
+///
+/// The capacity is the stored one, else the claim's `max_holders`, else 1
+/// for an exclusive claim and none for a shared one; every live lease takes
+/// its `permits` of it (1 unless asked), so `max_holders` alone counts
+/// holders exactly as before permits existed.
+pub fn decide(
+    claim: Claim,
+    stored: Option<NonZeroU32>,
+    rows: &[LockLease],
+    now: At,
+) -> Result<(), Refusal> {
     let live: Vec<&LockLease> = rows.iter().filter(|r| r.lease.is_live(now)).collect();
-    if let Some(other) = live.iter().find(|r| r.max_holders != claim.max_holders) {
-        return Err(Refusal::LimitMismatch {
-            current: other.max_holders,
-            clears_at: live.iter().map(|r| r.expires_at()).max().unwrap_or(now),
+    mismatch(claim, stored, &live, now)?;
+    let capacity = capacity(claim, stored);
+    if let Some(capacity) = capacity
+        && claim.permits > capacity
+    {
+        return Err(Refusal::PermitsExceedCapacity {
+            permits: claim.permits,
+            capacity,
         });
     }
     let delayed_until = rows
@@ -82,19 +107,9 @@ pub fn decide(claim: Claim, rows: &[LockLease], now: At) -> Result<(), Refusal> 
     if let Some(until) = delayed_until {
         return Err(Refusal::Delayed { until });
     }
-    let fits = match claim.mode {
-        LockMode::Exclusive => {
-            let capacity = claim.max_holders.map_or(1, |n| n.get() as usize);
-            live.iter().all(|r| r.mode == LockMode::Exclusive) && live.len() < capacity
-        }
-        LockMode::Shared => {
-            live.iter().all(|r| r.mode == LockMode::Shared)
-                && claim
-                    .max_holders
-                    .is_none_or(|n| live.len() < n.get() as usize)
-        }
-    };
-    if fits {
+    let held: u64 = live.iter().map(|r| u64::from(r.permits.get())).sum();
+    let room = capacity.is_none_or(|c| held + u64::from(claim.permits.get()) <= u64::from(c.get()));
+    if live.iter().all(|r| r.mode == claim.mode) && room {
         return Ok(());
     }
     let available_at = live.iter().map(|r| r.expires_at()).min().unwrap_or(now);
@@ -102,6 +117,42 @@ pub fn decide(claim: Claim, rows: &[LockLease], now: At) -> Result<(), Refusal> 
         holders: live.into_iter().cloned().collect(),
         available_at,
     })
+}
+
+/// The capacity `claim` is decided against: the stored one, else its own
+/// `max_holders`, else one exclusive lease or any number of shared ones.
+pub fn capacity(claim: Claim, stored: Option<NonZeroU32>) -> Option<NonZeroU32> {
+    stored.or(claim.max_holders).or(match claim.mode {
+        LockMode::Exclusive => Some(NonZeroU32::MIN),
+        LockMode::Shared => None,
+    })
+}
+
+/// A claim naming another `max_holders` than the key's: its stored
+/// capacity (which never clears by itself), or without one its live
+/// leases' (which clears when the last of them expires).
+fn mismatch(
+    claim: Claim,
+    stored: Option<NonZeroU32>,
+    live: &[&LockLease],
+    now: At,
+) -> Result<(), Refusal> {
+    if let Some(stored) = stored {
+        return match claim.max_holders {
+            Some(named) if named != stored => Err(Refusal::LimitMismatch {
+                current: Some(stored),
+                clears_at: now,
+            }),
+            _ => Ok(()),
+        };
+    }
+    match live.iter().find(|r| r.max_holders != claim.max_holders) {
+        Some(other) => Err(Refusal::LimitMismatch {
+            current: other.max_holders,
+            clears_at: live.iter().map(|r| r.expires_at()).max().unwrap_or(now),
+        }),
+        None => Ok(()),
+    }
 }
 
 impl Holding<'_> {
@@ -155,181 +206,5 @@ impl ListCursor {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(mode: LockMode, max_holders: Option<u32>, expires_at: At, delay: Ms) -> LockLease {
-        LockLease {
-            key: "k".into(),
-            lease: Lease {
-                holder: "h".into(),
-                token: "t".into(),
-                fencing_token: FencingToken::new(1),
-                acquired_at: At::EPOCH,
-                expires_at: Some(expires_at),
-                ttl_ms: Ms::new(1_000),
-                metadata: None,
-            },
-            mode,
-            max_holders: max_holders.and_then(NonZeroU32::new),
-            lock_delay_ms: delay,
-            idempotency_key: None,
-            session: None,
-            owner: None,
-        }
-    }
-
-    const EXCLUSIVE: Claim = Claim {
-        mode: LockMode::Exclusive,
-        max_holders: None,
-    };
-    const SHARED: Claim = Claim {
-        mode: LockMode::Shared,
-        max_holders: None,
-    };
-
-    #[test]
-    fn a_free_key_is_granted() {
-        assert_eq!(decide(EXCLUSIVE, &[], At::EPOCH), Ok(()));
-    }
-
-    #[test]
-    fn a_live_exclusive_lease_refuses_another_and_says_when_it_expires() {
-        let held = [row(
-            LockMode::Exclusive,
-            None,
-            At::from_millis(5_000),
-            Ms::ZERO,
-        )];
-        match decide(EXCLUSIVE, &held, At::from_millis(1_000)) {
-            Err(Refusal::Held {
-                holders,
-                available_at,
-            }) => {
-                assert_eq!(holders.len(), 1);
-                assert_eq!(available_at, At::from_millis(5_000));
-            }
-            other => panic!("expected Held, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn an_expired_lease_is_treated_as_absent() {
-        let expired = [row(
-            LockMode::Exclusive,
-            None,
-            At::from_millis(1_000),
-            Ms::ZERO,
-        )];
-        assert_eq!(decide(EXCLUSIVE, &expired, At::from_millis(1_000)), Ok(()));
-    }
-
-    #[test]
-    fn a_semaphore_admits_up_to_its_size() {
-        let three = Claim {
-            mode: LockMode::Exclusive,
-            max_holders: NonZeroU32::new(3),
-        };
-        let mut rows = vec![];
-        for _ in 0..3 {
-            assert_eq!(decide(three, &rows, At::EPOCH), Ok(()));
-            rows.push(row(
-                LockMode::Exclusive,
-                Some(3),
-                At::from_millis(9_000),
-                Ms::ZERO,
-            ));
-        }
-        assert!(matches!(
-            decide(three, &rows, At::EPOCH),
-            Err(Refusal::Held { .. })
-        ));
-    }
-
-    #[test]
-    fn every_acquirer_must_name_the_same_limit() {
-        let rows = [row(
-            LockMode::Exclusive,
-            Some(3),
-            At::from_millis(9_000),
-            Ms::ZERO,
-        )];
-        let four = Claim {
-            mode: LockMode::Exclusive,
-            max_holders: NonZeroU32::new(4),
-        };
-        assert_eq!(
-            decide(four, &rows, At::EPOCH),
-            Err(Refusal::LimitMismatch {
-                current: NonZeroU32::new(3),
-                clears_at: At::from_millis(9_000)
-            })
-        );
-        assert!(matches!(
-            decide(EXCLUSIVE, &rows, At::EPOCH),
-            Err(Refusal::LimitMismatch { .. })
-        ));
-    }
-
-    #[test]
-    fn shared_leases_coexist_but_not_with_an_exclusive_one() {
-        let shared = [row(
-            LockMode::Shared,
-            None,
-            At::from_millis(9_000),
-            Ms::ZERO,
-        )];
-        assert_eq!(decide(SHARED, &shared, At::EPOCH), Ok(()));
-        assert!(matches!(
-            decide(EXCLUSIVE, &shared, At::EPOCH),
-            Err(Refusal::Held { .. })
-        ));
-        let exclusive = [row(
-            LockMode::Exclusive,
-            None,
-            At::from_millis(9_000),
-            Ms::ZERO,
-        )];
-        assert!(matches!(
-            decide(SHARED, &exclusive, At::EPOCH),
-            Err(Refusal::Held { .. })
-        ));
-    }
-
-    #[test]
-    fn an_expired_lease_with_a_lock_delay_keeps_the_key_until_the_delay_ends() {
-        let rows = [row(
-            LockMode::Exclusive,
-            None,
-            At::from_millis(1_000),
-            Ms::new(500),
-        )];
-        assert_eq!(
-            decide(EXCLUSIVE, &rows, At::from_millis(1_200)),
-            Err(Refusal::Delayed {
-                until: At::from_millis(1_500)
-            })
-        );
-        assert_eq!(decide(EXCLUSIVE, &rows, At::from_millis(1_500)), Ok(()));
-    }
-
-    #[test]
-    fn prefix_bounds_cover_exactly_the_keys_with_that_prefix() {
-        assert_eq!(prefix_upper_bound("lb/"), Some("lb0".to_owned()));
-        assert_eq!(prefix_upper_bound(""), None);
-        let bound = prefix_upper_bound("a\u{D7FF}").unwrap();
-        assert_eq!(bound, "a\u{E000}");
-        assert_eq!(prefix_upper_bound("b\u{10FFFF}"), Some("c".to_owned()));
-    }
-
-    #[test]
-    fn cursors_round_trip_and_garbage_is_refused() {
-        let c = ListCursor {
-            key: "lb/a:b".into(),
-            fencing_token: FencingToken::new(42),
-        };
-        assert_eq!(ListCursor::decode(&c.encode()), Ok(c));
-        assert!(ListCursor::decode("zz").is_err());
-        assert!(ListCursor::decode(&hex::encode("nocolon")).is_err());
-    }
-}
+#[path = "lock_tests.rs"]
+mod tests;

@@ -2,6 +2,7 @@
 //! `now` (unix milliseconds) and the rows it decides over.
 
 pub mod allocator;
+pub mod capacity;
 pub mod cidr;
 pub mod commands;
 pub mod events;

@@ -16,6 +16,11 @@ pub fn lock(key: &str) -> String {
     format!("/v1/locks/{}", utf8_percent_encode(key, PATH_SEGMENT))
 }
 
+/// `/v1/locks/{key}/capacity`.
+pub fn capacity(key: &str) -> String {
+    format!("{}/capacity", lock(key))
+}
+
 /// `/v1/pools/{pool}`.
 pub fn pool(pool: &str) -> String {
     format!("/v1/pools/{}", utf8_percent_encode(pool, PATH_SEGMENT))

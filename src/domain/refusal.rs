@@ -115,6 +115,10 @@ pub enum Refused {
     /// The cost is more than the limit's bucket ever holds.
     #[error("the cost {cost} exceeds the burst {burst}")]
     CostExceedsBurst { cost: u64, burst: u64 },
+    /// Live leases hold `held` permits of the key's capacity: it is
+    /// deleted only when nothing is held.
+    #[error("{held} permits of the capacity are held")]
+    CapacityInUse { held: u64, holders: u64 },
     /// The limit was defined by another API token (or without one): only
     /// its creator, or an admin, deletes it.
     #[error("the limit was defined by another token")]
@@ -143,6 +147,9 @@ pub enum Missing {
     /// No rate limit of the name, nor a family above it.
     #[error("limit")]
     Limit,
+    /// No capacity stored for the key.
+    #[error("capacity")]
+    Capacity,
 }
 
 /// The owner holds `current` of what its quota allows `limit` of, and the

@@ -16,6 +16,8 @@ pub struct Waiting {
     pub holder: String,
     pub mode: LockMode,
     pub max_holders: Option<NonZeroU32>,
+    /// The permits it asks for (1 unless asked).
+    pub permits: NonZeroU32,
     /// The keys it waits for together: 1, or the size of its lock set.
     pub keys: u32,
     pub since: At,
@@ -100,6 +102,7 @@ mod tests {
                 holder: holder.into(),
                 mode: LockMode::Exclusive,
                 max_holders: None,
+                permits: NonZeroU32::MIN,
                 keys: 1,
                 since,
                 until: since + Ms::new(1_000),

@@ -118,6 +118,7 @@ impl LockSetService<'_> {
             holder: asking.holder.as_str(),
             mode: asking.mode,
             max_holders: asking.max_holders,
+            permits: asking.permits,
         };
         let waited = take_turns(
             leases,
@@ -160,7 +161,7 @@ impl LockSetService<'_> {
                 clears_at: match &refusal {
                     Refusal::Held { available_at, .. } => Some(*available_at),
                     Refusal::Delayed { until } => Some(*until),
-                    Refusal::LimitMismatch { .. } => None,
+                    Refusal::LimitMismatch { .. } | Refusal::PermitsExceedCapacity { .. } => None,
                 },
                 error: Refused::SetKey { key, refusal }.into(),
             }),

@@ -70,6 +70,8 @@ impl LockService<'_> {
         // Drawn once: every attempt of this request grants the same token.
         let token = new_token();
         let req = &new;
+        // More than the capacity can never be granted: no wait in line for it.
+        self.exceeds_capacity(req).await?;
         // A retry of a live grant is answered at once, even while others wait.
         if leases.waiters.is_queued(&req.key)
             && let Some(replay) = self.replay(&new).await?
@@ -91,6 +93,7 @@ impl LockService<'_> {
                 holder: req.holder.as_str(),
                 mode: req.mode,
                 max_holders: req.max_holders,
+                permits: req.permits,
             },
             || async {
                 let tried = self.try_acquire(new.clone(), token.clone()).await;
@@ -104,7 +107,9 @@ impl LockService<'_> {
                             clears_at: *until,
                             answer: tried,
                         },
-                        Refusal::LimitMismatch { .. } => Try::Answer(tried),
+                        Refusal::LimitMismatch { .. } | Refusal::PermitsExceedCapacity { .. } => {
+                            Try::Answer(tried)
+                        }
                     },
                     _ => Try::Answer(tried),
                 }

@@ -13,6 +13,7 @@ use crate::telemetry::{Metrics, PrefixActivity};
 
 pub mod activity;
 pub mod admission;
+mod capacities;
 pub mod events;
 mod fanout;
 pub mod groups;

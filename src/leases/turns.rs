@@ -26,6 +26,7 @@ pub(super) struct Asking<'a> {
     pub holder: &'a str,
     pub mode: crate::domain::LockMode,
     pub max_holders: Option<std::num::NonZeroU32>,
+    pub permits: std::num::NonZeroU32,
 }
 
 /// The waiting of an acquire, for one key or a set: queues on every key of
@@ -54,6 +55,7 @@ where
         holder: who.holder.to_owned(),
         mode: who.mode,
         max_holders: who.max_holders,
+        permits: who.permits,
         keys: keys.len() as u32,
         since,
         until: since + wait_ms,

@@ -6,6 +6,7 @@ fn waiting(holder: &str, since: i64) -> Waiting {
         holder: holder.into(),
         mode: LockMode::Exclusive,
         max_holders: None,
+        permits: std::num::NonZeroU32::MIN,
         keys: 1,
         since: At::from_millis(since),
         until: At::from_millis(since + 1_000),

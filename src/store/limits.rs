@@ -188,7 +188,11 @@ async fn define(
 
 /// A limit defined by name counts in its creator's quota of live leases,
 /// as a lock does, until it is deleted: a token at its quota defines none.
-async fn room_for_one(conn: &mut dyn Sql, owner: Option<&LeaseOwner>, now: At) -> StoreResult<()> {
+pub(super) async fn room_for_one(
+    conn: &mut dyn Sql,
+    owner: Option<&LeaseOwner>,
+    now: At,
+) -> StoreResult<()> {
     if let Quota::Counted { limit, current } = quota(conn, owner, now).await?
         && current >= u64::from(limit)
     {

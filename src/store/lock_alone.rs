@@ -30,6 +30,8 @@
 //! exclusive lease lives, nothing else records an event on its key, and
 //! the lock it takes keeps a transaction on the key from running across it.
 
+use std::num::NonZeroU32;
+
 use super::StoreResult;
 use super::dialect::Atomicity::Statement;
 use super::dialect::Effects;
@@ -49,8 +51,9 @@ use crate::domain::names::{LeaseToken, LockKey};
 
 impl Locks<'_> {
     /// `lock` granted by one statement, if the dialect has it and nothing
-    /// but a free key is needed: an exclusive claim without a semaphore,
-    /// living by its TTL, with no quota to count. `None` when it declined:
+    /// but a free key is needed: an exclusive claim of one permit without a
+    /// semaphore, living by its TTL, with no quota to count (a key's stored
+    /// capacity, at least one permit, grants it on a free key too). `None` when it declined:
     /// the grant's transaction decides.
     pub(super) async fn grant_alone(
         self,
@@ -60,6 +63,7 @@ impl Locks<'_> {
     ) -> StoreResult<Option<AcquireOutcome>> {
         let simple = lock.mode == LockMode::Exclusive
             && lock.max_holders.is_none()
+            && lock.permits == NonZeroU32::MIN
             && lock.session().is_none()
             && LeaseOwner::counted(lock.owner.as_ref()).is_none();
         if !simple || !self.store.texts().capabilities.one_statement_writes() {

@@ -1,9 +1,10 @@
 //! The grant of a lock lease, written once for both dialects: the key's
 //! lock (where writes run side by side), an idempotent replay, the owner's
 //! quota counted, a free key granted in one statement, else the key's rows
-//! read, the decision of `domain::lock::decide` and the quota in
+//! and stored capacity read, the decision of `domain::lock::decide` and the quota in
 //! `domain::grant`'s order, the key's absent rows removed, and the insert.
 
+use super::capacities;
 use super::dialect::Effects;
 use super::events::{self, expired_locks};
 use super::lock_rows::{self, NewLockRow};
@@ -67,6 +68,7 @@ pub async fn grant(
     // used elsewhere: the insert that checks both, and records the grant
     // where the dialect can, is the whole write.
     if quota.has_room()
+        && fits_alone(&new)
         && let Some(fencing_token) = insert_granted(
             conn,
             fx,
@@ -115,12 +117,10 @@ async fn decide(
     )?;
     let absent = rows.iter().any(|r| r.gone_at() <= now);
     rows.retain(|r| r.gone_at() > now);
-    let claim = Claim {
-        mode: new.mode,
-        max_holders: new.max_holders,
-    };
+    let stored = capacities::stored(conn, new.key.as_str()).await?;
+    let stored = stored.map(|c| c.permits);
     // Over the quota the write fails before it has changed anything.
-    let decision = grant_order(lock::decide(claim, &rows, now), quota)?;
+    let decision = grant_order(lock::decide(claim(&new), stored, &rows, now), quota)?;
     // Rows past their expiry and lock delay are absent (a bound row: past
     // its session's): remove them here, so correctness never waits for the
     // reaper.
@@ -150,6 +150,22 @@ async fn decide(
     )))
 }
 
+/// What `new` asks of its key, as the rule decides it.
+fn claim(new: &AcquireLock) -> Claim {
+    Claim {
+        mode: new.mode,
+        max_holders: new.max_holders,
+        permits: new.permits,
+    }
+}
+
+/// Whether `new`, on a key with no row and no stored capacity (which the
+/// insert checks), fits its own capacity: its `max_holders`, or one
+/// exclusive lease.
+fn fits_alone(new: &AcquireLock) -> bool {
+    lock::capacity(claim(new), None).is_none_or(|c| new.permits <= c)
+}
+
 /// The lease `new` became, once stored with `token` and `fencing_token` at
 /// `now`, living as `held`.
 pub(super) fn granted(
@@ -172,6 +188,7 @@ pub(super) fn granted(
         lease,
         mode: new.mode,
         max_holders: new.max_holders,
+        permits: new.permits,
         lock_delay_ms: new.lock_delay_ms,
         idempotency_key: new.idempotency_key.map(IdempotencyKey::into_string),
         owner: new.owner.map(|o| o.name),

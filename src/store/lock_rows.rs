@@ -66,13 +66,14 @@ pub(super) async fn write(
 }
 
 /// A lock row as `insert_lock` (or `FreeGrant::OneStatement`) writes it, its fields in the order of the
-/// statement's placeholders (`$1` to `$15`).
+/// statement's placeholders (`$1` to `$16`).
 pub(super) struct NewLockRow<'a> {
     key: &'a str,
     holder: &'a str,
     token: &'a LeaseToken,
     mode: &'a str,
     max_holders: Option<i64>,
+    permits: i64,
     acquired_at: At,
     expires_at: At,
     ttl_ms: Ms,
@@ -104,6 +105,7 @@ impl<'a> NewLockRow<'a> {
             token,
             mode: new.mode.as_str(),
             max_holders: new.max_holders.map(|n| i64::from(n.get())),
+            permits: i64::from(new.permits.get()),
             acquired_at: now,
             expires_at,
             ttl_ms,
@@ -117,7 +119,7 @@ impl<'a> NewLockRow<'a> {
         }
     }
 
-    fn args(&self) -> [Arg<'_>; 15] {
+    fn args(&self) -> [Arg<'_>; 16] {
         [
             self.key.into(),
             self.holder.into(),
@@ -134,6 +136,7 @@ impl<'a> NewLockRow<'a> {
             self.session_id.into(),
             self.only_if_free.into(),
             self.only_if_idempotency_unused.into(),
+            self.permits.into(),
         ]
     }
 }

@@ -85,14 +85,16 @@ pub(super) fn released() -> String {
 }
 
 /// `released` as a statement of its own (`statements::Alone::release`),
-/// for a plain exclusive lease: while it lives no other row is on its key
+/// for a plain exclusive lease on a key without a stored capacity (which
+/// may let several such leases share it): while it lives no other row is on its key
 /// (the rules grant nothing beside it), so nothing else the key records can
 /// fall between its time and its end, and the key's lock, taken for the
 /// statement, keeps a transaction that holds it from seeing its end
 /// half-way.
 pub(super) fn release_alone() -> String {
     format!(
-        "{} AND mode = 'exclusive' AND max_holders IS NULL",
+        "{} AND mode = 'exclusive' AND max_holders IS NULL \
+         AND NOT EXISTS (SELECT 1 FROM lock_capacities c WHERE c.key = $1)",
         released()
     )
 }
@@ -150,7 +152,7 @@ fn lock_event(type_arg: usize, at: &str, reason: &str, rows: &str) -> String {
     )
 }
 
-/// `insert`, a grant's insert, with `$16` the grant's event type, recording
+/// `insert`, a grant's insert, with `$17` the grant's event type, recording
 /// the grant in the same statement (`record`): answers `fencing_token`,
 /// `acquired_at` and the event's `revision`, or nothing when nothing was
 /// granted.
@@ -160,7 +162,7 @@ pub(super) fn granting(insert: &str, record: &RecordSelected) -> String {
          SELECT fencing_token, acquired_at, revision \
          FROM granted JOIN recorded USING (fencing_token)",
         record.head,
-        lock_event(16, "acquired_at", "NULL::text", "granted"),
+        lock_event(17, "acquired_at", "NULL::text", "granted"),
         record.tail
     )
 }

@@ -6,6 +6,7 @@ use crate::domain::At;
 use crate::domain::grant::{self, Denial, Quota, QuotaKind};
 use crate::domain::refusal::{Missing, OverQuota, Refused};
 
+mod capacities;
 mod database;
 mod dialect;
 mod errors;
@@ -54,6 +55,7 @@ mod texts;
 mod waiter_rows;
 mod write_time;
 
+pub use capacities::StoredCapacity;
 pub use database::{DbAddress, backup, integrity_check, open};
 pub use events::{EventBounds, Horizon, Log};
 pub use groups::Groups;

@@ -32,14 +32,15 @@ impl Store {
 }
 
 /// The owner's (`$1`) live leases at `$2`, bound ones while their session
-/// lives, and the rate limits it defined.
+/// lives, and the rate limits and key capacities it stored.
 static COUNT_LIVE: Text = Text::new(|| {
     format!(
         "SELECT (SELECT count(*) FROM lock_leases WHERE owner = $1 AND {} AND {}) \
          + (SELECT count(*) FROM subnet_reservations WHERE owner = $1 \
             AND (expires_at IS NULL OR {}) AND {}) \
          + (SELECT count(*) FROM group_members WHERE owner = $1 AND {} AND {}) \
-         + (SELECT count(*) FROM rate_limits WHERE owner = $1 AND bucket_of IS NULL) AS n",
+         + (SELECT count(*) FROM rate_limits WHERE owner = $1 AND bucket_of IS NULL) \
+         + (SELECT count(*) FROM lock_capacities WHERE owner = $1) AS n",
         expiry::live("lock_leases", "$2"),
         live_by_session("lock_leases", 2),
         expiry::live("subnet_reservations", "$2"),

@@ -28,7 +28,7 @@ pub static LOCK_COLUMNS: Text = Text::new(|| {
            CASE WHEN lock_leases.session_id IS NULL THEN {} ELSE 0 END) AS expires_at, \
          coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = lock_leases.session_id), \
            lock_leases.ttl_ms) AS ttl_ms, \
-         lock_delay_ms, metadata, idempotency_key, owner, session_id",
+         lock_delay_ms, metadata, idempotency_key, owner, session_id, permits",
         expiry::expires_at("s"),
         expiry::expires_at("lock_leases")
     )
@@ -137,6 +137,10 @@ pub fn lock(row: &impl Columns) -> StoreResult<LockLease> {
                     .ok_or_else(|| corrupt("max_holders"))
             })
             .transpose()?,
+        permits: u32::try_from(row.int("permits")?)
+            .ok()
+            .and_then(NonZeroU32::new)
+            .ok_or_else(|| corrupt("permits"))?,
         lock_delay_ms: row.ms("lock_delay_ms")?,
         idempotency_key: row.opt_text("idempotency_key")?,
         owner: row.opt_text("owner")?,

@@ -30,7 +30,7 @@ pub enum Recorded {
     /// An event is a statement of its own.
     Apart,
     WithRows {
-        /// A grant's insert (`Texts::insert_lock`) with `$16` the grant's
+        /// A grant's insert (`Texts::insert_lock`) with `$17` the grant's
         /// event type: answers `fencing_token`, `acquired_at` and the
         /// event's `revision`, or nothing when nothing was granted.
         grant: String,

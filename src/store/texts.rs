@@ -18,7 +18,7 @@ pub(crate) use event_columns;
 macro_rules! lock_columns {
     () => {
         "fencing_token, key, holder, token, mode, max_holders, acquired_at, expires_at, \
-         ttl_ms, lock_delay_ms, metadata, idempotency_key, owner, session_id"
+         ttl_ms, lock_delay_ms, metadata, idempotency_key, owner, session_id, permits"
     };
 }
 pub(crate) use lock_columns;
@@ -43,7 +43,8 @@ pub struct Texts {
     pub last_fencing: &'static str,
     /// Inserts a lock lease with the next fencing token and answers it
     /// (`fencing_token`): its columns are `lock_rows::NewLockRow`'s arguments in
-    /// their order; with `$14` true, only if the key (`$1`) has no row; with
+    /// their order; with `$14` true, only if the key (`$1`) has no row and no
+    /// stored capacity; with
     /// `$15` true, only if no row of its owner (`$12`) carries its
     /// idempotency key (`$11`). Where events are recorded with their rows
     /// (`EventRecording::WithRows`) it answers

@@ -51,7 +51,7 @@ macro_rules! others {
 
 /// A key's waiters on other servers, in the order they began to wait.
 const QUEUE: &str = concat!(
-    "SELECT holder, mode, max_holders, keys, since, until, replica_name \
+    "SELECT holder, mode, max_holders, permits, keys, since, until, replica_name \
      FROM lock_waiters w WHERE key = $3 AND ",
     others!(),
     " ORDER BY since, replica, id"
@@ -188,7 +188,8 @@ async fn publish(
         let w = &row.waiting;
         conn.execute(
             "INSERT INTO lock_waiters (replica, id, key, holder, mode, max_holders, keys, \
-             since, until, replica_name) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+             since, until, replica_name, permits) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
              ON CONFLICT (replica, id) DO NOTHING",
             args![
                 me,
@@ -201,6 +202,7 @@ async fn publish(
                 w.since,
                 w.until,
                 name,
+                i64::from(w.permits.get()),
             ],
         )
         .await?;
@@ -225,6 +227,10 @@ fn queued(row: &impl Columns) -> StoreResult<Queued> {
                 .opt_int("max_holders")?
                 .and_then(|m| u32::try_from(m).ok())
                 .and_then(std::num::NonZeroU32::new),
+            permits: u32::try_from(row.int("permits")?)
+                .ok()
+                .and_then(std::num::NonZeroU32::new)
+                .ok_or_else(|| corrupt("waiter permits"))?,
             keys: u32::try_from(row.int("keys")?).map_err(|_| corrupt("waiter keys"))?,
             since: row.at("since")?,
             until: row.at("until")?,

@@ -8,6 +8,7 @@ mod backend;
 mod batches;
 mod bodies;
 mod browser_headers;
+mod capacities;
 mod clock_steps;
 mod console;
 mod cors;
@@ -34,6 +35,7 @@ mod locks;
 mod metrics;
 mod nested_pools;
 mod nested_races;
+mod permits;
 mod pool_free;
 mod pool_maps;
 mod pool_rules;
@@ -72,6 +74,7 @@ fn main() {
         batches::tests(),
         bodies::tests(),
         browser_headers::tests(),
+        capacities::tests(),
         clock_steps::tests(),
         console::tests(),
         cors::tests(),
@@ -96,6 +99,7 @@ fn main() {
         metrics::tests(),
         nested_pools::tests(),
         nested_races::tests(),
+        permits::tests(),
         pool_free::tests(),
         pool_maps::tests(),
         pool_rules::tests(),

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use super::{leasehold_binary, text};
 
-const COMMANDS: [&[&str]; 23] = [
+const COMMANDS: [&[&str]; 24] = [
     &["lock"],
     &["lock", "run"],
     &["lock", "acquire"],
@@ -16,6 +16,7 @@ const COMMANDS: [&[&str]; 23] = [
     &["lock", "show"],
     &["lock", "history"],
     &["lock", "list"],
+    &["lock", "capacity"],
     &["elect"],
     &["watch"],
     &["pool"],

@@ -38,6 +38,7 @@ fn acquire(holder: &str) -> AcquireRequest {
         wait_ms: None,
         mode: None,
         max_holders: None,
+        permits: None,
         lock_delay_ms: None,
         metadata: None,
     }

@@ -11,6 +11,7 @@
 //! `--max-wait`, which the contract leaves open), a cursor the server
 //! issued, and which of two fields a body must name.
 
+use crate::domain::capacity::MAX_PERMITS;
 use serde_json::Value;
 use utoipa::openapi::schema::{ArrayItems, Object, ObjectBuilder, Schema, Type};
 use utoipa::openapi::{OpenApi, RefOr};
@@ -146,6 +147,8 @@ fn constrain_field(field: &str, schema: &mut Schema) {
             note(object, MAX_TTL_NOTE);
         }
         "max_holders" => bounded(object, 1, u32::MAX.into()),
+        // A capacity, and the permits a lease takes of it.
+        "permits" => bounded(object, 1, MAX_PERMITS.into()),
         // A rate limit's numbers, and the tokens a take or a refund names.
         "rate" | "burst" | "cost" => bounded(object, 1, MAX_RATE as i64),
         "period_ms" => bounded(object, 1, MAX_PERIOD_MS as i64),

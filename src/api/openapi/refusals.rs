@@ -129,8 +129,15 @@ macro_rules! refusals {
 
 refusals! {
     /// A grant on a key that cannot be made now.
-    LockGrantRefusals = ["lock-held", "limit-mismatch", "idempotency-key-reused", "quota-exceeded",
-        "session-lost", "session-full", "session-out-of-scope"];
+    LockGrantRefusals = ["lock-held", "limit-mismatch", "permits-exceed-capacity",
+        "idempotency-key-reused", "quota-exceeded", "session-lost", "session-full",
+        "session-out-of-scope"];
+    /// A capacity to store that the caller's quota has no room for.
+    CapacityPutRefusals = ["quota-exceeded"];
+    /// A key without a stored capacity.
+    CapacityUnknown = ["capacity-not-found"];
+    /// A capacity that cannot be deleted.
+    CapacityDeleteRefusals = ["capacity-not-found", "capacity-in-use"];
     /// A subnet that cannot be reserved now.
     SubnetGrantRefusals = ["pool-not-found", "pool-exhausted", "subnet-unavailable", "rule-violated",
         "idempotency-key-reused", "quota-exceeded", "session-lost", "session-full",

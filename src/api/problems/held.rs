@@ -23,6 +23,7 @@ fn holder_json(lease: &LockLease, now: Now) -> Value {
         "fencing_token": lease.lease.fencing_token,
         "expires_at": lease.lease.expires_at.map(|t| now.show(t)),
         "expires_in_ms": lease.lease.expires_in_ms(now.at),
+        "permits": lease.permits.get(),
     })
 }
 
@@ -79,6 +80,17 @@ pub fn lock_refusal_problem(key: &str, refusal: &Refusal, now: Now) -> Problem {
         .with("key", key)
         .with("max_holders", current.map(NonZeroU32::get))
         .retry_after(retry_after_secs(*clears_at, now.at)),
+        Refusal::PermitsExceedCapacity { permits, capacity } => Problem::of(
+            &kinds::PERMITS_EXCEED_CAPACITY,
+            format!(
+                "permits: {permits} is more than the capacity of {key}, {capacity}; a lease \
+                 takes at most the whole capacity"
+            ),
+        )
+        .with("field", "permits")
+        .with("key", key)
+        .with("permits", permits.get())
+        .with("capacity", capacity.get()),
     }
 }
 

@@ -180,6 +180,9 @@ pub const LIMIT_NOT_FOUND: Kind = kind("limit-not-found", 404, "No such rate lim
         req("name", Ty::Text, "The rate limit named by the request."),
     ]);
 #[rustfmt::skip]
+pub const CAPACITY_NOT_FOUND: Kind = kind("capacity-not-found", 404, "No capacity is stored for the key",
+    "no capacity is stored for the key", &[KEY]);
+#[rustfmt::skip]
 pub const MEMBER_NOT_FOUND: Kind = kind("member-not-found", 404, "No such member",
     "the group has no such live member", &[]);
 #[rustfmt::skip]
@@ -211,6 +214,14 @@ pub const LEASE_LOST: Kind = kind("lease-lost", 409, "The lease is lost",
 pub const GROUP_NOT_EMPTY: Kind = kind("group-not-empty", 409, "The group has members",
     "members are live in the group; they leave (or are removed) \
         first", &[req("members", Ty::Int, "How many members are live in it.")]);
+#[rustfmt::skip]
+pub const CAPACITY_IN_USE: Kind = kind("capacity-in-use", 409, "The capacity is held",
+    "live leases hold permits of the key's capacity; it is deleted only when nothing is \
+        held (they are released, or expire, first)", &[
+        KEY,
+        req("held", Ty::Int, "The permits the live leases hold."),
+        req("holders", Ty::Int, "How many live leases hold them."),
+    ]);
 #[rustfmt::skip]
 pub const MEMBER_EXISTS: Kind = kind("member-exists", 409, "The member id is taken",
     "another session or holder has the member id in the group", &[]);
@@ -305,6 +316,16 @@ pub const COST_EXCEEDS_BURST: Kind = kind("cost-exceeds-burst", 422, "The cost e
         req("burst", Ty::Int, "The most the limit holds at once."),
     ]);
 #[rustfmt::skip]
+pub const PERMITS_EXCEED_CAPACITY: Kind = kind("permits-exceed-capacity", 422, "The permits exceed the key's capacity",
+    "the lease asks for more permits than the key's capacity ever holds: it can never be \
+        granted while the capacity stands", &[
+        req("field", Ty::Text, "`permits`."),
+        KEY,
+        req("permits", Ty::Int, "The permits asked for."),
+        req("capacity", Ty::Int, "The key's capacity: stored, else `max_holders`, else 1 for \
+            an exclusive lock."),
+    ]);
+#[rustfmt::skip]
 pub const RULE_CONFLICT: Kind = kind("rule-conflict", 422, "A rule widens the parent's",
     "a child pool's rule would widen its parent's (`rule` names it); a child may only \
         narrow its parent's rules", &[
@@ -375,6 +396,7 @@ pub const KINDS: &[Kind] = &[
     RESERVATION_NOT_FOUND,
     GROUP_NOT_FOUND,
     LIMIT_NOT_FOUND,
+    CAPACITY_NOT_FOUND,
     MEMBER_NOT_FOUND,
     SESSION_NOT_FOUND,
     METHOD_NOT_ALLOWED,
@@ -382,6 +404,7 @@ pub const KINDS: &[Kind] = &[
     MISDIRECTED_REQUEST,
     LEASE_LOST,
     GROUP_NOT_EMPTY,
+    CAPACITY_IN_USE,
     MEMBER_EXISTS,
     SESSION_LOST,
     SESSION_FULL,
@@ -396,6 +419,7 @@ pub const KINDS: &[Kind] = &[
     UNSUPPORTED_MEDIA_TYPE,
     IDEMPOTENCY_KEY_REUSED,
     COST_EXCEEDS_BURST,
+    PERMITS_EXCEED_CAPACITY,
     RULE_CONFLICT,
     RULE_VIOLATED,
     QUOTA_EXCEEDED,
@@ -414,6 +438,7 @@ pub(in crate::api) const NESTED: &[(&str, &str, &[Field])] = &[
         req("fencing_token", Ty::Int, "Its fencing token."),
         null("expires_at", Ty::Text, "When it expires."),
         null("expires_in_ms", Ty::Int, "How long it has left."),
+        req("permits", Ty::Int, "The permits of the key's capacity it holds."),
     ]),
     ("ProblemConflict", "A live reservation that overlaps the requested subnet.", &[
         req("id", Ty::Text, "The reservation id."),

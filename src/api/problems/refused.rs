@@ -51,6 +51,16 @@ pub fn refused_problem(subject: Subject, refused: &Refused, now: Now) -> Problem
             format!("{subject} has {members} live members; they leave first"),
         )
         .with("members", *members),
+        R::CapacityInUse { held, holders } => Problem::of(
+            &kinds::CAPACITY_IN_USE,
+            format!(
+                "{holders} live leases hold {held} permits of the capacity of {subject}; it is \
+                 deleted once they are released or expire"
+            ),
+        )
+        .with("key", subject.name())
+        .with("held", *held)
+        .with("holders", *holders),
         R::MemberExists => Problem::of(
             &kinds::MEMBER_EXISTS,
             format!("{subject} is a live member of another session or holder"),
@@ -139,6 +149,11 @@ pub fn missing_problem(subject: Subject, missing: Missing) -> Problem {
     let (pool, group) = (subject.pool(), subject.group());
     match missing {
         Missing::Lock => Problem::of(&kinds::LOCK_NOT_FOUND, format!("{subject} is not held")),
+        Missing::Capacity => Problem::of(
+            &kinds::CAPACITY_NOT_FOUND,
+            format!("no capacity is stored for {subject}"),
+        )
+        .with("key", subject.name()),
         Missing::Pool => Problem::of(
             &kinds::POOL_NOT_FOUND,
             format!("there is no pool named {pool}"),

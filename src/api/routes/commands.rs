@@ -22,7 +22,7 @@ use crate::domain::inputs::{BatchCount, Capabilities, KeySet, Labels, Metadata};
 use crate::domain::names::{
     GroupName, Holder, IdempotencyKey, LeaseToken, LockKey, MemberName, PoolName, Ttl,
 };
-use crate::domain::{InvalidInput, Ms, subnet, validate};
+use crate::domain::{InvalidInput, Ms, capacity, subnet, validate};
 use crate::leases::{AcquireLock, Limits, ReserveSubnet};
 
 /// Who asks for a grant: the caller, against whose limits, scope and
@@ -125,6 +125,7 @@ impl AcquireRequest {
             lifetime,
             mode: self.mode.unwrap_or_default().into(),
             max_holders,
+            permits: capacity::permits("permits", self.permits)?,
             lock_delay_ms,
             metadata,
             idempotency_key,
@@ -249,6 +250,7 @@ impl LockSetRequest {
             lifetime,
             mode: LockMode::Exclusive,
             max_holders: None,
+            permits: NonZeroU32::MIN,
             lock_delay_ms: Ms::ZERO,
             metadata,
             idempotency_key,

@@ -101,6 +101,10 @@ pub enum EventKind {
     LimitChanged,
     #[serde(rename = "limit.deleted")]
     LimitDeleted,
+    #[serde(rename = "capacity.changed")]
+    CapacityChanged,
+    #[serde(rename = "capacity.deleted")]
+    CapacityDeleted,
 }
 
 /// Why a lease or a session ended.
@@ -204,6 +208,8 @@ impl EventBody {
             T::GroupMemberLeft => EventKind::GroupMemberLeft,
             T::LimitChanged => EventKind::LimitChanged,
             T::LimitDeleted => EventKind::LimitDeleted,
+            T::CapacityChanged => EventKind::CapacityChanged,
+            T::CapacityDeleted => EventKind::CapacityDeleted,
         };
         let reason = event.reason.map(|r| match r {
             R::Released => EndReason::Released,

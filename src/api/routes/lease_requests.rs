@@ -53,9 +53,17 @@ pub struct AcquireRequest {
     pub wait_ms: Option<i64>,
     /// `exclusive` (default) or `shared`.
     pub mode: Option<Mode>,
-    /// Makes the key a semaphore of this many leases; every acquirer must name the same.
+    /// Makes the key a semaphore of this many permits; every acquirer must
+    /// name the same. With a capacity stored for the key
+    /// (`PUT /v1/locks/{key}/capacity`) it may be left out; naming another
+    /// number is 409 `limit-mismatch`.
     #[schema(minimum = 1)]
     pub max_holders: Option<u32>,
+    /// How much of the key's capacity the lease takes (default 1): of its
+    /// stored capacity, else of `max_holders`, else of the one exclusive
+    /// lease a plain lock allows. More than the capacity is 422
+    /// `permits-exceed-capacity`.
+    pub permits: Option<i64>,
     /// After a lease on the key expires (not after a release), keep the key unavailable this long.
     #[schema(minimum = 0)]
     pub lock_delay_ms: Option<i64>,

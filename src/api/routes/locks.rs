@@ -54,6 +54,8 @@ pub struct LockHolder {
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: i64,
+    /// The permits of the key's capacity it holds.
+    pub permits: u32,
 }
 
 /// A lease on a lock key, as anyone may read it: without its token.
@@ -61,7 +63,8 @@ pub struct LockHolder {
 #[schema(example = json!({
     "key": "lb/3f2a", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
-    "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null
+    "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null,
+    "permits": 1
 }))]
 pub struct LockLeaseBody {
     pub key: String,
@@ -74,9 +77,12 @@ pub struct LockLeaseBody {
     #[schema(required = true)]
     pub metadata: Option<Map<String, Value>>,
     pub mode: Mode,
-    /// The semaphore's limit; null for a plain lock.
+    /// The semaphore's limit; null for a plain lock (or one left out under
+    /// a stored capacity).
     #[schema(required = true)]
     pub max_holders: Option<u32>,
+    /// The permits of the key's capacity the lease holds (1 unless asked).
+    pub permits: u32,
     /// The session the lease is bound to, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -94,7 +100,7 @@ pub struct LockLeaseBody {
     "key": "lb/3f2a", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
     "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null,
-    "token": "9f86d081884c7d659a2feaa0c55ad015", "waited_ms": 0
+    "permits": 1, "token": "9f86d081884c7d659a2feaa0c55ad015", "waited_ms": 0
 }))]
 pub struct LockGrantBody {
     #[serde(flatten)]
@@ -136,6 +142,7 @@ impl LockLeaseBody {
             metadata: lease.lease.metadata,
             mode: lease.mode.into(),
             max_holders: lease.max_holders.map(NonZeroU32::get),
+            permits: lease.permits.get(),
             session: lease.session,
             holders: None,
         }
@@ -295,6 +302,7 @@ pub async fn get_lock(
                 .expires_in_ms(now.at)
                 .unwrap_or(Ms::ZERO)
                 .as_millis(),
+            permits: l.permits.get(),
         })
         .collect();
     let first = held

@@ -8,6 +8,7 @@ use utoipa_axum::router::OpenApiRouter;
 use super::AppState;
 
 pub mod answers;
+pub mod capacities;
 mod commands;
 pub mod console;
 pub mod created;
@@ -43,6 +44,7 @@ pub mod waiters;
 pub fn all(header: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(header)
         .merge(locks::router())
+        .merge(capacities::router())
         .merge(fencing::router())
         .merge(waiters::router())
         .merge(lock_history::router())

@@ -34,7 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(example = json!({
     "position": 1, "holder": "node-8/pid-77", "mode": "exclusive", "max_holders": null,
-    "keys": 1, "waiting_since": "2026-11-29T22:13:20.123Z", "waited_ms": 1520,
+    "permits": 1, "keys": 1, "waiting_since": "2026-11-29T22:13:20.123Z", "waited_ms": 1520,
     "waiting_until": "2026-11-29T22:13:50.123Z", "wait_left_ms": 28480,
     "replica": "node-3:8474"
 }))]
@@ -46,6 +46,8 @@ pub struct WaiterBody {
     /// The semaphore size it asks for; null for a plain lock.
     #[schema(required = true)]
     pub max_holders: Option<u32>,
+    /// The permits of the key's capacity it asks for.
+    pub permits: u32,
     /// How many keys it waits for together: 1, or the size of its lock set.
     pub keys: u32,
     /// When it began to wait.
@@ -73,6 +75,7 @@ impl WaiterBody {
             holder: w.holder,
             mode: w.mode.into(),
             max_holders: w.max_holders.map(|m| m.get()),
+            permits: w.permits.get(),
             keys: w.keys,
             waiting_since: now.show(w.since),
             waited_ms: (now.at - w.since).max(Ms::ZERO).as_millis(),

@@ -19,6 +19,8 @@ pub struct AcquireLock {
     pub lifetime: Lifetime,
     pub mode: LockMode,
     pub max_holders: Option<NonZeroU32>,
+    /// How much of the key's capacity the lease is to take.
+    pub permits: NonZeroU32,
     pub lock_delay_ms: Ms,
     pub metadata: Option<Metadata>,
     pub idempotency_key: Option<IdempotencyKey>,

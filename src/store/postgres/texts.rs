@@ -61,7 +61,7 @@ pub const TEXTS: &Texts = &Texts {
                 "INSERT INTO lock_leases (",
                 lock_columns!(),
                 ") SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, t.at, $7 + (t.at - $6), \
-             $8, $9, $10, $11, $12, $13 \
+             $8, $9, $10, $11, $12, $13, $16 \
              FROM (SELECT (k.seen).held, greatest($6, (k.seen).last_at) AS at \
              FROM (SELECT CASE WHEN ",
                 try_lock_key!(),
@@ -93,7 +93,8 @@ pub const TEXTS: &Texts = &Texts {
         "INSERT INTO lock_leases (",
         lock_columns!(),
         ") SELECT nextval('fencing_tokens'), $1, $2, $3, $4, $5, $6, $7, $8, $9, \
-         $10, $11, $12, $13 WHERE NOT ($14 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
+         $10, $11, $12, $13, $16 WHERE NOT ($14 AND (EXISTS (SELECT 1 FROM lock_leases \
+         WHERE key = $1) OR EXISTS (SELECT 1 FROM lock_capacities WHERE key = $1))) \
          AND NOT ($15 AND EXISTS (SELECT 1 FROM lock_leases WHERE idempotency_key = $11 \
          AND coalesce(owner, '') = coalesce($12, ''))) \
          RETURNING fencing_token, key, holder, acquired_at, session_id, owner"

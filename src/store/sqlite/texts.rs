@@ -31,12 +31,13 @@ pub const TEXTS: &Texts = &Texts {
     // takes its value, and the fencing token is the row's id.
     insert_lock: concat!(
         "UPDATE fencing_counter SET value = value + 1 WHERE id = 1 \
-         AND NOT ($14 AND EXISTS (SELECT 1 FROM lock_leases WHERE key = $1)) \
+         AND NOT ($14 AND (EXISTS (SELECT 1 FROM lock_leases WHERE key = $1) \
+         OR EXISTS (SELECT 1 FROM lock_capacities WHERE key = $1))) \
          AND NOT ($15 AND EXISTS (SELECT 1 FROM lock_leases WHERE idempotency_key = $11 \
          AND coalesce(owner, '') = coalesce($12, ''))); \
          INSERT INTO lock_leases (",
         lock_columns!(),
-        ") SELECT value, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 \
+        ") SELECT value, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $16 \
          FROM fencing_counter WHERE id = 1 AND changes() > 0; \
          SELECT last_insert_rowid() AS fencing_token WHERE changes() > 0"
     ),

@@ -14,10 +14,13 @@
 from ._json import JSON, JSONObject
 from ._life import LOST_RELEASE_BOUND
 from .client import Client
+from .semaphore import Capacity, Semaphore
 from .election import Election, Observer
 from .errors import (
     PROBLEM_TYPES,
     Cancelled,
+    CapacityInUse,
+    CapacityNotFound,
     Conflict,
     ConnectionFailed,
     CostExceedsBurst,
@@ -40,6 +43,7 @@ from .errors import (
     NotFound,
     Overloaded,
     PayloadTooLarge,
+    PermitsExceedCapacity,
     PoolConflict,
     PoolExhausted,
     PoolInUse,
@@ -103,7 +107,7 @@ from .watch import Watch, list_then_watch
 
 __all__ = [
     "Client", "Lock", "Membership", "Session", "Election", "Observer", "Watch", "list_then_watch",
-    "Limiter", "Limit", "Taken",
+    "Limiter", "Limit", "Taken", "Semaphore", "Capacity",
     "LossReason", "OnLost", "default_margin", "LOST_RELEASE_BOUND", "local_networks",
     "JSON", "JSONObject",
     "Counts", "Event", "Group", "KeyHistory", "LockHolder", "LockLease", "MapRun", "Member", "Page", "Pool",
@@ -119,6 +123,6 @@ __all__ = [
     "PoolConflict", "PoolInUse", "GroupNotEmpty", "MemberExists",
     "HistoryCompacted", "PayloadTooLarge", "IdempotencyKeyReused",
     "TooManyRequests", "QuotaExceeded", "RateLimited", "CostExceedsBurst", "RuleViolated",
-    "RuleConflict", "ServerError",
+    "RuleConflict", "ServerError", "CapacityNotFound", "CapacityInUse", "PermitsExceedCapacity",
     "Unavailable", "StorageUnavailable", "Overloaded",
 ]

@@ -14,6 +14,7 @@ from ._json import JSONObject, objects, opt_int
 from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as _page
 from .groups import GroupsMixin
 from .limits import LimitsMixin
+from .semaphore import CapacitiesMixin
 from .models import (
     Event, KeyHistory, LockLease, Page, PrefixActivity, Queues, SessionInfo, SessionLeases,
     Waiter,
@@ -25,7 +26,7 @@ from .subnets import SubnetsMixin
 T = TypeVar("T")
 
 
-class Client(GroupsMixin, LimitsMixin, SubnetsMixin):
+class Client(CapacitiesMixin, GroupsMixin, LimitsMixin, SubnetsMixin):
     """A client of one leasehold server.
 
     Args:
@@ -72,6 +73,7 @@ class Client(GroupsMixin, LimitsMixin, SubnetsMixin):
         max_holders: int | None = None,
         idempotency_key: str | None = None,
         cancel: Cancel | None = None,
+        permits: int | None = None,
     ) -> LockLease:
         """Acquire ``key``; raise :class:`~leasehold.LockHeld` after ``wait`` s.
 
@@ -80,7 +82,8 @@ class Client(GroupsMixin, LimitsMixin, SubnetsMixin):
         ``Idempotency-Key`` (a fresh one unless given), so a retry after a lost
         answer returns the same lease instead of conflicting with it. The
         lease's ``deadline`` counts from when the granting request was sent,
-        plus how long it waited on the server.
+        plus how long it waited on the server. ``permits`` takes that much of
+        the key's capacity (1 unless given).
         """
         body: JSONObject = {"holder": holder or self.holder}
         if session is not None:
@@ -95,6 +98,8 @@ class Client(GroupsMixin, LimitsMixin, SubnetsMixin):
             body["mode"] = "shared"
         if max_holders is not None:
             body["max_holders"] = max_holders
+        if permits is not None:
+            body["permits"] = permits
         resp = self.transport.request(
             "POST",
             f"/v1/locks/{quote(key)}/acquire",

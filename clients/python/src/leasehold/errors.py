@@ -173,6 +173,12 @@ class SessionNotFound(NotFound):
     types: tuple[str, ...] = ("session-not-found",)
 
 
+class CapacityNotFound(NotFound):
+    """404: no capacity is stored for the key."""
+
+    types: tuple[str, ...] = ("capacity-not-found",)
+
+
 class LimitNotFound(NotFound):
     """404: no rate limit by this name."""
 
@@ -225,6 +231,13 @@ class LimitMismatch(Conflict):
     """409: another ``max_holders`` than the key's current one."""
 
     types: tuple[str, ...] = ("limit-mismatch",)
+
+
+class CapacityInUse(Conflict):
+    """409: live leases hold permits of the key's capacity (``held``):
+    it is deleted only when nothing is held."""
+
+    types: tuple[str, ...] = ("capacity-in-use",)
 
 
 class PoolExhausted(Conflict):
@@ -346,6 +359,13 @@ class RuleConflict(Problem):
     def rule(self) -> str:
         """The rule that would widen the parent's."""
         return str(self.extensions.get("rule") or "")
+
+
+class PermitsExceedCapacity(Problem):
+    """422: an acquire asks more permits than the key's capacity ever
+    holds (``capacity``): never granted while it stands."""
+
+    types: tuple[str, ...] = ("permits-exceed-capacity",)
 
 
 class ServerError(Problem):

@@ -72,6 +72,7 @@ class Lock(Kept):
         max_holders: int | None = None,
         on_lost: OnLost | None = None,
         lost_margin: float | None = None,
+        permits: int | None = None,
     ) -> None:
         self.client = client
         self.key = key
@@ -80,6 +81,7 @@ class Lock(Kept):
         self.metadata = metadata
         self.shared = shared
         self.max_holders = max_holders
+        self.permits = permits
         super().__init__(ttl, session, on_lost, lost_margin)
         #: The lease held (``None`` before acquire and after release).
         self.lease: LockLease | None = None
@@ -170,7 +172,7 @@ class Lock(Kept):
         return self.client.acquire(
             self.key, ttl=self.ttl, wait=wait, holder=self.holder, session=self.session,
             metadata=self.metadata, shared=self.shared, max_holders=self.max_holders,
-            idempotency_key=idempotency_key, cancel=cancel,
+            idempotency_key=idempotency_key, cancel=cancel, permits=self.permits,
         )
 
     def cancel(self) -> None:

@@ -44,6 +44,8 @@ class LockHolder:
     fencing_token: int
     session: str | None
     expires_in_ms: int | None
+    #: The permits of the key's capacity it holds.
+    permits: int = 1
 
     @classmethod
     def from_json(cls, doc: JSONObject) -> "LockHolder":
@@ -52,6 +54,7 @@ class LockHolder:
             fencing_token=integer(doc, "fencing_token"),
             session=opt_text(doc, "session"),
             expires_in_ms=opt_int(doc, "expires_in_ms"),
+            permits=opt_int(doc, "permits") or 1,
         )
 
 
@@ -241,6 +244,8 @@ class LockLease:
     max_holders: int | None = None
     waited_ms: int = 0
     holders: tuple[LockHolder, ...] = ()
+    #: The permits of the key's capacity the lease holds (1 unless asked).
+    permits: int = 1
     sent: float | None = field(default=None, compare=False)
     raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
 
@@ -266,6 +271,7 @@ class LockLease:
             max_holders=opt_int(doc, "max_holders"),
             waited_ms=max(0, integer(doc, "waited_ms")),
             holders=tuple(LockHolder.from_json(h) for h in objects(doc, "holders")),
+            permits=opt_int(doc, "permits") or 1,
             sent=sent,
             raw=doc,
         )
