@@ -48,6 +48,9 @@ pub enum Reason {
     Left,
     /// An admin removed a member from its group.
     Removed,
+    /// It reached its cap on tenure (`max_lifetime_ms`), however often it
+    /// was renewed.
+    LifetimeEnded,
 }
 
 pub const EVENT_TYPES: [EventType; 16] = [
@@ -69,7 +72,7 @@ pub const EVENT_TYPES: [EventType; 16] = [
     EventType::LimitDeleted,
 ];
 
-pub const REASONS: [Reason; 7] = [
+pub const REASONS: [Reason; 8] = [
     Reason::Released,
     Reason::Expired,
     Reason::ForceReleased,
@@ -77,6 +80,7 @@ pub const REASONS: [Reason; 7] = [
     Reason::SessionExpired,
     Reason::Left,
     Reason::Removed,
+    Reason::LifetimeEnded,
 ];
 
 impl EventType {
@@ -116,6 +120,7 @@ impl Reason {
             Reason::SessionExpired => "session_expired",
             Reason::Left => "left",
             Reason::Removed => "removed",
+            Reason::LifetimeEnded => "lifetime_ended",
         }
     }
 
@@ -127,7 +132,9 @@ impl Reason {
     /// expired with it, or closed with it (by its holder or an admin).
     pub fn of_bound(session_ended: Reason) -> Reason {
         match session_ended {
-            Reason::Expired | Reason::SessionExpired => Reason::SessionExpired,
+            Reason::Expired | Reason::SessionExpired | Reason::LifetimeEnded => {
+                Reason::SessionExpired
+            }
             _ => Reason::SessionClosed,
         }
     }

@@ -169,6 +169,7 @@ mod tests {
                 expires_at: Some(expires_at),
                 ttl_ms: Ms::new(1_000),
                 metadata: None,
+                ends_by: None,
             },
             mode,
             max_holders: max_holders.and_then(NonZeroU32::new),

@@ -61,6 +61,7 @@ impl Locks<'_> {
         let simple = lock.mode == LockMode::Exclusive
             && lock.max_holders.is_none()
             && lock.session().is_none()
+            && lock.max_lifetime.is_none()
             && LeaseOwner::counted(lock.owner.as_ref()).is_none();
         if !simple || !self.store.texts().capabilities.one_statement_writes() {
             return Ok(None);

@@ -63,6 +63,7 @@ mod subnets;
 mod tenant_limits;
 mod tenant_metrics;
 mod tenants;
+mod tenure;
 mod unknown_reservations;
 mod waiting;
 
@@ -121,6 +122,7 @@ fn main() {
         tenant_limits::tests(),
         tenant_metrics::tests(),
         tenants::tests(),
+        tenure::tests(),
         unknown_reservations::tests(),
         waiting::tests(),
     ];
