@@ -64,6 +64,7 @@ mod tenant_limits;
 mod tenant_metrics;
 mod tenants;
 mod tenure;
+mod tenure_kinds;
 mod unknown_reservations;
 mod waiting;
 
@@ -123,6 +124,7 @@ fn main() {
         tenant_metrics::tests(),
         tenants::tests(),
         tenure::tests(),
+        tenure_kinds::tests(),
         unknown_reservations::tests(),
         waiting::tests(),
     ];

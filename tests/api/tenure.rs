@@ -16,12 +16,12 @@ use crate::helpers::{TestApp, problem, spawn_app, spawn_app_with};
 
 /// The TTL every capped lease here is granted and renewed with, how often
 /// it is renewed, and its cap: without the cap it would never end.
-const TTL: i64 = 400;
-const EVERY: Duration = Duration::from_millis(100);
-const CAP: i64 = 900;
+pub const TTL: i64 = 400;
+pub const EVERY: Duration = Duration::from_millis(100);
+pub const CAP: i64 = 900;
 
 /// Unix milliseconds of an RFC 3339 time in an answer.
-fn millis(time: &Value) -> i64 {
+pub fn millis(time: &Value) -> i64 {
     let text = time.as_str().unwrap_or_else(|| panic!("a time: {time}"));
     let at = OffsetDateTime::parse(text, &Rfc3339).expect("RFC 3339");
     (at.unix_timestamp_nanos() / 1_000_000) as i64
@@ -30,7 +30,7 @@ fn millis(time: &Value) -> i64 {
 /// A capped lease as an answer shows it: `ends_by` is `acquired_at` plus
 /// the cap (`started`: the field its grant's instant is in), what is left
 /// is at most the cap, and the expiry never passes `ends_by`.
-fn assert_capped(lease: &Value, started: &str, cap: i64) {
+pub fn assert_capped(lease: &Value, started: &str, cap: i64) {
     assert_eq!(
         millis(&lease["ends_by"]) - millis(&lease[started]),
         cap,
@@ -49,7 +49,7 @@ fn assert_capped(lease: &Value, started: &str, cap: i64) {
 }
 
 /// A lease without a cap shows both fields, null.
-fn assert_uncapped(lease: &Value) {
+pub fn assert_uncapped(lease: &Value) {
     let object = lease.as_object().expect("an object");
     assert_eq!(object.get("ends_by"), Some(&Value::Null), "{lease}");
     assert_eq!(
@@ -60,14 +60,14 @@ fn assert_uncapped(lease: &Value) {
 }
 
 /// The revision the change log stands at.
-async fn head(app: &TestApp) -> i64 {
+pub async fn head(app: &TestApp) -> i64 {
     page(app, "").await["next_revision"].as_i64().unwrap()
 }
 
 /// Renews with `renew` every `EVERY` until it is refused (answered as for
 /// an expired lease: 409 `lease-lost`, or `kind`), checking each renewal
 /// on the way; answers how long after `granted` it was lost.
-async fn renew_until_lost<F, Fut>(granted: Instant, kind: &str, renew: F) -> Duration
+pub async fn renew_until_lost<F, Fut>(granted: Instant, kind: &str, renew: F) -> Duration
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Response>,
@@ -90,7 +90,7 @@ where
 
 /// Lost at its cap, not before it (less the first renewal's step) nor
 /// long after it (renewals come every `EVERY`).
-fn assert_lost_at_the_cap(lost: Duration) {
+pub fn assert_lost_at_the_cap(lost: Duration) {
     let ms = lost.as_millis() as i64;
     assert!(ms >= CAP - EVERY.as_millis() as i64, "lost after {ms} ms");
     assert!(
@@ -101,7 +101,7 @@ fn assert_lost_at_the_cap(lost: Duration) {
 
 /// Waits until the change log after `since` has an event of `kind` and
 /// answers it.
-async fn ended(app: &TestApp, since: i64, kind: &str) -> Value {
+pub async fn ended(app: &TestApp, since: i64, kind: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut since = since;
     while Instant::now() < deadline {
