@@ -195,6 +195,7 @@ mod tests {
             joined_at: At::EPOCH,
             expires_at: At::from_millis(10),
             ttl_ms: Ms::new(10),
+            ends_by: None,
         };
         let bound = |members: &[&str]| BoundLeases {
             session: session(At::from_millis(10)),

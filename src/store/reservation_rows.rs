@@ -18,6 +18,7 @@ use crate::domain::fencing::FencingToken;
 use crate::domain::names::LeaseToken;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{Pool, Reservation};
+use crate::domain::tenure;
 
 /// A reservation row as `insert_reservation` writes it, its fields in the
 /// order of the statement's placeholders (`$1` to `$17`).
@@ -103,6 +104,8 @@ pub async fn insert(
     let metadata = metadata_text(new.metadata.as_ref());
     let labels = labels_text(&new.labels)?;
     let (ttl_ms, expires_at) = held.columns(now);
+    let ends_by = tenure::ends_by(new.max_lifetime, now);
+    let expires_at = tenure::capped(expires_at, ends_by);
     let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());
     let subnet = grant.block.to_string();
     let row = NewReservationRow {
@@ -131,6 +134,14 @@ pub async fn insert(
             Error::Storage(StoreError::Overlap(_)) => Refused::SubnetOverlap.into(),
             other => other,
         })?;
+    if let Some(ends_by) = ends_by {
+        // Beside the insert, in the reserve's transaction.
+        conn.execute(
+            "UPDATE subnet_reservations SET ends_by = $3 WHERE pool = $1 AND fencing_token = $2",
+            args![pool.name.as_str(), fencing_token, ends_by],
+        )
+        .await?;
+    }
     let holding = Holding {
         holder: new.holder.as_str(),
         fencing_token,
@@ -145,13 +156,17 @@ pub async fn insert(
         now,
     );
     events::record(conn, fx, &event).await?;
-    let lease = held.lease(
+    let mut lease = held.lease(
         new.holder.as_str().to_owned(),
         token,
         fencing_token,
         now,
         new.metadata.clone(),
     );
+    if ends_by.is_some() {
+        lease.ends_by = ends_by;
+        lease.expires_at = Some(expires_at);
+    }
     Ok(Reservation {
         pool: pool.name.clone(),
         subnet: grant.block,

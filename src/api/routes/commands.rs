@@ -206,6 +206,7 @@ impl ReserveRequest {
             "",
             limits,
         )?;
+        let max_lifetime = lifetime.tenure(self.max_lifetime_ms, limits)?;
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
         let metadata = Metadata::parse_some(self.metadata)?;
         let labels = Labels::parse_flat(self.labels)?;
@@ -226,6 +227,7 @@ impl ReserveRequest {
             excludes,
             holder,
             lifetime,
+            max_lifetime,
             metadata,
             labels,
             count,
@@ -297,6 +299,7 @@ impl JoinRequest {
             "required, unless the member is bound to a session",
             limits,
         )?;
+        let max_lifetime = lifetime.tenure(self.max_lifetime_ms, limits)?;
         let tenure = match lifetime.bind(asker, Holding::Group(group.as_str()))? {
             Lifetime::Session(claim) => JoinTenure::Session(claim),
             Lifetime::Ttl(ttl) => JoinTenure::Ttl {
@@ -310,6 +313,7 @@ impl JoinRequest {
             member,
             capabilities,
             tenure,
+            max_lifetime,
             owner: asker.caller.owner(),
         })
     }

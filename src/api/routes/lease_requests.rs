@@ -130,6 +130,13 @@ pub struct ReserveRequest {
     /// How long the reservation lives unless renewed or confirmed (default 60 s).
     #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
+    /// A cap on the reservation's tenure while unconfirmed: renewals keep
+    /// it until `acquired_at` plus this and never past it (`ends_by`); then
+    /// it ends with reason `lifetime_ended`. Confirming clears it. 100 ms to
+    /// the server's ceiling (`--max-lease-lifetime`), which is also the cap
+    /// of a reservation that names none. Not with `session`.
+    #[schema(minimum = 100)]
+    pub max_lifetime_ms: Option<i64>,
     /// Binds the reservation to a session instead of a TTL: until confirmed,
     /// it lives exactly as long as the session.
     pub session: Option<SessionRef>,

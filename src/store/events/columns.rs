@@ -17,8 +17,8 @@ pub const ANNOUNCING_LOCK: &str = "key, holder, fencing_token, session_id, owner
 
 /// The columns a statement that ends a reservation answers, for
 /// `ended_reservation` (with the pool's family to read its subnet).
-pub const ENDED_RESERVATION: &str =
-    "fencing_token, first_addr, prefix_len, holder, session_id, owner";
+pub const ENDED_RESERVATION: &str = "fencing_token, first_addr, prefix_len, holder, session_id, owner, \
+     CAST(CASE WHEN expires_at >= ends_by THEN 1 ELSE 0 END AS bigint) AS lifetime_ended";
 
 /// The columns of a row of `events`, for `event`.
 pub const EVENT_COLUMNS: &str = concat!("revision, ", event_columns!());
