@@ -85,6 +85,7 @@ class SubnetsMixin:
         holder: str | None = None,
         metadata: JSONObject | None = None,
         idempotency_key: str | None = None,
+        max_lifetime: float | None = None,
     ) -> Reservation:
         """Reserve a free block of ``prefix_len`` bits (best fit, then lowest
         address), or the aligned ``subnet`` named.
@@ -95,6 +96,7 @@ class SubnetsMixin:
         otherwise ``ttl`` seconds unless renewed or confirmed. Raises
         :class:`~leasehold.PoolExhausted` or
         :class:`~leasehold.SubnetUnavailable` (``conflicts`` in its fields).
+        ``max_lifetime`` (seconds) caps its tenure while unconfirmed.
         """
         if (prefix_len is None) == (subnet is None):
             raise ValueError("give exactly one of prefix_len and subnet")
@@ -112,6 +114,8 @@ class SubnetsMixin:
             body["session"] = session_ref(session)
         elif ttl is not None:
             body["ttl_ms"] = ms(ttl)
+        if max_lifetime is not None and session is None:
+            body["max_lifetime_ms"] = ms(max_lifetime)
         if metadata is not None:
             body["metadata"] = metadata
         resp = self.transport.request(
