@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
 
-use super::keepalive::{Budget, Keeper, Kept, Lost};
+use super::keepalive::{Budget, Keeper, Kept, Lost, capped};
 use super::retry::{FIRST_RETRY, LAST_RETRY, transient};
 use super::{CliError, exit};
 use crate::client::{
@@ -102,6 +102,7 @@ pub async fn acquire(
             max_holders: None,
             lock_delay_ms: (!lock_delay.is_zero()).then(|| millis(lock_delay)),
             metadata: None,
+            max_lifetime_ms: budget.max_lifetime().map(millis),
         };
         async move { client.acquire_lock(key, &request).await }
     });
@@ -137,7 +138,8 @@ pub async fn keep(
         sent,
         lease.expires_in_ms,
         kept.clone(),
-    );
+    )
+    .capped(capped(lease.expires_in_ms, &lease.extra));
     if keeper.renew_due() <= received {
         keeper.renew_now(received).await?;
     }
@@ -211,6 +213,7 @@ async fn open_session(
         .open_session(&OpenSessionBody {
             holder: holder.to_owned(),
             ttl_ms: millis(budget.ttl()),
+            max_lifetime_ms: budget.max_lifetime().map(millis),
             metadata: None,
             idempotency_key: None,
         })
@@ -230,7 +233,8 @@ async fn open_session(
         sent,
         session.expires_in_ms,
         kept.clone(),
-    );
+    )
+    .capped(capped(session.expires_in_ms, &session.extra));
     Ok((Holding::start(kept, keeper), bound))
 }
 
