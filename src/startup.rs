@@ -19,7 +19,6 @@ use crate::api::{self, AppState};
 use crate::auth::Tokens;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{ServeConfig, format_duration};
-use crate::domain::Ms;
 use crate::leases::{DEFAULT_MAX_PAGE, Leases, Limits};
 use crate::serve::ConnectionLimits;
 use crate::store::{self, KeyEvent};
@@ -288,7 +287,7 @@ fn limits(config: &ServeConfig) -> Limits {
     Limits {
         default_ttl_ms: config.default_ttl.into(),
         max_ttl_ms: config.max_ttl.into(),
-        max_lease_lifetime_ms: config.max_lease_lifetime.map(Ms::from),
+        max_lease_lifetime_ms: config.max_lease_lifetime.map(Into::into),
         max_wait_ms: config.max_wait.into(),
         max_in_flight: config.max_in_flight as usize,
         max_in_flight_per_client: config.in_flight_per_client() as usize,
