@@ -132,3 +132,26 @@ func TestTheServersCeilingCapsALeaseThatNamesNone(t *testing.T) {
 		t.Fatalf("a lease without a cap shows one: %+v", plain)
 	}
 }
+
+func TestAReservationShowsItsCapUntilConfirmed(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := ctxT(t, 5*time.Second)
+	if _, err := c.PutPool(ctx, "tenure", "10.9.0.0/16", nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Reserve(ctx, "tenure", 24, leasehold.WithTTL(time.Minute), leasehold.WithMaxLifetime(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.EndsBy == nil || r.EndsBy.Sub(r.AcquiredAt) != time.Hour {
+		t.Fatalf("ends_by %v, acquired_at %v", r.EndsBy, r.AcquiredAt)
+	}
+	confirmed, err := c.Confirm(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if confirmed.EndsBy != nil || confirmed.LifetimeLeftMS != nil {
+		t.Fatalf("a confirmed reservation shows a cap: %+v", confirmed)
+	}
+}
