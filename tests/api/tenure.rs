@@ -211,6 +211,18 @@ async fn the_ceiling_refuses_a_larger_cap_and_caps_every_lease() {
     assert_eq!(at_ceiling.status(), StatusCode::CREATED);
     let lease = app.must_acquire("unnamed", "h", 1_000).await;
     assert_capped(&lease, "acquired_at", 2_000);
+    // A lock set's leases too.
+    let set = app
+        .post(
+            "/v1/lock-sets/acquire",
+            json!({"holder": "h", "ttl_ms": 1_000, "keys": ["set/a", "set/b"]}),
+        )
+        .await;
+    assert_eq!(set.status(), StatusCode::CREATED);
+    let set: Value = set.json().await.unwrap();
+    for lease in set["items"].as_array().unwrap() {
+        assert_capped(lease, "acquired_at", 2_000);
+    }
 }
 
 async fn bad_caps_are_refused_naming_the_field() {
