@@ -47,6 +47,9 @@ type LockHolder struct {
 	AcquiredAt   time.Time `json:"acquired_at"`
 	ExpiresAt    time.Time `json:"expires_at"`
 	ExpiresInMS  int64     `json:"expires_in_ms"`
+	// EndsBy and LifetimeLeftMS: its cap on tenure, as a Lease's.
+	EndsBy         *time.Time `json:"ends_by"`
+	LifetimeLeftMS *int64     `json:"lifetime_left_ms"`
 }
 
 // Capped says whether the lease's expiry is the end of its tenure: no
