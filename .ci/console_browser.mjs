@@ -119,8 +119,9 @@ try {
   await accessible(page, "the locks page", check);
 
   const held = await call("POST", `/v1/locks/${encodeURIComponent(key)}/acquire`,
-    { holder: "first-holder", ttl_ms: 60000 });
-  check(held.status === 201, "a lock is acquired through the API");
+    { holder: "first-holder", ttl_ms: 60000, max_lifetime_ms: 600000 });
+  check(held.status === 201 && typeof held.body.ends_by === "string",
+    "a lock is acquired through the API, capped: its answer shows ends_by");
   const granted = Date.now();
   await page.getByRole("link", { name: key }).waitFor();
   console.log(`figure: the grant appeared on the open locks page ${Date.now() - granted} ms after its answer`);
@@ -130,6 +131,9 @@ try {
   await page.waitForSelector("h2:has-text('Lock')");
   await page.getByRole("cell", { name: "first-holder" }).waitFor();
   check(true, "the key's page names its holder");
+  const holderRow = page.getByRole("row").filter({ hasText: "first-holder" });
+  check((await holderRow.getByRole("cell").nth(5).textContent()).startsWith(held.body.ends_by),
+    "the key's page shows when the holder's tenure ends (ends by)");
   await accessible(page, "a key's page", check);
 
   // What an open, idle key's page costs the server: its queue once a second

@@ -215,8 +215,9 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
   const group = `${tag}-group`;
   await call("PUT", `/v1/groups/${group}`, {});
   await call("PUT", `/v1/groups/${group}/members/first-member`, { ttl_ms: 60000, capabilities: { role: "primary" } });
-  const opened = await call("POST", "/v1/sessions", { holder: "session-holder", ttl_ms: 60000 });
-  check(opened.status === 201, "a session is opened");
+  const opened = await call("POST", "/v1/sessions",
+    { holder: "session-holder", ttl_ms: 60000, max_lifetime_ms: 600000 });
+  check(opened.status === 201 && typeof opened.body.ends_by === "string", "a session is opened, capped");
   check(await reach(page, "Groups"), "the groups page is reached with the keyboard");
   await page.getByRole("link", { name: group, exact: true }).waitFor();
   await accessible(page, "the groups page", check);
@@ -242,7 +243,9 @@ export async function checkPages({ page, call, check, key, open, readerToken }) 
     "the sessions page lists the session with its holder");
   const listed = (await call("GET", "/v1/sessions?limit=1000")).body.items.find((x) => x.id === opened.body.id);
   check(listed && listed.members === 1, "the API lists it with its one membership");
-  check(await sessionRow.getByRole("cell").nth(6).textContent() === "1", "the page shows its one membership");
+  check(await sessionRow.getByRole("cell").nth(7).textContent() === "1", "the page shows its one membership");
+  check((await sessionRow.getByRole("cell").nth(4).textContent()).startsWith(opened.body.ends_by),
+    "the sessions page shows when the session's tenure ends (ends by)");
   await accessible(page, "the sessions page", check);
   await page.goBack();
   await page.getByRole("row").filter({ hasText: "session-member" }).waitFor();

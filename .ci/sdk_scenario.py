@@ -98,6 +98,8 @@ def locks(client):
     check(granted.status_code == 201, "acquire answers 201")
     lease = granted.parsed
     check(isinstance(lease, LockGrantBody) and lease.token, "the grant carries a token")
+    check(lease.ends_by is None and lease.lifetime_left_ms is None,
+          "a lease without a cap on its tenure shows ends_by and lifetime_left_ms null")
 
     renewed = renew_lock.sync_detailed(
         key=key, client=client, body=RenewRequest(token=lease.token, ttl_ms=60_000)

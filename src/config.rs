@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches};
 
+use crate::domain::tenure::MAX_LIFETIME_MS;
 use crate::domain::validate::MIN_TTL_MS;
 use crate::store::{DbAddress, Durability};
 use crate::telemetry::LogFormat;
@@ -118,6 +119,11 @@ pub struct ServeConfig {
     /// The longest TTL a client may ask for.
     #[arg(long, env = "LEASEHOLD_MAX_TTL", default_value = "24h", value_parser = parse_duration)]
     pub max_ttl: Duration,
+    /// A ceiling on a lease's tenure (`max_lifetime_ms`): a request above it
+    /// is refused (400), and every lease that names no cap gets it as its
+    /// cap. Unset: no ceiling.
+    #[arg(long, env = "LEASEHOLD_MAX_LEASE_LIFETIME", value_parser = parse_positive_duration)]
+    pub max_lease_lifetime: Option<Duration>,
     /// The longest `wait_ms` a client may ask for.
     #[arg(long, env = "LEASEHOLD_MAX_WAIT", default_value = "5m", value_parser = parse_duration)]
     pub max_wait: Duration,
@@ -361,6 +367,22 @@ impl ServeConfig {
                 "LEASEHOLD_DEFAULT_TTL",
                 self.default_ttl,
                 within(min_ttl),
+            );
+        }
+        let longest_cap = MAX_LIFETIME_MS.to_std();
+        if let Some(cap) = self
+            .max_lease_lifetime
+            .filter(|d| !(min_ttl..=longest_cap).contains(d))
+        {
+            return refuse(
+                "max-lease-lifetime",
+                "LEASEHOLD_MAX_LEASE_LIFETIME",
+                cap,
+                format!(
+                    "it must be between {} and {}",
+                    format_duration(min_ttl),
+                    format_duration(longest_cap)
+                ),
             );
         }
         if self.default_ttl > self.max_ttl {

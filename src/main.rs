@@ -128,6 +128,7 @@ async fn serve(config: ServeConfig) -> Result<(), String> {
         reaper_batch = config.reaper_batch,
         default_ttl = %format_duration(config.default_ttl),
         max_ttl = %format_duration(config.max_ttl),
+        max_lease_lifetime = %config.max_lease_lifetime.map(format_duration).unwrap_or_else(|| "none".into()),
         max_wait = %format_duration(config.max_wait),
         max_in_flight = config.max_in_flight,
         max_in_flight_per_client = config.in_flight_per_client(),

@@ -287,6 +287,7 @@ fn limits(config: &ServeConfig) -> Limits {
     Limits {
         default_ttl_ms: config.default_ttl.into(),
         max_ttl_ms: config.max_ttl.into(),
+        max_lease_lifetime_ms: config.max_lease_lifetime.map(Into::into),
         max_wait_ms: config.max_wait.into(),
         max_in_flight: config.max_in_flight as usize,
         max_in_flight_per_client: config.in_flight_per_client() as usize,

@@ -46,6 +46,8 @@ mod status;
 mod subnets;
 #[path = "cli/systemd.rs"]
 mod systemd;
+#[path = "cli/tenure.rs"]
+mod tenure;
 #[path = "cli/tokens.rs"]
 mod tokens;
 #[path = "cli/watch.rs"]

@@ -33,6 +33,8 @@ async function locks(): Promise<void> {
   if (!lease) throw new Error("no lease");
   check(lease.token.length > 0, "the grant carries a token");
   check(lease.mode === "exclusive", "the lease is exclusive");
+  check(lease.ends_by === null && lease.lifetime_left_ms === null,
+    "a lease without a cap on its tenure shows ends_by and lifetime_left_ms null");
 
   const renewed = await client.POST("/v1/locks/{key}/renew", {
     ...path,

@@ -1,6 +1,6 @@
 // Groups by name prefix, and a group's live members.
 
-import { api, duration, encode, filterForm, h, main, nextPage, sessionLink, table } from "./util.js";
+import { api, duration, encode, endsBy, filterForm, h, main, nextPage, sessionLink, table } from "./util.js";
 
 export async function groups(params) {
   const prefix = params.get("prefix") || "";
@@ -44,10 +44,11 @@ export async function group(params, name) {
   main.replaceChildren(h("h2", {}, "Group ", h("code", { text: name })),
     h("p", { class: "muted", text: `Created ${about.created_at}; ${about.members} live members.${
       about.metadata ? ` Metadata: ${JSON.stringify(about.metadata)}` : ""}` }),
-    table(`Live members of ${name}`, ["member", "holder (its session's)", "capabilities", "joined", "time left", "session"],
+    table(`Live members of ${name}`, ["member", "holder (its session's)", "capabilities", "joined", "time left", "ends by",
+      "session"],
       members.items.map((m) => [m.member, holders.get(m.session) ?? "—",
         m.capabilities == null ? "—" : JSON.stringify(m.capabilities),
-        m.joined_at, duration(m.expires_in_ms), sessionLink(m.session)]),
+        m.joined_at, duration(m.expires_in_ms), endsBy(m), sessionLink(m.session)]),
       "No live member."), next);
   return (e) => e.group === name;
 }

@@ -1,8 +1,8 @@
 // The overview, locks by prefix, a key's holders, queue and history.
 // Each page renders into `main` and answers which events make it read again.
 
-import { adminAction, adminButton, api, duration, encode, filterForm, h, main, nextPage, sessionLink, since, state,
-  table, whoAmI } from "./util.js";
+import { adminAction, adminButton, api, duration, encode, endsBy, filterForm, h, main, nextPage, sessionLink, since,
+  state, table, whoAmI } from "./util.js";
 import { charts, latestPrefixes } from "./charts.js";
 
 const bytes = (n) => (n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20
@@ -80,11 +80,13 @@ export async function locks(params) {
   const waiters = new Map(queues.items.map((q) => [q.key, q.waiters]));
   const rows = list.items.map((l) => [
     h("a", { href: `#/locks/${encode(l.key)}`, text: l.key }), l.holder, l.mode,
-    String(l.fencing_token), since(l.acquired_at), duration(l.expires_in_ms), String(waiters.get(l.key) ?? 0)]);
+    String(l.fencing_token), since(l.acquired_at), duration(l.expires_in_ms), endsBy(l),
+    String(waiters.get(l.key) ?? 0)]);
   const next = nextPage("locks", list, { prefix });
   main.replaceChildren(h("h2", { text: "Locks" }), filterForm("locks", [["prefix", "Key prefix"]], params),
     table(`Live locks${prefix ? ` under ${prefix}` : ""}, read at ${new Date().toLocaleTimeString()}`,
-      ["key", "holder", "mode", "fencing token", "held for", "time left", "waiters"], rows, "No live lock."), next);
+      ["key", "holder", "mode", "fencing token", "held for", "time left", "ends by", "waiters"], rows,
+      "No live lock."), next);
   return (e) => e.key !== undefined && e.key.startsWith(prefix);
 }
 
@@ -133,9 +135,9 @@ export async function key(params, name) {
     capacityOf(capacity),
     h("h3", { text: "Holders" }),
     lock?.session ? h("p", {}, "Bound to session ", sessionLink(lock.session)) : "",
-    table("Who holds the key", ["holder", "permits", "fencing token", "acquired", "held for", "time left"],
+    table("Who holds the key", ["holder", "permits", "fencing token", "acquired", "held for", "time left", "ends by"],
       holders.map((l) => [l.holder, String(l.permits ?? 1), String(l.fencing_token), l.acquired_at,
-        since(l.acquired_at), duration(l.expires_in_ms)]),
+        since(l.acquired_at), duration(l.expires_in_ms), endsBy(l)]),
       "Nobody holds this key."),
     lock ? adminButton("Force release", force) : "",
     h("h3", { text: "Queue" }),

@@ -2,7 +2,7 @@
 // arrow keys name the block under the pointer), a legend, and the same data
 // as a table of reservations for those who do not see the canvas.
 
-import { api, duration, encode, h, main, nextPage, sessionLink, table } from "./util.js";
+import { api, duration, encode, endsBy, h, main, nextPage, sessionLink, table } from "./util.js";
 import { LARGEST, MAX_BITS, PALETTE, draw, formatAddress, layout, parseCidr, pattern } from "./map.js";
 
 // Pools as a tree (each child under its parent, indented) with a usage bar
@@ -97,7 +97,7 @@ export async function pool(params, name) {
       text: `/${len} (${2 ** (len - cidr.length)} blocks)` })));
   const items = reservations.items.map((r) => ({ ...r, range: parseCidr(r.subnet) }));
   const rows = items.map((r) => [r.subnet, r.holder, r.state,
-    r.expires_in_ms === null ? "confirmed" : duration(r.expires_in_ms), sessionLink(r.session)]);
+    r.expires_in_ms === null ? "confirmed" : duration(r.expires_in_ms), endsBy(r), sessionLink(r.session)]);
   const figures = h("ul", { class: "figures", "aria-label": "Usage" },
     h("li", {}, h("strong", { text: usage.cidr }), "addresses"),
     h("li", {}, h("strong", { id: "pool-reserved", text: usage.reserved_count }), "reserved"),
@@ -112,7 +112,7 @@ export async function pool(params, name) {
   }
   parts.push(h("h3", { text: "Reservations" }),
     table(`Live reservations of ${name}${reservations.next_cursor ? " (the first 1000)" : ""}`,
-      ["subnet", "holder", "state", "time left", "session"], rows, "No live reservation."));
+      ["subnet", "holder", "state", "time left", "ends by", "session"], rows, "No live reservation."));
   main.replaceChildren(...parts);
   return (e) => e.pool === name && e.type.startsWith("reservation.");
 }

@@ -2,7 +2,8 @@
 // session with the locks, unconfirmed reservations and memberships bound to
 // it (what its end would release).
 
-import { adminAction, adminButton, api, duration, encode, h, main, nextPage, since, table, whoAmI } from "./util.js";
+import { adminAction, adminButton, api, duration, encode, endsBy, h, main, nextPage, since, table, whoAmI }
+  from "./util.js";
 
 export async function sessions(params) {
   const cursor = params.get("cursor");
@@ -12,9 +13,9 @@ export async function sessions(params) {
   const next = nextPage("sessions", list);
   main.replaceChildren(h("h2", { text: "Sessions" }),
     table(`Live sessions, read at ${new Date().toLocaleTimeString()}`,
-      ["session", "holder", "TTL", "time left", "locks", "unconfirmed reservations", "memberships"],
+      ["session", "holder", "TTL", "time left", "ends by", "locks", "unconfirmed reservations", "memberships"],
       list.items.map((s) => [h("a", { href: `#/sessions/${encode(s.id)}`, text: s.id }), s.holder,
-        duration(s.ttl_ms), duration(s.expires_in_ms), String(s.locks ?? 0), String(s.reservations ?? 0),
+        duration(s.ttl_ms), duration(s.expires_in_ms), endsBy(s), String(s.locks ?? 0), String(s.reservations ?? 0),
         String(s.members ?? 0)]),
       "No live session."), next);
   // A session opens or ends, or something is bound to one or leaves it.
@@ -41,7 +42,8 @@ export async function session(params, id) {
   main.replaceChildren(title,
     h("dl", { class: "facts" },
       fact("holder", found.holder), fact("opened", found.acquired_at), fact("TTL", duration(found.ttl_ms)),
-      fact("time left", duration(found.expires_in_ms)), fact("locks", found.locks ?? 0),
+      fact("time left", duration(found.expires_in_ms)), fact("ends by", endsBy(found)),
+      fact("locks", found.locks ?? 0),
       fact("unconfirmed reservations", found.reservations ?? 0), fact("memberships", found.members ?? 0),
       fact("metadata", found.metadata ? JSON.stringify(found.metadata) : "—")),
     adminButton("Force close", force),

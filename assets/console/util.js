@@ -57,6 +57,10 @@ export const encode = (text) => encodeURIComponent(text);
 export const since = (at) => (at ? duration(Date.now() - Date.parse(at)) : "—");
 export const duration = (ms) => (ms === null || ms === undefined ? "—"
   : ms >= 60000 ? `${Math.round(ms / 60000)} min` : `${(ms / 1000).toFixed(1)} s`);
+// The end of a lease's tenure (its cap, max_lifetime_ms): when, and how
+// long is left; "—" for a lease without a cap.
+export const endsBy = (lease) => (lease.ends_by
+  ? `${lease.ends_by} (${duration(lease.lifetime_left_ms)} left)` : "—");
 
 // The link to a list's next page: the page's address with its cursor ("" on
 // the last page). `filters` are the page's own parameters, kept.

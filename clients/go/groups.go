@@ -34,6 +34,11 @@ type MemberInfo struct {
 	JoinedAt    time.Time `json:"joined_at"`
 	ExpiresAt   time.Time `json:"expires_at"`
 	ExpiresInMS int64     `json:"expires_in_ms"`
+	// EndsBy is the end of its tenure (WithMaxLifetime, or the server's
+	// ceiling): no renewal keeps it past this. Nil without a cap.
+	EndsBy *time.Time `json:"ends_by"`
+	// LifetimeLeftMS is how long its tenure has left; nil without a cap.
+	LifetimeLeftMS *int64 `json:"lifetime_left_ms"`
 	// Token renews the member and makes it leave; only in the answer to
 	// the join of a member with a TTL of its own.
 	Token string `json:"token,omitempty"`

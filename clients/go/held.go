@@ -16,6 +16,7 @@ type held struct {
 	margin   time.Duration
 	session  *Session
 	initial  time.Time // the grant's local deadline
+	capped   bool      // the grant's expiry is its tenure's end
 	k        *keeper
 	unbind   func()
 	finished bool
@@ -25,7 +26,8 @@ type held struct {
 // came so late that its lost time has passed is renewed once at once: the
 // renewal proves the lease is still held (or the Lock fails).
 func (c *Client) keep(ctx context.Context, l *Lease, g *grant) (*held, error) {
-	h := &held{c: c, key: l.Key, token: l.Token, session: g.session, initial: l.Deadline()}
+	h := &held{c: c, key: l.Key, token: l.Token, session: g.session, initial: l.Deadline(),
+		capped: l.Capped()}
 	if g.session != nil {
 		if g.session.ending.ended() {
 			return nil, &LostError{Reason: ErrSessionEnded, Err: cause(g.session.Err())}
@@ -35,21 +37,21 @@ func (c *Client) keep(ctx context.Context, l *Lease, g *grant) (*held, error) {
 	h.ttl = g.ttlOrDefault()
 	h.margin = lostMargin(h.ttl, g.margin)
 	if !time.Now().Before(h.initial.Add(-h.margin)) {
-		d, err := h.renew(ctx)
+		d, capped, err := h.renew(ctx)
 		if err != nil {
 			return nil, err
 		}
-		h.initial = d
+		h.initial, h.capped = d, capped
 	}
 	return h, nil
 }
 
-func (h *held) renew(ctx context.Context) (time.Time, error) {
+func (h *held) renew(ctx context.Context) (time.Time, bool, error) {
 	r, err := h.c.Renew(ctx, h.key, h.token, h.ttl)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, false, err
 	}
-	return r.Deadline(), nil
+	return r.Deadline(), r.Capped(), nil
 }
 
 // start keeps the lease from now on; e is closed with the reason when it is
@@ -61,7 +63,7 @@ func (h *held) start(e *ending) {
 		})
 		return
 	}
-	h.k = startKeeper(h.initial, h.ttl, h.margin, h.renew, func(err error) { e.end(err) })
+	h.k = startKeeper(h.initial, h.capped, h.ttl, h.margin, h.renew, func(err error) { e.end(err) })
 }
 
 // stop ends the keeping. It returns how long a release is still worth

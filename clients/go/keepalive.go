@@ -10,7 +10,9 @@ import (
 // by the rule in life.go, and calls onLost once when the lease is lost:
 // when the server answers that it is gone or refuses it, or, by a timer of
 // its own, at the local deadline minus the margin when no renewal was
-// confirmed in time. A renewal call runs in a goroutine of its own, so a
+// confirmed in time. Once an answer says the expiry is the end of the
+// lease's tenure (capped), nothing extends it: renewals stop, and the
+// timer then says ErrLifetimeEnded. A renewal call runs in a goroutine of its own, so a
 // call that hangs never delays that timer.
 type keeper struct {
 	ttl    time.Duration
@@ -24,19 +26,22 @@ type keeper struct {
 
 	mu       sync.Mutex
 	deadline time.Time
+	capped   bool
 }
 
-// renewFunc renews once and returns the lease's new local deadline.
-type renewFunc func(ctx context.Context) (time.Time, error)
+// renewFunc renews once and returns the lease's new local deadline, and
+// whether that expiry is the end of its tenure.
+type renewFunc func(ctx context.Context) (time.Time, bool, error)
 
 type renewal struct {
 	deadline time.Time
+	capped   bool
 	err      error
 }
 
-func startKeeper(deadline time.Time, ttl, margin time.Duration, renew renewFunc, onLost func(error)) *keeper {
+func startKeeper(deadline time.Time, capped bool, ttl, margin time.Duration, renew renewFunc, onLost func(error)) *keeper {
 	k := &keeper{ttl: ttl, margin: margin, renew: renew, onLost: onLost, deadline: deadline,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		capped: capped, stop: make(chan struct{}), done: make(chan struct{})}
 	go k.run()
 	return k
 }
@@ -79,6 +84,9 @@ func (k *keeper) run() {
 	defer lost.Stop()
 	next := time.NewTimer(k.renewDelay(lostAt.Add(k.margin)))
 	defer next.Stop()
+	if k.isCapped() {
+		next.Stop()
+	}
 	var (
 		inflight <-chan renewal // nil while no renewal is in flight
 		cancel   context.CancelFunc
@@ -94,7 +102,11 @@ func (k *keeper) run() {
 		case <-k.stop:
 			return
 		case <-lost.C:
-			k.onLost(&LostError{Reason: ErrExpired, Err: lastErr})
+			reason := ErrExpired
+			if k.isCapped() {
+				reason = ErrLifetimeEnded
+			}
+			k.onLost(&LostError{Reason: reason, Err: lastErr})
 			return
 		case <-next.C:
 			// Each call ends by the time loss is declared, and after a third
@@ -110,9 +122,11 @@ func (k *keeper) run() {
 			cancel, inflight = nil, nil
 			switch {
 			case r.err == nil:
-				lostAt = k.extend(r.deadline)
+				lostAt = k.extend(r.deadline, r.capped)
 				resetTimer(lost, time.Until(lostAt))
-				next.Reset(k.renewDelay(lostAt.Add(k.margin)))
+				if !k.isCapped() {
+					next.Reset(k.renewDelay(lostAt.Add(k.margin)))
+				}
 			case final(r.err):
 				k.onLost(lostBy(r.err))
 				return
@@ -129,20 +143,29 @@ func (k *keeper) startRenewal(end time.Time) (<-chan renewal, context.CancelFunc
 	ctx, cancel := context.WithDeadline(context.Background(), end)
 	out := make(chan renewal, 1)
 	go func() {
-		d, err := k.renew(ctx)
-		out <- renewal{d, err}
+		d, capped, err := k.renew(ctx)
+		out <- renewal{d, capped, err}
 	}()
 	return out, cancel
 }
 
-// extend moves the deadline to d (never back) and returns the new lostAt.
-func (k *keeper) extend(d time.Time) time.Time {
+// extend moves the deadline to d (never back), notes whether it is the
+// end of the lease's tenure, and returns the new lostAt.
+func (k *keeper) extend(d time.Time, capped bool) time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if d.After(k.deadline) {
 		k.deadline = d
 	}
+	k.capped = k.capped || capped
 	return k.deadline.Add(-k.margin)
+}
+
+// isCapped says whether an answer said the expiry is the tenure's end.
+func (k *keeper) isCapped() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.capped
 }
 
 func resetTimer(t *time.Timer, d time.Duration) {

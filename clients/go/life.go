@@ -39,6 +39,10 @@ var (
 	// ErrSessionEnded: the session the lease is bound to ended: closed,
 	// expired or lost (told by the session, or a 409 session-lost).
 	ErrSessionEnded = errors.New("leasehold: the lease's session ended")
+	// ErrLifetimeEnded: the lease reached its cap on tenure (ends_by,
+	// WithMaxLifetime or the server's ceiling), however often it was
+	// renewed; said the lost margin before it.
+	ErrLifetimeEnded = errors.New("leasehold: the lease reached the end of its tenure")
 	// ErrUnlocked: this client released the lease itself (Unlock, Resign,
 	// Close, Leave). Not a loss.
 	ErrUnlocked = errors.New("leasehold: released by this client")
@@ -84,6 +88,12 @@ func lostBy(err error) error {
 		return &LostError{Reason: ErrReleasedElsewhere, Err: err}
 	}
 	return &LostError{Reason: ErrRefused, Err: err}
+}
+
+// capped says whether an answer's expiry is its tenure's end (its
+// expires_in_ms reached its lifetime_left_ms): no renewal extends it.
+func capped(expiresInMS int64, lifetimeLeftMS *int64) bool {
+	return lifetimeLeftMS != nil && *lifetimeLeftMS <= expiresInMS
 }
 
 // final says whether a renewal error ends the lease at once: the server

@@ -24,6 +24,12 @@ type Lease struct {
 	Session string       `json:"session,omitempty"`
 	Holders []LockHolder `json:"holders,omitempty"`
 	Token   string       `json:"token,omitempty"`
+	// EndsBy is the end of its tenure (WithMaxLifetime, or the server's
+	// ceiling): no renewal keeps it past this. Nil without a cap.
+	EndsBy *time.Time `json:"ends_by"`
+	// LifetimeLeftMS is how long its tenure has left; nil without a cap.
+	LifetimeLeftMS *int64 `json:"lifetime_left_ms"`
+
 	// WaitedMS is, in the answer to a grant, how long the request waited
 	// on the server before ExpiresInMS was computed (0 for a renewal).
 	WaitedMS int64 `json:"waited_ms,omitempty"`
@@ -45,7 +51,14 @@ type LockHolder struct {
 	ExpiresAt    time.Time `json:"expires_at"`
 	ExpiresInMS  int64     `json:"expires_in_ms"`
 	Permits      int       `json:"permits"`
+	// EndsBy and LifetimeLeftMS: its cap on tenure, as a Lease's.
+	EndsBy         *time.Time `json:"ends_by"`
+	LifetimeLeftMS *int64     `json:"lifetime_left_ms"`
 }
+
+// Capped says whether the lease's expiry is the end of its tenure: no
+// renewal extends it.
+func (l *Lease) Capped() bool { return capped(l.ExpiresInMS, l.LifetimeLeftMS) }
 
 // ExpiresIn is the lease's remaining life as the server computed it.
 func (l *Lease) ExpiresIn() time.Duration { return time.Duration(l.ExpiresInMS) * time.Millisecond }
@@ -88,6 +101,8 @@ type acquireBody struct {
 	MaxHolders *int           `json:"max_holders,omitempty"`
 	Permits    *int           `json:"permits,omitempty"`
 	LockDelay  *int64         `json:"lock_delay_ms,omitempty"`
+	// MaxLifetime caps the lease's tenure (never with a session).
+	MaxLifetime *int64 `json:"max_lifetime_ms,omitempty"`
 }
 
 func (g *grant) acquireBody() acquireBody {
@@ -101,6 +116,7 @@ func (g *grant) acquireBody() acquireBody {
 			ttl = DefaultTTL
 		}
 		b.TTL = optMs(ttl)
+		b.MaxLifetime = optMs(g.maxLifetime)
 	}
 	if g.maxHolders > 0 {
 		n := g.maxHolders

@@ -43,6 +43,7 @@ func (c *Client) Join(ctx context.Context, group, member string, opts ...Option)
 	body := struct {
 		Session      *sessionRef `json:"session,omitempty"`
 		TTL          *int64      `json:"ttl_ms,omitempty"`
+		MaxLifetime  *int64      `json:"max_lifetime_ms,omitempty"`
 		Capabilities any         `json:"capabilities,omitempty"`
 	}{Capabilities: g.capabilities}
 	ttl := g.ttl
@@ -53,6 +54,7 @@ func (c *Client) Join(ctx context.Context, group, member string, opts ...Option)
 			ttl = DefaultTTL
 		}
 		body.TTL = optMs(ttl)
+		body.MaxLifetime = optMs(g.maxLifetime)
 	}
 	// A join with a TTL is a grant without an Idempotency-Key: not retried
 	// after an answer that may have been lost (the member would then be
@@ -72,17 +74,18 @@ func (c *Client) Join(ctx context.Context, group, member string, opts ...Option)
 		return m, nil
 	}
 	deadline := localDeadline(cl.sent, cl.received, 0, info.ExpiresInMS)
-	m.k = startKeeper(deadline, ttl, lostMargin(ttl, g.margin), m.renew, func(err error) { m.ending.end(err) })
+	m.k = startKeeper(deadline, capped(info.ExpiresInMS, info.LifetimeLeftMS), ttl,
+		lostMargin(ttl, g.margin), m.renew, func(err error) { m.ending.end(err) })
 	return m, nil
 }
 
-func (m *Membership) renew(ctx context.Context) (time.Time, error) {
+func (m *Membership) renew(ctx context.Context) (time.Time, bool, error) {
 	r, deadline, err := m.c.renewMember(ctx, m.group, m.member, m.token, m.ttl, nil)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, false, err
 	}
 	m.setInfo(r)
-	return deadline, nil
+	return deadline, capped(r.ExpiresInMS, r.LifetimeLeftMS), nil
 }
 
 // Group is the membership's group.

@@ -60,9 +60,11 @@ type grant struct {
 	maxHolders int
 	permits    int
 	lockDelay  time.Duration
-	exclude    []string
-	local      bool
-	labels     map[string]string
+	// maxLifetime caps the tenure of a lease with a TTL of its own.
+	maxLifetime time.Duration
+	exclude     []string
+	local       bool
+	labels      map[string]string
 	// capabilities of a group member (Join).
 	capabilities any
 }
@@ -94,6 +96,15 @@ func WithTTL(d time.Duration) Option { return grantFunc(func(g *grant) { g.ttl =
 // stop acting on it. Default: the TTL/20, at least 50 ms and at most 2 s;
 // never more than half the TTL.
 func WithLostMargin(d time.Duration) Option { return grantFunc(func(g *grant) { g.margin = d }) }
+
+// WithMaxLifetime caps the tenure of a lease with a TTL of its own (a lock,
+// a session, a member, an unconfirmed reservation): renewals keep it alive
+// until its grant plus d and never past it (its EndsBy); a kept lease is
+// then lost with ErrLifetimeEnded, the lost margin before EndsBy. Default:
+// no cap, or the server's ceiling (--max-lease-lifetime) when it has one.
+func WithMaxLifetime(d time.Duration) Option {
+	return grantFunc(func(g *grant) { g.maxLifetime = d })
+}
 
 // WithWait makes an acquire wait this long for a held key (default 0).
 func WithWait(d time.Duration) Option { return grantFunc(func(g *grant) { g.wait = d }) }

@@ -22,6 +22,11 @@ type SessionInfo struct {
 	// Members counts the group memberships bound to it (Info and Sessions).
 	Members *int64 `json:"members"`
 	Token   string `json:"token,omitempty"`
+	// EndsBy is the end of its tenure (WithMaxLifetime, or the server's
+	// ceiling): no renewal keeps it past this. Nil without a cap.
+	EndsBy *time.Time `json:"ends_by"`
+	// LifetimeLeftMS is how long its tenure has left; nil without a cap.
+	LifetimeLeftMS *int64 `json:"lifetime_left_ms"`
 }
 
 // Session is one heartbeat for many leases: locks, elections, members and
@@ -49,10 +54,11 @@ func (c *Client) NewSession(ctx context.Context, opts ...Option) (*Session, erro
 	g := c.grantOf(opts)
 	ttl := g.ttlOrDefault()
 	body := struct {
-		Holder   string         `json:"holder"`
-		TTL      int64          `json:"ttl_ms"`
-		Metadata map[string]any `json:"metadata,omitempty"`
-	}{g.holder, ms(ttl), g.metadata}
+		Holder      string         `json:"holder"`
+		TTL         int64          `json:"ttl_ms"`
+		MaxLifetime *int64         `json:"max_lifetime_ms,omitempty"`
+		Metadata    map[string]any `json:"metadata,omitempty"`
+	}{g.holder, ms(ttl), optMs(g.maxLifetime), g.metadata}
 	// Opening a session is not a lease grant keyed by an Idempotency-Key: an
 	// attempt whose answer was lost leaves a session that simply expires.
 	cl := &call{method: http.MethodPost, path: "/v1/sessions", body: body}
@@ -63,13 +69,16 @@ func (c *Client) NewSession(ctx context.Context, opts ...Option) (*Session, erro
 	s := &Session{c: c, id: info.ID, token: info.Token, ttl: ttl, margin: lostMargin(ttl, g.margin),
 		ending: newEnding(), watchers: map[uint64]func(error){}}
 	deadline := localDeadline(cl.sent, cl.received, 0, info.ExpiresInMS)
-	s.k = startKeeper(deadline, ttl, s.margin, s.renew, s.end)
+	s.k = startKeeper(deadline, capped(info.ExpiresInMS, info.LifetimeLeftMS), ttl, s.margin, s.renew, s.end)
 	return s, nil
 }
 
-func (s *Session) renew(ctx context.Context) (time.Time, error) {
-	_, deadline, err := s.renewOnce(ctx, 0)
-	return deadline, err
+func (s *Session) renew(ctx context.Context) (time.Time, bool, error) {
+	info, deadline, err := s.renewOnce(ctx, 0)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return deadline, capped(info.ExpiresInMS, info.LifetimeLeftMS), nil
 }
 
 // end closes Done with err and tells every lease bound to the session, in

@@ -26,6 +26,11 @@ type Reservation struct {
 	// Labels are the text labels it was reserved with.
 	Labels map[string]string `json:"labels,omitempty"`
 	Token  string            `json:"token,omitempty"`
+	// EndsBy is the end of its tenure while unconfirmed (WithMaxLifetime,
+	// or the server's ceiling); nil without a cap, and once allocated.
+	EndsBy *time.Time `json:"ends_by"`
+	// LifetimeLeftMS is how long its tenure has left; nil without a cap.
+	LifetimeLeftMS *int64 `json:"lifetime_left_ms"`
 
 	// Replayed is true when the grant was an idempotent replay (200).
 	Replayed bool `json:"-"`
@@ -114,15 +119,17 @@ func (c *Client) DeletePool(ctx context.Context, pool string) error {
 }
 
 type reserveBody struct {
-	Holder    string            `json:"holder"`
-	PrefixLen *int              `json:"prefix_len,omitempty"`
-	Subnet    string            `json:"subnet,omitempty"`
-	TTL       *int64            `json:"ttl_ms,omitempty"`
-	Exclude   []string          `json:"exclude,omitempty"`
-	Metadata  map[string]any    `json:"metadata,omitempty"`
-	Session   *sessionRef       `json:"session,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
-	Count     *int              `json:"count,omitempty"`
+	Holder    string `json:"holder"`
+	PrefixLen *int   `json:"prefix_len,omitempty"`
+	Subnet    string `json:"subnet,omitempty"`
+	TTL       *int64 `json:"ttl_ms,omitempty"`
+	// MaxLifetime caps its tenure while unconfirmed (never with a session).
+	MaxLifetime *int64            `json:"max_lifetime_ms,omitempty"`
+	Exclude     []string          `json:"exclude,omitempty"`
+	Metadata    map[string]any    `json:"metadata,omitempty"`
+	Session     *sessionRef       `json:"session,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Count       *int              `json:"count,omitempty"`
 }
 
 // Reserve takes a free block of prefixLen bits out of pool (best fit, then
@@ -171,6 +178,7 @@ func (c *Client) reserveCall(ctx context.Context, pool string, body reserveBody,
 		body.Session = g.session.ref()
 	} else {
 		body.TTL = optMs(g.ttl)
+		body.MaxLifetime = optMs(g.maxLifetime)
 	}
 	cl := &call{method: http.MethodPost, path: poolPath(pool) + "/reservations", body: body,
 		header: idemHeader(g.idemKey), grant: true}

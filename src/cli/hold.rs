@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep, timeout};
 
-use super::keepalive::{Budget, Keeper, Kept, Lost};
+use super::keepalive::{Budget, Keeper, Kept, Lost, capped};
 use super::retry::{FIRST_RETRY, LAST_RETRY, transient};
 use super::{CliError, exit};
 use crate::client::{
@@ -104,6 +104,7 @@ pub async fn acquire(
             permits,
             lock_delay_ms: (!lock_delay.is_zero()).then(|| millis(lock_delay)),
             metadata: None,
+            max_lifetime_ms: budget.max_lifetime().map(millis),
         };
         async move { client.acquire_lock(key, &request).await }
     });
@@ -139,7 +140,8 @@ pub async fn keep(
         sent,
         lease.expires_in_ms,
         kept.clone(),
-    );
+    )
+    .capped(capped(lease.expires_in_ms, &lease.extra));
     if keeper.renew_due() <= received {
         keeper.renew_now(received).await?;
     }
@@ -213,6 +215,7 @@ async fn open_session(
         .open_session(&OpenSessionBody {
             holder: holder.to_owned(),
             ttl_ms: millis(budget.ttl()),
+            max_lifetime_ms: budget.max_lifetime().map(millis),
             metadata: None,
             idempotency_key: None,
         })
@@ -232,7 +235,8 @@ async fn open_session(
         sent,
         session.expires_in_ms,
         kept.clone(),
-    );
+    )
+    .capped(capped(session.expires_in_ms, &session.extra));
     Ok((Holding::start(kept, keeper), bound))
 }
 

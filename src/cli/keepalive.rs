@@ -36,6 +36,8 @@ pub const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(5);
 pub struct Budget {
     ttl: Duration,
     kill_after: Duration,
+    /// The cap on the lease's (or session's) tenure asked of the server.
+    max_lifetime: Option<Duration>,
 }
 
 impl Budget {
@@ -49,6 +51,7 @@ impl Budget {
             Some(grace) if fits(grace) => Ok(Self {
                 ttl,
                 kill_after: grace,
+                max_lifetime: None,
             }),
             Some(grace) => Err(format!(
                 "--kill-after {} does not fit in --ttl {}: the command must be stopped before \
@@ -62,6 +65,7 @@ impl Budget {
             None if fits(Duration::ZERO) => Ok(Self {
                 ttl,
                 kill_after: DEFAULT_KILL_AFTER.min(most),
+                max_lifetime: None,
             }),
             None => Err(format!(
                 "--ttl {} is too short to stop the command before the lease can end: \
@@ -75,6 +79,20 @@ impl Budget {
 
     pub fn ttl(&self) -> Duration {
         self.ttl
+    }
+
+    /// With a cap on the tenure (`--max-lifetime`): the server ends the
+    /// lease by then however often it is renewed, and the command is
+    /// stopped in time for it, as for any end of the lease.
+    pub fn with_max_lifetime(self, max_lifetime: Option<Duration>) -> Self {
+        Self {
+            max_lifetime,
+            ..self
+        }
+    }
+
+    pub fn max_lifetime(&self) -> Option<Duration> {
+        self.max_lifetime
     }
 
     pub fn kill_after(&self) -> Duration {
@@ -155,6 +173,9 @@ pub struct Keeper {
     budget: Budget,
     sent: Instant,
     ends_by: Instant,
+    /// An answer said the expiry is the end of the tenure: no renewal
+    /// extends it, and the stop says so.
+    capped: bool,
 }
 
 impl Keeper {
@@ -173,7 +194,13 @@ impl Keeper {
             budget,
             sent,
             ends_by: budget.ends_by(sent, expires_in_ms),
+            capped: false,
         }
+    }
+
+    /// Whether the grant's answer said its expiry is the end of its tenure.
+    pub fn capped(self, capped: bool) -> Self {
+        Self { capped, ..self }
     }
 
     /// When the next renewal is due.
@@ -221,7 +248,8 @@ impl Keeper {
             tokio::select! {
                 biased;
                 () = sleep_until(stop_at) => break self.deadline(),
-                () = sleep_until(next) => {}
+                // Nothing extends a lease at the end of its tenure.
+                () = sleep_until(next), if !self.capped => {}
             }
             let limit = self
                 .budget
@@ -243,6 +271,16 @@ impl Keeper {
 
     fn deadline(&self) -> Lost {
         let left = self.ends_by.saturating_duration_since(Instant::now());
+        if self.capped {
+            return Lost {
+                reason: format!(
+                    "lifetime_ended: the lease reaches the end of its tenure (--max-lifetime, \
+                     or the server's ceiling) in {}",
+                    format_duration(millis_only(left)),
+                ),
+                kill_by: Some(self.budget.kill_by(self.ends_by)),
+            };
+        }
         Lost {
             reason: format!(
                 "no renewal got through for {}, and the lease may end in {}",
@@ -260,9 +298,10 @@ impl Keeper {
         let sent = Instant::now();
         let renewal = self.kept.renew(&self.client, self.budget.ttl);
         match timeout(limit, renewal).await {
-            Ok(Ok(expires_in_ms)) => {
+            Ok(Ok((expires_in_ms, capped))) => {
                 self.sent = sent;
                 self.ends_by = self.budget.ends_by(sent, expires_in_ms);
+                self.capped = self.capped || capped;
                 Ok(())
             }
             Ok(Err(e)) if e.is_problem("lease-lost") => Err(Failed::Gone(e.to_string())),
@@ -276,6 +315,15 @@ impl Keeper {
             ))),
         }
     }
+}
+
+/// Whether an answer's expiry (`expires_in_ms`) is the end of its tenure:
+/// its `lifetime_left_ms` (among the fields kept) is no longer.
+pub fn capped(expires_in_ms: u64, fields: &serde_json::Map<String, serde_json::Value>) -> bool {
+    fields
+        .get("lifetime_left_ms")
+        .and_then(serde_json::Value::as_u64)
+        .is_some_and(|left| left <= expires_in_ms)
 }
 
 /// Whole milliseconds, for messages.
@@ -292,17 +340,26 @@ pub enum Kept {
 }
 
 impl Kept {
-    /// One renewal for `ttl`; the server's `expires_in_ms`.
-    pub(super) async fn renew(&self, client: &Client, ttl: Duration) -> Result<u64, ClientError> {
+    /// One renewal for `ttl`; the server's `expires_in_ms`, and whether
+    /// that is the end of the tenure.
+    pub(super) async fn renew(
+        &self,
+        client: &Client,
+        ttl: Duration,
+    ) -> Result<(u64, bool), ClientError> {
         match self {
-            Self::Lock { key, token } => client
-                .renew_lock(key, token, Some(ttl))
-                .await
-                .map(|lease| lease.expires_in_ms),
+            Self::Lock { key, token } => {
+                client.renew_lock(key, token, Some(ttl)).await.map(|lease| {
+                    (
+                        lease.expires_in_ms,
+                        capped(lease.expires_in_ms, &lease.extra),
+                    )
+                })
+            }
             Self::Session { id, token } => client
                 .renew_session(id, token, Some(ttl))
                 .await
-                .map(|session| session.expires_in_ms),
+                .map(|s| (s.expires_in_ms, capped(s.expires_in_ms, &s.extra))),
         }
     }
 

@@ -117,6 +117,10 @@ pub struct AcquireArgs {
     /// How long the lease lives unless renewed.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     ttl: Duration,
+    /// A cap on the lease's tenure: renewals keep it alive until it was
+    /// granted plus this and never past it (the answer's ends_by).
+    #[arg(long, value_parser = parse_duration)]
+    max_lifetime: Option<Duration>,
     /// How long to wait for the key if it is held (at most the server's maximum).
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     wait: Duration,
@@ -175,6 +179,7 @@ impl AcquireArgs {
             lock_delay_ms: self.lock_delay.map(millis),
             metadata: self.metadata.clone(),
             idempotency_key: self.idempotency_key.clone(),
+            max_lifetime_ms: self.max_lifetime.map(millis),
         }
     }
 }

@@ -48,6 +48,11 @@ pub struct RunArgs {
     /// while the command runs.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub ttl: Duration,
+    /// A cap on the lease's (or session's) tenure: renewed or not, it ends
+    /// by then (its ends_by), and the command is stopped in time for it as
+    /// when the lease is lost (exit code 6, reason lifetime_ended).
+    #[arg(long, value_parser = parse_duration)]
+    pub max_lifetime: Option<Duration>,
     /// How long to wait for the key (every key) if it is held (0: give up at once).
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub wait: Duration,
@@ -76,8 +81,9 @@ pub struct RunArgs {
 }
 
 pub async fn execute(client: &Client, args: RunArgs) -> Result<u8, CliError> {
-    let budget =
-        Budget::new(args.ttl, args.kill_after).map_err(|e| CliError::new(exit::USAGE, e))?;
+    let budget = Budget::new(args.ttl, args.kill_after)
+        .map_err(|e| CliError::new(exit::USAGE, e))?
+        .with_max_lifetime(args.max_lifetime);
     let holder = args.holder.clone().unwrap_or_else(default_holder);
     let wait = Wait::For(args.wait);
     let holding = if args.keys.is_empty() && !args.session {

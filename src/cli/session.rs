@@ -28,6 +28,10 @@ pub enum SessionAction {
         /// How long the session (and every lease bound to it) lives unless renewed.
         #[arg(long, default_value = "30s", value_parser = parse_duration)]
         ttl: Duration,
+        /// A cap on the session's tenure: renewals keep it alive until it was
+        /// granted plus this and never past it (the answer's ends_by).
+        #[arg(long, value_parser = parse_duration)]
+        max_lifetime: Option<Duration>,
         /// Who holds it (informational); `host/pid-N` by default.
         #[arg(long)]
         holder: Option<String>,
@@ -131,6 +135,7 @@ pub async fn execute(cmd: SessionCommand) -> Result<u8, CliError> {
     match cmd.action {
         SessionAction::Open {
             ttl,
+            max_lifetime,
             holder,
             metadata,
             idempotency_key,
@@ -138,6 +143,7 @@ pub async fn execute(cmd: SessionCommand) -> Result<u8, CliError> {
             let request = OpenSessionBody {
                 holder: holder.unwrap_or_else(default_holder),
                 ttl_ms: millis(ttl),
+                max_lifetime_ms: max_lifetime.map(millis),
                 metadata,
                 idempotency_key,
             };

@@ -44,6 +44,10 @@ pub enum SubnetAction {
         /// How long the reservation lives unless renewed or confirmed (server default 60s).
         #[arg(long, value_parser = parse_duration)]
         ttl: Option<Duration>,
+        /// A cap on the reservation's tenure while unconfirmed: renewals keep
+        /// it until it was granted plus this and never past it (its ends_by).
+        #[arg(long, value_parser = parse_duration)]
+        max_lifetime: Option<Duration>,
         /// Who holds it (informational); `host/pid-N` by default.
         #[arg(long)]
         holder: Option<String>,
@@ -188,6 +192,7 @@ async fn reserve(
         mut exclude,
         exclude_local,
         ttl,
+        max_lifetime,
         holder,
         count,
     } = action
@@ -203,6 +208,7 @@ async fn reserve(
         prefix_len,
         subnet,
         ttl_ms: ttl.map(millis),
+        max_lifetime_ms: max_lifetime.map(millis),
         exclude,
         metadata: None,
         count,

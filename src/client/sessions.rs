@@ -16,6 +16,9 @@ use crate::domain::paths;
 pub struct OpenSessionBody {
     pub holder: String,
     pub ttl_ms: u64,
+    /// A cap on the session's tenure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_lifetime_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
     /// Sent as the `Idempotency-Key` header.

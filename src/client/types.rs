@@ -58,6 +58,9 @@ pub struct AcquireBody {
     pub lock_delay_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// A cap on the lease's tenure (never with a session).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_lifetime_ms: Option<u64>,
     /// Sent as the `Idempotency-Key` header.
     #[serde(skip)]
     pub idempotency_key: Option<String>,
@@ -97,6 +100,9 @@ pub struct ReserveBody {
     pub subnet: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
+    /// A cap on the reservation's tenure while unconfirmed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_lifetime_ms: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub exclude: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -297,6 +303,7 @@ mod tests {
             permits: None,
             lock_delay_ms: None,
             metadata: None,
+            max_lifetime_ms: None,
             idempotency_key: Some("not sent in the body".into()),
         }
     }

@@ -51,6 +51,9 @@ pub enum Reason {
     Left,
     /// An admin removed a member from its group.
     Removed,
+    /// It reached its cap on tenure (`max_lifetime_ms`), however often it
+    /// was renewed.
+    LifetimeEnded,
 }
 
 pub const EVENT_TYPES: [EventType; 18] = [
@@ -74,7 +77,7 @@ pub const EVENT_TYPES: [EventType; 18] = [
     EventType::CapacityDeleted,
 ];
 
-pub const REASONS: [Reason; 7] = [
+pub const REASONS: [Reason; 8] = [
     Reason::Released,
     Reason::Expired,
     Reason::ForceReleased,
@@ -82,6 +85,7 @@ pub const REASONS: [Reason; 7] = [
     Reason::SessionExpired,
     Reason::Left,
     Reason::Removed,
+    Reason::LifetimeEnded,
 ];
 
 impl EventType {
@@ -123,6 +127,7 @@ impl Reason {
             Reason::SessionExpired => "session_expired",
             Reason::Left => "left",
             Reason::Removed => "removed",
+            Reason::LifetimeEnded => "lifetime_ended",
         }
     }
 
@@ -134,7 +139,9 @@ impl Reason {
     /// expired with it, or closed with it (by its holder or an admin).
     pub fn of_bound(session_ended: Reason) -> Reason {
         match session_ended {
-            Reason::Expired | Reason::SessionExpired => Reason::SessionExpired,
+            Reason::Expired | Reason::SessionExpired | Reason::LifetimeEnded => {
+                Reason::SessionExpired
+            }
             _ => Reason::SessionClosed,
         }
     }

@@ -89,6 +89,7 @@ mod tests {
                 expires_at: Some(expires_at),
                 ttl_ms: Ms::new(1_000),
                 metadata: None,
+                ends_by: None,
             },
             mode: LockMode::Shared,
             max_holders: None,

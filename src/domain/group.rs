@@ -28,6 +28,9 @@ pub struct Member {
     /// Its own expiry, or its session's.
     pub expires_at: At,
     pub ttl_ms: Ms,
+    /// The cap on its tenure (its session's when bound): no renewal keeps
+    /// it past this (`tenure`).
+    pub ends_by: Option<At>,
 }
 
 impl Member {

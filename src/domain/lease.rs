@@ -48,6 +48,9 @@ pub struct Lease {
     /// and a restart gives it afresh to every lease that was live at the stop.
     pub ttl_ms: Ms,
     pub metadata: Option<Map<String, Value>>,
+    /// The cap on its tenure (`tenure`): no renewal keeps it past this;
+    /// `None` without a cap, and once a reservation is confirmed.
+    pub ends_by: Option<At>,
 }
 
 impl Lease {
@@ -68,6 +71,7 @@ impl Lease {
             expires_at: Some(now + ttl_ms),
             ttl_ms,
             metadata,
+            ends_by: None,
         }
     }
 
@@ -80,6 +84,11 @@ impl Lease {
     /// What the server computed for the client, so that it needs no synchronised clock.
     pub fn expires_in_ms(&self, now: At) -> Option<Ms> {
         self.expires_at.map(|at| (at - now).max(Ms::ZERO))
+    }
+
+    /// How long its tenure has left; `None` without a cap.
+    pub fn lifetime_left_ms(&self, now: At) -> Option<Ms> {
+        super::tenure::lifetime_left(self.ends_by, now)
     }
 }
 
@@ -108,6 +117,7 @@ mod tests {
             expires_at,
             ttl_ms: Ms::new(1000),
             metadata: None,
+            ends_by: None,
         }
     }
 

@@ -14,6 +14,7 @@ fn row(mode: LockMode, max_holders: Option<u32>, expires_at: At, delay: Ms) -> L
             expires_at: Some(expires_at),
             ttl_ms: Ms::new(1_000),
             metadata: None,
+            ends_by: None,
         },
         mode,
         max_holders: max_holders.and_then(NonZeroU32::new),

@@ -24,6 +24,7 @@ pub mod revision;
 pub mod selection;
 pub mod session;
 pub mod subnet;
+pub mod tenure;
 pub mod time;
 pub mod validate;
 pub mod waiting;

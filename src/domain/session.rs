@@ -32,6 +32,8 @@ pub struct Session {
     pub ttl_ms: Ms,
     pub metadata: Option<Map<String, Value>>,
     pub idempotency_key: Option<String>,
+    /// The cap on its tenure: no keep-alive keeps it past this (`tenure`).
+    pub ends_by: Option<At>,
 }
 
 impl Session {
@@ -153,6 +155,7 @@ mod tests {
             ttl_ms: Ms::new(1_000),
             metadata: None,
             idempotency_key: None,
+            ends_by: None,
         }
     }
 
@@ -192,6 +195,7 @@ mod tests {
             joined_at: At::EPOCH,
             expires_at: At::from_millis(10),
             ttl_ms: Ms::new(10),
+            ends_by: None,
         };
         let bound = |members: &[&str]| BoundLeases {
             session: session(At::from_millis(10)),

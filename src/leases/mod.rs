@@ -53,6 +53,9 @@ pub const DEFAULT_MAX_PAGE: u32 = 1_000;
 pub struct Limits {
     pub default_ttl_ms: Ms,
     pub max_ttl_ms: Ms,
+    /// The server's ceiling on a lease's tenure (`--max-lease-lifetime`):
+    /// the cap of every lease that names none, and the most one may name.
+    pub max_lease_lifetime_ms: Option<Ms>,
     pub max_wait_ms: Ms,
     pub max_page: u32,
     /// Requests served at once; past it new requests are refused with 503.

@@ -10,6 +10,7 @@ use crate::domain::inputs::{Metadata, PageLimit};
 use crate::domain::names::{Holder, IdempotencyKey, LeaseToken, SessionId, Ttl};
 use crate::domain::selection::Selection;
 use crate::domain::session::{BoundLeases, MAX_BOUND_SHOWN, Session, SessionAccess, SessionView};
+use crate::domain::tenure::MaxLifetime;
 use crate::domain::{Missing, Refused};
 use crate::store;
 use crate::telemetry::Metrics;
@@ -20,6 +21,8 @@ use crate::token;
 pub struct NewSession {
     pub holder: Holder,
     pub ttl: Ttl,
+    /// The cap on its tenure, if any.
+    pub max_lifetime: Option<MaxLifetime>,
     pub metadata: Option<Metadata>,
     pub idempotency_key: Option<IdempotencyKey>,
     /// The API token opening it, and its quota; `None` without an auth file.
@@ -63,6 +66,7 @@ impl SessionService<'_> {
             token: token.clone(),
             holder: new.holder,
             ttl: new.ttl,
+            max_lifetime: new.max_lifetime,
             metadata: new.metadata,
             idempotency_key: new.idempotency_key,
             owner: new.owner,

@@ -6,7 +6,8 @@
 //! (`resumed_alive_at`, `resumed_anchor`), and while they are set a row whose
 //! own `expires_at` E has S < E < A + `ttl_ms` expires at A + `ttl_ms`. A
 //! row written since (a grant, a renewal) has E ≥ A + `ttl_ms`, so the rule
-//! never catches it. The reaper writes the fresh expiries into the rows in
+//! never catches it. A fresh expiry never passes the row's cap on tenure
+//! (`ends_by`), as no renewal's does. The reaper writes the fresh expiries into the rows in
 //! batches and then clears S and A (`resume::settle`).
 //!
 //! Every statement that compares or shows an expiry goes through these
@@ -43,10 +44,29 @@ const ALIVE_AT: &str = "(SELECT resumed_alive_at FROM server_state WHERE id = 1)
 /// A: where the lease clock of the run that resumed started.
 const ANCHOR: &str = "(SELECT resumed_anchor FROM server_state WHERE id = 1)";
 
+/// The fresh expiry of the row `t` (A + its TTL), never past its cap on
+/// tenure (`ends_by`, NULL without one: the comparison is then not true).
+fn fresh_expiry(t: &str) -> String {
+    format!(
+        "(CASE WHEN {t}.ends_by < {ANCHOR} + {t}.ttl_ms THEN {t}.ends_by \
+         ELSE {ANCHOR} + {t}.ttl_ms END)"
+    )
+}
+
+/// The expiry a write at some instant gives a row: `expiry` (such as
+/// `$3 + ttl_ms`), never past the row's cap on tenure (`ends_by`, a column
+/// of the row the statement updates).
+pub fn renewed(expiry: &str) -> String {
+    format!("(CASE WHEN ends_by < {expiry} THEN ends_by ELSE {expiry} END)")
+}
+
 /// The row `t` waits for its fresh TTL and has it past `now` (`extra` is
 /// added to the fresh expiry: a lock's delay); never NULL.
 fn fresh_past(t: &str, extra: &str, now: &str) -> String {
-    format!("coalesce({t}.expires_at > {ALIVE_AT} AND {ANCHOR} + {t}.ttl_ms{extra} > {now}, false)")
+    format!(
+        "coalesce({t}.expires_at > {ALIVE_AT} AND {}{extra} > {now}, false)",
+        fresh_expiry(t)
+    )
 }
 
 /// The lowest own expiry a row live at `now` can have: `now`, or S while
@@ -57,9 +77,10 @@ fn floor(now: &str) -> String {
 
 /// The expiry of the row `t` (NULL stays NULL: an allocated reservation).
 pub fn expires_at(t: &str) -> String {
+    let fresh = fresh_expiry(t);
     format!(
-        "(CASE WHEN {t}.expires_at > {ALIVE_AT} AND {t}.expires_at < {ANCHOR} + {t}.ttl_ms \
-         THEN {ANCHOR} + {t}.ttl_ms ELSE {t}.expires_at END)"
+        "(CASE WHEN {t}.expires_at > {ALIVE_AT} AND {t}.expires_at < {fresh} \
+         THEN {fresh} ELSE {t}.expires_at END)"
     )
 }
 
@@ -109,12 +130,15 @@ pub fn outlives(t: &str, extra: &str, now: &str) -> String {
 
 /// Rows of `t` still waiting for their fresh TTL, as a condition.
 pub fn waiting(t: &str) -> String {
-    format!("({t}.expires_at > {ALIVE_AT} AND {t}.expires_at < {ANCHOR} + {t}.ttl_ms)")
+    format!(
+        "({t}.expires_at > {ALIVE_AT} AND {t}.expires_at < {})",
+        fresh_expiry(t)
+    )
 }
 
 /// The fresh expiry of a row `t` that waits for it.
 pub fn fresh(t: &str) -> String {
-    format!("{ANCHOR} + {t}.ttl_ms")
+    fresh_expiry(t)
 }
 
 /// A row of `table` is live as far as its session goes: unbound, or bound to

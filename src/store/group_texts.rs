@@ -7,7 +7,8 @@ use super::expiry::{self, Text, live_by_session};
 use super::texts::Texts;
 
 /// What the end of a member records, as a `DELETE … RETURNING` answers it.
-pub const ENDED_MEMBER: &str = "group_name, member, session_id, owner";
+pub const ENDED_MEMBER: &str = "group_name, member, session_id, owner, \
+     CAST(CASE WHEN expires_at >= ends_by THEN 1 ELSE 0 END AS bigint) AS lifetime_ended";
 
 /// A member row `m`, its expiry its session's when bound.
 pub static MEMBER_COLUMNS: Text = Text::new(|| {
@@ -15,7 +16,9 @@ pub static MEMBER_COLUMNS: Text = Text::new(|| {
         "m.group_name, m.member, m.capabilities, m.session_id, m.joined_at, m.ttl_ms, \
          m.token, m.owner, CASE WHEN m.session_id IS NULL THEN {} ELSE \
          coalesce((SELECT {} FROM sessions s WHERE s.id = m.session_id), m.expires_at) END \
-         AS expires_at",
+         AS expires_at, \
+         coalesce((SELECT s.ends_by FROM sessions s WHERE s.id = m.session_id), m.ends_by) \
+         AS ends_by",
         expiry::expires_at("m"),
         expiry::expires_at("s")
     )
@@ -143,17 +146,23 @@ pub static DELETE_MEMBER: Text = Text::new(|| {
 
 /// A new member: `$1` group, `$2` member, `$3` capabilities, `$4` its
 /// token's digest (none when bound), `$5` session, `$6` owner, `$7` joined
-/// at, `$8` expires at (`BOUND` when bound), `$9` TTL.
+/// at, `$8` expires at (`BOUND` when bound), `$9` TTL, `$10` its cap on
+/// tenure (`ends_by`).
 pub const INSERT_MEMBER: &str = "INSERT INTO group_members (group_name, member, capabilities, \
-     token, session_id, owner, joined_at, expires_at, ttl_ms) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+     token, session_id, owner, joined_at, expires_at, ttl_ms, ends_by) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
 /// The live member `$2` of `$1` gets capabilities `$3`, and, with a TTL of
-/// its own, a new expiry `$4` + `$5` (or its own TTL).
-pub const UPDATE_MEMBER: &str = "UPDATE group_members SET capabilities = $3, \
-     ttl_ms = CASE WHEN session_id IS NULL THEN coalesce($5, ttl_ms) ELSE ttl_ms END, \
-     expires_at = CASE WHEN session_id IS NULL THEN $4 + coalesce($5, ttl_ms) \
-     ELSE expires_at END WHERE group_name = $1 AND member = $2";
+/// its own, a new expiry `$4` + `$5` (or its own TTL), never past its cap.
+pub static UPDATE_MEMBER: Text = Text::new(|| {
+    format!(
+        "UPDATE group_members SET capabilities = $3, \
+         ttl_ms = CASE WHEN session_id IS NULL THEN coalesce($5, ttl_ms) ELSE ttl_ms END, \
+         expires_at = CASE WHEN session_id IS NULL THEN {} \
+         ELSE expires_at END WHERE group_name = $1 AND member = $2",
+        expiry::renewed("$4 + coalesce($5, ttl_ms)")
+    )
+});
 
 /// The member `$2` of `$1` with a TTL of its own, live at `$3` and proved by
 /// its token's digest `$4`, renewed for `$5` (or its own TTL); its
@@ -161,9 +170,10 @@ pub const UPDATE_MEMBER: &str = "UPDATE group_members SET capabilities = $3, \
 pub static RENEW_MEMBER: Text = Text::new(|| {
     format!(
         "UPDATE group_members SET ttl_ms = coalesce($5, ttl_ms), \
-         expires_at = $3 + coalesce($5, ttl_ms), \
+         expires_at = {}, \
          capabilities = CASE WHEN $6 THEN $7 ELSE capabilities END \
          WHERE group_name = $1 AND member = $2 AND session_id IS NULL AND token = $4 AND {}",
+        expiry::renewed("$3 + coalesce($5, ttl_ms)"),
         expiry::live("group_members", "$3")
     )
 });

@@ -148,6 +148,7 @@ pub(super) async fn record_left(
         let reason = match left {
             Left::Because(reason) => reason,
             Left::Expired if row.opt_text("session_id")?.is_some() => Reason::SessionExpired,
+            Left::Expired if row.int("lifetime_ended")? != 0 => Reason::LifetimeEnded,
             Left::Expired => Reason::Expired,
         };
         ended.push(member_event(

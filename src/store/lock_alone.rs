@@ -65,6 +65,7 @@ impl Locks<'_> {
             && lock.max_holders.is_none()
             && lock.permits == NonZeroU32::MIN
             && lock.session().is_none()
+            && lock.max_lifetime.is_none()
             && LeaseOwner::counted(lock.owner.as_ref()).is_none();
         if !simple || !self.store.texts().capabilities.one_statement_writes() {
             return Ok(None);

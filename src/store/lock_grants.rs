@@ -23,6 +23,7 @@ use crate::domain::lock::{self, Claim, LockLease};
 use crate::domain::names::IdempotencyKey;
 use crate::domain::names::LeaseToken;
 use crate::domain::refusal::Refused;
+use crate::domain::tenure;
 
 /// A single acquire, in a write on its key (`Atomicity::OnKeys`): its time
 /// is read once it holds the key; its `Idempotency-Key` may name no live
@@ -176,13 +177,17 @@ pub(super) fn granted(
     held: &Held,
 ) -> LockLease {
     let session = held.session().map(|s| s.id.clone());
-    let lease = held.lease(
+    let mut lease = held.lease(
         new.holder.into_string(),
         token,
         fencing_token,
         now,
         new.metadata,
     );
+    if let Some(ends_by) = tenure::ends_by(new.max_lifetime, now) {
+        lease.ends_by = Some(ends_by);
+        lease.expires_at = lease.expires_at.map(|at| tenure::capped(at, Some(ends_by)));
+    }
     LockLease {
         key: new.key.into_string(),
         lease,

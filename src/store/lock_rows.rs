@@ -14,6 +14,7 @@ use crate::domain::events::EventType;
 use crate::domain::events::Holding;
 use crate::domain::fencing::FencingToken;
 use crate::domain::names::LeaseToken;
+use crate::domain::tenure;
 use crate::domain::{At, Ms};
 
 /// A lock row written: its fencing token and when it was granted.
@@ -55,6 +56,7 @@ pub(super) async fn write(
             granted.at("acquired_at")?,
         );
         events::recorded(fx, event(fencing_token, at), granted.revision("revision")?);
+        cap(conn, row, fencing_token).await?;
         return Ok(Some(Written { fencing_token, at }));
     }
     let Some(fencing_token) = insert_row(conn, row).await? else {
@@ -62,7 +64,25 @@ pub(super) async fn write(
     };
     let at = row.acquired_at;
     events::record(conn, fx, &event(fencing_token, at)).await?;
+    cap(conn, row, fencing_token).await?;
     Ok(Some(Written { fencing_token, at }))
+}
+
+/// Writes the cap on tenure of the row just inserted, in the grant's
+/// transaction (a capped grant never runs as one statement of its own).
+async fn cap(
+    conn: &mut dyn Sql,
+    row: &NewLockRow<'_>,
+    fencing_token: FencingToken,
+) -> StoreResult<()> {
+    if let Some(ends_by) = row.ends_by {
+        conn.execute(
+            "UPDATE lock_leases SET ends_by = $3 WHERE key = $1 AND fencing_token = $2",
+            &[row.key.into(), fencing_token.into(), ends_by.into()],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// A lock row as `insert_lock` (or `FreeGrant::OneStatement`) writes it, its fields in the order of the
@@ -86,6 +106,8 @@ pub(super) struct NewLockRow<'a> {
     pub(super) only_if_free: bool,
     /// Only if no row of its owner carries its idempotency key.
     pub(super) only_if_idempotency_unused: bool,
+    /// Its cap on tenure, written beside the insert (`cap`).
+    ends_by: Option<At>,
 }
 
 impl<'a> NewLockRow<'a> {
@@ -99,6 +121,8 @@ impl<'a> NewLockRow<'a> {
         metadata: Option<&'a str>,
     ) -> Self {
         let (ttl_ms, expires_at) = held.columns(now);
+        let ends_by = tenure::ends_by(new.max_lifetime, now);
+        let expires_at = tenure::capped(expires_at, ends_by);
         Self {
             key: new.key.as_str(),
             holder: new.holder.as_str(),
@@ -116,6 +140,7 @@ impl<'a> NewLockRow<'a> {
             session_id: held.session().map(|s| s.id.as_str()),
             only_if_free: false,
             only_if_idempotency_unused: false,
+            ends_by,
         }
     }
 

@@ -56,9 +56,10 @@ pub(super) fn delete_absent() -> String {
 pub static RENEW: Text = Text::new(|| {
     format!(
         "UPDATE lock_leases SET ttl_ms = coalesce($4, ttl_ms), \
-         expires_at = $3 + coalesce($4, ttl_ms) \
+         expires_at = {} \
          WHERE key = $1 AND token = $2 AND {} AND session_id IS NULL \
          RETURNING {LOCK_COLUMNS}",
+        expiry::renewed("$3 + coalesce($4, ttl_ms)"),
         expiry::live("lock_leases", "$3")
     )
 });

@@ -35,6 +35,7 @@ use crate::domain::inputs::Capabilities;
 use crate::domain::names::{GroupName, LeaseToken, MemberName, Ttl};
 use crate::domain::refusal::{Missing, Refused};
 use crate::domain::session::{BOUND, Session};
+use crate::domain::tenure;
 use crate::token::digest;
 
 impl Groups<'_> {
@@ -152,6 +153,7 @@ pub(super) fn member(row: &impl Columns) -> StoreResult<Member> {
         joined_at: row.at("joined_at")?,
         expires_at: row.at("expires_at")?,
         ttl_ms: row.ms("ttl_ms")?,
+        ends_by: row.opt_at("ends_by")?,
     })
 }
 
@@ -242,8 +244,11 @@ async fn rejoin(
     }
     let capabilities = capabilities_text(new.capabilities.as_ref());
     let (group, id) = (new.group.as_str(), new.member.as_str());
-    conn.execute(UPDATE_MEMBER, args![group, id, &capabilities, now, ttl_ms])
-        .await?;
+    conn.execute(
+        UPDATE_MEMBER.as_str(),
+        args![group, id, &capabilities, now, ttl_ms],
+    )
+    .await?;
     let row = one(conn, LIVE_MEMBER.as_str(), args![group, id, now]).await?;
     let event = member_event(EventType::GroupMemberUpdated, &row, None, now)?;
     events::record(conn, fx, &event).await?;
@@ -278,6 +283,12 @@ async fn insert(
         Lives::Own(ttl) => (ttl.ms(), now + ttl.ms(), Some(digest(token.as_str())), None),
         Lives::Bound(s) => (s.ttl_ms, BOUND, None, Some(s.id.clone())),
     };
+    let ends_by = match &lives {
+        Lives::Own(_) => tenure::ends_by(new.max_lifetime, now),
+        Lives::Bound(s) => s.ends_by,
+    };
+    let own_ends_by = matches!(lives, Lives::Own(_)).then_some(ends_by).flatten();
+    let expires_at = tenure::capped(expires_at, own_ends_by);
     let capabilities = capabilities_text(new.capabilities.as_ref());
     let args = args![
         group,
@@ -288,7 +299,8 @@ async fn insert(
         owner_name(&owner),
         now,
         expires_at,
-        ttl_ms
+        ttl_ms,
+        own_ends_by
     ];
     conn.execute(INSERT_MEMBER, args)
         .await
@@ -321,6 +333,7 @@ async fn insert(
         joined_at: now,
         expires_at,
         ttl_ms,
+        ends_by,
     };
     let token = matches!(lives, Lives::Own(_)).then_some(token);
     Ok(JoinOutcome::Joined(joined, token))

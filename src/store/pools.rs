@@ -142,6 +142,10 @@ pub async fn purge_expired(
         );
         let rows = conn.rows(sql, args![&pool.name, now, left]).await?;
         for row in &rows {
+            let reason = match reason {
+                Reason::Expired if row.int("lifetime_ended")? != 0 => Reason::LifetimeEnded,
+                reason => reason,
+            };
             ended.push(ended_reservation(row, pool, reason, now)?);
         }
         freed.extend(rows);

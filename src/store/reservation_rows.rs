@@ -18,6 +18,7 @@ use crate::domain::fencing::FencingToken;
 use crate::domain::names::LeaseToken;
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{Pool, Reservation};
+use crate::domain::tenure;
 
 /// A reservation row as `insert_reservation` writes it, its fields in the
 /// order of the statement's placeholders (`$1` to `$17`).
@@ -102,7 +103,7 @@ pub async fn insert(
         .fencing_token("fencing_token")?;
     let metadata = metadata_text(new.metadata.as_ref());
     let labels = labels_text(&new.labels)?;
-    let (ttl_ms, expires_at) = held.columns(now);
+    let (ttl_ms, expires_at, ends_by) = columns(held, new, now);
     let (first, last) = (grant.block.start_bytes(), grant.block.last_bytes());
     let subnet = grant.block.to_string();
     let row = NewReservationRow {
@@ -124,13 +125,7 @@ pub async fn insert(
         labels: labels.as_deref(),
         batch_index: i64::try_from(index).map_err(|e| StoreError::Internal(e.to_string()))?,
     };
-    conn.execute(conn.texts().insert_reservation, &row.args())
-        .await
-        .map_err(|e| match e {
-            // The database's backstop behind the allocator.
-            Error::Storage(StoreError::Overlap(_)) => Refused::SubnetOverlap.into(),
-            other => other,
-        })?;
+    write(conn, &row, ends_by).await?;
     let holding = Holding {
         holder: new.holder.as_str(),
         fencing_token,
@@ -145,13 +140,15 @@ pub async fn insert(
         now,
     );
     events::record(conn, fx, &event).await?;
-    let lease = held.lease(
+    let mut lease = held.lease(
         new.holder.as_str().to_owned(),
         token,
         fencing_token,
         now,
         new.metadata.clone(),
     );
+    lease.ends_by = ends_by.or(lease.ends_by);
+    lease.expires_at = lease.expires_at.map(|at| tenure::capped(at, ends_by));
     Ok(Reservation {
         pool: pool.name.clone(),
         subnet: grant.block,
@@ -160,4 +157,36 @@ pub async fn insert(
         session: held.session().map(|s| s.id.clone()),
         labels: new.labels.clone().into_map(),
     })
+}
+
+/// The row's `ttl_ms` and `expires_at` as `held` gives them, the expiry
+/// capped at its `ends_by` (the cap `new` asks for, from `now`).
+fn columns(held: &Held, new: &ReserveSubnet, now: At) -> (Ms, At, Option<At>) {
+    let (ttl_ms, expires_at) = held.columns(now);
+    let ends_by = tenure::ends_by(new.max_lifetime, now);
+    (ttl_ms, tenure::capped(expires_at, ends_by), ends_by)
+}
+
+/// Inserts `row` and, beside it in the reserve's transaction, its cap on
+/// tenure (`ends_by`).
+async fn write(
+    conn: &mut dyn Sql,
+    row: &NewReservationRow<'_>,
+    ends_by: Option<At>,
+) -> StoreResult<()> {
+    conn.execute(conn.texts().insert_reservation, &row.args())
+        .await
+        .map_err(|e| match e {
+            // The database's backstop behind the allocator.
+            Error::Storage(StoreError::Overlap(_)) => Refused::SubnetOverlap.into(),
+            other => other,
+        })?;
+    if let Some(ends_by) = ends_by {
+        conn.execute(
+            "UPDATE subnet_reservations SET ends_by = $3 WHERE pool = $1 AND fencing_token = $2",
+            args![row.pool, row.fencing_token, ends_by],
+        )
+        .await?;
+    }
+    Ok(())
 }

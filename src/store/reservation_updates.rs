@@ -74,12 +74,13 @@ pub async fn update(
              ELSE coalesce($5, ttl_ms) END, \
              expires_at = CASE WHEN expires_at IS NULL THEN NULL \
              WHEN session_id IS NOT NULL THEN expires_at \
-             ELSE $3 + coalesce($5, ttl_ms) END",
+             ELSE (CASE WHEN ends_by < $3 + coalesce($5, ttl_ms) THEN ends_by \
+             ELSE $3 + coalesce($5, ttl_ms) END) END",
             ttl.map(Ttl::ms),
         ),
         // Confirmed is permanent: no longer bound to its session.
         Update::Confirm => (
-            "expires_at = NULL, session_id = NULL, ttl_ms = coalesce($5, ttl_ms)",
+            "expires_at = NULL, session_id = NULL, ends_by = NULL, ttl_ms = coalesce($5, ttl_ms)",
             None,
         ),
     };
@@ -148,7 +149,7 @@ async fn confirm_reserved(
     now: At,
 ) -> StoreResult<Option<Reservation>> {
     let sql = format!(
-        "UPDATE subnet_reservations SET expires_at = NULL, session_id = NULL \
+        "UPDATE subnet_reservations SET expires_at = NULL, session_id = NULL, ends_by = NULL \
          WHERE pool = $1 AND fencing_token = $2 AND token = $4 AND expires_at IS NOT NULL \
          AND {} RETURNING {RESERVATION_COLUMNS}, owner",
         live()

@@ -64,7 +64,8 @@ fn resume_statements() -> Vec<ResumeStatement> {
     for (table, own) in TABLES {
         statements.push(ResumeStatement {
             text: format!(
-                "UPDATE {table} SET expires_at = $1 + ttl_ms WHERE expires_at > $2 AND {own}"
+                "UPDATE {table} SET expires_at = {} WHERE expires_at > $2 AND {own}",
+                expiry::renewed("$1 + ttl_ms")
             ),
             extends: true,
         });

@@ -28,7 +28,9 @@ pub static LOCK_COLUMNS: Text = Text::new(|| {
            CASE WHEN lock_leases.session_id IS NULL THEN {} ELSE 0 END) AS expires_at, \
          coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = lock_leases.session_id), \
            lock_leases.ttl_ms) AS ttl_ms, \
-         lock_delay_ms, metadata, idempotency_key, owner, session_id, permits",
+         lock_delay_ms, metadata, idempotency_key, owner, session_id, permits, \
+         coalesce((SELECT s.ends_by FROM sessions s WHERE s.id = lock_leases.session_id), \
+           lock_leases.ends_by) AS ends_by",
         expiry::expires_at("s"),
         expiry::expires_at("lock_leases")
     )
@@ -44,7 +46,9 @@ pub static RESERVATION_COLUMNS: Text = Text::new(|| {
              WHERE s.id = subnet_reservations.session_id), 0) END AS expires_at, \
          coalesce((SELECT s.ttl_ms FROM sessions s WHERE s.id = subnet_reservations.session_id), \
            subnet_reservations.ttl_ms) AS ttl_ms, \
-         metadata, idempotency_key, session_id, subnet_reservations.labels AS labels",
+         metadata, idempotency_key, session_id, subnet_reservations.labels AS labels, \
+         coalesce((SELECT s.ends_by FROM sessions s WHERE s.id = subnet_reservations.session_id), \
+           subnet_reservations.ends_by) AS ends_by",
         expiry::expires_at("subnet_reservations"),
         expiry::expires_at("s")
     )
@@ -118,6 +122,7 @@ fn lease(row: &impl Columns) -> StoreResult<Lease> {
         expires_at: row.opt_at("expires_at")?,
         ttl_ms: row.ms("ttl_ms")?,
         metadata: metadata(row.opt_text("metadata")?)?,
+        ends_by: row.opt_at("ends_by")?,
     })
 }
 

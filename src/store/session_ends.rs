@@ -188,7 +188,9 @@ pub async fn reap(
                               WHERE r.session_id = sessions.id) \
               AND NOT EXISTS (SELECT 1 FROM group_members g \
                               WHERE g.session_id = sessions.id) \
-              ORDER BY expires_at LIMIT $2{}) AND {expired} RETURNING id, holder, owner",
+              ORDER BY expires_at LIMIT $2{}) AND {expired} RETURNING id, holder, owner, \
+              CAST(CASE WHEN expires_at >= ends_by THEN 1 ELSE 0 END AS bigint) \
+              AS lifetime_ended",
             conn.texts().reap_rows,
             expired = expiry::expired("sessions", "$1")
         );
@@ -196,12 +198,16 @@ pub async fn reap(
         for row in &ended {
             let (id, holder, owner) =
                 (row.text("id")?, row.text("holder")?, row.opt_text("owner")?);
+            let reason = match row.int("lifetime_ended")? {
+                0 => Reason::Expired,
+                _ => Reason::LifetimeEnded,
+            };
             let expired = session_event(
                 EventType::SessionEnded,
                 &id,
                 &holder,
                 owner.as_deref(),
-                Some(Reason::Expired),
+                Some(reason),
                 now,
             );
             events::record(conn, fx, &expired).await?;

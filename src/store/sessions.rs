@@ -30,6 +30,7 @@ use crate::domain::names::{LeaseToken, SessionId};
 use crate::domain::refusal::{OverQuota, Refused};
 use crate::domain::session::session_event;
 use crate::domain::session::{BOUND, Session};
+use crate::domain::tenure;
 use crate::domain::{At, Ms};
 use crate::token::digest;
 
@@ -83,7 +84,7 @@ impl Sessions<'_> {
 pub(super) static SESSION_COLUMNS: Text = Text::new(|| {
     format!(
         "id, holder, token, owner, owner_quota, acquired_at, {} AS expires_at, \
-         ttl_ms, metadata, idempotency_key",
+         ttl_ms, metadata, idempotency_key, ends_by",
         expiry::expires_at("sessions")
     )
 });
@@ -100,9 +101,10 @@ fn token_is(d: u8, p: u8) -> String {
 /// the token `$3` (digest `$6`) is its own and the caller `$5` may.
 static RENEW: Text = Text::new(|| {
     format!(
-        "UPDATE sessions SET ttl_ms = coalesce($4, ttl_ms), expires_at = $2 + coalesce($4, ttl_ms) \
+        "UPDATE sessions SET ttl_ms = coalesce($4, ttl_ms), expires_at = {} \
          WHERE id = $1 AND {} AND {} \
          AND ($5 IS NULL OR coalesce(owner, '') = $5) RETURNING {SESSION_COLUMNS}",
+        expiry::renewed("$2 + coalesce($4, ttl_ms)"),
         expiry::live("sessions", "$2"),
         token_is(6, 3)
     )
@@ -147,6 +149,7 @@ pub(super) fn session(row: &impl Columns) -> StoreResult<Session> {
         ttl_ms: row.ms("ttl_ms")?,
         metadata: metadata(row.opt_text("metadata")?)?,
         idempotency_key: row.opt_text("idempotency_key")?,
+        ends_by: row.opt_at("ends_by")?,
     })
 }
 
@@ -192,9 +195,12 @@ pub async fn open(
         }) => (Some(name), max_live_leases),
         None => (None, None),
     };
+    let ends_by = tenure::ends_by(new.max_lifetime, now);
+    let expires_at = tenure::capped(now + new.ttl.ms(), ends_by);
     conn.execute(
         "INSERT INTO sessions (id, holder, token, owner, owner_quota, acquired_at, expires_at, \
-         ttl_ms, metadata, idempotency_key) VALUES ($1, $2, $3, $4, $9, $5, $5 + $6, $6, $7, $8)",
+         ttl_ms, metadata, idempotency_key, ends_by) \
+         VALUES ($1, $2, $3, $4, $9, $5, $10, $6, $7, $8, $11)",
         args![
             new.id.as_str(),
             new.holder.as_str(),
@@ -204,7 +210,9 @@ pub async fn open(
             new.ttl.ms(),
             &meta,
             &idempotency_key,
-            owner_quota.map(i64::from)
+            owner_quota.map(i64::from),
+            expires_at,
+            ends_by
         ],
     )
     .await?;
@@ -224,10 +232,11 @@ pub async fn open(
         owner,
         owner_quota,
         acquired_at: now,
-        expires_at: now + new.ttl.ms(),
+        expires_at,
         ttl_ms: new.ttl.ms(),
         metadata: new.metadata.map(Metadata::into_map),
         idempotency_key,
+        ends_by,
     }))
 }
 
@@ -421,6 +430,8 @@ impl Held {
         let metadata = metadata.map(Metadata::into_map);
         let mut lease = Lease::granted(holder, token, fencing_token, now, ttl_ms, metadata);
         lease.expires_at = Some(expires_at);
+        // A bound lease lives by its session's cap on tenure.
+        lease.ends_by = self.session().and_then(|s| s.ends_by);
         lease
     }
 }

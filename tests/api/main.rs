@@ -65,6 +65,8 @@ mod subnets;
 mod tenant_limits;
 mod tenant_metrics;
 mod tenants;
+mod tenure;
+mod tenure_kinds;
 mod unknown_reservations;
 mod waiting;
 
@@ -125,6 +127,8 @@ fn main() {
         tenant_limits::tests(),
         tenant_metrics::tests(),
         tenants::tests(),
+        tenure::tests(),
+        tenure_kinds::tests(),
         unknown_reservations::tests(),
         waiting::tests(),
     ];

@@ -22,6 +22,7 @@ use crate::domain::inputs::{BatchCount, Capabilities, KeySet, Labels, Metadata};
 use crate::domain::names::{
     GroupName, Holder, IdempotencyKey, LeaseToken, LockKey, MemberName, PoolName, Ttl,
 };
+use crate::domain::tenure::{self, MaxLifetime};
 use crate::domain::{InvalidInput, Ms, capacity, subnet, validate};
 use crate::leases::{AcquireLock, Limits, ReserveSubnet};
 
@@ -73,6 +74,24 @@ impl AskedLifetime {
         }
     }
 
+    /// The cap on tenure of a grant that asked for `max_lifetime_ms` (or
+    /// none: the server's ceiling, if any); a lease bound to a session has
+    /// none of its own, its session's governs.
+    fn tenure(
+        &self,
+        max_lifetime_ms: Option<i64>,
+        limits: &Limits,
+    ) -> Result<Option<MaxLifetime>, InvalidInput> {
+        match (self, max_lifetime_ms) {
+            (AskedLifetime::Session(_), Some(_)) => Err(InvalidInput::new(
+                tenure::FIELD,
+                "a lease bound to a session lives as long as it: cap the session's lifetime instead",
+            )),
+            (AskedLifetime::Session(_), None) => Ok(None),
+            (_, ms) => MaxLifetime::parse(ms.map(Ms::new), limits.max_lease_lifetime_ms),
+        }
+    }
+
     /// The lifetime: a TTL of its own, or the session's, claimed by
     /// `asker` for `what`.
     fn bind(self, asker: &Asker<'_>, what: Holding<'_>) -> Result<Lifetime, Problem> {
@@ -106,6 +125,7 @@ impl AcquireRequest {
             "required, unless the lease is bound to a session",
             limits,
         )?;
+        let max_lifetime = lifetime.tenure(self.max_lifetime_ms, limits)?;
         let wait_ms = Ms::new(self.wait_ms.unwrap_or(0));
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         let max_holders = self
@@ -123,6 +143,7 @@ impl AcquireRequest {
             key,
             holder,
             lifetime,
+            max_lifetime,
             mode: self.mode.unwrap_or_default().into(),
             max_holders,
             permits: capacity::permits("permits", self.permits)?,
@@ -186,6 +207,7 @@ impl ReserveRequest {
             "",
             limits,
         )?;
+        let max_lifetime = lifetime.tenure(self.max_lifetime_ms, limits)?;
         let excludes = subnet::excludes(&self.exclude.unwrap_or_default())?;
         let metadata = Metadata::parse_some(self.metadata)?;
         let labels = Labels::parse_flat(self.labels)?;
@@ -206,6 +228,7 @@ impl ReserveRequest {
             excludes,
             holder,
             lifetime,
+            max_lifetime,
             metadata,
             labels,
             count,
@@ -240,6 +263,7 @@ impl LockSetRequest {
             "required, unless the leases are bound to a session",
             limits,
         )?;
+        let max_lifetime = lifetime.tenure(None, limits)?;
         let wait_ms = Ms::new(self.wait_ms.unwrap_or(0));
         validate::duration_up_to("wait_ms", wait_ms, limits.max_wait_ms)?;
         let metadata = Metadata::parse_some(self.metadata)?;
@@ -248,6 +272,7 @@ impl LockSetRequest {
             key: keys[0].clone(),
             holder,
             lifetime,
+            max_lifetime,
             mode: LockMode::Exclusive,
             max_holders: None,
             permits: NonZeroU32::MIN,
@@ -276,6 +301,7 @@ impl JoinRequest {
             "required, unless the member is bound to a session",
             limits,
         )?;
+        let max_lifetime = lifetime.tenure(self.max_lifetime_ms, limits)?;
         let tenure = match lifetime.bind(asker, Holding::Group(group.as_str()))? {
             Lifetime::Session(claim) => JoinTenure::Session(claim),
             Lifetime::Ttl(ttl) => JoinTenure::Ttl {
@@ -289,6 +315,7 @@ impl JoinRequest {
             member,
             capabilities,
             tenure,
+            max_lifetime,
             owner: asker.caller.owner(),
         })
     }

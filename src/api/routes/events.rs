@@ -118,6 +118,7 @@ pub enum EndReason {
     SessionExpired,
     Left,
     Removed,
+    LifetimeEnded,
 }
 
 /// One change: the `data` of an SSE event, an item of a JSON page.
@@ -219,6 +220,7 @@ impl EventBody {
             R::SessionExpired => EndReason::SessionExpired,
             R::Left => EndReason::Left,
             R::Removed => EndReason::Removed,
+            R::LifetimeEnded => EndReason::LifetimeEnded,
         });
         let (mut key, mut pool, mut id, mut subnet) = (None, None, None, None);
         let (mut group, mut member, mut limit) = (None, None, None);

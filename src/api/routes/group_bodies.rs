@@ -54,6 +54,14 @@ pub struct JoinRequest {
     /// How long the member lives unless renewed. Required unless `session` is given.
     #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
+    /// A cap on the membership's tenure: renewals keep it until `joined_at`
+    /// plus this and never past it (`ends_by`); then it leaves with reason
+    /// `lifetime_ended`. 100 ms to the server's ceiling
+    /// (`--max-lease-lifetime`), which is also the cap of a member that
+    /// names none. Fixed by the first join; not with `session` (the
+    /// session's own cap governs).
+    #[schema(minimum = 100)]
+    pub max_lifetime_ms: Option<i64>,
     /// The member's token, when its holder joins again to replace its capabilities.
     pub token: Option<String>,
     /// What the member can do: any JSON value, up to the server's
@@ -87,7 +95,7 @@ pub struct LeaveRequest {
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(example = json!({"member": "node-7", "capabilities": {"weight": 2},
     "joined_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
-    "expires_in_ms": 30000}))]
+    "expires_in_ms": 30000, "ends_by": null, "lifetime_left_ms": null}))]
 pub struct MemberBody {
     pub member: String,
     #[schema(required = true)]
@@ -100,11 +108,20 @@ pub struct MemberBody {
     /// Its own expiry, or its session's.
     pub expires_at: String,
     pub expires_in_ms: i64,
+    /// The end of its tenure (RFC 3339), or its session's; null without a cap.
+    #[schema(required = true)]
+    pub ends_by: Option<String>,
+    /// How long its tenure has left; null without a cap.
+    #[schema(required = true)]
+    pub lifetime_left_ms: Option<i64>,
 }
 
 impl MemberBody {
     pub fn new(m: Member, now: Now) -> Self {
+        let (ends_by, lifetime_left_ms) = super::tenure::shown(m.ends_by, now);
         Self {
+            ends_by,
+            lifetime_left_ms,
             expires_in_ms: m.expires_in_ms(now.at).as_millis(),
             expires_at: now.show(m.expires_at),
             joined_at: now.show(m.joined_at),

@@ -46,6 +46,14 @@ pub struct AcquireRequest {
     /// Required unless `session` is given.
     #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
+    /// A cap on the lease's tenure: renewals keep it alive until
+    /// `acquired_at` plus this and never past it (`ends_by`); then it ends
+    /// with reason `lifetime_ended`. 100 ms to the server's ceiling
+    /// (`--max-lease-lifetime`), which is also the cap of a lease that names
+    /// none; a cap below `ttl_ms` simply ends the lease earlier. Not with
+    /// `session` (the session's own cap governs).
+    #[schema(minimum = 100)]
+    pub max_lifetime_ms: Option<i64>,
     /// Binds the lease to a session instead: it lives exactly as long as the session.
     pub session: Option<SessionRef>,
     /// How long to wait for the key if it is held (default 0: answer at once).
@@ -130,6 +138,13 @@ pub struct ReserveRequest {
     /// How long the reservation lives unless renewed or confirmed (default 60 s).
     #[schema(minimum = 100)]
     pub ttl_ms: Option<i64>,
+    /// A cap on the reservation's tenure while unconfirmed: renewals keep
+    /// it until `acquired_at` plus this and never past it (`ends_by`); then
+    /// it ends with reason `lifetime_ended`. Confirming clears it. 100 ms to
+    /// the server's ceiling (`--max-lease-lifetime`), which is also the cap
+    /// of a reservation that names none. Not with `session`.
+    #[schema(minimum = 100)]
+    pub max_lifetime_ms: Option<i64>,
     /// Binds the reservation to a session instead of a TTL: until confirmed,
     /// it lives exactly as long as the session.
     pub session: Option<SessionRef>,

@@ -17,6 +17,7 @@ use super::commands::{Asker, renewal_ttl};
 use super::created::created_or_ok;
 use super::extract::{AppIdempotencyKey, AppJson, AppPath, AppQuery};
 use super::lease_requests::{AcquireRequest, Mode, ReleaseRequest, RenewRequest};
+use super::tenure;
 use crate::api::AppState;
 use crate::api::middleware::auth::Caller;
 use crate::api::openapi::refusals::{
@@ -56,6 +57,13 @@ pub struct LockHolder {
     pub expires_in_ms: i64,
     /// The permits of the key's capacity it holds.
     pub permits: u32,
+    /// The end of the lease's tenure (RFC 3339): no renewal keeps it past
+    /// this; null without a cap (`max_lifetime_ms`).
+    #[schema(required = true)]
+    pub ends_by: Option<String>,
+    /// How long its tenure has left; null without a cap.
+    #[schema(required = true)]
+    pub lifetime_left_ms: Option<i64>,
 }
 
 /// A lease on a lock key, as anyone may read it: without its token.
@@ -63,7 +71,7 @@ pub struct LockHolder {
 #[schema(example = json!({
     "key": "lb/3f2a", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
-    "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null,
+    "expires_in_ms": 30000, "ends_by": null, "lifetime_left_ms": null, "metadata": null, "mode": "exclusive", "max_holders": null,
     "permits": 1
 }))]
 pub struct LockLeaseBody {
@@ -74,6 +82,13 @@ pub struct LockLeaseBody {
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: i64,
+    /// The end of the lease's tenure (RFC 3339): no renewal keeps it past
+    /// this; null without a cap (`max_lifetime_ms`).
+    #[schema(required = true)]
+    pub ends_by: Option<String>,
+    /// How long its tenure has left; null without a cap.
+    #[schema(required = true)]
+    pub lifetime_left_ms: Option<i64>,
     #[schema(required = true)]
     pub metadata: Option<Map<String, Value>>,
     pub mode: Mode,
@@ -99,7 +114,7 @@ pub struct LockLeaseBody {
 #[schema(example = json!({
     "key": "lb/3f2a", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
-    "expires_in_ms": 30000, "metadata": null, "mode": "exclusive", "max_holders": null,
+    "expires_in_ms": 30000, "ends_by": null, "lifetime_left_ms": null, "metadata": null, "mode": "exclusive", "max_holders": null,
     "permits": 1, "token": "9f86d081884c7d659a2feaa0c55ad015", "waited_ms": 0
 }))]
 pub struct LockGrantBody {
@@ -132,7 +147,10 @@ impl LockLeaseBody {
             .expires_in_ms(now.at)
             .unwrap_or(Ms::ZERO)
             .as_millis();
+        let (ends_by, lifetime_left_ms) = tenure::shown(lease.lease.ends_by, now);
         Self {
+            ends_by,
+            lifetime_left_ms,
             expires_at: now.show(lease.expires_at()),
             acquired_at: now.show(lease.lease.acquired_at),
             key: lease.key,
@@ -292,17 +310,22 @@ pub async fn get_lock(
     let now = state.leases.moment();
     let holders = held
         .iter()
-        .map(|l| LockHolder {
-            holder: l.lease.holder.clone(),
-            fencing_token: l.lease.fencing_token,
-            acquired_at: now.show(l.lease.acquired_at),
-            expires_at: now.show(l.expires_at()),
-            expires_in_ms: l
-                .lease
-                .expires_in_ms(now.at)
-                .unwrap_or(Ms::ZERO)
-                .as_millis(),
-            permits: l.permits.get(),
+        .map(|l| {
+            let (ends_by, lifetime_left_ms) = tenure::shown(l.lease.ends_by, now);
+            LockHolder {
+                ends_by,
+                lifetime_left_ms,
+                holder: l.lease.holder.clone(),
+                fencing_token: l.lease.fencing_token,
+                acquired_at: now.show(l.lease.acquired_at),
+                expires_at: now.show(l.expires_at()),
+                expires_in_ms: l
+                    .lease
+                    .expires_in_ms(now.at)
+                    .unwrap_or(Ms::ZERO)
+                    .as_millis(),
+                permits: l.permits.get(),
+            }
         })
         .collect();
     let first = held

@@ -38,6 +38,7 @@ mod session_claims;
 pub mod session_leases;
 pub mod sessions;
 pub mod status;
+mod tenure;
 pub mod waiters;
 
 /// Every route, under the document's `header`.

@@ -77,7 +77,8 @@ impl From<subnet::ReservationState> for ReservationState {
     "id": "r_000000000000002a", "pool": "docker", "subnet": "10.0.3.0/24", "prefix_len": 24,
     "state": "reserved", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:14:20.123Z",
-    "expires_in_ms": 60000, "metadata": null, "labels": {"env": "prod"}
+    "expires_in_ms": 60000, "ends_by": null, "lifetime_left_ms": null,
+    "metadata": null, "labels": {"env": "prod"}
 }))]
 pub struct ReservationBody {
     pub id: String,
@@ -95,6 +96,13 @@ pub struct ReservationBody {
     /// Null once allocated.
     #[schema(required = true)]
     pub expires_in_ms: Option<i64>,
+    /// The end of its tenure while unconfirmed (RFC 3339), or its session's;
+    /// null without a cap, and once allocated.
+    #[schema(required = true)]
+    pub ends_by: Option<String>,
+    /// How long its tenure has left; null without a cap.
+    #[schema(required = true)]
+    pub lifetime_left_ms: Option<i64>,
     #[schema(required = true)]
     pub metadata: Option<Map<String, Value>>,
     /// The session it is bound to until confirmed, if any.
@@ -112,7 +120,8 @@ pub struct ReservationBody {
     "id": "r_000000000000002a", "pool": "docker", "subnet": "10.0.3.0/24", "prefix_len": 24,
     "state": "reserved", "holder": "node-7/pid-4121", "fencing_token": 42,
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:14:20.123Z",
-    "expires_in_ms": 60000, "metadata": null, "labels": {},
+    "expires_in_ms": 60000, "ends_by": null, "lifetime_left_ms": null,
+    "metadata": null, "labels": {},
     "token": "9f86d081884c7d659a2feaa0c55ad015"
 }))]
 pub struct ReservationGrantBody {
@@ -147,7 +156,10 @@ impl ReservationGrantBody {
 
 impl ReservationBody {
     pub(super) fn new(r: Reservation, now: Now) -> Self {
+        let (ends_by, lifetime_left_ms) = super::tenure::shown(r.lease.ends_by, now);
         Self {
+            ends_by,
+            lifetime_left_ms,
             id: r.id(),
             state: r.state().into(),
             subnet: r.subnet.to_string(),

@@ -20,6 +20,13 @@ pub struct OpenSessionRequest {
     /// How long the session (and every lease bound to it) lives unless kept alive.
     #[schema(minimum = 100)]
     pub ttl_ms: i64,
+    /// A cap on the session's tenure: keep-alives keep it (and every lease
+    /// bound to it) alive until `acquired_at` plus this and never past it
+    /// (`ends_by`); then it ends with reason `lifetime_ended`. 100 ms to the
+    /// server's ceiling (`--max-lease-lifetime`), which is also the cap of
+    /// a session that names none; a cap below `ttl_ms` simply ends it earlier.
+    #[schema(minimum = 100)]
+    pub max_lifetime_ms: Option<i64>,
     /// A small JSON object stored with the session.
     pub metadata: Option<Map<String, Value>>,
 }
@@ -59,7 +66,8 @@ pub struct SessionRef {
 #[schema(example = json!({
     "id": "5d41402abc4b2a76b9719d911017c592", "holder": "controller-1",
     "acquired_at": "2026-11-29T22:13:20.123Z", "expires_at": "2026-11-29T22:13:50.123Z",
-    "expires_in_ms": 30000, "ttl_ms": 30000, "metadata": null,
+    "expires_in_ms": 30000, "ends_by": null, "lifetime_left_ms": null,
+    "ttl_ms": 30000, "metadata": null,
     "token": "9f86d081884c7d659a2feaa0c55ad015"
 }))]
 pub struct SessionBody {
@@ -68,6 +76,13 @@ pub struct SessionBody {
     pub acquired_at: String,
     pub expires_at: String,
     pub expires_in_ms: i64,
+    /// The end of the session's tenure (RFC 3339): no keep-alive keeps it
+    /// past this; null without a cap (`max_lifetime_ms`).
+    #[schema(required = true)]
+    pub ends_by: Option<String>,
+    /// How long its tenure has left; null without a cap.
+    #[schema(required = true)]
+    pub lifetime_left_ms: Option<i64>,
     pub ttl_ms: i64,
     pub metadata: Option<Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,7 +101,10 @@ pub struct SessionBody {
 impl SessionBody {
     /// `token` is shown to the session's opener alone.
     pub fn new(s: Session, now: Now, token: Option<String>) -> Self {
+        let (ends_by, lifetime_left_ms) = super::tenure::shown(s.ends_by, now);
         Self {
+            ends_by,
+            lifetime_left_ms,
             expires_in_ms: s.expires_in_ms(now.at).as_millis(),
             expires_at: now.show(s.expires_at),
             acquired_at: now.show(s.acquired_at),

@@ -30,6 +30,7 @@ use crate::domain::events::EventFilter;
 use crate::domain::inputs::{self, Metadata, PageLimit};
 use crate::domain::names::LeaseToken;
 use crate::domain::names::{Holder, SessionId, Ttl};
+use crate::domain::tenure::MaxLifetime;
 use crate::leases::Opened;
 use crate::leases::sessions::NewSession;
 
@@ -68,6 +69,10 @@ pub async fn open_session(
             "ttl_ms",
             Ms::new(body.ttl_ms),
             state.leases.limits.max_ttl_ms,
+        )?,
+        max_lifetime: MaxLifetime::parse(
+            body.max_lifetime_ms.map(Ms::new),
+            state.leases.limits.max_lease_lifetime_ms,
         )?,
         metadata: Metadata::parse_some(body.metadata)?,
         idempotency_key,

@@ -5,6 +5,7 @@ use super::{LeaseOwner, SessionClaim};
 use crate::domain::group::Member;
 use crate::domain::inputs::Capabilities;
 use crate::domain::names::{GroupName, LeaseToken, MemberName, Ttl};
+use crate::domain::tenure::MaxLifetime;
 
 /// The API token that creates a group, and how many groups it may have
 /// created at once (counted in the creation's own transaction).
@@ -22,6 +23,9 @@ pub struct JoinMember {
     pub member: MemberName,
     pub capabilities: Option<Capabilities>,
     pub tenure: JoinTenure,
+    /// The cap on a member's tenure with a TTL of its own (`tenure`), fixed
+    /// when it first joins; never with a session, whose own cap governs.
+    pub max_lifetime: Option<MaxLifetime>,
     /// `None` when the server runs without an auth file.
     pub owner: Option<LeaseOwner>,
 }

@@ -7,6 +7,7 @@ use super::{LeaseOwner, Lifetime, SessionClaim};
 use crate::domain::inputs::Metadata;
 use crate::domain::lock::{ListCursor, LockLease, Refusal};
 use crate::domain::names::{Holder, IdempotencyKey, LockKey};
+use crate::domain::tenure::MaxLifetime;
 use crate::domain::{LockMode, Ms};
 
 /// A lock lease to grant: what an acquire asks for, as the service and the
@@ -17,6 +18,9 @@ pub struct AcquireLock {
     pub key: LockKey,
     pub holder: Holder,
     pub lifetime: Lifetime,
+    /// The cap on its tenure (`tenure`); never with a session, whose own
+    /// cap it lives by.
+    pub max_lifetime: Option<MaxLifetime>,
     pub mode: LockMode,
     pub max_holders: Option<NonZeroU32>,
     /// How much of the key's capacity the lease is to take.

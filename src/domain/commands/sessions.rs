@@ -6,6 +6,7 @@ use crate::domain::inputs::Metadata;
 use crate::domain::names::{Holder, IdempotencyKey, LeaseToken, SessionId, Ttl};
 use crate::domain::selection::Selection;
 use crate::domain::session::{Session, SessionAccess};
+use crate::domain::tenure::MaxLifetime;
 
 /// How long a grant lives: by a TTL of its own, or exactly as long as a
 /// session (the database column keeps its own representation, converted
@@ -52,6 +53,8 @@ pub struct OpenSession {
     pub token: LeaseToken,
     pub holder: Holder,
     pub ttl: Ttl,
+    /// The cap on its tenure (`tenure`), if any.
+    pub max_lifetime: Option<MaxLifetime>,
     pub metadata: Option<Metadata>,
     pub idempotency_key: Option<IdempotencyKey>,
     /// The API token opening it and its quota, which the leases bound to

@@ -7,6 +7,7 @@ use crate::domain::inputs::{BatchCount, Labels, Metadata};
 use crate::domain::names::{Holder, IdempotencyKey, PoolName};
 use crate::domain::refusal::Refused;
 use crate::domain::subnet::{Pool, PoolUsage, Reservation, ReserveRefusal};
+use crate::domain::tenure::MaxLifetime;
 use crate::domain::{At, InvalidInput};
 
 /// A subnet to reserve: what a reserve asks for, as the service and the
@@ -21,6 +22,9 @@ pub struct ReserveSubnet {
     pub holder: Holder,
     /// Bound to a session, until confirmed.
     pub lifetime: Lifetime,
+    /// The cap on its tenure while unconfirmed (`tenure`); never with a
+    /// session, whose own cap governs.
+    pub max_lifetime: Option<MaxLifetime>,
     pub metadata: Option<Metadata>,
     /// Free text labels of each reservation.
     pub labels: Labels,

@@ -38,12 +38,14 @@ fn held_in<T>(row: &impl Columns, f: impl FnOnce(&Holding) -> T) -> StoreResult<
 }
 
 /// The ends of the locks in rows of `ENDED_LOCK`: `expired` for an own
-/// expiry, and `session_expired` for a lease bound to a session.
+/// expiry, `lifetime_ended` for one that reached its cap on tenure, and
+/// `session_expired` for a lease bound to a session.
 pub fn expired_locks(rows: &[impl Columns], at: At) -> StoreResult<Vec<Event>> {
     let mut events = Vec::new();
     for row in rows {
         let reason = match row.opt_text("session_id")? {
             Some(_) => Reason::SessionExpired,
+            None if row.int("lifetime_ended")? != 0 => Reason::LifetimeEnded,
             None => Reason::Expired,
         };
         events.extend(ended_lock(row, reason, at)?);

@@ -25,6 +25,9 @@ class Renewal(Protocol):
     @property
     def expires_in_ms(self) -> int | None: ...
 
+    @property
+    def capped(self) -> bool: ...
+
 
 R = TypeVar("R", bound=Renewal)
 
@@ -95,7 +98,9 @@ class Kept:
                     run_callbacks([(callback, LossReason.SESSION_ENDED)])
             return
         life = self._life = LeaseLife(self.lost_margin, self._notify)
-        life.confirm(granted.sent or 0.0, (granted.expires_in_ms or 0) / 1000.0, waited)
+        life.confirm(
+            granted.sent or 0.0, (granted.expires_in_ms or 0) / 1000.0, waited, granted.capped
+        )
         self._keepalive = KeepAlive(name, life, renew)
 
     def _mark(self, reason: LossReason) -> Callable[[LossReason], object] | None:
@@ -140,7 +145,8 @@ class Kept:
             raise
         if life is not None:
             life.margin = self.lost_margin
-            if not life.confirm(renewed.sent or 0.0, (renewed.expires_in_ms or 0) / 1000.0):
+            expires_in = (renewed.expires_in_ms or 0) / 1000.0
+            if not life.confirm(renewed.sent or 0.0, expires_in, capped=renewed.capped):
                 raise self._lost_error()
         return renewed
 

@@ -122,6 +122,9 @@ class LeaseLife:
         self.span = 0.0
         self.reason: LossReason | None = None
         self.ended = False
+        #: An answer said the expiry is the end of the lease's tenure: no
+        #: renewal extends it, and its loss is ``lifetime_ended``.
+        self.capped = False
 
     @property
     def loss_at(self) -> float:
@@ -132,14 +135,18 @@ class LeaseLife:
     def lost(self) -> bool:
         return self.reason is not None
 
-    def confirm(self, sent: float, expires_in: float, waited: float = 0.0) -> bool:
+    def confirm(
+        self, sent: float, expires_in: float, waited: float = 0.0, capped: bool = False
+    ) -> bool:
         """A grant or renewal sent at ``sent`` (monotonic) that waited
         ``waited`` s on the server and left the lease ``expires_in`` s: the
-        deadline becomes ``sent + waited + expires_in``. ``False`` if the loss
-        was already said (it came too late) or the lease was given up."""
+        deadline becomes ``sent + waited + expires_in``; ``capped``: that is
+        the end of the lease's tenure. ``False`` if the loss was already said
+        (it came too late) or the lease was given up."""
         with self._lock:
             if self.reason is not None or self.ended:
                 return False
+            self.capped = self.capped or capped
             self.span = max(expires_in, 0.0)
             self.deadline = sent + waited + self.span
             if self._timer is not None:
@@ -148,7 +155,7 @@ class LeaseLife:
             return True
 
     def _expire(self) -> None:
-        self.lose(LossReason.EXPIRED)
+        self.lose(LossReason.LIFETIME_ENDED if self.capped else LossReason.EXPIRED)
 
     def lose(self, reason: LossReason) -> bool:
         """Say the lease is lost (once); ``False`` if already said or ended."""
@@ -200,8 +207,9 @@ def loss_reason(exc: LeaseholdError) -> LossReason | None:
 
 
 #: ``renew(call_deadline)`` renews the lease by then and returns ``(sent,
-#: expires_in)`` of the renewal (seconds); it raises what the server answered.
-Renew = Callable[[float], "tuple[float, float]"]
+#: expires_in, capped)`` of the renewal (seconds; whether its expiry is the
+#: end of the lease's tenure); it raises what the server answered.
+Renew = Callable[[float], "tuple[float, float, bool]"]
 
 
 class KeepAlive:
@@ -228,14 +236,14 @@ class KeepAlive:
 
     def _run(self) -> None:
         life, failed = self._life, False
-        while not self._stop.is_set() and not life.lost and not life.ended:
+        while not self._stop.is_set() and not life.lost and not life.ended and not life.capped:
             if self._stop.wait(self._next_wait(failed)):
                 return
             call_deadline = life.loss_at
             if time.monotonic() >= call_deadline or life.lost or life.ended:
                 return  # the timer says the loss
             try:
-                sent, expires_in = self._renew(call_deadline)
+                sent, expires_in, capped = self._renew(call_deadline)
             except LeaseholdError as exc:
                 reason = loss_reason(exc)
                 if reason is not None:
@@ -244,7 +252,7 @@ class KeepAlive:
                 LOG.warning("renewal failed, retrying: %s", exc)
                 failed = True
                 continue
-            failed = not life.confirm(sent, expires_in)
+            failed = not life.confirm(sent, expires_in, capped=capped)
 
 
 #: ``give_up_call(deadline, retries)`` releases (or leaves) the lease on the

@@ -74,8 +74,12 @@ class Client(CapacitiesMixin, GroupsMixin, LimitsMixin, SubnetsMixin):
         idempotency_key: str | None = None,
         cancel: Cancel | None = None,
         permits: int | None = None,
+        max_lifetime: float | None = None,
     ) -> LockLease:
         """Acquire ``key``; raise :class:`~leasehold.LockHeld` after ``wait`` s.
+
+        ``max_lifetime`` (seconds) caps the lease's tenure: renewals keep it
+        until its ``ends_by`` and never past it (not with ``session``).
 
         Bound to ``session`` (a :class:`~leasehold.Session`) the lease lives as
         long as the session, and ``ttl`` is ignored. Every grant carries an
@@ -90,6 +94,8 @@ class Client(CapacitiesMixin, GroupsMixin, LimitsMixin, SubnetsMixin):
             body["session"] = session_ref(session)
         else:
             body["ttl_ms"] = _ms(ttl)
+            if max_lifetime is not None:
+                body["max_lifetime_ms"] = _ms(max_lifetime)
         if wait:
             body["wait_ms"] = _ms(wait)
         if metadata is not None:
@@ -207,9 +213,13 @@ class Client(CapacitiesMixin, GroupsMixin, LimitsMixin, SubnetsMixin):
         ttl: float = 15.0,
         holder: str | None = None,
         metadata: JSONObject | None = None,
+        max_lifetime: float | None = None,
     ) -> SessionInfo:
-        """Open a session (see :class:`~leasehold.Session` for keep-alive)."""
+        """Open a session (see :class:`~leasehold.Session` for keep-alive);
+        ``max_lifetime`` (seconds) caps its tenure."""
         body: JSONObject = {"holder": holder or self.holder, "ttl_ms": _ms(ttl)}
+        if max_lifetime is not None:
+            body["max_lifetime_ms"] = _ms(max_lifetime)
         if metadata is not None:
             body["metadata"] = metadata
         resp = self.transport.request(

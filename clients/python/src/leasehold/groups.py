@@ -51,8 +51,11 @@ class GroupsMixin:
         ttl: float | None = None,
         token: str | None = None,
         capabilities: JSON = None,
+        max_lifetime: float | None = None,
     ) -> Member:
         """Join ``group`` as ``member``, or replace the member's capabilities.
+
+        ``max_lifetime`` (seconds) caps the tenure of a member with a TTL.
 
         Bound to ``session`` the membership ends with it; otherwise it lives
         ``ttl`` seconds unless renewed with its ``token`` (:meth:`renew_member`);
@@ -64,6 +67,8 @@ class GroupsMixin:
             body["session"] = session_ref(session)
         else:
             body["ttl_ms"] = ms(ttl if ttl is not None else 15.0)
+            if max_lifetime is not None:
+                body["max_lifetime_ms"] = ms(max_lifetime)
             if token is not None:
                 body["token"] = token
         if capabilities is not None:

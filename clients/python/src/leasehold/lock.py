@@ -56,6 +56,8 @@ class Lock(Kept):
         lost_margin: how long before the local deadline the loss is said
             (default ``ttl / 20``, at least 50 ms, at most 2 s; a bound lock
             takes its session's).
+        max_lifetime: caps the lease's tenure (seconds): renewed or not, it
+            is lost with ``lifetime_ended`` the margin before its ``ends_by``.
     """
 
     def __init__(
@@ -73,9 +75,11 @@ class Lock(Kept):
         on_lost: OnLost | None = None,
         lost_margin: float | None = None,
         permits: int | None = None,
+        max_lifetime: float | None = None,
     ) -> None:
         self.client = client
         self.key = key
+        self.max_lifetime = max_lifetime
         self.wait = wait
         self.holder = holder
         self.metadata = metadata
@@ -173,6 +177,7 @@ class Lock(Kept):
             self.key, ttl=self.ttl, wait=wait, holder=self.holder, session=self.session,
             metadata=self.metadata, shared=self.shared, max_holders=self.max_holders,
             idempotency_key=idempotency_key, cancel=cancel, permits=self.permits,
+            max_lifetime=None if self.session is not None else self.max_lifetime,
         )
 
     def cancel(self) -> None:
@@ -199,12 +204,12 @@ class Lock(Kept):
 
     # -- keep-alive ------------------------------------------------------------
 
-    def _renew(self, call_deadline: float) -> tuple[float, float]:
+    def _renew(self, call_deadline: float) -> tuple[float, float, bool]:
         lease = self.lease
         if lease is None or not lease.token:
             raise Lost(self._what(), LossReason.RELEASED_ELSEWHERE)
         renewed = self.client.renew(self.key, lease.token, self.ttl, deadline=call_deadline)
-        return renewed.sent or 0.0, (renewed.expires_in_ms or 0) / 1000.0
+        return renewed.sent or 0.0, (renewed.expires_in_ms or 0) / 1000.0, renewed.capped
 
     def extend(self, ttl: float | None = None) -> LockLease:
         """Renew the lease now, for ``ttl`` seconds (and from then on) if

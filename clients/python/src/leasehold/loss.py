@@ -40,6 +40,10 @@ class LossReason(str, enum.Enum):
     #: The session the lease was bound to ended (closed, expired or lost; or
     #: the server answered 409 ``session-lost``).
     SESSION_ENDED = "session_ended"
+    #: The lease reached the end of its tenure (``ends_by``: its
+    #: ``max_lifetime``, or the server's ceiling), however often it was
+    #: renewed; said the margin before it.
+    LIFETIME_ENDED = "lifetime_ended"
 
     def __str__(self) -> str:
         return self.value

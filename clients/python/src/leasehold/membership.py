@@ -57,9 +57,11 @@ class Membership(Kept):
         capabilities: JSON = None,
         on_lost: OnLost | None = None,
         lost_margin: float | None = None,
+        max_lifetime: float | None = None,
     ) -> None:
         self.client = client
         self.group = group
+        self.max_lifetime = max_lifetime
         self.member = member
         self.capabilities = capabilities
         super().__init__(ttl, session, on_lost, lost_margin)
@@ -91,15 +93,16 @@ class Membership(Kept):
             self.group, self.member, session=self.session,
             ttl=None if self.session is not None else self.ttl,
             capabilities=self.capabilities,
+            max_lifetime=None if self.session is not None else self.max_lifetime,
         )
         self._keep(info, 0.0, f"leasehold-member-{self.group}/{self.member}", self._renew)
         return info
 
     # -- keep-alive ------------------------------------------------------------
 
-    def _renew(self, call_deadline: float | None) -> tuple[float, float]:
+    def _renew(self, call_deadline: float | None) -> tuple[float, float, bool]:
         info = self._renewed(None, call_deadline)
-        return info.sent or 0.0, (info.expires_in_ms or 0) / 1000.0
+        return info.sent or 0.0, (info.expires_in_ms or 0) / 1000.0, info.capped
 
     def _renewed(self, capabilities: JSON, deadline: float | None) -> Member:
         """A renewal with the member's token (or a join again with its

@@ -36,6 +36,14 @@ def _deadline(sent: float | None, waited_ms: int, expires_in_ms: int | None) -> 
     return sent + (waited_ms + expires_in_ms) / 1000.0
 
 
+def _capped(expires_in_ms: int | None, lifetime_left_ms: int | None) -> bool:
+    return (
+        expires_in_ms is not None
+        and lifetime_left_ms is not None
+        and lifetime_left_ms <= expires_in_ms
+    )
+
+
 @dataclass(frozen=True)
 class LockHolder:
     """One live lease on a key (a shared key or a semaphore has several)."""
@@ -246,6 +254,11 @@ class LockLease:
     holders: tuple[LockHolder, ...] = ()
     #: The permits of the key's capacity the lease holds (1 unless asked).
     permits: int = 1
+    #: The end of its tenure (RFC 3339): no renewal keeps it past this;
+    #: ``None`` without a cap (``max_lifetime``, or the server's ceiling).
+    ends_by: str | None = None
+    #: How long its tenure has left, as the server computed it.
+    lifetime_left_ms: int | None = None
     sent: float | None = field(default=None, compare=False)
     raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
 
@@ -254,6 +267,11 @@ class LockLease:
         """The local deadline (monotonic): ``sent + waited_ms + expires_in_ms``,
         which the server's end of the lease is never before."""
         return _deadline(self.sent, self.waited_ms, self.expires_in_ms)
+
+    @property
+    def capped(self) -> bool:
+        """Whether its expiry is the end of its tenure: no renewal extends it."""
+        return _capped(self.expires_in_ms, self.lifetime_left_ms)
 
     @classmethod
     def from_json(cls, doc: JSONObject, sent: float | None = None) -> "LockLease":
@@ -272,6 +290,8 @@ class LockLease:
             waited_ms=max(0, integer(doc, "waited_ms")),
             holders=tuple(LockHolder.from_json(h) for h in objects(doc, "holders")),
             permits=opt_int(doc, "permits") or 1,
+            ends_by=opt_text(doc, "ends_by"),
+            lifetime_left_ms=opt_int(doc, "lifetime_left_ms"),
             sent=sent,
             raw=doc,
         )
@@ -293,6 +313,11 @@ class SessionInfo:
     locks: int | None = None
     reservations: int | None = None
     members: int | None = None
+    #: The end of its tenure (RFC 3339): no renewal keeps it past this;
+    #: ``None`` without a cap (``max_lifetime``, or the server's ceiling).
+    ends_by: str | None = None
+    #: How long its tenure has left, as the server computed it.
+    lifetime_left_ms: int | None = None
     sent: float | None = field(default=None, compare=False)
     raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
 
@@ -300,6 +325,11 @@ class SessionInfo:
     def deadline(self) -> float | None:
         """The local deadline (monotonic): ``sent + expires_in_ms``."""
         return _deadline(self.sent, 0, self.expires_in_ms)
+
+    @property
+    def capped(self) -> bool:
+        """Whether its expiry is the end of its tenure: no renewal extends it."""
+        return _capped(self.expires_in_ms, self.lifetime_left_ms)
 
     @classmethod
     def from_json(cls, doc: JSONObject, sent: float | None = None) -> "SessionInfo":
@@ -314,6 +344,8 @@ class SessionInfo:
             locks=opt_int(doc, "locks"),
             reservations=opt_int(doc, "reservations"),
             members=opt_int(doc, "members"),
+            ends_by=opt_text(doc, "ends_by"),
+            lifetime_left_ms=opt_int(doc, "lifetime_left_ms"),
             sent=sent,
             raw=doc,
         )
@@ -354,12 +386,22 @@ class Member:
     token: str | None
     raw: JSONObject = field(repr=False, compare=False)
     expires_in_ms: int | None = None
+    #: The end of its tenure (RFC 3339): no renewal keeps it past this;
+    #: ``None`` without a cap (``max_lifetime``, or the server's ceiling).
+    ends_by: str | None = None
+    #: How long its tenure has left, as the server computed it.
+    lifetime_left_ms: int | None = None
     sent: float | None = field(default=None, compare=False)
 
     @property
     def deadline(self) -> float | None:
         """The local deadline (monotonic): ``sent + expires_in_ms``."""
         return _deadline(self.sent, 0, self.expires_in_ms)
+
+    @property
+    def capped(self) -> bool:
+        """Whether its expiry is the end of its tenure: no renewal extends it."""
+        return _capped(self.expires_in_ms, self.lifetime_left_ms)
 
     @classmethod
     def from_json(
@@ -375,6 +417,8 @@ class Member:
             token=opt_text(doc, "token"),
             raw=doc,
             expires_in_ms=opt_int(doc, "expires_in_ms"),
+            ends_by=opt_text(doc, "ends_by"),
+            lifetime_left_ms=opt_int(doc, "lifetime_left_ms"),
             sent=sent,
         )
 
@@ -519,6 +563,11 @@ class Reservation:
     labels: dict[str, str] = field(default_factory=dict)
     #: ``True`` when the answer was an idempotent replay (200).
     replayed: bool = field(default=False, compare=False)
+    #: The end of its tenure (RFC 3339): no renewal keeps it past this;
+    #: ``None`` without a cap (``max_lifetime``, or the server's ceiling).
+    ends_by: str | None = None
+    #: How long its tenure has left, as the server computed it.
+    lifetime_left_ms: int | None = None
     sent: float | None = field(default=None, compare=False)
     raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
 
@@ -532,6 +581,11 @@ class Reservation:
         """The local deadline (monotonic) of a reserved subnet; ``None`` once
         allocated."""
         return _deadline(self.sent, 0, self.expires_in_ms)
+
+    @property
+    def capped(self) -> bool:
+        """Whether its expiry is the end of its tenure: no renewal extends it."""
+        return _capped(self.expires_in_ms, self.lifetime_left_ms)
 
     @classmethod
     def from_json(
@@ -558,6 +612,8 @@ class Reservation:
             token=opt_text(doc, "token") or token,
             labels={k: v for k, v in labels.items() if isinstance(v, str)},
             replayed=replayed,
+            ends_by=opt_text(doc, "ends_by"),
+            lifetime_left_ms=opt_int(doc, "lifetime_left_ms"),
             sent=sent,
             raw=doc,
         )

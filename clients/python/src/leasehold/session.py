@@ -21,7 +21,11 @@ class SessionCalls(Protocol):
     """The calls a session makes of its client (a :class:`~leasehold.Client`)."""
 
     def open_session(
-        self, ttl: float = 15.0, holder: str | None = None, metadata: JSONObject | None = None
+        self,
+        ttl: float = 15.0,
+        holder: str | None = None,
+        metadata: JSONObject | None = None,
+        max_lifetime: float | None = None,
     ) -> SessionInfo: ...
 
     def renew_session(
@@ -86,9 +90,11 @@ class Session:
         keepalive: bool = True,
         on_lost: OnLost | None = None,
         lost_margin: float | None = None,
+        max_lifetime: float | None = None,
     ) -> None:
         self.client = client
         self.ttl = ttl
+        self.max_lifetime = max_lifetime
         self.holder = holder
         self.metadata = metadata
         self.keepalive = keepalive
@@ -133,23 +139,23 @@ class Session:
 
     def open(self) -> "Session":
         """Open the session and start keeping it alive."""
-        info = self.client.open_session(self.ttl, self.holder, self.metadata)
+        info = self.client.open_session(self.ttl, self.holder, self.metadata, self.max_lifetime)
         life = LeaseLife(self.lost_margin, self._lose)
         with self._lock:
             self._info, self._life, self.last_id = info, life, info.id
             self.lost_reason = self.lost_at = None
             self.lost.clear()
             self.ended.clear()
-        life.confirm(info.sent or 0.0, (info.expires_in_ms or 0) / 1000.0)
+        life.confirm(info.sent or 0.0, (info.expires_in_ms or 0) / 1000.0, capped=info.capped)
         if self.keepalive:
             self._keepalive = KeepAlive(f"leasehold-session-{info.id}", life, self._renew)
         return self
 
-    def _renew(self, call_deadline: float) -> tuple[float, float]:
+    def _renew(self, call_deadline: float) -> tuple[float, float, bool]:
         info = self.client.renew_session(
             self.info.id, self.info.token or "", deadline=call_deadline
         )
-        return info.sent or 0.0, (info.expires_in_ms or 0) / 1000.0
+        return info.sent or 0.0, (info.expires_in_ms or 0) / 1000.0, info.capped
 
     def renew(self) -> SessionInfo:
         """Renew the session now. When the server answers that it is gone
@@ -169,7 +175,8 @@ class Session:
             if reason is not None:
                 life.lose(reason)
             raise
-        if not life.confirm(info.sent or 0.0, (info.expires_in_ms or 0) / 1000.0):
+        expires_in = (info.expires_in_ms or 0) / 1000.0
+        if not life.confirm(info.sent or 0.0, expires_in, capped=info.capped):
             raise Lost(f"session {self.id}", life.reason or LossReason.EXPIRED)
         return info
 

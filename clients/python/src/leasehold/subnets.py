@@ -115,6 +115,7 @@ class SubnetsMixin:
         metadata: JSONObject | None = None,
         labels: dict[str, str] | None = None,
         idempotency_key: str | None = None,
+        max_lifetime: float | None = None,
     ) -> Reservation:
         """Reserve a free block of ``prefix_len`` bits (best fit, then lowest
         address), or the aligned ``subnet`` named; with neither, a block of
@@ -128,6 +129,7 @@ class SubnetsMixin:
         :class:`~leasehold.SubnetUnavailable` (``conflicts`` in its fields),
         or :class:`~leasehold.RuleViolated` naming the pool's rule it breaks
         (``labels`` carry the ones ``required_labels`` names).
+        ``max_lifetime`` (seconds) caps its tenure while unconfirmed.
         """
         if prefix_len is not None and subnet is not None:
             raise ValueError("give at most one of prefix_len and subnet")
@@ -192,6 +194,8 @@ class SubnetsMixin:
             body["session"] = session_ref(session)
         elif ttl is not None:
             body["ttl_ms"] = ms(ttl)
+        if max_lifetime is not None and session is None:
+            body["max_lifetime_ms"] = ms(max_lifetime)
         if metadata is not None:
             body["metadata"] = metadata
         if labels:
