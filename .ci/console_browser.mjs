@@ -132,7 +132,7 @@ try {
   await page.getByRole("cell", { name: "first-holder" }).waitFor();
   check(true, "the key's page names its holder");
   const holderRow = page.getByRole("row").filter({ hasText: "first-holder" });
-  check((await holderRow.getByRole("cell").nth(5).textContent()).startsWith(held.body.ends_by),
+  check((await holderRow.getByRole("cell").nth(6).textContent()).startsWith(held.body.ends_by),
     "the key's page shows when the holder's tenure ends (ends by)");
   await accessible(page, "a key's page", check);
 
