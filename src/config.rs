@@ -339,79 +339,54 @@ impl ServeConfig {
     /// every grant), naming the flag, its environment variable and the value.
     pub fn check_bounds(&self) -> Result<(), String> {
         let min_ttl = MIN_TTL_MS.to_std();
-        let ttl_ok = |d: Duration| (min_ttl..=LONGEST).contains(&d);
-        let refuse = |flag: &str, env: &str, value: Duration, why: String| {
-            Err(format!(
-                "--{flag} ({env}) is {}: {why}",
-                format_duration(value)
-            ))
-        };
-        let within = |low: Duration| {
-            format!(
-                "it must be between {} and {}",
-                format_duration(low),
-                format_duration(LONGEST)
-            )
-        };
-        if !ttl_ok(self.max_ttl) {
-            return refuse(
-                "max-ttl",
-                "LEASEHOLD_MAX_TTL",
-                self.max_ttl,
-                within(min_ttl),
-            );
-        }
-        if !ttl_ok(self.default_ttl) {
-            return refuse(
-                "default-ttl",
-                "LEASEHOLD_DEFAULT_TTL",
-                self.default_ttl,
-                within(min_ttl),
-            );
-        }
-        let longest_cap = MAX_LIFETIME_MS.to_std();
-        if let Some(cap) = self
-            .max_lease_lifetime
-            .filter(|d| !(min_ttl..=longest_cap).contains(d))
-        {
-            return refuse(
+        let ms = Duration::from_millis;
+        within(
+            "max-ttl",
+            "LEASEHOLD_MAX_TTL",
+            self.max_ttl,
+            min_ttl,
+            LONGEST,
+        )?;
+        within(
+            "default-ttl",
+            "LEASEHOLD_DEFAULT_TTL",
+            self.default_ttl,
+            min_ttl,
+            LONGEST,
+        )?;
+        if let Some(cap) = self.max_lease_lifetime {
+            let longest = MAX_LIFETIME_MS.to_std();
+            within(
                 "max-lease-lifetime",
                 "LEASEHOLD_MAX_LEASE_LIFETIME",
                 cap,
-                format!(
-                    "it must be between {} and {}",
-                    format_duration(min_ttl),
-                    format_duration(longest_cap)
-                ),
-            );
+                min_ttl,
+                longest,
+            )?;
         }
         if self.default_ttl > self.max_ttl {
-            return refuse(
-                "default-ttl",
-                "LEASEHOLD_DEFAULT_TTL",
-                self.default_ttl,
-                format!(
-                    "it must not exceed --max-ttl (LEASEHOLD_MAX_TTL), {}",
-                    format_duration(self.max_ttl)
-                ),
-            );
+            return Err(format!(
+                "--default-ttl (LEASEHOLD_DEFAULT_TTL) is {}: it must not exceed --max-ttl \
+                 (LEASEHOLD_MAX_TTL), {}",
+                format_duration(self.default_ttl),
+                format_duration(self.max_ttl)
+            ));
         }
-        if self.max_wait > LONGEST {
-            return refuse(
-                "max-wait",
-                "LEASEHOLD_MAX_WAIT",
-                self.max_wait,
-                within(Duration::ZERO),
-            );
-        }
-        if self.reaper_interval.is_zero() || self.reaper_interval > LONGEST {
-            return refuse(
-                "reaper-interval",
-                "LEASEHOLD_REAPER_INTERVAL",
-                self.reaper_interval,
-                within(Duration::from_millis(1)),
-            );
-        }
+        within(
+            "max-wait",
+            "LEASEHOLD_MAX_WAIT",
+            self.max_wait,
+            Duration::ZERO,
+            LONGEST,
+        )?;
+        let reaper = self.reaper_interval;
+        within(
+            "reaper-interval",
+            "LEASEHOLD_REAPER_INTERVAL",
+            reaper,
+            ms(1),
+            LONGEST,
+        )?;
         if self.reaper_batch == 0 {
             return Err(
                 "--reaper-batch (LEASEHOLD_REAPER_BATCH) is 0: the reaper would never delete \
@@ -465,6 +440,26 @@ impl ServeConfig {
             ..defaults
         }
     }
+}
+
+/// Refuses a flag's `value` outside `low..=high`, naming the flag, its
+/// environment variable and the value.
+fn within(
+    flag: &str,
+    env: &str,
+    value: Duration,
+    low: Duration,
+    high: Duration,
+) -> Result<(), String> {
+    if (low..=high).contains(&value) {
+        return Ok(());
+    }
+    Err(format!(
+        "--{flag} ({env}) is {}: it must be between {} and {}",
+        format_duration(value),
+        format_duration(low),
+        format_duration(high)
+    ))
 }
 
 #[cfg(test)]
