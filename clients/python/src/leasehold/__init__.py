@@ -14,7 +14,8 @@
 from ._json import JSON, JSONObject
 from ._life import LOST_RELEASE_BOUND
 from .client import Client
-from .semaphore import Capacity, Semaphore
+from .capacities import Capacity
+from .semaphore import Semaphore
 from .election import Election, Observer
 from .errors import (
     PROBLEM_TYPES,

@@ -14,7 +14,7 @@ from ._json import JSONObject, objects, opt_int
 from ._transport import Cancel, QueryValue, Transport, quote, ms as _ms, page as _page
 from .groups import GroupsMixin
 from .limits import LimitsMixin
-from .semaphore import CapacitiesMixin
+from .capacities import CapacitiesMixin
 from .models import (
     Event, KeyHistory, LockLease, Page, PrefixActivity, Queues, SessionInfo, SessionLeases,
     Waiter,

@@ -138,6 +138,8 @@ class SubnetsMixin:
             body["prefix_len"] = prefix_len
         elif subnet is not None:
             body["subnet"] = subnet
+        if max_lifetime is not None and session is None:
+            body["max_lifetime_ms"] = ms(max_lifetime)
         resp = self._reserve(pool, body, ttl, session, exclude, exclude_local, metadata,
                              labels, idempotency_key)
         return Reservation.from_json(resp.doc, resp.sent, replayed=resp.status == 200)
@@ -156,17 +158,21 @@ class SubnetsMixin:
         metadata: JSONObject | None = None,
         labels: dict[str, str] | None = None,
         idempotency_key: str | None = None,
+        max_lifetime: float | None = None,
     ) -> list[Reservation]:
         """Reserve ``count`` (1 to 256) blocks of ``prefix_len`` bits (default:
         the pool's ``default_prefix_len``) in one transaction, all or none,
         in the order the allocator picks them. The same ``idempotency_key``
         replays the whole batch (each then ``replayed``); a retry sends its
-        key again. Refusals are :meth:`reserve`'s."""
+        key again. Refusals are :meth:`reserve`'s; ``max_lifetime`` caps
+        each block's tenure while unconfirmed."""
         if not 1 <= count <= MAX_BATCH:
             raise ValueError(f"a batch takes 1 to {MAX_BATCH} blocks, not {count}")
         body: JSONObject = {"holder": holder or self.holder, "count": count}
         if prefix_len is not None:
             body["prefix_len"] = prefix_len
+        if max_lifetime is not None and session is None:
+            body["max_lifetime_ms"] = ms(max_lifetime)
         resp = self._reserve(pool, body, ttl, session, exclude, exclude_local, metadata,
                              labels, idempotency_key)
         replayed = resp.status == 200
@@ -194,8 +200,6 @@ class SubnetsMixin:
             body["session"] = session_ref(session)
         elif ttl is not None:
             body["ttl_ms"] = ms(ttl)
-        if max_lifetime is not None and session is None:
-            body["max_lifetime_ms"] = ms(max_lifetime)
         if metadata is not None:
             body["metadata"] = metadata
         if labels:
