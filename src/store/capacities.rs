@@ -8,14 +8,14 @@
 
 use std::num::NonZeroU32;
 
+use super::capacity_rows::stored;
 use super::dialect::Atomicity::OnKeys;
 use super::dialect::Effects;
 use super::events;
 use super::limits::room_for_one;
 use super::lock_names::LockName;
 use super::locks::{Locks, get};
-use super::rows::corrupt;
-use super::sql::{Columns, Sql, args};
+use super::sql::{Sql, args};
 use super::write_time::WriteTime;
 use super::{Error, StoreResult};
 use crate::domain::At;
@@ -24,8 +24,6 @@ use crate::domain::commands::LeaseOwner;
 use crate::domain::events::EventType;
 use crate::domain::names::LockKey;
 use crate::domain::refusal::{Missing, Refused};
-
-const CAPACITY_ROW: &str = "SELECT key, permits, owner FROM lock_capacities WHERE key = $1";
 
 /// A stored capacity and what the key's live leases hold of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,22 +79,6 @@ impl Locks<'_> {
             })
             .await
     }
-}
-
-/// The capacity stored for `key`, if any.
-pub async fn stored(conn: &mut dyn Sql, key: &str) -> StoreResult<Option<Capacity>> {
-    let Some(row) = conn.row(CAPACITY_ROW, args![key]).await? else {
-        return Ok(None);
-    };
-    let permits = u32::try_from(row.int("permits")?)
-        .ok()
-        .and_then(NonZeroU32::new)
-        .ok_or_else(|| corrupt("capacity"))?;
-    Ok(Some(Capacity {
-        key: row.text("key")?,
-        permits,
-        owner: row.opt_text("owner")?,
-    }))
 }
 
 /// The permits the live leases of `key` hold at `now`, and how many leases.

@@ -4,7 +4,7 @@
 //! and stored capacity read, the decision of `domain::lock::decide` and the quota in
 //! `domain::grant`'s order, the key's absent rows removed, and the insert.
 
-use super::capacities;
+use super::capacity_rows;
 use super::dialect::Effects;
 use super::events::{self, expired_locks};
 use super::lock_rows::{self, NewLockRow};
@@ -118,7 +118,7 @@ async fn decide(
     )?;
     let absent = rows.iter().any(|r| r.gone_at() <= now);
     rows.retain(|r| r.gone_at() > now);
-    let stored = capacities::stored(conn, new.key.as_str()).await?;
+    let stored = capacity_rows::stored(conn, new.key.as_str()).await?;
     let stored = stored.map(|c| c.permits);
     // Over the quota the write fails before it has changed anything.
     let decision = grant_order(lock::decide(claim(&new), stored, &rows, now), quota)?;

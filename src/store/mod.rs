@@ -7,6 +7,7 @@ use crate::domain::grant::{self, Denial, Quota, QuotaKind};
 use crate::domain::refusal::{Missing, OverQuota, Refused};
 
 mod capacities;
+mod capacity_rows;
 mod database;
 mod dialect;
 mod errors;
