@@ -34,6 +34,7 @@ fn acquire(holder: &str) -> AcquireRequest {
     AcquireRequest {
         holder: holder.parse().unwrap(),
         ttl_ms: Some(30_000),
+        max_lifetime_ms: None,
         session: None,
         wait_ms: None,
         mode: None,
@@ -140,6 +141,7 @@ async fn pools(client: &Client) {
         prefix_len: Some(24),
         subnet: None,
         ttl_ms: None,
+        max_lifetime_ms: None,
         session: None,
         exclude: None,
         metadata: None,
@@ -232,7 +234,7 @@ async fn limits(client: &Client) {
     let name = "rust/rate";
     let defined = client
         .put_limit(
-            name,
+            &name.parse().unwrap(),
             &PutLimitRequest {
                 rate: NonZeroU64::new(4).unwrap(),
                 period_ms: NonZeroU64::new(60_000).unwrap(),
@@ -253,9 +255,9 @@ async fn limits(client: &Client) {
         cost: NonZeroU64::new(cost),
         wait_ms: None,
     };
-    let taken = client.take_limit(name, &take(3)).await.expect("take");
+    let taken = client.take_limit(&name.parse().unwrap(), &take(3)).await.expect("take");
     check(taken.into_inner().available == 1, "a take of 3 leaves 1");
-    let (status, denied) = problem(client.take_limit(name, &take(2)).await);
+    let (status, denied) = problem(client.take_limit(&name.parse().unwrap(), &take(2)).await);
     check(status == 429, "a take of 2 with 1 left is refused with 429");
     let Problem::RateLimitedProblem(denied) = denied else {
         panic!("expected rate-limited, got {denied:?}");
@@ -266,9 +268,9 @@ async fn limits(client: &Client) {
             .is_some_and(|ms| ms > 0 && ms <= 15_000),
         "the typed problem says when it would be admitted",
     );
-    let shown = client.get_limit(name).await.expect("inspect").into_inner();
+    let shown = client.get_limit(&name.parse().unwrap()).await.expect("inspect").into_inner();
     check(shown.available == 1, "a denial takes nothing");
-    let deleted = client.delete_limit(name).await.expect("delete");
+    let deleted = client.delete_limit(&name.parse().unwrap()).await.expect("delete");
     check(deleted.status().as_u16() == 204, "delete a rate limit");
 }
 
