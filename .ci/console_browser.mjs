@@ -45,8 +45,9 @@ const errors = [];
 const faults = [];
 
 // A tab of its own (its own sessionStorage, so its own token). A lease or
-// session that ended answers 404, which its page shows as such, and so does
-// the capacity of a key that has none (the browser logs every 4xx it is
+// session that ended answers 404, which its page shows as such, and so do
+// the capacity of a key that has none and a pool deleted between the list
+// of pools and the read of its usage (the browser logs every 4xx it is
 // answered).
 async function open() {
   const page = await browser.newPage();
@@ -67,7 +68,7 @@ async function open() {
   page.on("console", (message) => {
     if (message.type() !== "error") return;
     if (/content.security.policy/i.test(message.text())) return void faults.push(message.text());
-    const lease = /\/v1\/(locks|sessions)\/[^/]+(\/capacity)?$/.test(message.location().url ?? "");
+    const lease = /\/v1\/(locks|sessions|pools)\/[^/]+(\/capacity)?$/.test(message.location().url ?? "");
     if (lease && message.text().includes("status of 404")) return;
     errors.push(`${message.text()} ${message.location().url ?? ""}`);
   });

@@ -15,7 +15,12 @@ export async function pools(params) {
   const query = new URLSearchParams({ limit: "50" });
   if (cursor) query.set("cursor", cursor);
   const list = await api(`/v1/pools?${query}`);
-  const usage = await bounded(list.items, READS, (p) => api(`/v1/pools/${encode(p.name)}`));
+  // A pool deleted since the list was read is left out, not an error.
+  const read = (p) => api(`/v1/pools/${encode(p.name)}`).catch((error) => {
+    if (error.status === 404) return null;
+    throw error;
+  });
+  const usage = (await bounded(list.items, READS, read)).filter(Boolean);
   const next = nextPage("pools", list);
   const link = (n) => (n ? h("a", { href: `#/pools/${encode(n)}`, text: n }) : "—");
   const rows = tree(usage).map(({ pool: p, level }) => {
