@@ -18,9 +18,10 @@ negative ones must still be refused.
   contract names no default). Cut to 100 ms, below the fuzzed server's
   5 s: a wait for a key that an earlier case holds would otherwise idle the
   fuzzer for all of it.
-- A reserve's `prefix_len`: bounded by the pool's own prefix and family,
-  which are state. The pools fuzzed are IPv4 /8s and /16s (the spec's
-  examples): a length outside /16–/32 is sent as the example's /24.
+- A reserve's `prefix_len` and `labels`: bounded by the pool's own prefix,
+  family and rules, which are state. The pools fuzzed are IPv4 /8s and /16s
+  with the spec's example rules (/20 to /28, the label `env` required): a
+  length outside /20–/28 is sent as the example's /24, and `env` is added.
 - A pool map's `prefix_len`: bounded by the pool's own prefix and family.
   Left out (the map's default resolution). The free blocks' `prefix_len`,
   bounded the same way and required where the pool has no default: sent
@@ -31,6 +32,10 @@ negative ones must still be refused.
   Schema cannot say. Both are left out; the contract suite covers them.
   The spec's own examples are sent as written (hooks do not touch them):
   .ci/run makes the example's parent, `docker`, before the run.
+- A rate limit's `burst × period_ms / rate` (its time to refill from empty)
+  is bounded: a definition past it is sent without its `burst`. A take's or
+  refund's `cost` above the limit's burst, and an acquire's `permits` above
+  the key's capacity, are refused by state: valid cases cost 1 and take 1.
 - An `Idempotency-Key` names one request: sent again with another request
   it is refused (422), which is state, not schema. Each case gets its own.
 - Text bounded in UTF-8 bytes (keys, group and member names, holders,
@@ -44,7 +49,8 @@ negative ones must still be refused.
   objects that the SDK generators of CI read, and the rule is said in
   prose. A case naming both keeps the first; one naming neither where one
   is required gets the spec's example of the first. A named `subnet` is one
-  block: a `count` beside it is left out.
+  block: a `count` beside it is left out. A lease bound to a session lives
+  as long as it: a `max_lifetime_ms` beside a `session` is left out.
 - CIDR text (a pool's `cidr`, `subnet`, `exclude`): JSON Schema has no
   CIDR format. A `cidr` that is not an aligned network is sent as the
   spec's example; a `subnet` that is not one, and `exclude` entries that
@@ -82,8 +88,16 @@ TTL_OR_SESSION = {"acquireLock", "acquireLockSet", "joinGroup"}
 EXAMPLE_TTL_MS = 30000
 EXAMPLE_PREFIX_LEN = 24
 # The prefix lengths a reserve may ask of the pools the fuzzing makes (IPv4,
-# /8 and /16 blocks of the spec's examples).
-FUZZED_POOL_LENGTHS = (16, 32)
+# /8 and /16 blocks of the spec's examples, whose example rules allow /20
+# to /28).
+FUZZED_POOL_LENGTHS = (20, 28)
+# A limit refills from empty within its burst × period_ms / rate at most
+# (src/domain/rate.rs MAX_REFILL_MS).
+MAX_REFILL_MS = 3_660 * 86_400_000
+# The most a valid take or refund costs: a limit's burst is state.
+EXAMPLE_COST = 1
+# The label the spec's example rules require of every reserve.
+EXAMPLE_LABEL = ("env", "prod")
 EXAMPLE_TOKEN = "9f86d081884c7d659a2feaa0c55ad015"
 EXAMPLE_CIDR = "10.0.0.0/8"
 
@@ -144,6 +158,8 @@ def _rewrite_body(op: str | None, body: dict) -> None:
     """The body as the server takes it, where the rules above say how."""
     if op in TTL_OR_SESSION | {"reserveSubnet"} and _present(body, "ttl_ms") and _present(body, "session"):
         body.pop("session")
+    if _present(body, "session"):
+        body.pop("max_lifetime_ms", None)
     if op in TTL_OR_SESSION and not _present(body, "ttl_ms") and not _present(body, "session"):
         body["ttl_ms"] = EXAMPLE_TTL_MS
     if op == "reserveSubnet":
@@ -153,6 +169,10 @@ def _rewrite_body(op: str | None, body: dict) -> None:
             body.pop("subnet")
         if not _present(body, "prefix_len") and not _present(body, "subnet"):
             body["prefix_len"] = EXAMPLE_PREFIX_LEN
+        if isinstance(body.get("labels"), dict):
+            body["labels"].setdefault(*EXAMPLE_LABEL)
+        else:
+            body["labels"] = dict([EXAMPLE_LABEL])
         if _present(body, "subnet") and body.get("count") not in (None, 1):
             body.pop("count")
         length = body.get("prefix_len")
@@ -165,6 +185,15 @@ def _rewrite_body(op: str | None, body: dict) -> None:
             body["cidr"] = EXAMPLE_CIDR
         body.pop("parent", None)
         body.pop("rules", None)
+    if op == "putLimit" and all(isinstance(body.get(f), int) and body[f] > 0 for f in ("rate", "period_ms")):
+        burst = body.get("burst") if isinstance(body.get("burst"), int) else body["rate"]
+        if burst * body["period_ms"] > MAX_REFILL_MS * body["rate"]:
+            body.pop("burst", None)
+            body["period_ms"] = min(body["period_ms"], MAX_REFILL_MS)
+    if op in ("takeLimit", "refundLimit") and isinstance(body.get("cost"), int):
+        body["cost"] = min(body["cost"], EXAMPLE_COST)
+    if op in ("acquireLock", "acquireLockSet") and isinstance(body.get("permits"), int):
+        body["permits"] = 1
     if op == "leaveGroup" and _present(body, "token") == _present(body, "session"):
         body.pop("session", None)
         body["token"] = body.get("token") or EXAMPLE_TOKEN

@@ -18,6 +18,7 @@ use utoipa::openapi::{OpenApi, RefOr};
 
 use crate::domain::inputs::{MAX_BATCH, MAX_SET_KEYS};
 use crate::domain::rate::{MAX_PERIOD_MS, MAX_RATE};
+use crate::domain::tenure::MAX_LIFETIME_MS;
 use crate::domain::validate::{DEFAULT_MAX_TTL_MS, MAX_HOLDER_BYTES, MAX_KEY_BYTES, MIN_TTL_MS};
 
 /// Printable text: no control characters (Unicode category Cc).
@@ -141,6 +142,10 @@ fn constrain_field(field: &str, schema: &mut Schema) {
             );
             note(object, MAX_TTL_NOTE);
         }
+        "max_lifetime_ms" => {
+            bounded(object, MIN_TTL_MS.as_millis(), MAX_LIFETIME_MS.as_millis());
+            note(object, MAX_LIFETIME_NOTE);
+        }
         // A key stays unavailable at most as long as a lease may live.
         "lock_delay_ms" => {
             bounded(object, 0, DEFAULT_MAX_TTL_MS.as_millis());
@@ -176,6 +181,10 @@ fn bounded(object: &mut Object, min: i64, max: i64) {
 /// What `maximum` means for a bound set when the server starts.
 const MAX_TTL_NOTE: &str = "The `maximum` is the default of `--max-ttl` (24 h): a \
     server started with another refuses what is above its own with 400.";
+
+/// What `maximum` means for a tenure, which a server may bound lower.
+const MAX_LIFETIME_NOTE: &str = "The `maximum` (366 days) holds on a server without \
+    `--max-lease-lifetime`: one started with it refuses what is above its ceiling with 400.";
 
 /// Adds a sentence to the field's description.
 fn note(object: &mut Object, sentence: &str) {

@@ -126,7 +126,8 @@ pub struct LockSetRequest {
 /// Asks for a free block of `prefix_len`, or for the named `subnet`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[schema(example = json!({"holder": "node-7/pid-4121", "prefix_len": 24, "exclude": ["172.17.0.0/16"]}))]
+#[schema(example = json!({"holder": "node-7/pid-4121", "prefix_len": 24, "exclude": ["172.17.0.0/16"],
+    "labels": {"env": "prod"}}))]
 pub struct ReserveRequest {
     /// Free text naming the client; informational only.
     pub holder: String,
