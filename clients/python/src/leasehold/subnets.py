@@ -138,10 +138,8 @@ class SubnetsMixin:
             body["prefix_len"] = prefix_len
         elif subnet is not None:
             body["subnet"] = subnet
-        if max_lifetime is not None and session is None:
-            body["max_lifetime_ms"] = ms(max_lifetime)
         resp = self._reserve(pool, body, ttl, session, exclude, exclude_local, metadata,
-                             labels, idempotency_key)
+                             labels, idempotency_key, max_lifetime)
         return Reservation.from_json(resp.doc, resp.sent, replayed=resp.status == 200)
 
     def reserve_batch(
@@ -171,10 +169,8 @@ class SubnetsMixin:
         body: JSONObject = {"holder": holder or self.holder, "count": count}
         if prefix_len is not None:
             body["prefix_len"] = prefix_len
-        if max_lifetime is not None and session is None:
-            body["max_lifetime_ms"] = ms(max_lifetime)
         resp = self._reserve(pool, body, ttl, session, exclude, exclude_local, metadata,
-                             labels, idempotency_key)
+                             labels, idempotency_key, max_lifetime)
         replayed = resp.status == 200
         return [Reservation.from_json(item, resp.sent, replayed=replayed)
                 for item in objects(resp.doc, "items")]
@@ -190,6 +186,7 @@ class SubnetsMixin:
         metadata: JSONObject | None,
         labels: dict[str, str] | None,
         idempotency_key: str | None,
+        max_lifetime: float | None,
     ) -> Response:
         excluded: list[JSON] = list(exclude)
         if exclude_local:
@@ -200,6 +197,8 @@ class SubnetsMixin:
             body["session"] = session_ref(session)
         elif ttl is not None:
             body["ttl_ms"] = ms(ttl)
+        if max_lifetime is not None and session is None:
+            body["max_lifetime_ms"] = ms(max_lifetime)
         if metadata is not None:
             body["metadata"] = metadata
         if labels:
